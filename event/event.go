@@ -1,0 +1,281 @@
+// Package event decodes the records Pi writes in json and rpc mode.
+//
+// Decoding is lazy: [Peek] finds a record's type without building anything,
+// and [Decode] builds only the fields the mapper reads. message_update, by
+// far the most frequent record, decodes just its assistantMessageEvent type
+// and content index unless content capture asks for its delta.
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Record types Pi 1.6.0 emits (docs/json.md, rpc.md, rpc-extension-ui.md).
+const (
+	TypeSession                    = "session"
+	TypeAgentStart                 = "agent_start"
+	TypeAgentEnd                   = "agent_end"
+	TypeAgentSettled               = "agent_settled"
+	TypeTurnStart                  = "turn_start"
+	TypeTurnEnd                    = "turn_end"
+	TypeMessageStart               = "message_start"
+	TypeMessageUpdate              = "message_update"
+	TypeMessageEnd                 = "message_end"
+	TypeToolExecutionStart         = "tool_execution_start"
+	TypeToolExecutionUpdate        = "tool_execution_update"
+	TypeToolExecutionEnd           = "tool_execution_end"
+	TypeQueueUpdate                = "queue_update"
+	TypeEntryAppended              = "entry_appended"
+	TypeSessionInfoChanged         = "session_info_changed"
+	TypeThinkingLevelChanged       = "thinking_level_changed"
+	TypeCompactionStart            = "compaction_start"
+	TypeCompactionEnd              = "compaction_end"
+	TypeAutoRetryStart             = "auto_retry_start"
+	TypeAutoRetryEnd               = "auto_retry_end"
+	TypeSummarizationRetrySchedule = "summarization_retry_scheduled"
+	TypeSummarizationRetryAttempt  = "summarization_retry_attempt_start"
+	TypeSummarizationRetryFinished = "summarization_retry_finished"
+
+	// RPC-only records.
+	TypeBashExecutionUpdate = "bash_execution_update"
+	TypeExtensionError      = "extension_error"
+	TypeExtensionUIRequest  = "extension_ui_request"
+	TypeResponse            = "response"
+)
+
+// Errors a record can fail with. The record itself is never lost: the
+// caller has already forwarded it; these only say why it is not traced.
+var (
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	ErrInvalidJSON = errors.New("malformed JSON")
+	ErrNotObject   = errors.New("not a JSON object")
+	ErrNoType      = errors.New("no string \"type\" field")
+)
+
+// Event is one decoded record. Only the fields of its Type are set.
+type Event struct {
+	Type string
+
+	// session header
+	Version   int    `json:"version"`
+	ID        string `json:"id"` // session id; bash_execution_update and extension_ui_request id
+	Timestamp string `json:"timestamp"`
+	Cwd       string `json:"cwd"`
+
+	// agent_end, agent_settled
+	Messages  []json.RawMessage `json:"messages"`
+	WillRetry *bool             `json:"willRetry"`
+	Aborted   *bool             `json:"aborted"`
+
+	// message_*, turn_end
+	RawMessage            json.RawMessage        `json:"message"`
+	Message               *Message               `json:"-"`
+	ToolResults           []json.RawMessage      `json:"toolResults"`
+	AssistantMessageEvent *AssistantMessageEvent `json:"assistantMessageEvent"`
+	Usage                 *Usage                 `json:"usage"`
+
+	// tool_execution_*
+	ToolCallID    string          `json:"toolCallId"`
+	ToolName      string          `json:"toolName"`
+	Args          json.RawMessage `json:"args"`
+	PartialResult json.RawMessage `json:"partialResult"`
+	Result        json.RawMessage `json:"result"` // tool result, or compaction result
+	IsError       bool            `json:"isError"`
+	DurationMs    *float64        `json:"durationMs"`
+
+	// queue_update, entry_appended, session_info_changed, thinking_level_changed
+	Steering []json.RawMessage `json:"steering"`
+	FollowUp []json.RawMessage `json:"followUp"`
+	Entry    json.RawMessage   `json:"entry"`
+	Name     *string           `json:"name"`
+	Level    string            `json:"level"`
+
+	// compaction_*, auto_retry_*, summarization_retry_*
+	Reason       string  `json:"reason"`
+	ErrorMessage string  `json:"errorMessage"`
+	Attempt      int     `json:"attempt"`
+	MaxAttempts  int     `json:"maxAttempts"`
+	DelayMs      float64 `json:"delayMs"`
+	Success      *bool   `json:"success"`
+	FinalError   string  `json:"finalError"`
+	Source       string  `json:"source"`
+
+	// rpc records
+	Delta         string          `json:"delta"`
+	ExtensionPath string          `json:"extensionPath"`
+	Event         string          `json:"event"`
+	Error         string          `json:"error"`
+	Method        string          `json:"method"`
+	Command       string          `json:"command"`
+	Data          json.RawMessage `json:"data"`
+	TimeoutMs     float64         `json:"timeout"`
+}
+
+// Message is the part of Pi's AgentMessage the mapper reads
+// (docs/message-types.md). Content stays raw: it is only decoded when the
+// user opted into content capture.
+type Message struct {
+	Role          string          `json:"role"`
+	Content       json.RawMessage `json:"content"`
+	API           string          `json:"api"`
+	Provider      string          `json:"provider"`
+	Model         string          `json:"model"`
+	ResponseModel string          `json:"responseModel"`
+	ResponseID    string          `json:"responseId"`
+	Usage         *Usage          `json:"usage"`
+	StopReason    string          `json:"stopReason"`
+	ErrorMessage  string          `json:"errorMessage"`
+	RawStopReason string          `json:"rawStopReason"`
+	DurationMs    *float64        `json:"durationMs"`
+	Timestamp     float64         `json:"timestamp"` // epoch ms
+	ThinkingLevel string          `json:"thinkingLevel"`
+
+	// toolResult
+	ToolCallID string `json:"toolCallId"`
+	ToolName   string `json:"toolName"`
+	IsError    bool   `json:"isError"`
+
+	// system
+	Sections   map[string]*string `json:"sections"`
+	ToolsAdded []json.RawMessage  `json:"toolsAdded"`
+	Tools      []json.RawMessage  `json:"tools"`
+
+	// Raw is the message as Pi sent it, for opt-in content capture.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Usage is Pi's token and cost accounting for one assistant response.
+type Usage struct {
+	Input       int64 `json:"input"`
+	Output      int64 `json:"output"`
+	CacheRead   int64 `json:"cacheRead"`
+	CacheWrite  int64 `json:"cacheWrite"`
+	Reasoning   int64 `json:"reasoning"`
+	TotalTokens int64 `json:"totalTokens"`
+	Cost        Cost  `json:"cost"`
+}
+
+// Cost is in USD.
+type Cost struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+	Total      float64 `json:"total"`
+}
+
+// AssistantMessageEvent is the nested event of a message_update.
+type AssistantMessageEvent struct {
+	Type         string `json:"type"`
+	ContentIndex int    `json:"contentIndex"`
+	Delta        string `json:"delta"`
+	ID           string `json:"id"`
+	ToolName     string `json:"toolName"`
+}
+
+// Options tune decoding.
+type Options struct {
+	// Content keeps message_update deltas. Off, they are skipped unread.
+	Content bool
+}
+
+// updateLite is what a message_update costs when content is off. A
+// 0.73-era update also carries a cumulative "message" snapshot; it is
+// deliberately absent here so that it is skipped, not built.
+type updateLite struct {
+	AssistantMessageEvent struct {
+		Type         string `json:"type"`
+		ContentIndex int    `json:"contentIndex"`
+	} `json:"assistantMessageEvent"`
+	HasMessage json.RawMessage `json:"message"`
+}
+
+// Decode validates one record and decodes it. A record that fails is
+// reported with one of the Err* values wrapped with detail.
+func Decode(rec []byte, opts Options) (Event, error) {
+	typ, err := Peek(rec)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{Type: typ}
+	if typ == TypeMessageUpdate && !opts.Content {
+		var u updateLite
+		if err := json.Unmarshal(rec, &u); err != nil {
+			return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+		}
+		ev.AssistantMessageEvent = &AssistantMessageEvent{Type: u.AssistantMessageEvent.Type, ContentIndex: u.AssistantMessageEvent.ContentIndex}
+		if len(u.HasMessage) > 0 {
+			// Only presence matters: it marks the pre-1.x protocol.
+			ev.RawMessage = u.HasMessage
+		}
+		return ev, nil
+	}
+	if err := json.Unmarshal(rec, &ev); err != nil {
+		// A known type with fields of unexpected shapes (a future Pi)
+		// still counts as that event: keep what the type says.
+		return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	ev.Type = typ
+	// turn_end repeats the assistant message that message_end already gave.
+	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
+		var msg Message
+		if err := json.Unmarshal(ev.RawMessage, &msg); err != nil {
+			return ev, fmt.Errorf("%w: message: %v", ErrInvalidJSON, err)
+		}
+		msg.Raw = ev.RawMessage
+		ev.Message = &msg
+	}
+	return ev, nil
+}
+
+// Peek validates rec as a JSON object and returns its top-level "type".
+func Peek(rec []byte) (string, error) {
+	if !utf8.Valid(rec) {
+		return "", ErrInvalidUTF8
+	}
+	if !json.Valid(rec) {
+		return "", ErrInvalidJSON
+	}
+	i := skipSpace(rec, 0)
+	if i >= len(rec) || rec[i] != '{' {
+		return "", ErrNotObject
+	}
+	var head struct {
+		Type *string `json:"type"`
+	}
+	// Cheap path: most records start with {"type":"…".
+	if t, ok := leadingType(rec[i:]); ok {
+		return t, nil
+	}
+	if err := json.Unmarshal(rec, &head); err != nil || head.Type == nil {
+		return "", ErrNoType
+	}
+	return *head.Type, nil
+}
+
+// leadingType reads {"type":"x" when it is the first key and x has no escapes.
+func leadingType(b []byte) (string, bool) {
+	const pfx = `{"type":"`
+	if len(b) < len(pfx) || string(b[:len(pfx)]) != pfx {
+		return "", false
+	}
+	for j := len(pfx); j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			return "", false
+		case '"':
+			return string(b[len(pfx):j]), true
+		}
+	}
+	return "", false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
