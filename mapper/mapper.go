@@ -254,6 +254,7 @@ func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
 // Close ends a stream that stopped without settling: every open span ends,
 // innermost first, and the root records why.
 func (m *Mapper) Close(end Ending, at time.Time) {
+	defer m.endCompaction(at, "unfinished") // an idle compaction, if any
 	r := m.run
 	if r == nil {
 		return
@@ -759,6 +760,9 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		if ev.DurationMs != nil {
 			start = at.Add(-time.Duration(*ev.DurationMs * float64(time.Millisecond)))
 		}
+		if p := r.container().start; start.Before(p) {
+			start = p
+		}
 		m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
 		r.tools[ev.ToolCallID].SetAttributes(attribute.Bool("pi.orphan_end", true))
 	}
@@ -796,11 +800,11 @@ func (m *Mapper) endTool(id string, at time.Time, attrs ...attribute.KeyValue) {
 func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 	parent := m.cfg.parent
 	var parentID trace.SpanID
+	if m.openCompaction() != nil {
+		m.anomaly("compaction_start inside a compaction")
+		m.endCompaction(at, "unfinished")
+	}
 	if r := m.run; r != nil {
-		if r.compaction != nil {
-			m.anomaly("compaction_start inside a compaction")
-			m.endCompaction(at, "unfinished")
-		}
 		p := r.container()
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
 		r.compactOpen = true
@@ -824,21 +828,11 @@ type compactionResult struct {
 }
 
 func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
-	var c *compaction
-	if m.run != nil {
-		c = m.run.compaction
-	} else {
-		c = m.idleCompaction
-	}
+	c := m.openCompaction()
 	if c == nil {
 		m.anomaly("compaction_end without compaction_start")
-		if m.run != nil {
-			m.compactionStart(ev, at)
-			c = m.run.compaction
-		} else {
-			m.compactionStart(ev, at)
-			c = m.idleCompaction
-		}
+		m.compactionStart(ev, at)
+		c = m.openCompaction()
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.Aborted != nil {
@@ -870,17 +864,25 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	m.endCompaction(at, outcome)
 }
 
+// openCompaction is the open compaction: the run's, else an idle one.
+func (m *Mapper) openCompaction() *compaction {
+	if m.run != nil && m.run.compaction != nil {
+		return m.run.compaction
+	}
+	return m.idleCompaction
+}
+
 func (m *Mapper) endCompaction(at time.Time, outcome string) {
-	var c *compaction
-	if m.run != nil {
-		c, m.run.compaction = m.run.compaction, nil
+	c := m.openCompaction()
+	if c == nil {
+		return
+	}
+	if m.run != nil && m.run.compaction == c {
+		m.run.compaction = nil
 		m.run.compactOpen = false
 		m.run.lastEnd = at
 	} else {
-		c, m.idleCompaction = m.idleCompaction, nil
-	}
-	if c == nil {
-		return
+		m.idleCompaction = nil
 	}
 	if outcome == "unfinished" {
 		c.SetAttributes(attribute.Bool("pi.unfinished", true))
@@ -904,11 +906,9 @@ func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
 		attrs = append(attrs, attribute.String("pi.retry.source", ev.Source))
 	}
 	var target trace.Span
-	switch {
-	case m.run != nil && m.run.compaction != nil:
-		target = m.run.compaction
-	case m.idleCompaction != nil:
-		target = m.idleCompaction
+	switch c := m.openCompaction(); {
+	case c != nil:
+		target = c
 	case m.run != nil:
 		target = m.run.innermost()
 	default:
