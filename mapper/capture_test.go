@@ -24,6 +24,7 @@ import (
 type node struct {
 	s        sdktrace.ReadOnlySpan
 	children []*node
+	seq      int // start order, to order spans that share a timestamp
 }
 
 func (n *node) name() string { return n.s.Name() }
@@ -85,11 +86,16 @@ func (n *node) shape() string {
 }
 
 // roots builds the span forest, children ordered by start time.
-func roots(t *testing.T, spans []sdktrace.ReadOnlySpan) []*node {
+func roots(t *testing.T, spans []sdktrace.ReadOnlySpan, started []sdktrace.ReadWriteSpan) []*node {
 	t.Helper()
+	seq := map[string]int{}
+	for i, s := range started {
+		seq[s.SpanContext().SpanID().String()] = i
+	}
 	byID := map[string]*node{}
 	for _, s := range spans {
-		byID[s.SpanContext().SpanID().String()] = &node{s: s}
+		id := s.SpanContext().SpanID().String()
+		byID[id] = &node{s: s, seq: seq[id]}
 	}
 	var out []*node
 	for _, n := range byID {
@@ -112,7 +118,7 @@ func roots(t *testing.T, spans []sdktrace.ReadOnlySpan) []*node {
 			if !a.StartTime().Equal(b.StartTime()) {
 				return a.StartTime().Before(b.StartTime())
 			}
-			return a.Name() < b.Name()
+			return ns[i].seq < ns[j].seq
 		})
 	}
 	var sortAll func([]*node)
@@ -151,7 +157,7 @@ func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Opti
 			t.Errorf("span %s never ended", s.Name())
 		}
 	}
-	return roots(t, rec.Ended()), m, sink.Stats()
+	return roots(t, rec.Ended(), rec.Started()), m, sink.Stats()
 }
 
 func capture(t *testing.T, version, name string) []byte {

@@ -823,8 +823,9 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 }
 
 type compactionResult struct {
-	TokensBefore         *int64 `json:"tokensBefore"`
-	EstimatedTokensAfter *int64 `json:"estimatedTokensAfter"`
+	TokensBefore         *int64       `json:"tokensBefore"`
+	EstimatedTokensAfter *int64       `json:"estimatedTokensAfter"`
+	Usage                *event.Usage `json:"usage"`
 }
 
 func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
@@ -847,6 +848,14 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 		}
 		if res.EstimatedTokensAfter != nil {
 			attrs = append(attrs, attribute.Int64("pi.compaction.estimated_tokens_after", *res.EstimatedTokensAfter))
+		}
+		if u := res.Usage; u != nil {
+			// Summarising is a model call too: it counts in the run's cost.
+			attrs = append(attrs, usageAttrs(u)...)
+			attrs = append(attrs, attribute.Float64("pi.cost.total", u.Cost.Total))
+			if m.run != nil {
+				addUsage(&m.run.usage, u)
+			}
 		}
 	}
 	c.SetAttributes(attrs...)
@@ -1017,10 +1026,10 @@ func addUsage(dst, u *event.Usage) {
 // errorType classifies a provider error into a low-cardinality error.type.
 func errorType(msg string) string {
 	switch {
-	case len(msg) >= 3 && isDigits(msg[:3]):
-		return msg[:3]
 	case containsFold(msg, "context window"), containsFold(msg, "context length"):
 		return "context_overflow"
+	case len(msg) >= 3 && isDigits(msg[:3]):
+		return msg[:3]
 	case containsFold(msg, "terminated"):
 		return "terminated"
 	case containsFold(msg, "overloaded"):

@@ -298,3 +298,93 @@ func TestThinkingUsage(t *testing.T) {
 		t.Errorf("cache read %s", got)
 	}
 }
+
+func TestThresholdCompactionAfterAgentEndAndBetweenTurns(t *testing.T) {
+	forest, _, _ := replay(t, capture(t, v160, "threshold-compaction"), nil)
+	if len(forest) != 2 {
+		t.Fatalf("%d traces", len(forest))
+	}
+	// First prompt: compaction after agent_end, before agent_settled.
+	wantShape(t, forest[0], `
+invoke_agent pi
+  pi.agent_run
+    pi.turn
+      chat fake-model
+  pi.compaction
+`)
+	// Second: compaction between two turns, inside the run.
+	wantShape(t, forest[1], `
+invoke_agent pi
+  pi.agent_run
+    pi.turn
+      chat fake-model
+      execute_tool bash
+    pi.compaction
+    pi.turn
+      chat fake-model
+`)
+	c := forest[0].find("pi.compaction")[0]
+	for key, want := range map[string]string{"pi.compaction.reason": "threshold", "pi.compaction.tokens_before": "7200", "pi.compaction.estimated_tokens_after": "1579", "pi.compaction.outcome": "ok"} {
+		if got := c.str(t, key); got != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+	if forest[0].str(t, "pi.compactions") != "1" {
+		t.Error("compaction not counted")
+	}
+	assertNoText(t, forest[0], "firstKeptEntryId")
+}
+
+func TestOverflowRecoveryStaysInOneTrace(t *testing.T) {
+	forest, _, _ := replay(t, capture(t, v160, "overflow"), nil)
+	if len(forest) != 2 {
+		t.Fatalf("%d traces", len(forest))
+	}
+	root := forest[1]
+	wantShape(t, root, `
+invoke_agent pi
+  pi.agent_run !
+    pi.turn !
+      chat fake-model !
+  pi.compaction
+  pi.agent_run
+    pi.turn
+      chat fake-model
+`)
+	if got := root.find("pi.compaction")[0].str(t, "pi.compaction.reason"); got != "overflow" {
+		t.Errorf("reason %s", got)
+	}
+	if got := root.find("chat fake-model")[0].str(t, "error.type"); got != "context_overflow" {
+		t.Errorf("error.type %s", got)
+	}
+	if root.str(t, "pi.outcome") != "ok" {
+		t.Errorf("outcome %s", root.str(t, "pi.outcome"))
+	}
+}
+
+func TestOlderPi(t *testing.T) {
+	for _, version := range []string{"pi-1.0.3", "pi-0.73.x"} {
+		t.Run(version, func(t *testing.T) {
+			for _, name := range []string{"text", "bash-tool", "retry-529"} {
+				exit := &mapper.Ending{Reason: mapper.EndExit}
+				root := one(t, first(replay(t, capture(t, version, name), exit)))
+				if len(root.find("pi.agent_run")) == 0 || len(root.find("chat fake-model")) == 0 {
+					t.Errorf("%s: tree\n%s", name, root.shape())
+				}
+				if root.s.Status().Code == codes.Error {
+					t.Errorf("%s: an old but finished run is not an error: %v", name, root.s.Status())
+				}
+				wantEnd := "settled"
+				if version == "pi-0.73.x" {
+					wantEnd = "agent_end"
+				}
+				if got := root.str(t, "pi.end_reason"); got != wantEnd {
+					t.Errorf("%s: end_reason %s, want %s", name, got, wantEnd)
+				}
+				if name == "retry-529" && len(root.find("pi.retry")) != 1 {
+					t.Errorf("retry not in the same trace:\n%s", root.shape())
+				}
+			}
+		})
+	}
+}
