@@ -1,0 +1,167 @@
+package framing
+
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"testing"
+)
+
+// These tests measure live heap, so they stay sequential.
+
+const memHuge = 64 << 20
+
+// patternReader yields n bytes of a fixed pattern without holding them.
+type patternReader struct{ off, n int }
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.off == p.n {
+		return 0, io.EOF
+	}
+	m := min(len(b), p.n-p.off)
+	for i := range m {
+		b[i] = patternByte(p.off + i)
+	}
+	p.off += m
+	return m, nil
+}
+
+func patternByte(i int) byte { return 'a' + byte(i%26) }
+
+// lineReader yields n copies of smallLine without holding them.
+type lineReader struct{ off, n int }
+
+func (l *lineReader) Read(b []byte) (int, error) {
+	total := l.n * len(smallLine)
+	if l.off == total {
+		return 0, io.EOF
+	}
+	m := min(len(b), total-l.off)
+	for i := range m {
+		b[i] = smallLine[(l.off+i)%len(smallLine)]
+	}
+	l.off += m
+	return m, nil
+}
+
+func checkPattern(t *testing.T, rec []byte) {
+	t.Helper()
+	if len(rec) != memHuge {
+		t.Fatalf("huge record is %d bytes, want %d", len(rec), memHuge)
+	}
+	for i, c := range rec {
+		if c != patternByte(i) {
+			t.Fatalf("huge record byte %d = %q", i, c)
+		}
+	}
+}
+
+var smallLine = append(bytes.Repeat([]byte("s"), 249), '\n')
+
+// generated is 100 small records, one 64 MiB record, then 4000 small
+// records (1 MB, many reads' worth), never held in memory as a whole.
+func generated() io.Reader {
+	return io.MultiReader(
+		&lineReader{n: 100},
+		&patternReader{n: memHuge},
+		bytes.NewReader([]byte{'\n'}),
+		&lineReader{n: 4000},
+	)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// memProbe records live heap at the huge record and at the last small one.
+type memProbe struct {
+	t                 *testing.T
+	base, peak, after uint64
+	small             int
+}
+
+func (p *memProbe) emit(rec []byte) {
+	if len(rec) == memHuge {
+		p.peak = liveHeap()
+		checkPattern(p.t, rec)
+		return
+	}
+	if p.small++; p.small == 4100 {
+		p.after = liveHeap()
+	}
+}
+
+func (p *memProbe) check(what string) {
+	t := p.t
+	t.Helper()
+	if p.small != 4100 || p.peak == 0 {
+		t.Fatalf("%s: saw %d small records, huge seen: %v", what, p.small, p.peak != 0)
+	}
+	peak := float64(p.peak-min(p.base, p.peak)) / memHuge
+	after := int64(p.after) - int64(p.base)
+	t.Logf("%s: live heap while the 64 MiB record is out: %.2fx the record; after later records: %+d bytes", what, peak, after)
+	if peak > 3 {
+		t.Errorf("%s: live heap %.2fx the largest record, want under 3x", what, peak)
+	}
+	// What may stay: one read buffer and a carry for small records.
+	if after > 512<<10 {
+		t.Errorf("%s: %d bytes still live after the huge record, want the buffer released", what, after)
+	}
+}
+
+func TestMemorySplitter(t *testing.T) {
+	p := &memProbe{t: t, base: liveHeap()}
+	s := NewSplitter(p.emit)
+	src := generated()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		s.Write(buf[:n])
+		// The carry buffer never holds more than about twice its content
+		// (plus one chunk).
+		if c, l := cap(s.carry), len(s.carry); c > 2*l+len(buf) {
+			t.Fatalf("carry cap %d for %d bytes", c, l)
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.Flush()
+	if cap(s.carry) > defaultRetain {
+		t.Fatalf("carry kept %d bytes after the huge record", cap(s.carry))
+	}
+	p.check("Splitter")
+	runtime.KeepAlive(s)
+}
+
+func TestMemoryReader(t *testing.T) {
+	p := &memProbe{t: t, base: liveHeap()}
+	r := NewReader(generated())
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.emit(rec)
+	}
+	if cap(r.buf) > defaultRetain {
+		t.Fatalf("buffer kept %d bytes after the huge record", cap(r.buf))
+	}
+	p.check("Reader")
+	runtime.KeepAlive(r)
+}
+
+func TestMemoryForward(t *testing.T) {
+	p := &memProbe{t: t, base: liveHeap()}
+	st, err := Forward(io.Discard, generated(), p.emit)
+	if err != nil || st.LargestRecord != memHuge {
+		t.Fatalf("Forward = %+v, %v", st, err)
+	}
+	p.check("Forward")
+}

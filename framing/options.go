@@ -1,0 +1,53 @@
+package framing
+
+const (
+	defaultReadSize = 64 << 10
+	defaultRetain   = 4 << 20
+)
+
+type config struct {
+	readSize int
+	retain   int
+}
+
+func newConfig(opts []Option) config {
+	c := config{readSize: defaultReadSize, retain: defaultRetain}
+	for _, o := range opts {
+		c = o.apply(c)
+	}
+	return c
+}
+
+// Option configures a [Splitter], a [Reader] or [Forward].
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
+
+// WithReadSize sets how many bytes [Reader] and [Forward] ask for in one
+// read (default 64 KiB). Values below 1 are ignored.
+func WithReadSize(n int) Option {
+	return optionFunc(func(c config) config {
+		if n >= 1 {
+			c.readSize = n
+		}
+		return c
+	})
+}
+
+// WithRetain sets the largest buffer kept for reuse once a record is done
+// (default 4 MiB). A buffer that grew beyond it for one huge record is
+// released afterwards, so memory returns to a steady level; records up to
+// this size cost no allocation once the buffer has grown. Negative values
+// are ignored.
+func WithRetain(n int) Option {
+	return optionFunc(func(c config) config {
+		if n >= 0 {
+			c.retain = n
+		}
+		return c
+	})
+}
