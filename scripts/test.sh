@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's test command: installs the real tools (scripts/deps.sh), then
+# gofmt, go vet, go build and go test over the whole module.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${PI_OTEL_CACHE:-$HOME/.cache/pi-otel}"
+
+bash scripts/deps.sh >/dev/null
+# shellcheck source=/dev/null
+source "$CACHE/env.sh"
+
+echo "== gofmt"
+unformatted="$(gofmt -l .)"
+if [[ -n "$unformatted" ]]; then
+	echo "gofmt: these files need formatting:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go build"
+go build ./...
+
+echo "== go test"
+# Real Pi runs and a real Jaeger make the e2e packages slow-ish; the timeout
+# guards against a hung child, well under CI's 90 minutes.
+go test -count=1 -timeout 20m "$@" ./...
