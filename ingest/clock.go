@@ -35,21 +35,10 @@ func (c *StreamClock) Time(ev *event.Event) time.Time {
 		c.advance(c.last.Add(c.pending))
 		c.pending = 0
 	}
-	switch ev.Type {
-	case event.TypeSession:
-		if t, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err == nil {
-			return c.advance(t)
-		}
-	case event.TypeMessageStart, event.TypeMessageEnd:
-		msg := ev.Message
-		if msg == nil || msg.Timestamp <= 0 {
-			break
-		}
-		t := time.UnixMilli(int64(msg.Timestamp))
-		if ev.Type == event.TypeMessageEnd && msg.DurationMs != nil {
-			t = t.Add(ms(*msg.DurationMs))
-		}
+	if t, ok := OwnTime(ev); ok {
 		return c.advance(t)
+	}
+	switch ev.Type {
 	case event.TypeToolExecutionStart:
 		c.toolStarts[ev.ToolCallID] = c.last
 	case event.TypeToolExecutionEnd:
@@ -75,5 +64,46 @@ func (c *StreamClock) advance(t time.Time) time.Time {
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
+// OwnTime is the time an event carries itself, if any: the session
+// header's, or a message's (its end adds the assistant's durationMs).
+func OwnTime(ev *event.Event) (time.Time, bool) {
+	switch ev.Type {
+	case event.TypeSession:
+		if t, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err == nil {
+			return t, true
+		}
+	case event.TypeMessageStart, event.TypeMessageEnd:
+		msg := ev.Message
+		if msg == nil || msg.Timestamp <= 0 {
+			break
+		}
+		t := time.UnixMilli(int64(msg.Timestamp))
+		if ev.Type == event.TypeMessageEnd && msg.DurationMs != nil {
+			t = t.Add(ms(*msg.DurationMs))
+		}
+		return t, true
+	}
+	return time.Time{}, false
+}
+
 // Now is the latest time the stream has reached.
 func (c *StreamClock) Now() time.Time { return c.last }
+
+// Anchor returns the first time one of records carries. A replay looks for
+// it before it starts, since an RPC capture has no header and opens with
+// untimed events.
+func Anchor(records [][]byte) (time.Time, bool) {
+	for _, rec := range records {
+		ev, err := event.Decode(rec, event.Options{})
+		if err != nil {
+			continue
+		}
+		if t, ok := OwnTime(&ev); ok {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Reset moves the clock to t, earlier or later.
+func (c *StreamClock) Reset(t time.Time) { c.last = t }

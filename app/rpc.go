@@ -1,0 +1,136 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/pi-otel/pi-otel/framing"
+	"github.com/pi-otel/pi-otel/launch"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/rpc"
+)
+
+// RPC runs Pi in RPC mode behind a transparent proxy: the controller's
+// bytes go to Pi's stdin and Pi's bytes to our stdout unchanged and in
+// order, while an rpc.Tracker watches both directions. It returns Pi's
+// exit code. See docs/rpc.md.
+func RPC(env Env, args []string) int {
+	cfg, argv, code := parse(env, "rpc", "[flags] -- pi --mode rpc ...", args, nil)
+	if code >= 0 {
+		return code
+	}
+	if len(argv) == 0 {
+		fmt.Fprintln(env.Stderr, "pi-otel rpc: no command; usage: pi-otel rpc [flags] -- pi --mode rpc ...")
+		return 2
+	}
+	p, err := newPipeline(env, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	var opts []rpc.Option
+	if c, err := newContent(cfg); err == nil && c != nil {
+		opts = append(opts, rpc.WithContent(c))
+	}
+	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
+
+	// No TRACEPARENT is reserved for Pi here: one RPC process serves many
+	// runs, so no single root id would be right for what Pi starts. Pi
+	// inherits the caller's TRACEPARENT, if any, like any child.
+	proc, err := launch.Start(argv, launch.WithStdinPipe())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		now := time.Now()
+		tr.Close(mapper.Ending{Reason: mapper.EndExit}, now)
+		p.finish(mapper.Ending{Reason: mapper.EndExit}, now)
+		return launch.ExitCodeForStartError(err)
+	}
+	var forwarded atomic.Int32 // the last terminating signal relayed to Pi
+	stopSignals := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
+		if ev.Action == launch.SignalForwarded {
+			forwarded.Store(int32(ev.Signal))
+		}
+	}))
+	defer stopSignals()
+
+	// With SIGPIPE observed, a write to a closed stdout returns EPIPE
+	// instead of killing us, so the trace still closes and exports.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+
+	// Controller → Pi. The controller's EOF becomes Pi's, which asks Pi to
+	// shut down. If Pi exits first this goroutine stays blocked reading
+	// our stdin; the process ends without it.
+	go func() {
+		stdin := proc.Stdin()
+		in := newTap(stdin, func(rec []byte) { tr.FromController(rec, time.Now()) })
+		_, err := framing.Forward(in, env.Stdin, nil)
+		in.flush()
+		if err != nil && !errors.Is(err, os.ErrClosed) {
+			fmt.Fprintf(env.Stderr, "pi-otel: reading the controller's input: %v\n", err)
+		}
+		_ = stdin.Close()
+	}()
+
+	// Pi → controller.
+	stdout := proc.Stdout()
+	out := &consumerWriter{w: env.Stdout, onError: func() {
+		// The controller stopped reading: let Pi's next write fail too, as
+		// it would without the proxy.
+		_ = stdout.Close()
+	}}
+	piOut := newTap(out, func(rec []byte) { tr.FromPi(rec, time.Now()) })
+	_, ferr := framing.Forward(piOut, stdout, nil)
+	piOut.flush()
+	if ferr != nil && !errors.Is(ferr, os.ErrClosed) && !out.failed {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", ferr)
+	}
+	status, werr := proc.Wait()
+	if werr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
+	}
+	end := rpcEnding(status, syscall.Signal(forwarded.Load()))
+	now := time.Now()
+	tr.Close(end, now)
+	p.finish(end, now)
+	return status.Code
+}
+
+// rpcEnding says why Pi stopped. Pi handles SIGTERM and SIGHUP itself in
+// RPC mode and exits with 128+N, so a relayed signal followed by that code
+// is a death by signal even though the process exited.
+func rpcEnding(s launch.Status, relayed syscall.Signal) mapper.Ending {
+	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(relayed)}
+	}
+	return ending(s)
+}
+
+// tap hands each record to the tracker before its bytes are written on,
+// so the tracker never sees an answer before the record that caused it:
+// Pi cannot answer a command it has not received, and the controller
+// cannot answer a dialog it has not read.
+type tap struct {
+	w     io.Writer
+	split *framing.Splitter
+}
+
+func newTap(w io.Writer, emit func(rec []byte)) *tap {
+	return &tap{w: w, split: framing.NewSplitter(emit)}
+}
+
+func (t *tap) Write(p []byte) (int, error) {
+	_, _ = t.split.Write(p)
+	return t.w.Write(p)
+}
+
+// flush traces an unterminated last line, which Pi also reads as a record
+// at EOF.
+func (t *tap) flush() { t.split.Flush() }

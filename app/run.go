@@ -1,0 +1,109 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/pi-otel/pi-otel/framing"
+	"github.com/pi-otel/pi-otel/launch"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// Run launches Pi, passes its stdout through byte for byte while tracing
+// it, and returns Pi's exit code.
+func Run(env Env, args []string) int {
+	cfg, argv, code := parse(env, "run", "[flags] -- pi --mode json ...", args, nil)
+	if code >= 0 {
+		return code
+	}
+	if len(argv) == 0 {
+		fmt.Fprintln(env.Stderr, "pi-otel run: no command; usage: pi-otel run [flags] -- pi --mode json ...")
+		return 2
+	}
+	p, err := newPipeline(env, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	proc, err := launch.Start(argv, launch.WithEnv("TRACEPARENT="+p.traceparent()))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		p.finish(mapper.Ending{Reason: mapper.EndExit}, time.Now())
+		return launch.ExitCodeForStartError(err)
+	}
+	stopSignals := proc.ForwardSignals()
+	defer stopSignals()
+
+	// With SIGPIPE observed, a write to a closed stdout returns EPIPE
+	// instead of killing us, so the trace still closes and exports.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+
+	stdout := proc.Stdout()
+	out := &consumerWriter{w: env.Stdout, onError: func() {
+		// Behave as Pi would in this pipe: its next write fails too.
+		_ = stdout.Close()
+	}}
+	_, ferr := framing.Forward(out, stdout, p.sink.Record)
+	if ferr != nil && !errors.Is(ferr, os.ErrClosed) && !out.failed {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", ferr)
+	}
+	status, werr := proc.Wait()
+	if werr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
+	}
+	p.finish(ending(status), time.Now())
+	return status.Code
+}
+
+// ending says why Pi's stream stopped, for a run that did not settle.
+func ending(s launch.Status) mapper.Ending {
+	if s.Signal != 0 {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(s.Signal)}
+	}
+	return mapper.Ending{Reason: mapper.EndExit, ExitCode: s.Code}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+// consumerWriter notices the first failed write to our stdout.
+type consumerWriter struct {
+	w       io.Writer
+	onError func()
+	failed  bool
+}
+
+func (c *consumerWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && !c.failed {
+		c.failed = true
+		c.onError()
+	}
+	return n, err
+}

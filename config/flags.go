@@ -1,0 +1,97 @@
+package config
+
+import (
+	"flag"
+	"strings"
+)
+
+// flagDef is one command-line flag. Load does the parsing, so every flag
+// only records the text it was given; that keeps flag and environment values
+// on one parsing path with one set of error messages.
+type flagDef struct {
+	name    string
+	usage   string
+	boolean bool
+	repeat  bool
+}
+
+var flagDefs = []flagDef{
+	{name: "traces-exporter", usage: "where spans go: `otlp|console|file|none` (OTEL_TRACES_EXPORTER; default: file if --traces-file is set, otlp if an endpoint is set, else console)"},
+	{name: "traces-file", usage: "write spans as OTLP/JSON lines to `PATH`, appending; - means stderr (PI_OTEL_TRACES_FILE)"},
+	{name: "traces-endpoint", usage: "OTLP endpoint `URL` for spans, used as is (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"},
+	{name: "traces-protocol", usage: "OTLP `protocol` for spans: grpc|http/protobuf (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)"},
+
+	{name: "metrics-exporter", usage: "where metrics go: `otlp|console|file|none` (OTEL_METRICS_EXPORTER; default: file if --metrics-file is set, otlp if an endpoint is set, else none)"},
+	{name: "metrics-file", usage: "write metrics as OTLP/JSON lines to `PATH`, appending; - means stderr (PI_OTEL_METRICS_FILE)"},
+	{name: "metrics-endpoint", usage: "OTLP endpoint `URL` for metrics, used as is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)"},
+	{name: "metrics-protocol", usage: "OTLP `protocol` for metrics: grpc|http/protobuf (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL)"},
+	{name: "metrics-interval", usage: "metric export `period` (OTEL_METRIC_EXPORT_INTERVAL; default 60s; metrics are also flushed at exit)"},
+	{name: "metrics-temporality", usage: "metric `temporality`: delta|cumulative|lowmemory (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE; default delta)"},
+
+	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces or /v1/metrics (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
+	{name: "protocol", usage: "OTLP `protocol`: grpc|http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL; default grpc)"},
+	{name: "headers", usage: "OTLP headers as `k=v,...`, values percent-encoded (OTEL_EXPORTER_OTLP_HEADERS)"},
+	{name: "insecure", boolean: true, usage: "plaintext to an endpoint given without a scheme (OTEL_EXPORTER_OTLP_INSECURE)"},
+	{name: "certificate", usage: "PEM `file` of CA certificates to trust (OTEL_EXPORTER_OTLP_CERTIFICATE)"},
+	{name: "client-certificate", usage: "PEM `file` with the client certificate for mutual TLS (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE)"},
+	{name: "client-key", usage: "PEM `file` with the client key for mutual TLS (OTEL_EXPORTER_OTLP_CLIENT_KEY)"},
+	{name: "timeout", usage: "bound on one OTLP export `duration` (OTEL_EXPORTER_OTLP_TIMEOUT; default 10s)"},
+	{name: "compression", usage: "OTLP `compression`: gzip|none (OTEL_EXPORTER_OTLP_COMPRESSION; default none)"},
+
+	{name: "service-name", usage: "service.name of the telemetry (OTEL_SERVICE_NAME; default pi)"},
+	{name: "resource-attributes", usage: "extra resource attributes as `k=v,...` (OTEL_RESOURCE_ATTRIBUTES)"},
+
+	{name: "quiet", boolean: true, usage: "no pi-otel status lines on stderr (PI_OTEL_QUIET)"},
+	{name: "flush-timeout", usage: "how long to wait at exit for telemetry to be exported, a `duration` (PI_OTEL_FLUSH_TIMEOUT; default 5s)"},
+
+	{name: "capture-content", boolean: true, usage: "record prompts, tool arguments and outputs, redacted (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT; default off)"},
+	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default 4096)"},
+	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
+
+	{name: "queue-size", usage: "spans buffered for export before new ones are dropped, `N` (OTEL_BSP_MAX_QUEUE_SIZE; default 2048)"},
+	{name: "max-export-batch-size", usage: "spans per export, `N` (OTEL_BSP_MAX_EXPORT_BATCH_SIZE; default 512)"},
+	{name: "schedule-delay", usage: "longest wait before queued spans are exported, a `duration` (OTEL_BSP_SCHEDULE_DELAY; default 5s)"},
+	{name: "export-timeout", usage: "bound on exporting one batch, retries included, a `duration` (OTEL_BSP_EXPORT_TIMEOUT; default 30s)"},
+}
+
+// RegisterFlags defines pi-otel's telemetry flags on fs. Load reads back the
+// ones that were given.
+func RegisterFlags(fs *flag.FlagSet) {
+	for _, d := range flagDefs {
+		if d.repeat {
+			fs.Var(new(listValue), d.name, d.usage)
+			continue
+		}
+		fs.Var(&textValue{boolean: d.boolean}, d.name, d.usage)
+	}
+}
+
+// textValue records a flag's text as given.
+type textValue struct {
+	text    string
+	boolean bool
+}
+
+func (v *textValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return v.text
+}
+
+func (v *textValue) Set(s string) error { v.text = s; return nil }
+
+// IsBoolFlag lets "--quiet" stand for "--quiet=true".
+func (v *textValue) IsBoolFlag() bool { return v.boolean }
+
+// listValue records every occurrence of a repeatable flag.
+type listValue []string
+
+func (v *listValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return strings.Join(*v, "\n")
+}
+
+func (v *listValue) Set(s string) error { *v = append(*v, s); return nil }

@@ -1,0 +1,497 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Load resolves the configuration from the flags given on fs (registered with
+// RegisterFlags; fs may be nil) and from the environment as seen through
+// getenv (os.Getenv in production). A flag given on the command line wins
+// over the environment, which wins over the default. Error messages never
+// contain header values.
+func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	s := &sources{getenv: getenv, flags: map[string]string{}, lists: map[string][]string{}}
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) {
+			switch v := f.Value.(type) {
+			case *textValue:
+				s.flags[f.Name] = v.text
+			case *listValue:
+				s.lists[f.Name] = *v
+			}
+		})
+	}
+	var l loader
+	l.s = s
+	cfg := l.load()
+	if err := errors.Join(l.errs...); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Default is the configuration when nothing is set.
+func Default() Config {
+	cfg, _ := Load(nil, nil)
+	return cfg
+}
+
+// sources answers "what was this setting given as, and where".
+type sources struct {
+	getenv func(string) string
+	flags  map[string]string
+	lists  map[string][]string
+}
+
+// lookup returns the first of the flags, then the first of the environment
+// variables, that is set to something non-empty, and the name it came from
+// ("--flag" or "ENV"). An empty environment variable counts as unset, as the
+// OpenTelemetry specification asks.
+func (s *sources) lookup(flags []string, envs ...string) (val, from string, ok bool) {
+	for _, f := range flags {
+		if v, set := s.flags[f]; set {
+			return strings.TrimSpace(v), "--" + f, true
+		}
+	}
+	for _, e := range envs {
+		if v := strings.TrimSpace(s.getenv(e)); v != "" {
+			return v, e, true
+		}
+	}
+	return "", "", false
+}
+
+func flags(names ...string) []string { return names }
+
+// loader collects every error rather than stopping at the first, so a user
+// fixes a bad setup in one go.
+type loader struct {
+	s    *sources
+	errs []error
+}
+
+func (l *loader) fail(format string, args ...any) {
+	l.errs = append(l.errs, fmt.Errorf(format, args...))
+}
+
+func (l *loader) load() Config {
+	cfg := Config{
+		ServiceName:      DefaultServiceName,
+		FlushTimeout:     DefaultFlushTimeout,
+		MaxContentLength: DefaultMaxContentLength,
+		MetricsInterval:  DefaultMetricsInterval,
+		Temporality:      TemporalityDelta,
+		Batch: Batch{
+			MaxQueueSize:       DefaultMaxQueueSize,
+			MaxExportBatchSize: DefaultMaxExportBatch,
+			ScheduleDelay:      DefaultScheduleDelay,
+			ExportTimeout:      DefaultExportTimeout,
+		},
+	}
+
+	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole)
+	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone)
+
+	l.duration(&cfg.MetricsInterval, flags("metrics-interval"), "OTEL_METRIC_EXPORT_INTERVAL")
+	if v, from, ok := l.s.lookup(flags("metrics-temporality"), "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"); ok {
+		switch t := Temporality(strings.ToLower(v)); t {
+		case TemporalityDelta, TemporalityCumulative, TemporalityLowMemory:
+			cfg.Temporality = t
+		default:
+			l.fail("unknown %s %q: want delta, cumulative or lowmemory", from, v)
+		}
+	}
+
+	l.resource(&cfg)
+
+	l.boolean(&cfg.Quiet, flags("quiet"), "PI_OTEL_QUIET")
+	cfg.NoColor = l.s.getenv("NO_COLOR") != ""
+	l.duration(&cfg.FlushTimeout, flags("flush-timeout"), "PI_OTEL_FLUSH_TIMEOUT")
+
+	l.boolean(&cfg.CaptureContent, flags("capture-content"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+	l.integer(&cfg.MaxContentLength, 0, flags("max-content-length"), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+	cfg.Redact = l.redact()
+
+	l.integer(&cfg.Batch.MaxQueueSize, 1, flags("queue-size"), "OTEL_BSP_MAX_QUEUE_SIZE")
+	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+	l.duration(&cfg.Batch.ScheduleDelay, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
+	l.duration(&cfg.Batch.ExportTimeout, flags("export-timeout"), "OTEL_BSP_EXPORT_TIMEOUT")
+	// The SDK clamps the batch to the queue the same way.
+	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"metrics interval", cfg.MetricsInterval},
+		{"schedule delay", cfg.Batch.ScheduleDelay},
+		{"export timeout", cfg.Batch.ExportTimeout},
+	} {
+		if d.v == 0 {
+			l.fail("the %s must be more than 0", d.name)
+		}
+	}
+	return cfg
+}
+
+// signal resolves the exporter, file and OTLP settings of one signal.
+// name is the flag prefix ("traces"), env the variable infix ("TRACES").
+func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
+	var sig Signal
+	file, fileFrom, hasFile := l.s.lookup(flags(name+"-file"), "PI_OTEL_"+env+"_FILE")
+	if hasFile {
+		if isStdout(file) {
+			l.fail("%s %q: stdout belongs to pi; use - for stderr", fileFrom, file)
+		}
+		sig.File = file
+	}
+	_, _, hasEndpoint := l.s.lookup(flags(name+"-endpoint", "endpoint"),
+		"OTEL_EXPORTER_OTLP_"+env+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+	exporterEnv := "OTEL_" + env + "_EXPORTER"
+	if v, from, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv); ok {
+		switch k := ExporterKind(strings.ToLower(v)); k {
+		case ExporterOTLP, ExporterConsole, ExporterFile, ExporterNone:
+			sig.Exporter = k
+		default:
+			l.fail("unknown %s %q: want otlp, console, file or none", from, v)
+		}
+	} else {
+		switch {
+		case hasFile:
+			sig.Exporter = ExporterFile
+		case hasEndpoint:
+			sig.Exporter = ExporterOTLP
+		default:
+			sig.Exporter = fallback
+		}
+	}
+	if sig.Exporter == ExporterFile && sig.File == "" {
+		l.fail("--%s-exporter file needs --%s-file PATH (or PI_OTEL_%s_FILE); use - for stderr", name, name, env)
+	}
+
+	// OTLP settings only matter, and only fail the load, when OTLP is used:
+	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
+	sub := &loader{s: l.s}
+	sig.OTLP = sub.otlp(name, env)
+	if sig.Exporter == ExporterOTLP {
+		l.errs = append(l.errs, sub.errs...)
+	}
+	return sig
+}
+
+// otlp resolves one signal's OTLP settings: for each, the signal's own flag,
+// then the generic flag, then OTEL_EXPORTER_OTLP_<SIGNAL>_X, then
+// OTEL_EXPORTER_OTLP_X.
+func (l *loader) otlp(name, env string) OTLP {
+	o := OTLP{
+		Protocol:    ProtocolGRPC,
+		Timeout:     DefaultOTLPTimeout,
+		Compression: "none",
+	}
+	pick := func(setting, flag string) (string, string, bool) {
+		fl := []string{flag}
+		if setting == "ENDPOINT" || setting == "PROTOCOL" {
+			fl = []string{name + "-" + flag, flag}
+		}
+		return l.s.lookup(fl, "OTEL_EXPORTER_OTLP_"+env+"_"+setting, "OTEL_EXPORTER_OTLP_"+setting)
+	}
+
+	if v, from, ok := pick("PROTOCOL", "protocol"); ok {
+		switch p := Protocol(strings.ToLower(v)); p {
+		case ProtocolGRPC, ProtocolHTTPProtobuf:
+			o.Protocol = p
+		default:
+			l.fail("unknown %s %q: want grpc or http/protobuf", from, v)
+		}
+	}
+
+	var insecure bool
+	if v, from, ok := pick("INSECURE", "insecure"); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			l.fail("%s %q: want true or false", from, v)
+		}
+		insecure = b
+	}
+
+	raw, from, _ := pick("ENDPOINT", "endpoint")
+	// Only a generic endpoint gets the signal path appended.
+	generic := from == "--endpoint" || from == "OTEL_EXPORTER_OTLP_ENDPOINT"
+	ep, err := resolveEndpoint(raw, generic, o.Protocol, "/v1/"+name, insecure)
+	if err != nil {
+		l.fail("%s: %v", from, err)
+	}
+	o.Endpoint = ep
+
+	if v, from, ok := pick("HEADERS", "headers"); ok {
+		h, err := parseKeyValues(v, true)
+		if err != nil {
+			l.fail("%s: %v", from, err)
+		}
+		o.Headers = h
+	}
+
+	o.Certificate, _, _ = pick("CERTIFICATE", "certificate")
+	o.ClientCertificate, _, _ = pick("CLIENT_CERTIFICATE", "client-certificate")
+	o.ClientKey, _, _ = pick("CLIENT_KEY", "client-key")
+	if (o.ClientCertificate == "") != (o.ClientKey == "") {
+		l.fail("mutual TLS for %s needs both a client certificate and a client key", name)
+	}
+	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") &&
+		(o.Certificate != "" || o.ClientCertificate != "") {
+		l.fail("a certificate is set for %s but the endpoint %s is plaintext; use an https:// endpoint", name, redactURL(o.Endpoint))
+	}
+
+	if v, from, ok := pick("TIMEOUT", "timeout"); ok {
+		d, err := parseDuration(v)
+		if err != nil || d == 0 {
+			l.fail("%s %q: want a duration above 0 such as 10s, or milliseconds", from, v)
+		} else {
+			o.Timeout = d
+		}
+	}
+	if v, from, ok := pick("COMPRESSION", "compression"); ok {
+		switch c := strings.ToLower(v); c {
+		case "gzip", "none":
+			o.Compression = c
+		default:
+			l.fail("unknown %s %q: want gzip or none", from, v)
+		}
+	}
+	return o
+}
+
+func (l *loader) resource(cfg *Config) {
+	attrs := map[string]string{}
+	if v, from, ok := l.s.lookup(flags("resource-attributes"), "OTEL_RESOURCE_ATTRIBUTES"); ok {
+		m, err := parseKeyValues(v, false)
+		if err != nil {
+			l.fail("%s: %v", from, err)
+		}
+		attrs = m
+	}
+	if v, ok := attrs["service.name"]; ok {
+		cfg.ServiceName = v
+		delete(attrs, "service.name")
+	}
+	if v, _, ok := l.s.lookup(flags("service-name"), "OTEL_SERVICE_NAME"); ok {
+		cfg.ServiceName = v
+	}
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		cfg.ResourceAttributes = append(cfg.ResourceAttributes, attribute.String(k, attrs[k]))
+	}
+}
+
+func (l *loader) redact() []string {
+	var pats []string
+	from := "--redact"
+	if v, ok := l.s.lists["redact"]; ok {
+		pats = v
+	} else if v := l.s.getenv("PI_OTEL_REDACT"); strings.TrimSpace(v) != "" {
+		from = "PI_OTEL_REDACT"
+		for line := range strings.SplitSeq(v, "\n") {
+			if line = strings.TrimRight(line, "\r"); strings.TrimSpace(line) != "" {
+				pats = append(pats, line)
+			}
+		}
+	}
+	for i, p := range pats {
+		if _, err := regexp.Compile(p); err != nil {
+			// The pattern itself may be a literal secret, so name only
+			// its position and the kind of syntax error.
+			why := "invalid"
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				why = string(se.Code)
+			}
+			l.fail("%s pattern %d is not a valid regular expression (%s)", from, i+1, why)
+		}
+	}
+	return pats
+}
+
+func (l *loader) boolean(dst *bool, fl []string, envs ...string) {
+	if v, from, ok := l.s.lookup(fl, envs...); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			l.fail("%s %q: want true or false", from, v)
+			return
+		}
+		*dst = b
+	}
+}
+
+func (l *loader) integer(dst *int, least int, fl []string, envs ...string) {
+	if v, from, ok := l.s.lookup(fl, envs...); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < least {
+			l.fail("%s %q: want a whole number of at least %d", from, v, least)
+			return
+		}
+		*dst = n
+	}
+}
+
+func (l *loader) duration(dst *time.Duration, fl []string, envs ...string) {
+	if v, from, ok := l.s.lookup(fl, envs...); ok {
+		d, err := parseDuration(v)
+		if err != nil {
+			l.fail("%s %q: want a duration such as 5s or 250ms, or milliseconds", from, v)
+			return
+		}
+		*dst = d
+	}
+}
+
+func parseBool(v string) (bool, error) {
+	return strconv.ParseBool(strings.ToLower(v))
+}
+
+// parseDuration reads a Go duration, or a bare number as milliseconds, the
+// unit of the OTEL_* duration variables.
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, errors.New("negative")
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 {
+		return 0, errors.New("negative")
+	}
+	return d, nil
+}
+
+// parseKeyValues reads the "k1=v1,k2=v2" lists of OTEL_EXPORTER_OTLP_HEADERS
+// and OTEL_RESOURCE_ATTRIBUTES, whose keys and values are percent-encoded.
+// When secret is set, errors point at an entry by position only.
+func parseKeyValues(v string, secret bool) (map[string]string, error) {
+	out := map[string]string{}
+	for i, entry := range strings.Split(v, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		show := func() string {
+			if secret {
+				return fmt.Sprintf("entry %d", i+1)
+			}
+			return fmt.Sprintf("entry %q", entry)
+		}
+		k, val, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s is not key=value", show())
+		}
+		key, err1 := url.PathUnescape(strings.TrimSpace(k))
+		value, err2 := url.PathUnescape(strings.TrimSpace(val))
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s has a bad percent-encoding", show())
+		}
+		if key == "" {
+			return nil, fmt.Errorf("%s has an empty key", show())
+		}
+		out[key] = value
+	}
+	return out, nil
+}
+
+// resolveEndpoint turns a configured endpoint into an absolute URL whose
+// scheme says whether the connection is plaintext.
+func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, insecure bool) (string, error) {
+	defPort := "4317"
+	if p == ProtocolHTTPProtobuf {
+		defPort = "4318"
+	}
+	if raw == "" {
+		raw, generic = "http://localhost:"+defPort, true
+	}
+	var u *url.URL
+	if strings.Contains(raw, "://") {
+		var err error
+		if u, err = url.Parse(raw); err != nil {
+			return "", fmt.Errorf("endpoint %q is not a URL", redactURL(raw))
+		}
+		u.Scheme = strings.ToLower(u.Scheme)
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return "", fmt.Errorf("endpoint %q: the scheme must be http or https", redactURL(raw))
+		}
+		if u.Host == "" {
+			return "", fmt.Errorf("endpoint %q has no host", redactURL(raw))
+		}
+	} else {
+		host := raw
+		if i := strings.IndexAny(host, "/?#"); i >= 0 {
+			return "", fmt.Errorf("endpoint %q: give host:port, or a full http:// or https:// URL", raw)
+		}
+		h, _, err := net.SplitHostPort(host)
+		if err != nil {
+			h = strings.Trim(host, "[]")
+			host = net.JoinHostPort(h, defPort)
+		}
+		scheme := "https"
+		if insecure || isLoopback(h) {
+			scheme = "http"
+		}
+		u = &url.URL{Scheme: scheme, Host: host}
+	}
+	if p == ProtocolGRPC {
+		// gRPC has no path; keep only what picks the connection.
+		return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String(), nil
+	}
+	switch {
+	case generic:
+		u.Path = strings.TrimSuffix(u.Path, "/") + signalPath
+		u.RawPath = ""
+	case u.Path == "":
+		u.Path = "/"
+	}
+	return u.String(), nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func isStdout(path string) bool {
+	switch path {
+	case "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
+		return true
+	}
+	return false
+}
+
+// redactURL hides a password in a URL's user info.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,201 @@
+package otlpfile
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// MarshalTraces encodes req as one OTLP/JSON line, newline included.
+func MarshalTraces(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
+	return marshalLine(req)
+}
+
+// UnmarshalTraces decodes one OTLP/JSON line. It takes ids in hex, as
+// OTLP/JSON has them, and also base64, as plain protobuf JSON has them.
+func UnmarshalTraces(line []byte) (*coltracepb.ExportTraceServiceRequest, error) {
+	req := &coltracepb.ExportTraceServiceRequest{}
+	return req, unmarshalLine(line, req)
+}
+
+// MarshalMetrics encodes req as one OTLP/JSON line, newline included.
+func MarshalMetrics(req *colmetricpb.ExportMetricsServiceRequest) ([]byte, error) {
+	return marshalLine(req)
+}
+
+// UnmarshalMetrics decodes one OTLP/JSON line, as UnmarshalTraces does.
+func UnmarshalMetrics(line []byte) (*colmetricpb.ExportMetricsServiceRequest, error) {
+	req := &colmetricpb.ExportMetricsServiceRequest{}
+	return req, unmarshalLine(line, req)
+}
+
+// idFields are the JSON fields holding trace and span ids: in spans, links
+// and exemplars. Attribute keys are values, not JSON field names, so an
+// attribute called "traceId" is never touched.
+var idFields = map[string]int{"traceId": 16, "spanId": 8, "parentSpanId": 8}
+
+func marshalLine(m proto.Message) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	// protojson writes bytes as base64; rewrite the ids as hex. Decoding
+	// numbers as json.Number keeps every value exactly as protojson wrote it.
+	tree, err := decodeTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := rewriteIDs(tree, base64ToHex); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil { // Encode ends the line with '\n'.
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func unmarshalLine(line []byte, m proto.Message) error {
+	tree, err := decodeTree(line)
+	if err != nil {
+		return err
+	}
+	if err := rewriteIDs(tree, hexToBase64); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(tree)
+	if err != nil {
+		return err
+	}
+	return protojson.Unmarshal(raw, m)
+}
+
+func decodeTree(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	return tree, nil
+}
+
+func rewriteIDs(v any, conv func(string, int) (string, error)) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if size, ok := idFields[k]; ok {
+				if s, ok := child.(string); ok {
+					out, err := conv(s, size)
+					if err != nil {
+						return fmt.Errorf("%s %q: %w", k, s, err)
+					}
+					t[k] = out
+					continue
+				}
+			}
+			if err := rewriteIDs(child, conv); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, child := range t {
+			if err := rewriteIDs(child, conv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func base64ToHex(s string, _ int) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// hexToBase64 converts a hex id of the right size and leaves anything else
+// for protojson, which reads base64.
+func hexToBase64(s string, size int) (string, error) {
+	if len(s) != 2*size {
+		return s, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return s, nil
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+func unixNano(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixNano())
+}
+
+func attributesProto(kvs []attribute.KeyValue) []*commonpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make([]*commonpb.KeyValue, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, &commonpb.KeyValue{Key: string(kv.Key), Value: valueProto(kv.Value)})
+	}
+	return out
+}
+
+func valueProto(v attribute.Value) *commonpb.AnyValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+	case attribute.INT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+	case attribute.FLOAT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+	case attribute.STRING:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
+	case attribute.BYTESLICE:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
+	case attribute.BOOLSLICE:
+		return arrayOf(v.AsBoolSlice(), attribute.BoolValue)
+	case attribute.INT64SLICE:
+		return arrayOf(v.AsInt64Slice(), attribute.Int64Value)
+	case attribute.FLOAT64SLICE:
+		return arrayOf(v.AsFloat64Slice(), attribute.Float64Value)
+	case attribute.STRINGSLICE:
+		return arrayOf(v.AsStringSlice(), attribute.StringValue)
+	case attribute.SLICE:
+		return arrayOf(v.AsSlice(), func(v attribute.Value) attribute.Value { return v })
+	case attribute.MAP:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{
+			KvlistValue: &commonpb.KeyValueList{Values: attributesProto(v.AsMap())},
+		}}
+	}
+	// EMPTY, and any type added later: an AnyValue with no value is OTLP's
+	// empty value.
+	return &commonpb.AnyValue{}
+}
+
+func arrayOf[T any](vals []T, wrap func(T) attribute.Value) *commonpb.AnyValue {
+	arr := &commonpb.ArrayValue{Values: make([]*commonpb.AnyValue, 0, len(vals))}
+	for _, v := range vals {
+		arr.Values = append(arr.Values, valueProto(wrap(v)))
+	}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: arr}}
+}

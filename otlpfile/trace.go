@@ -1,0 +1,203 @@
+// Package otlpfile writes spans and metrics as OTLP/JSON, one export request
+// per line, the way the OpenTelemetry Collector's file exporter does. Any
+// tool that reads the Collector's files (or an OTLP/JSON receiver) reads
+// these.
+//
+// OTLP/JSON differs from plain protobuf JSON in one place that matters here:
+// trace and span ids are lowercase hex strings, not base64. Enum values are
+// written as integers and 64-bit integers as strings, both of which OTLP/JSON
+// receivers accept.
+package otlpfile
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TraceExporter is an sdktrace.SpanExporter that writes each batch as one
+// ExportTraceServiceRequest line.
+type TraceExporter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	stopped bool
+}
+
+var _ sdktrace.SpanExporter = (*TraceExporter)(nil)
+
+// NewTraceExporter returns an exporter writing to w. It never closes w.
+func NewTraceExporter(w io.Writer) *TraceExporter {
+	return &TraceExporter{w: w}
+}
+
+// ExportSpans writes spans as one line. The line goes out in a single Write,
+// so processes appending to the same file do not interleave their lines.
+func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	line, err := MarshalTraces(TraceRequest(spans))
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil
+	}
+	_, err = e.w.Write(line)
+	return err
+}
+
+// Shutdown stops further writes.
+func (e *TraceExporter) Shutdown(context.Context) error {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	return nil
+}
+
+// TraceRequest converts spans to an export request, grouped by resource and
+// then by instrumentation scope, each group in order of first appearance.
+func TraceRequest(spans []sdktrace.ReadOnlySpan) *coltracepb.ExportTraceServiceRequest {
+	req := &coltracepb.ExportTraceServiceRequest{}
+	type scopeKey struct {
+		res   resourceKey
+		scope scopeID
+	}
+	resources := map[resourceKey]*tracepb.ResourceSpans{}
+	scopes := map[scopeKey]*tracepb.ScopeSpans{}
+	for _, s := range spans {
+		rk := keyOfResource(s.Resource())
+		rs, ok := resources[rk]
+		if !ok {
+			rs = &tracepb.ResourceSpans{Resource: resourceProto(s.Resource()), SchemaUrl: s.Resource().SchemaURL()}
+			resources[rk] = rs
+			req.ResourceSpans = append(req.ResourceSpans, rs)
+		}
+		sk := scopeKey{rk, keyOfScope(s.InstrumentationScope())}
+		ss, ok := scopes[sk]
+		if !ok {
+			sc := s.InstrumentationScope()
+			ss = &tracepb.ScopeSpans{Scope: scopeProto(sc), SchemaUrl: sc.SchemaURL}
+			scopes[sk] = ss
+			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+		}
+		ss.Spans = append(ss.Spans, spanProto(s))
+	}
+	return req
+}
+
+type resourceKey struct {
+	attrs  attribute.Distinct
+	schema string
+}
+
+func keyOfResource(r *resource.Resource) resourceKey {
+	return resourceKey{attrs: r.Equivalent(), schema: r.SchemaURL()}
+}
+
+type scopeID struct {
+	name, version, schema string
+	attrs                 attribute.Distinct
+}
+
+func keyOfScope(s instrumentation.Scope) scopeID {
+	return scopeID{s.Name, s.Version, s.SchemaURL, s.Attributes.Equivalent()}
+}
+
+func resourceProto(r *resource.Resource) *resourcepb.Resource {
+	return &resourcepb.Resource{Attributes: attributesProto(r.Attributes())}
+}
+
+func scopeProto(s instrumentation.Scope) *commonpb.InstrumentationScope {
+	return &commonpb.InstrumentationScope{
+		Name:       s.Name,
+		Version:    s.Version,
+		Attributes: attributesProto(s.Attributes.ToSlice()),
+	}
+}
+
+// The bits of Span.flags and Span.Link.flags above the W3C trace flags.
+const (
+	flagHasIsRemote = 0x100
+	flagIsRemote    = 0x200
+)
+
+func contextFlags(flags trace.TraceFlags, remote bool) uint32 {
+	f := uint32(flags) | flagHasIsRemote
+	if remote {
+		f |= flagIsRemote
+	}
+	return f
+}
+
+func spanProto(s sdktrace.ReadOnlySpan) *tracepb.Span {
+	sc := s.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	p := &tracepb.Span{
+		TraceId:                tid[:],
+		SpanId:                 sid[:],
+		TraceState:             sc.TraceState().String(),
+		Flags:                  contextFlags(sc.TraceFlags(), s.Parent().IsRemote()),
+		Name:                   s.Name(),
+		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
+		StartTimeUnixNano:      unixNano(s.StartTime()),
+		EndTimeUnixNano:        unixNano(s.EndTime()),
+		Attributes:             attributesProto(s.Attributes()),
+		DroppedAttributesCount: uint32(max(s.DroppedAttributes(), 0)),
+		DroppedEventsCount:     uint32(max(s.DroppedEvents(), 0)),
+		DroppedLinksCount:      uint32(max(s.DroppedLinks(), 0)),
+		Status:                 statusProto(s.Status()),
+	}
+	if parent := s.Parent(); parent.SpanID().IsValid() {
+		psid := parent.SpanID()
+		p.ParentSpanId = psid[:]
+	}
+	for _, ev := range s.Events() {
+		p.Events = append(p.Events, &tracepb.Span_Event{
+			TimeUnixNano:           unixNano(ev.Time),
+			Name:                   ev.Name,
+			Attributes:             attributesProto(ev.Attributes),
+			DroppedAttributesCount: uint32(max(ev.DroppedAttributeCount, 0)),
+		})
+	}
+	for _, l := range s.Links() {
+		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		p.Links = append(p.Links, &tracepb.Span_Link{
+			TraceId:                ltid[:],
+			SpanId:                 lsid[:],
+			TraceState:             l.SpanContext.TraceState().String(),
+			Attributes:             attributesProto(l.Attributes),
+			DroppedAttributesCount: uint32(max(l.DroppedAttributeCount, 0)),
+			Flags:                  contextFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote()),
+		})
+	}
+	return p
+}
+
+func statusProto(s sdktrace.Status) *tracepb.Status {
+	// OpenTelemetry Go and OTLP number the codes differently.
+	switch s.Code {
+	case codes.Error:
+		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: s.Description}
+	case codes.Ok:
+		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_OK}
+	}
+	return &tracepb.Status{}
+}
