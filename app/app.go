@@ -40,6 +40,7 @@ Usage:
   pi-otel run [flags] -- pi --mode json ...     launch Pi and trace its event stream
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
   pi-otel replay [flags] FILE|-                 trace a captured JSONL stream
+  pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
 Run 'pi-otel COMMAND -h' for a command's flags. Every flag is also an
@@ -63,6 +64,8 @@ func Main(env Env) int {
 		return RPC(env, args)
 	case "replay":
 		return Replay(env, args)
+	case "demo":
+		return Demo(env, args)
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "pi-otel", Version)
 		return 0

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/config"
 	"github.com/pi-otel/pi-otel/follow"
 	"github.com/pi-otel/pi-otel/framing"
 	"github.com/pi-otel/pi-otel/ingest"
@@ -61,6 +62,11 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
+	return replay(env, cfg, src, rest[0], ctx)
+}
+
+// replay traces the records of src, placing spans by the stream's own times.
+func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
 	p, err := newPipeline(env, cfg, clock)
 	if err != nil {
@@ -103,7 +109,7 @@ func Replay(env Env, args []string) int {
 		p.sink.Record(h)
 	}
 	if rerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", rest[0], rerr)
+		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
 	}
 	p.finish(mapper.Ending{Reason: mapper.EndEOF}, clock.Now())
 	if rerr != nil && ctx.Err() == nil {

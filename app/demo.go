@@ -1,0 +1,41 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"io"
+)
+
+// demoStreams are real Pi 1.6.0 runs, captured against the test suite's
+// scripted model: four parallel tools (two failing), and a 529 then a retry.
+//
+//go:embed demo/*.jsonl
+var demoStreams embed.FS
+
+// Demo replays the embedded captures, so a newcomer sees real traces with
+// nothing installed but pi-otel. It takes replay's flags, so it can also
+// check that a collector receives what pi-otel sends.
+func Demo(env Env, args []string) int {
+	cfg, rest, code := parse(env, "demo", "[flags]", args, nil)
+	if code >= 0 {
+		return code
+	}
+	if len(rest) != 0 {
+		env.Stderr.Write([]byte("pi-otel demo: takes no arguments\n"))
+		return 2
+	}
+	files, err := demoStreams.ReadDir("demo")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	var readers []io.Reader
+	for _, f := range files {
+		b, err := demoStreams.ReadFile("demo/" + f.Name())
+		if err != nil {
+			panic(err)
+		}
+		readers = append(readers, bytes.NewReader(b))
+	}
+	return replay(env, cfg, io.MultiReader(readers...), "demo", context.Background())
+}
