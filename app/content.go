@@ -11,7 +11,9 @@ import (
 // content is the opt-in capture of prompts, arguments and outputs: every
 // value is rendered in the GenAI message format, redacted and truncated.
 type content struct {
-	r *redact.Redactor
+	r     *redact.Redactor
+	cap   *redact.Redactor // the same rules, at the whole-value limit
+	whole int
 }
 
 // newContent returns nil, capturing nothing, unless the user opted in.
@@ -23,34 +25,44 @@ func newContent(cfg config.Config) (*content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &content{r: r}, nil
+	whole := 16 * cfg.MaxContentLength
+	capper, err := redact.New(redact.WithPatterns(cfg.Redact...), redact.WithMaxLength(whole))
+	if err != nil {
+		return nil, err
+	}
+	return &content{r: r, cap: capper, whole: whole}, nil
 }
 
 func (c *content) Scrub(s string) string { return c.r.String(s) }
 
-// render redacts inside the JSON (so a secret never survives in a value)
-// and then bounds the whole attribute.
+// render bounds a whole JSON value at a multiple of the per-value limit:
+// a long conversation must not make one attribute unbounded.
 func (c *content) render(s string, err error) string {
 	if err != nil {
 		return "[unrenderable: " + err.Error() + "]"
 	}
-	return c.r.String(s)
+	if c.whole > 0 && len(s) > c.whole {
+		return c.cap.String(s)
+	}
+	return s
 }
 
+// Each string inside a message is redacted and cut to the limit on its
+// own, which keeps the JSON valid; the whole value is then bounded too.
 func (c *content) InputMessages(msgs [][]byte) string {
-	return c.render(genaimsg.InputMessages(raw(msgs), c.r.Redact))
+	return c.render(genaimsg.InputMessages(raw(msgs), c.r.String))
 }
 
 func (c *content) OutputMessages(msgs [][]byte) string {
-	return c.render(genaimsg.OutputMessages(raw(msgs), c.r.Redact))
+	return c.render(genaimsg.OutputMessages(raw(msgs), c.r.String))
 }
 
 func (c *content) SystemInstructions(msg []byte) string {
-	return c.render(genaimsg.SystemInstructions(msg, c.r.Redact))
+	return c.render(genaimsg.SystemInstructions(msg, c.r.String))
 }
 
 func (c *content) ToolArguments(args []byte) string {
-	return c.r.String(genaimsg.ToolArguments(args, c.r.Redact))
+	return c.render(genaimsg.ToolArguments(args, c.r.String), nil)
 }
 
 func (c *content) ToolResult(result []byte) string {
