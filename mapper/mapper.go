@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/event"
+	"github.com/pi-otel/pi-otel/genaimsg"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
@@ -664,7 +665,10 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	}
 	c := r.chat
 	attrs := []attribute.KeyValue{
-		semconv.GenAIResponseFinishReasons(msg.StopReason),
+		// The convention's names (tool_call, not toolUse); Pi's own stays
+		// in pi.stop_reason.
+		semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(msg.StopReason)),
+		attribute.String("pi.stop_reason", msg.StopReason),
 	}
 	if msg.ResponseModel != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel(msg.ResponseModel))
