@@ -1,0 +1,197 @@
+package rpc
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// dialogMethods block in Pi until the controller answers (or a timeout
+// passes); every other extension UI method is fire-and-forget.
+var dialogMethods = map[string]bool{"select": true, "confirm": true, "input": true, "editor": true}
+
+// dialog is one open extension dialog: the time Pi waits for a human.
+type dialog struct {
+	id       string
+	span     trace.Span
+	deadline time.Time // zero without a timeout
+	elem     *list.Element
+}
+
+// dialogTable holds open dialogs by id, oldest first.
+type dialogTable struct {
+	byID  map[string]*dialog
+	order *list.List
+	// next is the earliest deadline, zero when none is set.
+	next time.Time
+}
+
+func newDialogTable() dialogTable {
+	return dialogTable{byID: map[string]*dialog{}, order: list.New()}
+}
+
+func (d *dialogTable) len() int { return d.order.Len() }
+
+func (d *dialogTable) add(x *dialog) {
+	d.byID[x.id] = x
+	x.elem = d.order.PushBack(x)
+	if !x.deadline.IsZero() && (d.next.IsZero() || x.deadline.Before(d.next)) {
+		d.next = x.deadline
+	}
+}
+
+func (d *dialogTable) remove(x *dialog) {
+	delete(d.byID, x.id)
+	d.order.Remove(x.elem)
+}
+
+func (d *dialogTable) all() []*dialog {
+	out := make([]*dialog, 0, d.order.Len())
+	for e := d.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*dialog))
+	}
+	return out
+}
+
+// wireUIRequest is the part of an extension_ui_request the tracker reads;
+// titles, messages, options and prefills are content and are not read.
+type wireUIRequest struct {
+	ID         string   `json:"id"`
+	Method     string   `json:"method"`
+	Timeout    *float64 `json:"timeout"`
+	NotifyType string   `json:"notifyType"`
+}
+
+func (t *Tracker) uiRequest(rec []byte, at time.Time) {
+	var r wireUIRequest
+	if json.Unmarshal(rec, &r) != nil {
+		return
+	}
+	method := clip(r.Method, 64)
+	if !dialogMethods[r.Method] {
+		t.stats.UIEvents++
+		target := trace.SpanFromContext(t.uiParent())
+		attrs := []attribute.KeyValue{attribute.String("pi.ui.method", method), attribute.String("pi.ui.id", clip(r.ID, 128))}
+		if r.NotifyType != "" {
+			attrs = append(attrs, attribute.String("pi.ui.notify_type", clip(r.NotifyType, 32)))
+		}
+		target.AddEvent("pi.extension_ui", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		return
+	}
+	t.stats.Dialogs++
+	if old := t.dialogs.byID[r.ID]; old != nil {
+		// A reused id: the first request can no longer be answered.
+		t.dialogs.remove(old)
+		t.endDialog(old, "unanswered", at)
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("pi.ui.id", clip(r.ID, 128)),
+		attribute.String("pi.ui.method", method),
+	}
+	x := &dialog{id: r.ID}
+	if r.Timeout != nil && *r.Timeout > 0 {
+		ms := *r.Timeout
+		attrs = append(attrs, attribute.Int64("pi.ui.timeout_ms", int64(ms)))
+		x.deadline = at.Add(time.Duration(ms * float64(time.Millisecond)))
+	}
+	var opts []trace.SpanStartOption
+	opts = append(opts, t.idleOptions(&attrs)...)
+	opts = append(opts, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	_, x.span = t.tracer.Start(t.uiParent(), "pi.extension_ui "+method, opts...)
+	t.dialogs.add(x)
+	for t.dialogs.len() > t.cfg.maxDialogs {
+		old := t.dialogs.order.Front().Value.(*dialog)
+		t.dialogs.remove(old)
+		t.stats.DialogsEvicted++
+		old.span.SetAttributes(attribute.Bool("pi.unfinished", true), attribute.String("pi.end_reason", "evicted"))
+		t.endDialog(old, "unanswered", at)
+	}
+}
+
+// uiParent is where extension UI lands: the innermost span of the open
+// run (a turn, when a tool_call handler asks), else the command Pi is
+// handling (a prompt in its preflight, an extension command, a session
+// switch), else the run's root or, idle, nothing.
+func (t *Tracker) uiParent() context.Context {
+	if t.m.Active() {
+		cur := t.m.CurrentContext()
+		root := trace.SpanContextFromContext(t.m.RootContext()).SpanID()
+		if trace.SpanContextFromContext(cur).SpanID() != root {
+			return cur
+		}
+	}
+	if c := t.pending.latestOpen(); c != nil {
+		return c.ctx
+	}
+	return t.m.RootContext()
+}
+
+// wireUIResponse is the controller's answer; the value is content and is
+// only checked for presence.
+type wireUIResponse struct {
+	ID        string          `json:"id"`
+	Confirmed *bool           `json:"confirmed"`
+	Value     json.RawMessage `json:"value"`
+	Cancelled *bool           `json:"cancelled"`
+}
+
+func (t *Tracker) uiResponse(rec []byte, at time.Time) {
+	var r wireUIResponse
+	if json.Unmarshal(rec, &r) != nil {
+		t.stats.UnmatchedUI++
+		return
+	}
+	x := t.dialogs.byID[r.ID]
+	if x == nil {
+		// Late (Pi timed it out already) or unknown: Pi ignores it too.
+		t.stats.UnmatchedUI++
+		return
+	}
+	t.dialogs.remove(x)
+	// The same precedence Pi applies when it reads the answer.
+	switch {
+	case r.Cancelled != nil && *r.Cancelled:
+		t.endDialog(x, "cancelled", at)
+	case r.Confirmed != nil:
+		x.span.SetAttributes(attribute.Bool("pi.ui.confirmed", *r.Confirmed))
+		t.endDialog(x, "confirmed", at)
+	case r.Value != nil:
+		t.endDialog(x, "value", at)
+	default:
+		// Pi resolves an empty answer as a dismissal.
+		t.endDialog(x, "cancelled", at)
+	}
+}
+
+func (t *Tracker) endDialog(x *dialog, outcome string, at time.Time) {
+	x.span.SetAttributes(attribute.String("pi.ui.outcome", outcome))
+	x.span.End(trace.WithTimestamp(at))
+}
+
+// expire ends the dialogs whose timeout passed before at: Pi resolved
+// them itself, without a record, at their deadline.
+func (t *Tracker) expire(at time.Time) {
+	d := &t.dialogs
+	if d.next.IsZero() || at.Before(d.next) {
+		return
+	}
+	d.next = time.Time{}
+	for _, x := range d.all() {
+		if x.deadline.IsZero() {
+			continue
+		}
+		if !x.deadline.After(at) {
+			d.remove(x)
+			t.stats.TimedOut++
+			t.endDialog(x, "timed_out", x.deadline)
+			continue
+		}
+		if d.next.IsZero() || x.deadline.Before(d.next) {
+			d.next = x.deadline
+		}
+	}
+}
