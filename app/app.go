@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -113,6 +114,23 @@ type pipeline struct {
 	parent trace.SpanContext
 	cfg    config.Config
 	stderr io.Writer
+	// records counts what was read from Pi, for the health metrics; rpc
+	// mode reads through its tracker instead of the sink.
+	recordsMu sync.Mutex
+	records   func() (read, malformed int64)
+}
+
+// countRecordsWith replaces where the health metrics read record counts.
+func (p *pipeline) countRecordsWith(f func() (read, malformed int64)) {
+	p.recordsMu.Lock()
+	p.records = f
+	p.recordsMu.Unlock()
+}
+
+func (p *pipeline) loadRecords() func() (int64, int64) {
+	p.recordsMu.Lock()
+	defer p.recordsMu.Unlock()
+	return p.records
 }
 
 func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, error) {
@@ -150,11 +168,16 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 		cfg:    cfg,
 		stderr: env.Stderr,
 	}
+	p.records = func() (int64, int64) {
+		s := p.sink.Stats()
+		return s.Records, s.Malformed
+	}
 	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
-		r, t := p.sink.Stats(), tel.Stats()
+		read, malformed := p.loadRecords()()
+		t := tel.Stats()
 		return metrics.Health{
-			RecordsRead:      r.Records,
-			RecordsMalformed: r.Malformed,
+			RecordsRead:      read,
+			RecordsMalformed: malformed,
 			SpansEnded:       t.Ended,
 			SpansExported:    t.Exported,
 			SpansDropped:     t.Dropped,

@@ -39,6 +39,10 @@ func RPC(env Env, args []string) int {
 		opts = append(opts, rpc.WithContent(c))
 	}
 	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
+	p.countRecordsWith(func() (int64, int64) {
+		s := tr.Stats()
+		return s.PiRecords, s.PiMalformed
+	})
 
 	// No TRACEPARENT is reserved for Pi here: one RPC process serves many
 	// runs, so no single root id would be right for what Pi starts. Pi

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,7 +37,14 @@ func Run(env Env, args []string) int {
 		p.finish(mapper.Ending{Reason: mapper.EndExit}, time.Now())
 		return launch.ExitCodeForStartError(err)
 	}
-	stopSignals := proc.ForwardSignals()
+	// Pi handles SIGTERM and SIGHUP itself in json mode too, exiting with
+	// 128+N: remember what was relayed so that exit reads as the signal.
+	var relayed atomic.Int32
+	stopSignals := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
+		if ev.Action == launch.SignalForwarded {
+			relayed.Store(int32(ev.Signal))
+		}
+	}))
 	defer stopSignals()
 
 	// With SIGPIPE observed, a write to a closed stdout returns EPIPE
@@ -58,7 +66,7 @@ func Run(env Env, args []string) int {
 	if werr != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
 	}
-	p.finish(ending(status), time.Now())
+	p.finish(rpcEnding(status, syscall.Signal(relayed.Load())), time.Now())
 	return status.Code
 }
 
