@@ -102,8 +102,10 @@ type Mapper struct {
 	legacy, settledSeen bool
 	stats               Stats
 	lastRoot            trace.SpanContext
-	// idleCompaction is a compaction with no run open (RPC `compact`).
+	// idleCompaction is a compaction with no run open (RPC `compact`);
+	// idleParent, when set, is where the next one hangs.
 	idleCompaction *compaction
+	idleParent     context.Context
 }
 
 // New returns a Mapper that writes spans through tp.
@@ -160,6 +162,11 @@ func (m *Mapper) CurrentContext() context.Context {
 	}
 	return m.run.innermost().ctx
 }
+
+// ParentNextIdleCompaction hangs the next compaction that starts with no
+// run open under ctx, e.g. the RPC `compact` command that asked for it,
+// instead of making it a trace of its own.
+func (m *Mapper) ParentNextIdleCompaction(ctx context.Context) { m.idleParent = ctx }
 
 // LastRoot is the span context of the most recently opened root.
 func (m *Mapper) LastRoot() trace.SpanContext { return m.lastRoot }
@@ -813,6 +820,8 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
 		r.compactOpen = true
 		r.compactions++
+	} else if m.idleParent != nil {
+		parent, m.idleParent = m.idleParent, nil
 	}
 	s := m.start(parent, "pi.compaction", trace.SpanKindInternal, at,
 		attribute.String("pi.compaction.reason", ev.Reason))
@@ -821,7 +830,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 		m.run.compaction = c
 	} else {
 		// Compaction with no run open (RPC `compact` while idle): its own
-		// short trace, closed by its compaction_end.
+		// short trace, or under ParentNextIdleCompaction's span.
 		m.idleCompaction = c
 	}
 }

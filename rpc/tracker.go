@@ -126,9 +126,8 @@ type Tracker struct {
 	qbytes int
 	dirty  bool // the head's response may be in the queue: search again
 
-	pending    pendingTable
-	dialogs    dialogTable
-	compaction *compactionSpan
+	pending pendingTable
+	dialogs dialogTable
 	// closed is set by Close; later records (the controller still
 	// writing after Pi exited) are counted, not traced.
 	closed bool
@@ -241,9 +240,6 @@ func (t *Tracker) Close(end mapper.Ending, at time.Time) {
 			attribute.Bool("pi.unfinished", true),
 			attribute.String("pi.end_reason", end.Reason))
 		d.span.End(trace.WithTimestamp(at))
-	}
-	if t.compaction != nil {
-		t.endCompaction(nil, at)
 	}
 	for _, c := range t.pending.all() {
 		t.pending.remove(c)
@@ -490,10 +486,8 @@ func (t *Tracker) fromPi(it item) {
 	case event.TypeExtensionError:
 		t.extensionError(it.rec, it.at)
 		return
-	case event.TypeCompactionStart, event.TypeCompactionEnd:
-		if t.idleCompaction(it.typ, it.rec, it.at) {
-			return
-		}
+	case event.TypeCompactionStart:
+		t.parentIdleCompaction()
 	case event.TypeAgentStart:
 		if c := t.pending.deferredPrompt(); c != nil && !t.m.Active() {
 			t.openDeferred(c)
