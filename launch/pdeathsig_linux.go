@@ -1,0 +1,12 @@
+package launch
+
+import "syscall"
+
+// ParentDeathSignalSupported reports whether the kernel can signal the child
+// when pi-otel dies.
+const ParentDeathSignalSupported = true
+
+// Linux ties the parent-death signal to the forking thread; see run.
+func sysProcAttr(parentDeath syscall.Signal) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: parentDeath}
+}

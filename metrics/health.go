@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Health is a snapshot of pi-otel's own pipeline counters, each monotonic over the process life.
+type Health struct {
+	RecordsRead      int64 // JSONL records read from Pi
+	RecordsMalformed int64 // records that were not valid JSON or not a known shape
+	SpansEnded       int64 // spans the mapper ended
+	SpansExported    int64 // spans the exporter accepted
+	SpansDropped     int64 // spans lost (queue full, export gave up)
+	ExportFailures   int64 // failed export attempts
+}
+
+// Names of the health instruments.
+const (
+	MetricRecordsRead      = "pi_otel.records.read"
+	MetricRecordsMalformed = "pi_otel.records.malformed"
+	MetricSpansEnded       = "pi_otel.spans.ended"
+	MetricSpansExported    = "pi_otel.spans.exported"
+	MetricSpansDropped     = "pi_otel.spans.dropped"
+	MetricExportFailures   = "pi_otel.export.failures"
+)
+
+// RegisterHealth registers observable counters that report read() at each collection. read is
+// called from the MeterProvider's collection goroutine and must be safe for that.
+func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
+	if read == nil {
+		return errors.New("metrics: RegisterHealth needs a read function")
+	}
+	m := mp.Meter(ScopeName)
+	type def struct {
+		name, unit, desc string
+		value            func(Health) int64
+	}
+	defs := []def{
+		{MetricRecordsRead, "{record}", "JSONL records read from Pi's stream.", func(h Health) int64 { return h.RecordsRead }},
+		{MetricRecordsMalformed, "{record}", "Records that could not be decoded.", func(h Health) int64 { return h.RecordsMalformed }},
+		{MetricSpansEnded, "{span}", "Spans ended by the mapper.", func(h Health) int64 { return h.SpansEnded }},
+		{MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
+		{MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},
+		{MetricExportFailures, "{failure}", "Failed export attempts.", func(h Health) int64 { return h.ExportFailures }},
+	}
+	insts := make([]metric.Observable, 0, len(defs))
+	counters := make([]metric.Int64ObservableCounter, 0, len(defs))
+	for _, d := range defs {
+		c, err := m.Int64ObservableCounter(d.name, metric.WithUnit(d.unit), metric.WithDescription(d.desc))
+		if err != nil {
+			return err
+		}
+		insts = append(insts, c)
+		counters = append(counters, c)
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		h := read() // one snapshot, so the counters agree with each other
+		for i, d := range defs {
+			o.ObserveInt64(counters[i], d.value(h))
+		}
+		return nil
+	}, insts...)
+	return err
+}

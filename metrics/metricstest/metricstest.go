@@ -1,0 +1,183 @@
+// Package metricstest emits span trees shaped like the mapper's (docs/span-model.md) with
+// controlled attributes and virtual timestamps, for tests of the metrics and the Collector
+// pipeline that must not depend on the mapper's progress.
+package metricstest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Run is one agent invocation: the root span and what happened inside it.
+type Run struct {
+	Outcome     string // pi.outcome: ok, error, aborted, unsettled
+	Provider    string
+	Model       string
+	Turns       []Turn
+	Retries     []string // pi.retry.outcome of each retry span
+	Compactions []Compaction
+	RPC         []RPC
+	Dialogs     []Dialog
+	Start       time.Time // zero means now
+}
+
+// Turn is one pi.turn with its chat call and tool executions.
+type Turn struct {
+	Chat  Chat
+	Tools []Tool
+}
+
+// Chat is one `chat {model}` span.
+type Chat struct {
+	InputTokens, OutputTokens int64
+	Cost                      float64
+	TimeToFirstChunk          time.Duration // 0: attribute absent
+	Duration                  time.Duration
+	ErrorType                 string // non-empty: the call failed
+}
+
+// Tool is one `execute_tool {name}` span.
+type Tool struct {
+	Name     string
+	Error    bool
+	Duration time.Duration
+}
+
+// Compaction is one pi.compaction span.
+type Compaction struct{ Reason, Outcome string }
+
+// RPC is one `pi.rpc {command}` span.
+type RPC struct {
+	Command string
+	Success bool
+}
+
+// Dialog is one `pi.extension_ui {method}` span.
+type Dialog struct {
+	Method, Outcome string
+	Wait            time.Duration
+}
+
+// Emit creates and ends the spans of r on tracer and returns the root's span context.
+// Timestamps are virtual, so durations are exactly the ones r asks for.
+func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
+	now := r.Start
+	if now.IsZero() {
+		now = time.Now()
+	}
+	tick := func(d time.Duration) time.Time { now = now.Add(d); return now }
+
+	ctx, root := tracer.Start(ctx, "invoke_agent pi", trace.WithTimestamp(now), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", "pi"),
+		attribute.String("gen_ai.provider.name", r.Provider),
+		attribute.String("gen_ai.request.model", r.Model),
+	))
+	runCtx, run := tracer.Start(ctx, "pi.agent_run", trace.WithTimestamp(tick(time.Millisecond)),
+		trace.WithAttributes(attribute.Int("pi.agent_run.index", 0)))
+	for i, tu := range r.Turns {
+		turnCtx, turn := tracer.Start(runCtx, "pi.turn", trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(attribute.Int("pi.turn.index", i), attribute.Int("pi.turn.tool_calls", len(tu.Tools))))
+		c := tu.Chat
+		attrs := []attribute.KeyValue{
+			attribute.String("gen_ai.operation.name", "chat"),
+			attribute.String("gen_ai.provider.name", r.Provider),
+			attribute.String("gen_ai.request.model", r.Model),
+			attribute.Int64("gen_ai.usage.input_tokens", c.InputTokens),
+			attribute.Int64("gen_ai.usage.output_tokens", c.OutputTokens),
+			attribute.Float64("pi.cost.total", c.Cost),
+			attribute.Int64("pi.duration_ms", c.Duration.Milliseconds()),
+		}
+		if c.TimeToFirstChunk > 0 {
+			attrs = append(attrs, attribute.Float64("gen_ai.response.time_to_first_chunk", c.TimeToFirstChunk.Seconds()))
+		}
+		if c.ErrorType != "" {
+			attrs = append(attrs, attribute.String("error.type", c.ErrorType))
+		}
+		_, chat := tracer.Start(turnCtx, "chat "+r.Model, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithTimestamp(tick(time.Millisecond)), trace.WithAttributes(attrs...))
+		if c.ErrorType != "" {
+			chat.SetStatus(codes.Error, c.ErrorType)
+		}
+		chat.End(trace.WithTimestamp(tick(c.Duration)))
+		for j, tl := range tu.Tools {
+			_, tool := tracer.Start(turnCtx, "execute_tool "+tl.Name, trace.WithTimestamp(tick(time.Millisecond)),
+				trace.WithAttributes(
+					attribute.String("gen_ai.operation.name", "execute_tool"),
+					attribute.String("gen_ai.tool.name", tl.Name),
+					attribute.String("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", i, j)),
+					attribute.String("gen_ai.tool.type", "function"),
+					attribute.Int64("pi.tool.duration_ms", tl.Duration.Milliseconds()),
+				))
+			if tl.Error {
+				tool.SetAttributes(attribute.String("error.type", "tool_error"))
+				tool.SetStatus(codes.Error, "tool_error")
+			}
+			tool.End(trace.WithTimestamp(tick(tl.Duration)))
+		}
+		if c.ErrorType != "" {
+			turn.SetStatus(codes.Error, c.ErrorType)
+		}
+		turn.End(trace.WithTimestamp(tick(time.Millisecond)))
+	}
+	for _, co := range r.Compactions {
+		_, sp := tracer.Start(runCtx, "pi.compaction", trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(
+				attribute.String("pi.compaction.reason", co.Reason),
+				attribute.String("pi.compaction.outcome", co.Outcome),
+			))
+		if co.Outcome != "ok" {
+			sp.SetStatus(codes.Error, "compaction "+co.Outcome)
+		}
+		sp.End(trace.WithTimestamp(tick(200 * time.Millisecond)))
+	}
+	run.End(trace.WithTimestamp(tick(time.Millisecond)))
+	for i, outcome := range r.Retries {
+		_, sp := tracer.Start(ctx, "pi.retry", trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(
+				attribute.Int("pi.retry.attempt", i+1),
+				attribute.Int("pi.retry.max_attempts", 3),
+				attribute.String("pi.retry.outcome", outcome),
+			))
+		if outcome == "exhausted" || outcome == "unfinished" {
+			sp.SetStatus(codes.Error, "retry "+outcome)
+		}
+		sp.End(trace.WithTimestamp(tick(100 * time.Millisecond)))
+	}
+	for _, d := range r.Dialogs {
+		_, sp := tracer.Start(ctx, "pi.extension_ui "+d.Method, trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(
+				attribute.String("pi.ui.method", d.Method),
+				attribute.String("pi.ui.outcome", d.Outcome),
+			))
+		sp.End(trace.WithTimestamp(tick(d.Wait)))
+	}
+	for _, c := range r.RPC {
+		_, sp := tracer.Start(ctx, "pi.rpc "+c.Command, trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(
+				attribute.String("pi.rpc.command", c.Command),
+				attribute.Bool("pi.rpc.success", c.Success),
+			))
+		if !c.Success {
+			sp.SetStatus(codes.Error, "rpc command failed")
+		}
+		sp.End(trace.WithTimestamp(tick(5 * time.Millisecond)))
+	}
+	root.SetAttributes(
+		attribute.String("pi.outcome", r.Outcome),
+		attribute.Bool("pi.settled", r.Outcome != "unsettled"),
+		attribute.Int("pi.turns", len(r.Turns)),
+		attribute.Int("pi.retries", len(r.Retries)),
+		attribute.Int("pi.compactions", len(r.Compactions)),
+	)
+	if r.Outcome == "error" || r.Outcome == "unsettled" {
+		root.SetStatus(codes.Error, r.Outcome)
+	}
+	root.End(trace.WithTimestamp(tick(time.Millisecond)))
+	return root.SpanContext()
+}
