@@ -155,7 +155,10 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 		opts = append(opts, mapper.WithContent(content))
 	}
 	m := mapper.New(tel.TracerProvider(), opts...)
-	sinkOpts := []ingest.Option{ingest.WithWarnings(env.Stderr), ingest.WithContent(content != nil)}
+	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
+	if !cfg.Quiet { // a bad-record warning is one of our status lines too
+		sinkOpts = append(sinkOpts, ingest.WithWarnings(env.Stderr))
+	}
 	if clock != nil {
 		sinkOpts = append(sinkOpts, ingest.WithClock(clock))
 	}
