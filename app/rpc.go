@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/framing"
@@ -55,19 +52,8 @@ func RPC(env Env, args []string) int {
 		p.finish(mapper.Ending{Reason: mapper.EndExit}, now)
 		return launch.ExitCodeForStartError(err)
 	}
-	var forwarded atomic.Int32 // the last terminating signal relayed to Pi
-	stopSignals := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
-		if ev.Action == launch.SignalForwarded {
-			forwarded.Store(int32(ev.Signal))
-		}
-	}))
-	defer stopSignals()
-
-	// With SIGPIPE observed, a write to a closed stdout returns EPIPE
-	// instead of killing us, so the trace still closes and exports.
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	relayed, stop := superviseSignals(proc)
+	defer stop()
 
 	// Controller → Pi. The controller's EOF becomes Pi's, which asks Pi to
 	// shut down. If Pi exits first this goroutine stays blocked reading
@@ -100,21 +86,11 @@ func RPC(env Env, args []string) int {
 	if werr != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
 	}
-	end := rpcEnding(status, syscall.Signal(forwarded.Load()))
+	end := ending(status, relayed())
 	now := time.Now()
 	tr.Close(end, now)
 	p.finish(end, now)
 	return status.Code
-}
-
-// rpcEnding says why Pi stopped. Pi handles SIGTERM and SIGHUP itself in
-// RPC mode and exits with 128+N, so a relayed signal followed by that code
-// is a death by signal even though the process exited.
-func rpcEnding(s launch.Status, relayed syscall.Signal) mapper.Ending {
-	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(relayed)}
-	}
-	return ending(s)
 }
 
 // tap hands each record to the tracker before its bytes are written on,

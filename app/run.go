@@ -37,21 +37,8 @@ func Run(env Env, args []string) int {
 		p.finish(mapper.Ending{Reason: mapper.EndExit}, time.Now())
 		return launch.ExitCodeForStartError(err)
 	}
-	// Pi handles SIGTERM and SIGHUP itself in json mode too, exiting with
-	// 128+N: remember what was relayed so that exit reads as the signal.
-	var relayed atomic.Int32
-	stopSignals := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
-		if ev.Action == launch.SignalForwarded {
-			relayed.Store(int32(ev.Signal))
-		}
-	}))
-	defer stopSignals()
-
-	// With SIGPIPE observed, a write to a closed stdout returns EPIPE
-	// instead of killing us, so the trace still closes and exports.
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	relayed, stop := superviseSignals(proc)
+	defer stop()
 
 	stdout := proc.Stdout()
 	out := &consumerWriter{w: env.Stdout, onError: func() {
@@ -66,12 +53,35 @@ func Run(env Env, args []string) int {
 	if werr != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
 	}
-	p.finish(rpcEnding(status, syscall.Signal(relayed.Load())), time.Now())
+	p.finish(ending(status, relayed()), time.Now())
 	return status.Code
 }
 
-// ending says why Pi's stream stopped, for a run that did not settle.
-func ending(s launch.Status) mapper.Ending {
+// superviseSignals relays our terminating signals to Pi and makes a write
+// to a closed stdout return EPIPE instead of killing us, so the trace still
+// closes and exports. relayed reports the last signal passed on to Pi.
+func superviseSignals(proc *launch.Process) (relayed func() syscall.Signal, stop func()) {
+	var last atomic.Int32
+	stopForward := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
+		if ev.Action == launch.SignalForwarded {
+			last.Store(int32(ev.Signal))
+		}
+	}))
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return func() syscall.Signal { return syscall.Signal(last.Load()) }, func() {
+		signal.Stop(pipe)
+		stopForward()
+	}
+}
+
+// ending says why Pi's stream stopped, for a run that did not settle. Pi
+// handles SIGTERM and SIGHUP itself and exits with 128+N, so a relayed
+// signal followed by that code is a death by signal though Pi exited.
+func ending(s launch.Status, relayed syscall.Signal) mapper.Ending {
+	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(relayed)}
+	}
 	if s.Signal != 0 {
 		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(s.Signal)}
 	}
