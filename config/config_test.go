@@ -48,7 +48,7 @@ func TestDefaults(t *testing.T) {
 				Timeout: 10 * time.Second, Compression: "none"},
 		},
 		MetricsInterval:  60 * time.Second,
-		Temporality:      config.TemporalityDelta,
+		Temporality:      config.TemporalityCumulative,
 		ServiceName:      "pi",
 		FlushTimeout:     5 * time.Second,
 		MaxContentLength: 4096,

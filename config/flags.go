@@ -26,7 +26,7 @@ var flagDefs = []flagDef{
 	{name: "metrics-endpoint", usage: "OTLP endpoint `URL` for metrics, used as is (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)"},
 	{name: "metrics-protocol", usage: "OTLP `protocol` for metrics: grpc|http/protobuf (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL)"},
 	{name: "metrics-interval", usage: "metric export `period` (OTEL_METRIC_EXPORT_INTERVAL; default 60s; metrics are also flushed at exit)"},
-	{name: "metrics-temporality", usage: "metric `temporality`: delta|cumulative|lowmemory (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE; default delta)"},
+	{name: "metrics-temporality", usage: "metric `temporality`: delta|cumulative|lowmemory (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE; default cumulative)"},
 
 	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces or /v1/metrics (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
 	{name: "protocol", usage: "OTLP `protocol`: grpc|http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL; default grpc)"},

@@ -95,7 +95,7 @@ func (l *loader) load() Config {
 		FlushTimeout:     DefaultFlushTimeout,
 		MaxContentLength: DefaultMaxContentLength,
 		MetricsInterval:  DefaultMetricsInterval,
-		Temporality:      TemporalityDelta,
+		Temporality:      TemporalityCumulative,
 		Batch: Batch{
 			MaxQueueSize:       DefaultMaxQueueSize,
 			MaxExportBatchSize: DefaultMaxExportBatch,

@@ -11,13 +11,14 @@
 // Shutdown flushes within the configured flush timeout, and gives up at once
 // if the collector turns out to be unreachable at exit.
 //
-// Metrics use DELTA temporality for counters and histograms by default
-// (config.TemporalityDelta, as OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE
-// =delta means). Every pi-otel process is short-lived and starts its counts
-// from zero; with deltas, a Collector's prometheus exporter adds the
-// increments of many processes into one running series, where cumulative
-// series from processes that come and go would each restart at zero.
-// Up-down counters and gauges stay cumulative, as the specification says.
+// Metrics are CUMULATIVE by default, and every process gets its own random
+// service.instance.id unless the user names one. Measured through a real
+// Collector and Prometheus (docs/operations.md), deltas from many
+// short-lived processes sharing one stream are not added up by the
+// Collector's prometheus exporter: it keeps the last process's value or
+// drops misaligned points. One stream per process, cumulative, is what that
+// path stores correctly; the shipped recording rules count each new series
+// whole.
 //
 // Shutdown ends the traces first and the metrics second, so observable
 // instruments reading Stats see the final counts in the last metric export.
@@ -30,6 +31,7 @@ package telemetry
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -232,6 +234,10 @@ func withDefaults(cfg config.Config) config.Config {
 
 func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resource) (*resource.Resource, error) {
 	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
+	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
+		// One metric stream per process: see the package comment.
+		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
+	}
 	res, err := resource.New(ctx,
 		resource.WithSchemaURL(semconv.SchemaURL),
 		resource.WithTelemetrySDK(),
@@ -291,7 +297,11 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
 	}
-	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError)
+	var bopts []batcherOption
+	if t.traceWatch != nil {
+		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
+	}
+	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
 	return t.batcher, nil
 }
 
@@ -451,6 +461,7 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 		// A collector found missing during the flush will not appear in
 		// the seconds left: give up instead of sitting out the backoff.
 		if t.traceWatch.beginShutdown(t.batcher.abort) {
+			t.traceWatch.reconnect(ctx)
 			t.batcher.kick()
 		}
 	}
@@ -463,8 +474,8 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
-	if t.metricWatch != nil {
-		t.metricWatch.beginShutdown(mcancel)
+	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
+		t.metricWatch.reconnect(mctx)
 	}
 	errs = append(errs, t.mp.Shutdown(mctx))
 	errs = append(errs, t.closeAll())
@@ -506,4 +517,23 @@ func plural(n int64, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
+	for _, kv := range attrs {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// newInstanceID is a random (version 4) UUID, as the convention suggests
+// for service.instance.id.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

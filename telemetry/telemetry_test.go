@@ -159,7 +159,7 @@ func TestFileExporter(t *testing.T) {
 	}
 	m := mreq.ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
 	if m.Name != "pi.test.count" || m.GetSum().DataPoints[0].GetAsInt() != 3 ||
-		m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA {
+		m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE {
 		t.Errorf("metric = %v", m)
 	}
 	if got := tel.Summary(); got != fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → file %s", tid, tracesPath) {
@@ -361,7 +361,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		t.Errorf("trace id %x, want %s", got.ScopeSpans[0].Spans[0].TraceId, tid)
 	}
 	m := rcv.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
-	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA ||
+	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE ||
 		m.GetSum().DataPoints[0].GetAsInt() != 3 {
 		t.Errorf("metric = %v", m)
 	}
@@ -592,4 +592,32 @@ func captureStdout(t *testing.T) func() string {
 	}
 	t.Cleanup(func() { restore() })
 	return restore
+}
+
+func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
+	id := func(cfg config.Config) string {
+		tel, err := telemetry.Setup(context.Background(), cfg, telemetry.WithStderr(io.Discard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tel.Shutdown(context.Background())
+		_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+		defer s.End()
+		ro, ok := s.(interface{ Resource() *resource.Resource })
+		if !ok {
+			t.Fatal("not an SDK span")
+		}
+		v, _ := ro.Resource().Set().Value("service.instance.id")
+		return v.AsString()
+	}
+	cfg := config.Default()
+	cfg.Traces.Exporter, cfg.Metrics.Exporter = config.ExporterNone, config.ExporterNone
+	a, b := id(cfg), id(cfg)
+	if a == "" || a == b {
+		t.Fatalf("instance ids %q and %q", a, b)
+	}
+	cfg.ResourceAttributes = []attribute.KeyValue{attribute.String("service.instance.id", "mine")}
+	if got := id(cfg); got != "mine" {
+		t.Fatalf("user's instance id replaced by %q", got)
+	}
 }
