@@ -135,9 +135,30 @@ type batcher struct {
 	stopped  atomic.Bool
 	stopOnce sync.Once
 	stopErr  error
+
+	// retain, when set, says whether a failed batch is kept and tried
+	// again (see retainWhile).
+	retain      func(error) bool
+	retainPause time.Duration
 }
 
-func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onError func(error)) *batcher {
+// batcherOption tunes a batcher.
+type batcherOption func(*batcher)
+
+// retainWhile keeps a batch whose export failed while down() reports the
+// collector unreachable, and tries it again after pause, until it goes
+// through or Shutdown begins. The exporter's own retries end with its
+// timeout (10s by default), far sooner than a collector takes to restart;
+// meanwhile new spans wait in the queue, and only those that do not fit
+// are dropped.
+func retainWhile(down func() bool, pause time.Duration) batcherOption {
+	return func(b *batcher) {
+		b.retain = func(err error) bool { return !cancelled(err) && down() }
+		b.retainPause = pause
+	}
+}
+
+func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onError func(error), opts ...batcherOption) *batcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &batcher{
 		exp:     exp,
@@ -150,6 +171,9 @@ func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onErro
 		done:    make(chan struct{}),
 		ctx:     ctx,
 		abort:   cancel,
+	}
+	for _, o := range opts {
+		o(b)
 	}
 	go b.run()
 	return b
@@ -270,7 +294,8 @@ func (b *batcher) kick() {
 
 func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 	n := int64(len(batch))
-	for attempt := 0; ; attempt++ {
+	retriedKick := false
+	for {
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ExportTimeout)
 		b.mu.Lock()
 		b.inflight, b.kicked = cancel, false
@@ -287,7 +312,14 @@ func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 		switch {
 		case err == nil:
 			b.c.add(n, 0, 0)
-		case kicked && attempt == 0 && b.ctx.Err() == nil:
+		case kicked && !retriedKick && b.ctx.Err() == nil:
+			retriedKick = true
+			continue
+		case b.retain != nil && !b.stopped.Load() && b.ctx.Err() == nil && b.retain(err):
+			if b.onError != nil {
+				b.onError(err)
+			}
+			b.pause()
 			continue
 		default:
 			b.c.add(0, n, 0)
@@ -296,5 +328,17 @@ func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 			}
 		}
 		return
+	}
+}
+
+// pause waits before a retained batch is tried again; Shutdown cuts it
+// short, so the last attempt comes at once.
+func (b *batcher) pause() {
+	t := time.NewTimer(b.retainPause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.stopc:
+	case <-b.ctx.Done():
 	}
 }

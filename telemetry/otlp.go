@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -37,6 +40,7 @@ type watch struct {
 	down    bool   // the last attempt could not reach the collector
 	exiting bool   // Shutdown has begun
 	onDown  func() // called when an attempt during Shutdown finds no collector
+	conn    *grpc.ClientConn
 }
 
 func (w *watch) observe(err error) {
@@ -63,6 +67,13 @@ func (w *watch) observe(err error) {
 	}
 }
 
+// isDown reports whether the last attempt could not reach the collector.
+func (w *watch) isDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.down
+}
+
 // beginShutdown arms onDown and reports whether the collector was
 // unreachable at the last attempt.
 func (w *watch) beginShutdown(onDown func()) bool {
@@ -72,9 +83,42 @@ func (w *watch) beginShutdown(onDown func()) bool {
 	return w.down
 }
 
+// reconnect is for Shutdown, when the last attempt found no collector.
+// gRPC retries a failed connection only when its backoff ends, seconds
+// later, and fails every call until then; so if something listens at the
+// collector's address again, it has gRPC connect now and waits for that,
+// within ctx and a second, so that the final flush reaches a collector
+// that came back shortly before exit. It returns at once when the
+// address still refuses connections.
+func (w *watch) reconnect(ctx context.Context) {
+	w.mu.Lock()
+	cc := w.conn
+	w.mu.Unlock()
+	if cc == nil || cc.GetState() != connectivity.TransientFailure {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", w.dest.host)
+	if err != nil {
+		return
+	}
+	_ = c.Close()
+	cc.ResetConnectBackoff()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			return
+		}
+	}
+}
+
 func (w *watch) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
 ) error {
+	w.mu.Lock()
+	w.conn = cc
+	w.mu.Unlock()
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	w.observe(err)
 	return err
@@ -121,6 +165,19 @@ type Retry struct {
 
 // defaultRetry is the OTLP exporters' own default.
 var defaultRetry = Retry{InitialInterval: 5 * time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: time.Minute}
+
+// retainPause spaces the attempts at a batch kept while the collector is
+// unreachable (see retainWhile); each attempt runs the exporter's own
+// backoff first.
+const retainPause = time.Second
+
+// reconnect caps gRPC's reconnection backoff, 120s by default: after a long
+// outage a collector that is back is found within seconds, while pi-otel
+// still runs, and not minutes later.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+	MinConnectTimeout: 20 * time.Second,
+}
 
 // tlsConfig builds the client TLS settings, or nil for a plaintext endpoint.
 func tlsConfig(o config.OTLP) (*tls.Config, error) {
@@ -220,7 +277,7 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 		otlptracegrpc.WithTimeout(o.Timeout),
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
 			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor)),
+		otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
 	}
 	// Only "gzip" is a compressor name; anything else logs a complaint.
 	if o.Compression == "gzip" {
@@ -263,7 +320,7 @@ func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch
 		otlpmetricgrpc.WithTemporalitySelector(temporality),
 		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true,
 			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		otlpmetricgrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor)),
+		otlpmetricgrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
 	}
 	if o.Compression == "gzip" {
 		opts = append(opts, otlpmetricgrpc.WithCompressor("gzip"))
