@@ -77,15 +77,14 @@ func RPC(env Env, args []string) int {
 		_ = stdout.Close()
 	}}
 	piOut := newTap(out, func(rec []byte) { tr.FromPi(rec, time.Now()) })
-	_, ferr := framing.Forward(piOut, stdout, nil)
-	piOut.flush()
-	if ferr != nil && !errors.Is(ferr, os.ErrClosed) && !out.failed {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", ferr)
-	}
-	status, werr := proc.Wait()
-	if werr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
-	}
+	status := pumpStdout(env, proc, func(r io.Reader) error {
+		_, err := framing.Forward(piOut, r, nil)
+		piOut.flush()
+		if out.failed {
+			return nil // the controller left; Pi's stdout was closed on purpose
+		}
+		return err
+	})
 	end := ending(status, relayed())
 	now := time.Now()
 	tr.Close(end, now)

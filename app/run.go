@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,14 +44,13 @@ func Run(env Env, args []string) int {
 		// Behave as Pi would in this pipe: its next write fails too.
 		_ = stdout.Close()
 	}}
-	_, ferr := framing.Forward(out, stdout, p.sink.Record)
-	if ferr != nil && !errors.Is(ferr, os.ErrClosed) && !out.failed {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", ferr)
-	}
-	status, werr := proc.Wait()
-	if werr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", werr)
-	}
+	status := pumpStdout(env, proc, func(r io.Reader) error {
+		_, err := framing.Forward(out, r, p.sink.Record)
+		if out.failed {
+			return nil // our consumer left; Pi's stdout was closed on purpose
+		}
+		return err
+	})
 	p.finish(ending(status, relayed()), time.Now())
 	return status.Code
 }

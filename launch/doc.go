@@ -26,16 +26,17 @@
 // terminal. That group is also pi-otel's own (and, in a pipeline, its
 // neighbours'), so [Process.ForwardSignals] signals the child's PID only;
 // signalling the group would signal pi-otel itself. Processes Pi starts are
-// Pi's to manage, as they would be without pi-otel: Pi 1.6.0 puts its
-// bash-tool children in their own process groups, kills them on SIGTERM and
-// SIGHUP, and leaves them running when SIGINT kills it.
+// Pi's to manage, as they would be without pi-otel: Pi 1.6.0 starts its
+// bash-tool children detached (in their own session), kills them on SIGTERM
+// and SIGHUP, and leaves them running when SIGINT kills it.
 //
 // Signals the kernel sends to a whole process group reach Pi directly as
 // well as through pi-otel, so Pi may get one event twice:
 //
-//   - Ctrl-C, Ctrl-\ and a terminal resize: Pi has no SIGINT or SIGQUIT
-//     handler in print, JSON or RPC mode, so the first copy ends it and the
-//     second does nothing; it ignores SIGWINCH outside its TUI.
+//   - Ctrl-C, Ctrl-\ and a terminal resize: in print, JSON and RPC mode
+//     the first SIGINT or SIGQUIT kills Pi (130, 131, as when run
+//     directly), so the second finds nothing to do; SIGWINCH matters only
+//     to its TUI.
 //   - A terminal hangup (SIGHUP), or SIGTERM sent to the group (GNU timeout
 //     does so; so does systemd's default control-group kill): Pi treats a
 //     repeated SIGTERM or SIGHUP as "exit now" and skips the rest of its
@@ -53,6 +54,11 @@
 // Go process receives both copies about a third of the time, microseconds
 // apart.
 //
+// Forwarding starts after the child has started, so the child inherits the
+// signal dispositions pi-otel itself was started with (nohup's ignored
+// SIGHUP, say) and decides what a forwarded signal does, as it would if
+// signalled directly. Node, and so Pi, resets them at startup anyway.
+//
 // # Parent death
 //
 // If pi-otel dies, even by SIGKILL, the kernel sends the child
@@ -66,7 +72,7 @@
 // Linux is the target. The package builds on every unix. FreeBSD has the
 // parent-death signal too (tied to the process rather than a thread).
 // Other systems, macOS included, have none ([ParentDeathSignalSupported] is
-// false): a child that outlives pi-otel runs on until it writes to its
-// orphaned stdout pipe and fails. Windows is not supported: the package
-// has no API there.
+// false): a child that outlives pi-otel keeps running, and its next write
+// to stdout fails (EPIPE or SIGPIPE, as the child has chosen). Windows is
+// not supported: the package has no API there.
 package launch

@@ -374,3 +374,29 @@ func TestStartErrorLeaksNoFiles(t *testing.T) {
 		t.Fatalf("open descriptors went from %d to %d", before, after)
 	}
 }
+
+// BenchmarkStartWait is the cost launch adds per child against os/exec.
+func BenchmarkStartWait(b *testing.B) {
+	b.Run("launch", func(b *testing.B) {
+		for b.Loop() {
+			p, err := launch.Start([]string{"true"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, p.Stdout())
+			p.Stdout().Close()
+			if st, err := p.Wait(); err != nil || st.Code != 0 {
+				b.Fatal(st, err)
+			}
+		}
+	})
+	b.Run("os-exec", func(b *testing.B) {
+		for b.Loop() {
+			cmd := exec.Command("true")
+			cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
