@@ -279,6 +279,13 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
 		keyCompReason.String(orDefault(token(a.str(keyCompReason)), unknownLabel)),
 		keyCompOutcome.String(oneOf(outcome, compactionOutcomes))))
+	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
+	// reports. The span names a model only when the mapper knows it.
+	if v, ok := a.float(keyCostTotal); ok && v > 0 {
+		s.cost.Add(ctx, v, metric.WithAttributes(
+			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
+			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
+	}
 }
 
 func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {

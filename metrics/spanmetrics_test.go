@@ -299,6 +299,27 @@ func countsOf(m map[string]histo) map[string]uint64 {
 	return out
 }
 
+// A compaction's summary call costs money too (compaction_end result.usage.cost.total): it
+// counts in pi.cost, under the span's model if it names one, else under the unknown labels.
+func TestCompactionCostCounts(t *testing.T) {
+	h := newHarness(t)
+	h.span("pi.compaction", time.Second, codes.Unset,
+		attribute.String("pi.compaction.reason", "threshold"), attribute.String("pi.compaction.outcome", "ok"),
+		attribute.Float64("pi.cost.total", 0.004))
+	h.span("pi.compaction", time.Second, codes.Unset,
+		attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "ok"),
+		attribute.Float64("pi.cost.total", 0.001),
+		attribute.String("gen_ai.provider.name", "anthropic"), attribute.String("gen_ai.request.model", "claude-x"))
+	h.span("pi.compaction", time.Second, codes.Error,
+		attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "error"))
+
+	cost := h.collect().sums(t, metrics.MetricCost)
+	if len(cost) != 2 || !near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.004) ||
+		!near(cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"], 0.001) {
+		t.Errorf("pi.cost = %v, want 0.004 under _OTHER/unknown and 0.001 under anthropic/claude-x", cost)
+	}
+}
+
 func TestRPCAndExtensionUI(t *testing.T) {
 	h := newHarness(t)
 	h.span("pi.rpc prompt", 10*time.Millisecond, codes.Unset,

@@ -1,6 +1,8 @@
-// Package operator_test checks the operator's side end to end with real processes: pi-otel's
-// metrics package → OTLP → agent and gateway Collectors → prometheus exporter → a real Prometheus
-// server, and the dashboards, alert rules and docker-compose file against what comes out.
+// Package operator_test checks the operator's side end to end with real processes: the built
+// pi-otel binary replaying real Pi captures and proxying a real Pi RPC session → OTLP → agent and
+// gateway Collectors → prometheus exporter → a real Prometheus server, and the dashboards, alert
+// rules and docker-compose file against what comes out. The temporality measurement drives the
+// OpenTelemetry SDK directly (delta temporality, which pi-otel no longer exports).
 package operator_test
 
 import (
@@ -31,8 +33,8 @@ import (
 	"github.com/pi-otel/pi-otel/metrics"
 )
 
-// deltaPreference is what the telemetry package exports: delta for counters and histograms,
-// cumulative for up-down counters (the OTLP "delta" temporality preference).
+// deltaPreference is the OTLP "delta" temporality preference: delta for counters and
+// histograms, cumulative for up-down counters (pi-otel's --metrics-temporality delta).
 func deltaPreference(k sdkmetric.InstrumentKind) metricdata.Temporality {
 	switch k {
 	case sdkmetric.InstrumentKindUpDownCounter, sdkmetric.InstrumentKindObservableUpDownCounter:
@@ -41,8 +43,9 @@ func deltaPreference(k sdkmetric.InstrumentKind) metricdata.Temporality {
 	return metricdata.DeltaTemporality
 }
 
-// piOtel stands for one pi-otel process: a TracerProvider exporting spans over OTLP with the
-// metrics package's SpanMetrics on it, and a MeterProvider exporting its metrics over OTLP.
+// piOtel stands in for one pi-otel process in the temporality measurement: a TracerProvider
+// exporting spans over OTLP with the metrics package's SpanMetrics on it, and a MeterProvider
+// exporting its metrics over OTLP with a temporality of the test's choosing.
 type piOtel struct {
 	tp     *sdktrace.TracerProvider
 	mp     *sdkmetric.MeterProvider
@@ -54,7 +57,6 @@ type piOtelOptions struct {
 	temporality sdkmetric.TemporalitySelector
 	instanceID  string // service.instance.id, empty for none
 	traces      bool   // also export the spans
-	health      func() metrics.Health
 }
 
 func startPiOtel(t *testing.T, o piOtelOptions) *piOtel {
@@ -76,11 +78,6 @@ func startPiOtel(t *testing.T, o piOtelOptions) *piOtel {
 	sm, err := metrics.NewSpanMetrics(mp)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if o.health != nil {
-		if err := metrics.RegisterHealth(mp, o.health); err != nil {
-			t.Fatal(err)
-		}
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(sm)}
 	if o.traces {
@@ -251,8 +248,14 @@ func (p *promServer) api(t *testing.T, path string, params url.Values, out any) 
 	}
 }
 
-// query evaluates an instant PromQL query and returns label-set → value.
+// query evaluates an instant PromQL query now and returns label-set → value.
 func (p *promServer) query(t *testing.T, q string) map[string]float64 {
+	t.Helper()
+	return p.queryAt(t, q, time.Time{})
+}
+
+// queryAt evaluates an instant PromQL query at a time (zero: now).
+func (p *promServer) queryAt(t *testing.T, q string, at time.Time) map[string]float64 {
 	t.Helper()
 	var data struct {
 		ResultType string `json:"resultType"`
@@ -261,16 +264,47 @@ func (p *promServer) query(t *testing.T, q string) map[string]float64 {
 			Value  [2]any            `json:"value"`
 		} `json:"result"`
 	}
-	p.api(t, "/api/v1/query", url.Values{"query": {q}}, &data)
+	params := url.Values{"query": {q}}
+	if !at.IsZero() {
+		params.Set("time", promTime(at))
+	}
+	p.api(t, "/api/v1/query", params, &data)
 	out := map[string]float64{}
 	for _, r := range data.Result {
-		var v float64
-		if s, ok := r.Value[1].(string); ok {
-			fmt.Sscan(s, &v)
-		}
-		out[labelKey(r.Metric)] = v
+		out[labelKey(r.Metric)] = sampleValue(r.Value[1])
 	}
 	return out
+}
+
+// queryRange evaluates q at every step from start to end, as a rule group with that interval
+// would, and returns label-set → the values at each step.
+func (p *promServer) queryRange(t *testing.T, q string, start, end time.Time, step time.Duration) map[string][]float64 {
+	t.Helper()
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Values [][2]any          `json:"values"`
+		} `json:"result"`
+	}
+	p.api(t, "/api/v1/query_range", url.Values{"query": {q}, "start": {promTime(start)}, "end": {promTime(end)},
+		"step": {fmt.Sprint(step.Seconds())}}, &data)
+	out := map[string][]float64{}
+	for _, r := range data.Result {
+		for _, v := range r.Values {
+			out[labelKey(r.Metric)] = append(out[labelKey(r.Metric)], sampleValue(v[1]))
+		}
+	}
+	return out
+}
+
+func promTime(t time.Time) string { return fmt.Sprintf("%.3f", float64(t.UnixMilli())/1000) }
+
+func sampleValue(v any) float64 {
+	var f float64
+	if s, ok := v.(string); ok {
+		fmt.Sscan(s, &f)
+	}
+	return f
 }
 
 // series returns every series Prometheus holds: name → label names seen on it.
