@@ -154,6 +154,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 	if content != nil {
 		opts = append(opts, mapper.WithContent(content))
 	}
+	if clock != nil {
+		opts = append(opts, mapper.WithInexactTimes()) // replay: times are rebuilt
+	}
 	m := mapper.New(tel.TracerProvider(), opts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
 	if !cfg.Quiet { // a bad-record warning is one of our status lines too

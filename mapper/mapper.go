@@ -60,6 +60,9 @@ type Content interface {
 type config struct {
 	parent  context.Context
 	content Content
+	// inexact: event times are reconstructed (replay), so intervals no
+	// record measures, like time to first chunk, are not reported.
+	inexact bool
 }
 
 // Option configures a Mapper.
@@ -69,6 +72,14 @@ type Option func(*config)
 // TRACEPARENT, so that a CI job's trace contains the agent.
 func WithParent(ctx context.Context) Option {
 	return func(c *config) { c.parent = ctx }
+}
+
+// WithInexactTimes says event times are reconstructed from the stream, as
+// replay does, rather than observed. Spans keep their times, but
+// gen_ai.response.time_to_first_chunk, which no record carries, is left out
+// instead of reported as zero.
+func WithInexactTimes() Option {
+	return func(c *config) { c.inexact = true }
 }
 
 // WithContent turns on opt-in content capture.
@@ -182,7 +193,8 @@ func (m *Mapper) Open(at time.Time) context.Context {
 
 func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }
 
-// Handle applies one event that happened at time at.
+// Handle applies one event that happened at time at. The mapper does not
+// keep ev after the call, so callers may reuse it (see event.Decoder).
 func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	m.stats.Events++
 	switch ev.Type {
@@ -314,7 +326,6 @@ type run struct {
 	toolUpdate map[string]int
 	compaction *compaction
 	retry      *span
-	retryStart *event.Event
 
 	agentRuns, turns, toolCalls, toolErrors, retries, compactions int
 	extensionErrors                                               int
@@ -628,7 +639,7 @@ func (m *Mapper) messageUpdate(ev *event.Event, at time.Time) {
 		m.legacy = true
 	}
 	r := m.run
-	if r == nil || r.chat == nil || r.chat.firstChunk || ev.AssistantMessageEvent == nil {
+	if r == nil || r.chat == nil || r.chat.firstChunk || ev.AssistantMessageEvent == nil || m.cfg.inexact {
 		return
 	}
 	switch ev.AssistantMessageEvent.Type {
@@ -823,8 +834,12 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 	} else if m.idleParent != nil {
 		parent, m.idleParent = m.idleParent, nil
 	}
-	s := m.start(parent, "pi.compaction", trace.SpanKindInternal, at,
-		attribute.String("pi.compaction.reason", ev.Reason))
+	attrs := []attribute.KeyValue{attribute.String("pi.compaction.reason", ev.Reason)}
+	if r := m.run; r != nil && r.model != "" {
+		// Pi summarises with the run's model: its cost belongs there.
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider), semconv.GenAIRequestModel(r.model))
+	}
+	s := m.start(parent, "pi.compaction", trace.SpanKindInternal, at, attrs...)
 	c := &compaction{span: s, reason: ev.Reason, parentID: parentID}
 	if m.run != nil {
 		m.run.compaction = c

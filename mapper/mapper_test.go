@@ -388,3 +388,21 @@ func TestOlderPi(t *testing.T) {
 		})
 	}
 }
+
+func TestInexactTimesLeaveOutTimeToFirstChunk(t *testing.T) {
+	root := one(t, first(replay(t, capture(t, v160, "text"), nil, mapper.WithInexactTimes())))
+	if _, ok := root.find("chat fake-model")[0].attr("gen_ai.response.time_to_first_chunk"); ok {
+		t.Fatal("a replay reported a time to first chunk it cannot know")
+	}
+}
+
+func TestCompactionNamesTheRunsModel(t *testing.T) {
+	forest, _, _ := replay(t, capture(t, v160, "threshold-compaction"), nil)
+	c := forest[0].find("pi.compaction")[0]
+	if c.str(t, "gen_ai.request.model") != "fake-model" || c.str(t, "gen_ai.provider.name") != "fake" {
+		t.Fatal("compaction without its model")
+	}
+	if c.str(t, "pi.cost.total") == "0" {
+		t.Fatal("compaction cost missing")
+	}
+}
