@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 )
 
 // Record types Pi 1.6.0 emits (docs/json.md, rpc.md, rpc-extension-ui.md).
@@ -195,11 +194,69 @@ type updateLite struct {
 
 // Decode validates one record and decodes it. A record that fails is
 // reported with one of the Err* values wrapped with detail.
+//
+// Validation is one hand-written pass that accepts exactly what
+// utf8.Valid and json.Valid accept; the fields are then read from the
+// offsets it recorded. Records of a shape that pass does not decode (keys
+// that match a field only ignoring case or after unescaping, duplicate
+// keys, values of unexpected kinds) go through encoding/json, so the
+// result is always what encoding/json gives.
 func Decode(rec []byte, opts Options) (Event, error) {
-	typ, err := Peek(rec)
+	var s scan
+	var ev Event
+	err := decode(rec, opts, &s, &ev, nil, false)
+	return ev, err
+}
+
+// Decoder decodes records like [Decode] but reuses its storage and does
+// not copy raw JSON, so that a message_update costs no allocation and a
+// multi-megabyte tool output is not duplicated. It is not safe for
+// concurrent use.
+type Decoder struct {
+	opts Options
+	s    scan
+	ev   Event
+	ame  AssistantMessageEvent
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder(opts Options) *Decoder {
+	d := &Decoder{opts: opts}
+	d.s.caching = true
+	return d
+}
+
+// Decode decodes rec. The Event is valid until the next call, and its
+// json.RawMessage fields (RawMessage, Result, Args, Messages, a Message's
+// Content and Raw, …) may point into rec: they are valid only as long as
+// rec is unchanged. Strings are always copies.
+func (d *Decoder) Decode(rec []byte) (*Event, error) {
+	d.ev = Event{}
+	err := decode(rec, d.opts, &d.s, &d.ev, &d.ame, true)
+	return &d.ev, err
+}
+
+func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
+	typ, fast, err := peek(rec, s)
 	if err != nil {
-		return Event{}, err
+		return err
 	}
+	if fast {
+		if typ == TypeMessageUpdate && !opts.Content {
+			if s.decodeLite(rec, ev, ame, alias) {
+				return nil
+			}
+		} else if s.decodeFull(rec, typ, ev, alias) {
+			return nil
+		}
+		*ev = Event{}
+	}
+	*ev, err = decodeSlow(rec, typ, opts)
+	return err
+}
+
+// decodeSlow decodes a valid record of type typ with encoding/json.
+func decodeSlow(rec []byte, typ string, opts Options) (Event, error) {
 	ev := Event{Type: typ}
 	if typ == TypeMessageUpdate && !opts.Content {
 		var u updateLite
@@ -233,27 +290,35 @@ func Decode(rec []byte, opts Options) (Event, error) {
 
 // Peek validates rec as a JSON object and returns its top-level "type".
 func Peek(rec []byte) (string, error) {
-	if !utf8.Valid(rec) {
-		return "", ErrInvalidUTF8
+	var s scan
+	typ, _, err := peek(rec, &s)
+	return typ, err
+}
+
+// peek validates rec and finds its type; fast reports whether the scan
+// alone could tell, which also means the fast decoders may run.
+func peek(rec []byte, s *scan) (typ string, fast bool, err error) {
+	if err := s.validate(rec); err != nil {
+		return "", false, err
 	}
-	if !json.Valid(rec) {
-		return "", ErrInvalidJSON
+	if !s.object {
+		return "", false, ErrNotObject
 	}
+	if typ, ok := s.recordType(rec); ok {
+		return typ, true, nil
+	}
+	// Unusual keys: encoding/json decides, as it always did.
 	i := skipSpace(rec, 0)
-	if i >= len(rec) || rec[i] != '{' {
-		return "", ErrNotObject
+	if t, ok := leadingType(rec[i:]); ok {
+		return t, false, nil
 	}
 	var head struct {
 		Type *string `json:"type"`
 	}
-	// Cheap path: most records start with {"type":"…".
-	if t, ok := leadingType(rec[i:]); ok {
-		return t, nil
-	}
 	if err := json.Unmarshal(rec, &head); err != nil || head.Type == nil {
-		return "", ErrNoType
+		return "", false, ErrNoType
 	}
-	return *head.Type, nil
+	return *head.Type, false, nil
 }
 
 // leadingType reads {"type":"x" when it is the first key and x has no escapes.

@@ -1,0 +1,462 @@
+package event
+
+import "bytes"
+
+// The fast decoders fill an Event from the members validate recorded,
+// without reflection. They handle the shapes Pi writes: exact keys, each
+// once, with values of the expected kinds. Anything else (a key that only
+// matches ignoring case or after unescaping, a duplicate key, a value of
+// another kind) makes them return false, and the record is decoded by
+// encoding/json as before, so the result is the same either way.
+
+// JSON names of the fields, for the case-folded matches encoding/json
+// also accepts; a key that folds to one of them takes the slow path.
+var (
+	eventNames = []string{"Type", "version", "id", "timestamp", "cwd", "messages", "willRetry", "aborted",
+		"message", "toolResults", "assistantMessageEvent", "usage", "toolCallId", "toolName", "args",
+		"partialResult", "result", "isError", "durationMs", "steering", "followUp", "entry", "name", "level",
+		"reason", "errorMessage", "attempt", "maxAttempts", "delayMs", "success", "finalError", "source",
+		"delta", "extensionPath", "event", "error", "method", "command", "data", "timeout"}
+	liteNames    = []string{"assistantMessageEvent", "message"}
+	messageNames = []string{"role", "content", "api", "provider", "model", "responseModel", "responseId",
+		"usage", "stopReason", "errorMessage", "rawStopReason", "durationMs", "timestamp", "thinkingLevel",
+		"toolCallId", "toolName", "isError", "sections", "toolsAdded", "tools"}
+	usageNames = []string{"input", "output", "cacheRead", "cacheWrite", "reasoning", "totalTokens", "cost"}
+	costNames  = []string{"input", "output", "cacheRead", "cacheWrite", "total"}
+	ameNames   = []string{"type", "contentIndex", "delta", "id", "toolName"}
+)
+
+// recordType returns the top-level "type" when exactly one key spells it
+// and its value is a plain string; ok is false when only encoding/json can
+// say (escaped or case-variant keys, duplicates, other values).
+func (s *scan) recordType(rec []byte) (typ string, ok bool) {
+	if s.overflow {
+		return "", false
+	}
+	found := -1
+	for k := range s.n {
+		m := &s.members[k]
+		key := rec[m.keyStart:m.keyEnd]
+		switch {
+		case string(key) == "type":
+			if found >= 0 {
+				return "", false
+			}
+			found = k
+		case !plainKey(key), len(key) == 4 && bytes.EqualFold(key, []byte("type")):
+			return "", false
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	m := &s.members[found]
+	v := rec[m.valStart:m.valEnd]
+	if v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return "", false
+	}
+	return internType(v[1 : len(v)-1]), true
+}
+
+// decodeLite is the message_update decoding with content off: only the
+// assistantMessageEvent's type and contentIndex, and whether a cumulative
+// "message" (Pi before 1.x) is present. ame, when not nil, is storage to
+// reuse for the AssistantMessageEvent. With alias, raw JSON fields point
+// into rec instead of being copied (see Decoder).
+func (s *scan) decodeLite(rec []byte, ev *Event, ame *AssistantMessageEvent, alias bool) bool {
+	var a AssistantMessageEvent
+	var sn seen
+	var raw []byte
+	for k := range s.n {
+		m := &s.members[k]
+		key, v := rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd]
+		switch string(key) {
+		case "assistantMessageEvent":
+			if !sn.first(0) {
+				return false
+			}
+			switch v[0] {
+			case 'n':
+			case '{':
+				if !decodeAMELite(v, &a) {
+					return false
+				}
+			default:
+				return false
+			}
+		case "message":
+			if !sn.first(1) {
+				return false
+			}
+			raw = v
+		default:
+			if !plainKey(key) || foldsToAny(key, liteNames) {
+				return false
+			}
+		}
+	}
+	if ame == nil {
+		ame = new(AssistantMessageEvent)
+	}
+	*ame = a
+	ev.Type = TypeMessageUpdate
+	ev.AssistantMessageEvent = ame
+	if raw != nil {
+		decodeRaw(raw, &ev.RawMessage, alias)
+	}
+	return true
+}
+
+func decodeAMELite(v []byte, a *AssistantMessageEvent) bool {
+	var sn seen
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			return true
+		}
+		val := v[vs:ve]
+		switch string(key) {
+		case "type":
+			if !sn.first(0) || !decodeString(val, &a.Type) {
+				return false
+			}
+		case "contentIndex":
+			if !sn.first(1) || !decodeInt(val, &a.ContentIndex) {
+				return false
+			}
+		default:
+			if !plainKey(key) || foldsToAny(key, ameNames[:2]) {
+				return false
+			}
+		}
+	}
+}
+
+func decodeAME(v []byte, dst **AssistantMessageEvent) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '{':
+	default:
+		return false
+	}
+	a := new(AssistantMessageEvent)
+	var sn seen
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			*dst = a
+			return true
+		}
+		val := v[vs:ve]
+		var good bool
+		switch string(key) {
+		case "type":
+			good = sn.first(0) && decodeString(val, &a.Type)
+		case "contentIndex":
+			good = sn.first(1) && decodeInt(val, &a.ContentIndex)
+		case "delta":
+			good = sn.first(2) && decodeString(val, &a.Delta)
+		case "id":
+			good = sn.first(3) && decodeString(val, &a.ID)
+		case "toolName":
+			good = sn.first(4) && decodeString(val, &a.ToolName)
+		default:
+			good = plainKey(key) && !foldsToAny(key, ameNames)
+		}
+		if !good {
+			return false
+		}
+	}
+}
+
+// decodeFull fills every field of ev the record carries, as
+// json.Unmarshal into Event does, then the message of message_* records.
+func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
+	var sn seen
+	for k := range s.n {
+		m := &s.members[k]
+		key, v := rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd]
+		var good bool
+		switch string(key) {
+		case "type":
+			good = true // the caller has it
+		case "version":
+			good = sn.first(1) && decodeInt(v, &ev.Version)
+		case "id":
+			good = sn.first(2) && decodeString(v, &ev.ID)
+		case "timestamp":
+			good = sn.first(3) && decodeString(v, &ev.Timestamp)
+		case "cwd":
+			good = sn.first(4) && decodeString(v, &ev.Cwd)
+		case "messages":
+			good = sn.first(5) && decodeRawList(v, &ev.Messages, alias)
+		case "willRetry":
+			good = sn.first(6) && decodeBoolPtr(v, &ev.WillRetry)
+		case "aborted":
+			good = sn.first(7) && decodeBoolPtr(v, &ev.Aborted)
+		case "message":
+			good = sn.first(8)
+			decodeRaw(v, &ev.RawMessage, alias)
+		case "toolResults":
+			good = sn.first(9) && decodeRawList(v, &ev.ToolResults, alias)
+		case "assistantMessageEvent":
+			good = sn.first(10) && decodeAME(v, &ev.AssistantMessageEvent)
+		case "usage":
+			good = sn.first(11) && decodeUsagePtr(v, &ev.Usage)
+		case "toolCallId":
+			good = sn.first(12) && decodeString(v, &ev.ToolCallID)
+		case "toolName":
+			good = sn.first(13) && decodeString(v, &ev.ToolName)
+		case "args":
+			good = sn.first(14)
+			decodeRaw(v, &ev.Args, alias)
+		case "partialResult":
+			good = sn.first(15)
+			decodeRaw(v, &ev.PartialResult, alias)
+		case "result":
+			good = sn.first(16)
+			decodeRaw(v, &ev.Result, alias)
+		case "isError":
+			good = sn.first(17) && decodeBool(v, &ev.IsError)
+		case "durationMs":
+			good = sn.first(18) && decodeFloatPtr(v, &ev.DurationMs)
+		case "steering":
+			good = sn.first(19) && decodeRawList(v, &ev.Steering, alias)
+		case "followUp":
+			good = sn.first(20) && decodeRawList(v, &ev.FollowUp, alias)
+		case "entry":
+			good = sn.first(21)
+			decodeRaw(v, &ev.Entry, alias)
+		case "name":
+			good = sn.first(22) && decodeStringPtr(v, &ev.Name)
+		case "level":
+			good = sn.first(23) && decodeString(v, &ev.Level)
+		case "reason":
+			good = sn.first(24) && decodeString(v, &ev.Reason)
+		case "errorMessage":
+			good = sn.first(25) && decodeString(v, &ev.ErrorMessage)
+		case "attempt":
+			good = sn.first(26) && decodeInt(v, &ev.Attempt)
+		case "maxAttempts":
+			good = sn.first(27) && decodeInt(v, &ev.MaxAttempts)
+		case "delayMs":
+			good = sn.first(28) && decodeFloat(v, &ev.DelayMs)
+		case "success":
+			good = sn.first(29) && decodeBoolPtr(v, &ev.Success)
+		case "finalError":
+			good = sn.first(30) && decodeString(v, &ev.FinalError)
+		case "source":
+			good = sn.first(31) && decodeString(v, &ev.Source)
+		case "delta":
+			good = sn.first(32) && decodeString(v, &ev.Delta)
+		case "extensionPath":
+			good = sn.first(33) && decodeString(v, &ev.ExtensionPath)
+		case "event":
+			good = sn.first(34) && decodeString(v, &ev.Event)
+		case "error":
+			good = sn.first(35) && decodeString(v, &ev.Error)
+		case "method":
+			good = sn.first(36) && decodeString(v, &ev.Method)
+		case "command":
+			good = sn.first(37) && decodeString(v, &ev.Command)
+		case "data":
+			good = sn.first(38)
+			decodeRaw(v, &ev.Data, alias)
+		case "timeout":
+			good = sn.first(39) && decodeFloat(v, &ev.TimeoutMs)
+		default:
+			good = plainKey(key) && !foldsToAny(key, eventNames)
+		}
+		if !good {
+			return false
+		}
+	}
+	ev.Type = typ
+	// turn_end repeats the assistant message that message_end already gave.
+	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
+		msg := new(Message)
+		if !decodeMessage(ev.RawMessage, msg, alias) {
+			return false
+		}
+		msg.Raw = ev.RawMessage
+		ev.Message = msg
+	}
+	return true
+}
+
+func decodeMessage(v []byte, msg *Message, alias bool) bool {
+	if v[0] != '{' {
+		return false
+	}
+	var sn seen
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			return true
+		}
+		val := v[vs:ve]
+		var good bool
+		switch string(key) {
+		case "role":
+			good = sn.first(0) && decodeString(val, &msg.Role)
+		case "content":
+			good = sn.first(1)
+			decodeRaw(val, &msg.Content, alias)
+		case "api":
+			good = sn.first(2) && decodeString(val, &msg.API)
+		case "provider":
+			good = sn.first(3) && decodeString(val, &msg.Provider)
+		case "model":
+			good = sn.first(4) && decodeString(val, &msg.Model)
+		case "responseModel":
+			good = sn.first(5) && decodeString(val, &msg.ResponseModel)
+		case "responseId":
+			good = sn.first(6) && decodeString(val, &msg.ResponseID)
+		case "usage":
+			good = sn.first(7) && decodeUsagePtr(val, &msg.Usage)
+		case "stopReason":
+			good = sn.first(8) && decodeString(val, &msg.StopReason)
+		case "errorMessage":
+			good = sn.first(9) && decodeString(val, &msg.ErrorMessage)
+		case "rawStopReason":
+			good = sn.first(10) && decodeString(val, &msg.RawStopReason)
+		case "durationMs":
+			good = sn.first(11) && decodeFloatPtr(val, &msg.DurationMs)
+		case "timestamp":
+			good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
+		case "thinkingLevel":
+			good = sn.first(13) && decodeString(val, &msg.ThinkingLevel)
+		case "toolCallId":
+			good = sn.first(14) && decodeString(val, &msg.ToolCallID)
+		case "toolName":
+			good = sn.first(15) && decodeString(val, &msg.ToolName)
+		case "isError":
+			good = sn.first(16) && decodeBool(val, &msg.IsError)
+		case "sections":
+			good = sn.first(17) && decodeSections(val, &msg.Sections)
+		case "toolsAdded":
+			good = sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
+		case "tools":
+			good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
+		default:
+			good = plainKey(key) && !foldsToAny(key, messageNames)
+		}
+		if !good {
+			return false
+		}
+	}
+}
+
+func decodeSections(v []byte, dst *map[string]*string) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '{':
+	default:
+		return false
+	}
+	m := map[string]*string{}
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			*dst = m
+			return true
+		}
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		var p *string
+		if !decodeStringPtr(v[vs:ve], &p) {
+			return false
+		}
+		m[string(key)] = p
+	}
+}
+
+func decodeUsagePtr(v []byte, dst **Usage) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '{':
+	default:
+		return false
+	}
+	u := new(Usage)
+	var sn seen
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			*dst = u
+			return true
+		}
+		val := v[vs:ve]
+		var good bool
+		switch string(key) {
+		case "input":
+			good = sn.first(0) && decodeInt64(val, &u.Input)
+		case "output":
+			good = sn.first(1) && decodeInt64(val, &u.Output)
+		case "cacheRead":
+			good = sn.first(2) && decodeInt64(val, &u.CacheRead)
+		case "cacheWrite":
+			good = sn.first(3) && decodeInt64(val, &u.CacheWrite)
+		case "reasoning":
+			good = sn.first(4) && decodeInt64(val, &u.Reasoning)
+		case "totalTokens":
+			good = sn.first(5) && decodeInt64(val, &u.TotalTokens)
+		case "cost":
+			good = sn.first(6) && decodeCost(val, &u.Cost)
+		default:
+			good = plainKey(key) && !foldsToAny(key, usageNames)
+		}
+		if !good {
+			return false
+		}
+	}
+}
+
+func decodeCost(v []byte, c *Cost) bool {
+	switch v[0] {
+	case 'n':
+		return true // null leaves a struct alone
+	case '{':
+	default:
+		return false
+	}
+	var sn seen
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			return true
+		}
+		val := v[vs:ve]
+		var good bool
+		switch string(key) {
+		case "input":
+			good = sn.first(0) && decodeFloat(val, &c.Input)
+		case "output":
+			good = sn.first(1) && decodeFloat(val, &c.Output)
+		case "cacheRead":
+			good = sn.first(2) && decodeFloat(val, &c.CacheRead)
+		case "cacheWrite":
+			good = sn.first(3) && decodeFloat(val, &c.CacheWrite)
+		case "total":
+			good = sn.first(4) && decodeFloat(val, &c.Total)
+		default:
+			good = plainKey(key) && !foldsToAny(key, costNames)
+		}
+		if !good {
+			return false
+		}
+	}
+}

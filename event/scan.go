@@ -1,0 +1,429 @@
+package event
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
+
+// maxDepth is encoding/json's nesting limit: json.Valid rejects a record
+// that opens more than this many objects and arrays at once.
+const maxDepth = 10000
+
+// maxMembers bounds the top-level members a scan records. Pi's records
+// have about a dozen at most; a record with more is decoded the slow way.
+const maxMembers = 32
+
+// member is one top-level key and its value, as offsets into the record.
+// The key excludes its quotes; the value is the whole JSON value.
+type member struct {
+	keyStart, keyEnd int
+	valStart, valEnd int
+}
+
+// scan is what one pass over a record learns: whether it is valid, and
+// where its top-level members are.
+type scan struct {
+	object   bool // the top-level value is an object
+	members  [maxMembers]member
+	n        int
+	overflow bool // more than maxMembers members: n is not all of them
+
+	// With caching on (a Decoder's scan), repeats remembers the last
+	// object or array value of each of the first top-level members. Pi
+	// repeats the same usage object in every message_update of a message;
+	// a value that equals the remembered bytes is valid without a second
+	// look, since a JSON object or array ends where its text ends.
+	caching bool
+	repeats [cachedMembers][]byte
+}
+
+// cachedMembers is how many leading members the scan remembers values of;
+// cacheMin and cacheMax bound the values worth remembering.
+const (
+	cachedMembers = 4
+	cacheMin      = 64
+	cacheMax      = 4096
+)
+
+// validate checks rec exactly as utf8.Valid and json.Valid together do,
+// in one pass, and records the top-level members. It returns nil,
+// ErrInvalidUTF8 or ErrInvalidJSON; invalid UTF-8 wins over malformed JSON,
+// as it did when the two checks ran in that order.
+func (s *scan) validate(rec []byte) error {
+	s.n, s.overflow, s.object = 0, false, false
+	err := s.walk(rec)
+	if err == errJSON && !utf8.Valid(rec) {
+		return ErrInvalidUTF8
+	}
+	return err
+}
+
+// Sentinels inside the scanner; validate maps them to the exported errors.
+var (
+	errJSON = ErrInvalidJSON
+	errUTF8 = ErrInvalidUTF8
+)
+
+// walk is an iterative JSON parser. Containers are tracked as a stack of
+// bits (1 for object); the first 64 levels live in a register, deeper ones
+// in a slice that only pathological records ever need.
+func (s *scan) walk(b []byte) error {
+	var (
+		i      int
+		depth  int
+		inObj  bool     // the innermost open container is an object
+		low    uint64   // container kinds for depths 1..64
+		high   []uint64 // and beyond
+		cur    = -1     // index of the top-level member whose value is being read
+		reused bool     // that value matched the remembered one
+	)
+	kindAt := func(d int) bool {
+		if d <= 64 {
+			return low>>(d-1)&1 == 1
+		}
+		d -= 65
+		return high[d/64]>>(d%64)&1 == 1
+	}
+	push := func(obj bool) bool {
+		depth++
+		inObj = obj
+		if depth > maxDepth {
+			return false
+		}
+		var bit uint64
+		if obj {
+			bit = 1
+		}
+		if depth <= 64 {
+			low = low&^(1<<(depth-1)) | bit<<(depth-1)
+			return true
+		}
+		d := depth - 65
+		for len(high) <= d/64 {
+			high = append(high, 0)
+		}
+		high[d/64] = high[d/64]&^(1<<(d%64)) | bit<<(d%64)
+		return true
+	}
+	pop := func() {
+		depth--
+		inObj = depth > 0 && kindAt(depth)
+	}
+
+	i = space(b, 0)
+	if i < len(b) && b[i] == '{' {
+		s.object = true
+	}
+
+value:
+	if i >= len(b) {
+		return errJSON
+	}
+	switch c := b[i]; c {
+	case '"':
+		j, err := scanString(b, i+1)
+		if err != nil {
+			return err
+		}
+		i = j
+	case '{':
+		if !push(true) {
+			return errJSON
+		}
+		i = space(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			i++
+			pop()
+			goto after
+		}
+		goto key
+	case '[':
+		if !push(false) {
+			return errJSON
+		}
+		i = space(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			i++
+			pop()
+			goto after
+		}
+		goto value
+	case 't':
+		if !hasLiteral(b, i, "true") {
+			return errJSON
+		}
+		i += 4
+	case 'f':
+		if !hasLiteral(b, i, "false") {
+			return errJSON
+		}
+		i += 5
+	case 'n':
+		if !hasLiteral(b, i, "null") {
+			return errJSON
+		}
+		i += 4
+	default:
+		j := scanNumber(b, i)
+		if j < 0 {
+			return errJSON
+		}
+		i = j
+	}
+
+after:
+	if cur >= 0 && depth == 1 {
+		m := &s.members[cur]
+		m.valEnd = i
+		if s.caching && !reused && cur < cachedMembers {
+			if v := b[m.valStart:i]; len(v) >= cacheMin && len(v) <= cacheMax && (v[0] == '{' || v[0] == '[') {
+				s.repeats[cur] = append(s.repeats[cur][:0], v...)
+			}
+		}
+		cur, reused = -1, false
+	}
+	i = space(b, i)
+	if depth == 0 {
+		if i != len(b) {
+			return errJSON
+		}
+		return nil
+	}
+	if i >= len(b) {
+		return errJSON
+	}
+	if inObj {
+		switch b[i] {
+		case ',':
+			i = space(b, i+1)
+			goto key
+		case '}':
+			i++
+			pop()
+			goto after
+		}
+		return errJSON
+	}
+	switch b[i] {
+	case ',':
+		i = space(b, i+1)
+		goto value
+	case ']':
+		i++
+		pop()
+		goto after
+	}
+	return errJSON
+
+key:
+	if i >= len(b) || b[i] != '"' {
+		return errJSON
+	}
+	{
+		j, err := scanString(b, i+1)
+		if err != nil {
+			return err
+		}
+		if depth == 1 {
+			if s.n < maxMembers {
+				cur = s.n
+				s.members[cur] = member{keyStart: i + 1, keyEnd: j - 1}
+				s.n++
+			} else {
+				s.overflow = true
+			}
+		}
+		i = space(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return errJSON
+		}
+		i = space(b, i+1)
+		if cur >= 0 && depth == 1 {
+			s.members[cur].valStart = i
+			if cur < cachedMembers {
+				if r := s.repeats[cur]; len(r) > 0 && len(b)-i >= len(r) && string(b[i:i+len(r)]) == string(r) {
+					i += len(r)
+					reused = true
+					goto after
+				}
+			}
+		}
+	}
+	goto value
+}
+
+// space skips JSON whitespace from b[i]; Pi writes none, so the first
+// test is usually the last.
+func space(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	return skipSpace(b, i)
+}
+
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanNumber returns the end of the number at b[i], or -1.
+func scanNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return -1
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i++
+		for i < len(b) && b[i]-'0' <= 9 {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && b[i]-'0' <= 9 {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special marks, in the top bit of each byte of w, the bytes that end or
+// escape a string, are control characters, or start a multi-byte
+// sequence: '"', '\\', below 0x20, above 0x7F. Only bytes above a marked
+// one can be marked wrongly, so the lowest mark is always exact.
+func special(w uint64) uint64 {
+	quote := w ^ (ones * '"')
+	slash := w ^ (ones * '\\')
+	hit := (quote - ones) &^ quote
+	hit |= (slash - ones) &^ slash
+	hit |= w - ones*0x20 // borrows into the top bit of a byte below 0x20
+	hit |= w
+	return hit & highs
+}
+
+// scanString checks the string whose opening quote is at b[i-1] and
+// returns the index after its closing quote.
+func scanString(b []byte, i int) (int, error) {
+	for {
+		// Jump over plain bytes eight at a time, straight to the first
+		// byte that needs a look; most strings end at the first one.
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			if m := special(w); m != 0 {
+				tz := bits.TrailingZeros64(m)
+				i += tz >> 3
+				if byte(w>>(tz&^7)) == '"' {
+					return i + 1, nil
+				}
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return 0, errJSON
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return 0, errJSON
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return 0, errJSON
+				}
+				i += 5
+			default:
+				return 0, errJSON
+			}
+		case c < 0x20:
+			return 0, errJSON
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			n := utf8Len(b[i:])
+			if n == 0 {
+				return 0, errUTF8
+			}
+			i += n
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// utf8Len is the length of the valid multi-byte sequence that starts p,
+// or 0 when it is not one, by the rules utf8.Valid applies: no overlong
+// forms, no surrogates, nothing above U+10FFFF.
+func utf8Len(p []byte) int {
+	c := p[0]
+	cont := func(k int, lo, hi byte) bool { return len(p) > k && p[k] >= lo && p[k] <= hi }
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		if cont(1, 0x80, 0xBF) {
+			return 2
+		}
+	case c == 0xE0:
+		if cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) {
+			return 3
+		}
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		if cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) {
+			return 3
+		}
+	case c == 0xED:
+		if cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) {
+			return 3
+		}
+	case c == 0xF0:
+		if cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) {
+			return 4
+		}
+	case c >= 0xF1 && c <= 0xF3:
+		if cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) {
+			return 4
+		}
+	case c == 0xF4:
+		if cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) {
+			return 4
+		}
+	}
+	return 0
+}

@@ -1,0 +1,431 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The helpers below read JSON that validate has already accepted, so they
+// skip without checking. Every decoding helper returns false when the value
+// is not of a shape it decodes exactly as encoding/json would; the caller
+// then falls back to encoding/json for the whole record.
+
+// skipString returns the index after the closing quote of the string whose
+// content starts at b[i].
+func skipString(b []byte, i int) int {
+	// Keys and enum values end within a few bytes: look at those one by
+	// one before paying for a call.
+	for end := min(i+16, len(b)); i < end; i++ {
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++ // the escaped byte cannot end the string
+		}
+	}
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		q := i + j
+		// The quote is escaped when an odd run of backslashes precedes it.
+		k := q
+		for b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
+	}
+}
+
+// skipValue returns the end of the value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i+1)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i+1)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// objectIter walks the members of a valid object.
+type objectIter struct {
+	b    []byte
+	i    int
+	done bool
+}
+
+// iterObject starts at the '{' at b[i].
+func iterObject(b []byte, i int) objectIter {
+	i = skipSpace(b, i+1)
+	return objectIter{b: b, i: i, done: b[i] == '}'}
+}
+
+// next returns the next member's key (without quotes) and its value span.
+func (it *objectIter) next() (key []byte, vs, ve int, ok bool) {
+	if it.done {
+		return nil, 0, 0, false
+	}
+	b, i := it.b, it.i
+	ke := skipString(b, i+1)
+	key = b[i+1 : ke-1]
+	i = skipSpace(b, ke)
+	vs = skipSpace(b, i+1) // past the ':'
+	ve = skipValue(b, vs)
+	i = skipSpace(b, ve)
+	if b[i] == ',' {
+		it.i = skipSpace(b, i+1)
+	} else {
+		it.done = true
+	}
+	return key, vs, ve, true
+}
+
+// plainKey reports whether a key can only match a field by its exact
+// bytes or by ASCII case folding: it has no escapes and is ASCII.
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// foldsToAny reports whether k equals one of names ignoring ASCII case,
+// which encoding/json also treats as a match.
+func foldsToAny(k []byte, names []string) bool {
+	for _, n := range names {
+		if len(n) == len(k) && bytes.EqualFold(k, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// seen guards against duplicate keys: encoding/json lets the last one win
+// (and merges objects), which the fast path does not reproduce.
+type seen uint64
+
+func (s *seen) first(bit uint) bool {
+	m := seen(1) << bit
+	if *s&m != 0 {
+		return false
+	}
+	*s |= m
+	return true
+}
+
+func decodeString(v []byte, dst *string) bool {
+	switch v[0] {
+	case 'n':
+		return true // null leaves a string alone
+	case '"':
+		in := v[1 : len(v)-1]
+		if bytes.IndexByte(in, '\\') < 0 {
+			*dst = internValue(in)
+			return true
+		}
+		// Escapes: let encoding/json unquote, surrogates and all. (Into a
+		// local, so that dst does not escape to the heap.)
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return false
+		}
+		*dst = s
+		return true
+	}
+	return false
+}
+
+func decodeStringPtr(v []byte, dst **string) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	var s string
+	if !decodeString(v, &s) {
+		return false
+	}
+	*dst = &s
+	return true
+}
+
+func decodeInt64(v []byte, dst *int64) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"', 't', 'f', '{', '[':
+		return false
+	}
+	if len(v) <= 18 { // small non-negative integers, the usual case
+		var n int64
+		for _, c := range v {
+			if c-'0' > 9 {
+				goto general
+			}
+			n = n*10 + int64(c-'0')
+		}
+		*dst = n
+		return true
+	}
+general:
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func decodeInt(v []byte, dst *int) bool {
+	n := int64(*dst)
+	if !decodeInt64(v, &n) || int64(int(n)) != n {
+		return false
+	}
+	*dst = int(n) // int is 64 bits wide wherever pi-otel builds
+	return true
+}
+
+func decodeFloat(v []byte, dst *float64) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"', 't', 'f', '{', '[':
+		return false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return false
+	}
+	*dst = f
+	return true
+}
+
+func decodeFloatPtr(v []byte, dst **float64) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	var f float64
+	if !decodeFloat(v, &f) {
+		return false
+	}
+	*dst = &f
+	return true
+}
+
+func decodeBool(v []byte, dst *bool) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case 't':
+		*dst = true
+		return true
+	case 'f':
+		*dst = false
+		return true
+	}
+	return false
+}
+
+func decodeBoolPtr(v []byte, dst **bool) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case 't':
+		*dst = &[]bool{true}[0]
+		return true
+	case 'f':
+		*dst = &[]bool{false}[0]
+		return true
+	}
+	return false
+}
+
+// decodeRaw copies the value, as json.RawMessage's UnmarshalJSON does
+// (null included); with alias it points into the record instead. The
+// slice is capped either way, so appending to it never writes into the
+// bytes that follow.
+func decodeRaw(v []byte, dst *json.RawMessage, alias bool) {
+	if alias {
+		*dst = json.RawMessage(v[:len(v):len(v)])
+		return
+	}
+	*dst = append(json.RawMessage(nil), v...)
+}
+
+// decodeRawList splits an array into copies of its elements (or, with
+// alias, views of them). The copies share one copy of the array, each
+// capped so that appending to one cannot overwrite the next.
+func decodeRawList(v []byte, dst *[]json.RawMessage, alias bool) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '[':
+	default:
+		return false
+	}
+	buf := v
+	if !alias {
+		buf = append([]byte(nil), v...)
+	}
+	list := []json.RawMessage{}
+	i := skipSpace(buf, 1)
+	for buf[i] != ']' {
+		e := skipValue(buf, i)
+		list = append(list, json.RawMessage(buf[i:e:e]))
+		i = skipSpace(buf, e)
+		if buf[i] == ',' {
+			i = skipSpace(buf, i+1)
+		}
+	}
+	*dst = list
+	return true
+}
+
+// internValue returns the strings Pi repeats in every record without
+// allocating them again.
+func internValue(b []byte) string {
+	switch string(b) {
+	case "text_delta":
+		return "text_delta"
+	case "thinking_delta":
+		return "thinking_delta"
+	case "toolcall_delta":
+		return "toolcall_delta"
+	case "text_start":
+		return "text_start"
+	case "text_end":
+		return "text_end"
+	case "thinking_start":
+		return "thinking_start"
+	case "thinking_end":
+		return "thinking_end"
+	case "toolcall_start":
+		return "toolcall_start"
+	case "toolcall_end":
+		return "toolcall_end"
+	case "start":
+		return "start"
+	case "done":
+		return "done"
+	case "error":
+		return "error"
+	case "assistant":
+		return "assistant"
+	case "user":
+		return "user"
+	case "toolResult":
+		return "toolResult"
+	case "system":
+		return "system"
+	case "stop":
+		return "stop"
+	case "toolUse":
+		return "toolUse"
+	case "length":
+		return "length"
+	case "aborted":
+		return "aborted"
+	case "pending":
+		return "pending"
+	case "bash":
+		return "bash"
+	case "read":
+		return "read"
+	case "edit":
+		return "edit"
+	case "write":
+		return "write"
+	}
+	return string(b)
+}
+
+// internType is internValue for record types.
+func internType(b []byte) string {
+	switch string(b) {
+	case TypeMessageUpdate:
+		return TypeMessageUpdate
+	case TypeSession:
+		return TypeSession
+	case TypeAgentStart:
+		return TypeAgentStart
+	case TypeAgentEnd:
+		return TypeAgentEnd
+	case TypeAgentSettled:
+		return TypeAgentSettled
+	case TypeTurnStart:
+		return TypeTurnStart
+	case TypeTurnEnd:
+		return TypeTurnEnd
+	case TypeMessageStart:
+		return TypeMessageStart
+	case TypeMessageEnd:
+		return TypeMessageEnd
+	case TypeToolExecutionStart:
+		return TypeToolExecutionStart
+	case TypeToolExecutionUpdate:
+		return TypeToolExecutionUpdate
+	case TypeToolExecutionEnd:
+		return TypeToolExecutionEnd
+	case TypeQueueUpdate:
+		return TypeQueueUpdate
+	case TypeEntryAppended:
+		return TypeEntryAppended
+	case TypeSessionInfoChanged:
+		return TypeSessionInfoChanged
+	case TypeThinkingLevelChanged:
+		return TypeThinkingLevelChanged
+	case TypeCompactionStart:
+		return TypeCompactionStart
+	case TypeCompactionEnd:
+		return TypeCompactionEnd
+	case TypeAutoRetryStart:
+		return TypeAutoRetryStart
+	case TypeAutoRetryEnd:
+		return TypeAutoRetryEnd
+	case TypeSummarizationRetrySchedule:
+		return TypeSummarizationRetrySchedule
+	case TypeSummarizationRetryAttempt:
+		return TypeSummarizationRetryAttempt
+	case TypeSummarizationRetryFinished:
+		return TypeSummarizationRetryFinished
+	case TypeBashExecutionUpdate:
+		return TypeBashExecutionUpdate
+	case TypeExtensionError:
+		return TypeExtensionError
+	case TypeExtensionUIRequest:
+		return TypeExtensionUIRequest
+	case TypeResponse:
+		return TypeResponse
+	}
+	return string(b)
+}

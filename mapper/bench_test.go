@@ -1,0 +1,78 @@
+package mapper_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pi-otel/pi-otel/event"
+	"github.com/pi-otel/pi-otel/internal/streamgen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// decoded is a realistic generated stream, decoded once, so that the
+// benchmark measures the mapper alone.
+var decoded = sync.OnceValues(func() ([]event.Event, int64) {
+	data, _ := streamgen.Generate(32 << 20)
+	recs := streamgen.Records(data)
+	evs := make([]event.Event, 0, len(recs))
+	for _, r := range recs {
+		ev, err := event.Decode(r, event.Options{})
+		if err != nil {
+			panic(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs, int64(len(data))
+})
+
+// BenchmarkMapper runs the mapper over the whole realistic mix, with a
+// noop tracer provider (the mapper's own cost) and with the SDK recording
+// spans and dropping them (what replay with --traces-exporter none does).
+func BenchmarkMapper(b *testing.B) {
+	evs, size := decoded()
+	for _, tc := range []struct {
+		name string
+		tp   func() trace.TracerProvider
+	}{
+		{"noop", func() trace.TracerProvider { return noop.NewTracerProvider() }},
+		{"sdk", func() trace.TracerProvider { return sdktrace.NewTracerProvider() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			t0 := time.Unix(1_800_000_000, 0)
+			for b.Loop() {
+				m := mapper.New(tc.tp())
+				for i := range evs {
+					m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
+				}
+				m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
+				if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
+					b.Fatalf("the generated stream is not clean: %+v", st)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/record")
+		})
+	}
+}
+
+// BenchmarkMapperMessageUpdate is the record nearly every event is: a delta
+// inside an open assistant message.
+func BenchmarkMapperMessageUpdate(b *testing.B) {
+	m := mapper.New(noop.NewTracerProvider())
+	t0 := time.Unix(1_800_000_000, 0)
+	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
+	m.Handle(&event.Event{Type: event.TypeTurnStart}, t0)
+	m.Handle(&event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}}, t0)
+	ev := &event.Event{Type: event.TypeMessageUpdate, AssistantMessageEvent: &event.AssistantMessageEvent{Type: "text_delta"}}
+	m.Handle(ev, t0)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Handle(ev, t0)
+	}
+}
