@@ -33,6 +33,9 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// MemoryLimit is a soft limit on the Go heap for the whole process
+	// (see memory.go); 0 leaves the runtime's. GOMEMLIMIT overrides it.
+	MemoryLimit int64
 }
 
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
@@ -53,6 +56,7 @@ var Version = "dev"
 
 // Main runs one command and returns the process exit code.
 func Main(env Env) int {
+	applyMemoryLimit(env.MemoryLimit, env.Getenv)
 	if len(env.Args) == 0 {
 		fmt.Fprint(env.Stderr, usage)
 		return 2
@@ -227,5 +231,5 @@ func (e envCarrier) Keys() []string        { return []string{"traceparent", "tra
 
 // OSEnv is the real process environment.
 func OSEnv() Env {
-	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, MemoryLimit: defaultMemoryLimit}
 }

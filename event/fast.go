@@ -75,9 +75,13 @@ func (s *scan) decodeLite(rec []byte, ev *Event, ame *AssistantMessageEvent, ali
 			if !sn.first(0) {
 				return false
 			}
-			switch v[0] {
-			case 'n':
-			case '{':
+			switch {
+			case v[0] == 'n':
+			case v[0] == '{' && s.ame == k && s.subValid:
+				if !s.decodeAMESub(rec, &a) {
+					return false
+				}
+			case v[0] == '{':
 				if !decodeAMELite(v, &a) {
 					return false
 				}
@@ -103,6 +107,30 @@ func (s *scan) decodeLite(rec []byte, ev *Event, ame *AssistantMessageEvent, ali
 	ev.AssistantMessageEvent = ame
 	if raw != nil {
 		decodeRaw(raw, &ev.RawMessage, alias)
+	}
+	return true
+}
+
+// decodeAMESub is decodeAMELite from the members the scan recorded.
+func (s *scan) decodeAMESub(rec []byte, a *AssistantMessageEvent) bool {
+	var sn seen
+	for k := range s.subN {
+		m := &s.sub[k]
+		key, val := rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd]
+		switch string(key) {
+		case "type":
+			if !sn.first(0) || !decodeString(val, &a.Type) {
+				return false
+			}
+		case "contentIndex":
+			if !sn.first(1) || !decodeInt(val, &a.ContentIndex) {
+				return false
+			}
+		default:
+			if !plainKey(key) || foldsToAny(key, ameNames[:2]) {
+				return false
+			}
+		}
 	}
 	return true
 }

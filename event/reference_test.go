@@ -402,3 +402,21 @@ func FuzzDecoderSequenceMatchesReference(f *testing.F) {
 		checkSequence(t, [][]byte{a, b, a, b})
 	})
 }
+
+// BenchmarkReferenceDecodeStream is the encoding/json decoder this package
+// used before, over the stream BenchmarkDecodeStream reads: the baseline
+// for docs/performance.md.
+func BenchmarkReferenceDecodeStream(b *testing.B) {
+	data, _ := streamgen.Generate(32 << 20)
+	recs := streamgen.Records(data)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range recs {
+			if _, err := referenceDecode(r, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
+}

@@ -36,7 +36,19 @@ type scan struct {
 	// look, since a JSON object or array ends where its text ends.
 	caching bool
 	repeats [cachedMembers][]byte
+
+	// The members of the top-level "assistantMessageEvent" object, found
+	// on the way, so that decoding a message_update need not walk it again.
+	// ame is that member's index (-1: none); sub is valid when ame >= 0,
+	// the value was an object, and all its members fit.
+	ame      int
+	sub      [maxSub]member
+	subN     int
+	subValid bool
 }
+
+// maxSub bounds the assistantMessageEvent members recorded.
+const maxSub = 8
 
 // cachedMembers is how many leading members the scan remembers values of;
 // cacheMin and cacheMax bound the values worth remembering.
@@ -52,6 +64,7 @@ const (
 // as it did when the two checks ran in that order.
 func (s *scan) validate(rec []byte) error {
 	s.n, s.overflow, s.object = 0, false, false
+	s.ame, s.subN, s.subValid = -1, 0, false
 	err := s.walk(rec)
 	if err == errJSON && !utf8.Valid(rec) {
 		return ErrInvalidUTF8
@@ -77,6 +90,8 @@ func (s *scan) walk(b []byte) error {
 		high   []uint64 // and beyond
 		cur    = -1     // index of the top-level member whose value is being read
 		reused bool     // that value matched the remembered one
+		inSub  bool     // reading the assistantMessageEvent object's own members
+		subCur = -1     // index in s.sub of the member whose value is being read
 	)
 	kindAt := func(d int) bool {
 		if d <= 64 {
@@ -109,6 +124,10 @@ func (s *scan) walk(b []byte) error {
 	pop := func() {
 		depth--
 		inObj = depth > 0 && kindAt(depth)
+		if inSub && depth < 2 {
+			inSub = false
+			s.subValid = s.subN <= maxSub
+		}
 	}
 
 	i = space(b, 0)
@@ -130,6 +149,9 @@ value:
 	case '{':
 		if !push(true) {
 			return errJSON
+		}
+		if depth == 2 && cur >= 0 && cur == s.ame {
+			inSub = true
 		}
 		i = space(b, i+1)
 		if i < len(b) && b[i] == '}' {
@@ -176,12 +198,15 @@ after:
 	if cur >= 0 && depth == 1 {
 		m := &s.members[cur]
 		m.valEnd = i
-		if s.caching && !reused && cur < cachedMembers {
+		if s.caching && !reused && cur < cachedMembers && cur != s.ame {
 			if v := b[m.valStart:i]; len(v) >= cacheMin && len(v) <= cacheMax && (v[0] == '{' || v[0] == '[') {
 				s.repeats[cur] = append(s.repeats[cur][:0], v...)
 			}
 		}
 		cur, reused = -1, false
+	} else if subCur >= 0 && depth == 2 {
+		s.sub[subCur].valEnd = i
+		subCur = -1
 	}
 	i = space(b, i)
 	if depth == 0 {
@@ -230,18 +255,30 @@ key:
 				cur = s.n
 				s.members[cur] = member{keyStart: i + 1, keyEnd: j - 1}
 				s.n++
+				if string(b[i+1:j-1]) == "assistantMessageEvent" {
+					s.ame, s.subN, s.subValid = cur, 0, false
+				}
 			} else {
 				s.overflow = true
 			}
+		} else if inSub && depth == 2 {
+			if s.subN < maxSub {
+				subCur = s.subN
+				s.sub[subCur] = member{keyStart: i + 1, keyEnd: j - 1}
+			}
+			s.subN++
 		}
 		i = space(b, j)
 		if i >= len(b) || b[i] != ':' {
 			return errJSON
 		}
 		i = space(b, i+1)
+		if subCur >= 0 && depth == 2 {
+			s.sub[subCur].valStart = i
+		}
 		if cur >= 0 && depth == 1 {
 			s.members[cur].valStart = i
-			if cur < cachedMembers {
+			if cur < cachedMembers && cur != s.ame { // deltas never repeat
 				if r := s.repeats[cur]; len(r) > 0 && len(b)-i >= len(r) && string(b[i:i+len(r)]) == string(r) {
 					i += len(r)
 					reused = true

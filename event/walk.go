@@ -208,7 +208,7 @@ func decodeInt(v []byte, dst *int) bool {
 	if !decodeInt64(v, &n) || int64(int(n)) != n {
 		return false
 	}
-	*dst = int(n) // int is 64 bits wide wherever pi-otel builds
+	*dst = int(n)
 	return true
 }
 

@@ -13,7 +13,8 @@
 #   RUNS             runs per command, the fastest is reported (default 3)
 #   BENCH_DIR        where the binaries and streams go (default $TMPDIR/pi-otel-bench);
 #                    streams are kept there and reused by size
-#   LATENCY_RECORDS  stamped records for the latency test (default 5000; 0 skips it)
+#   LATENCY_RECORDS  stamped records for the latency test (default 5000, of which the
+#                    first 100 are left out as start-up; 0 skips the test)
 #   LATENCY_INTERVAL time between them (default 1ms)
 #   BIG_RECORD       tool output size for the large-record memory test (default 40MB; 0 skips it)
 #   BASELINE         another pi-otel binary to measure alongside, e.g. one built
@@ -138,11 +139,12 @@ echo "(seconds: the fastest of $RUNS runs, wall clock; CPU s: user+system of tha
 echo " vs cat, vs jq: throughput relative to theirs; RSS: the largest peak of any one process)"
 
 if [[ $LATENCY_RECORDS != 0 ]]; then
+	skip=$((LATENCY_RECORDS / 10 < 100 ? LATENCY_RECORDS / 10 : 100)) # start-up
 	log "bench: latency, $LATENCY_RECORDS records every $LATENCY_INTERVAL"
-	direct=$("$GEN" -paced "$LATENCY_RECORDS" -interval "$LATENCY_INTERVAL" | "$GEN" -measure)
-	through=$("$PIOTEL" run --quiet --traces-exporter none -- "$GEN" -paced "$LATENCY_RECORDS" -interval "$LATENCY_INTERVAL" | "$GEN" -measure)
+	direct=$("$GEN" -paced "$LATENCY_RECORDS" -interval "$LATENCY_INTERVAL" | "$GEN" -measure -skip "$skip")
+	through=$("$PIOTEL" run --quiet --traces-exporter none -- "$GEN" -paced "$LATENCY_RECORDS" -interval "$LATENCY_INTERVAL" | "$GEN" -measure -skip "$skip")
 	echo
-	echo "Latency per record, writer to reader ($LATENCY_RECORDS records, one every $LATENCY_INTERVAL):"
+	echo "Latency per record, writer to reader ($LATENCY_RECORDS records, one every $LATENCY_INTERVAL, the first $skip left out):"
 	printf "  %-28s %s\n" "pipe only:" "$direct" "through pi-otel run:" "$through"
 	awk -v d="$direct" -v t="$through" 'BEGIN {
 		split(d, a, /[ =]/); split(t, b, /[ =]/)

@@ -350,7 +350,7 @@ func (g *Generator) tools(dst []byte, calls []toolCall) ([]byte, [][2]int) {
 		m = appendIntField(m, "timestamp", g.now)
 		m = append(m, '}')
 		spans[i] = g.keep(m)
-		dst = g.messageStartEnd(dst, spans[i], nil)
+		dst = g.messageStartEnd(dst, spans[i])
 	}
 	return dst, spans
 }

@@ -78,8 +78,10 @@ type Latency struct {
 
 // MeasureLatency reads r to its end and compares each stamped record's
 // stamp with the wall-clock time the record was read. Records without a
-// stamp are skipped.
-func MeasureLatency(r io.Reader) (Latency, error) {
+// stamp are ignored, and so are the first skip stamped ones: they measure
+// the processes starting up (a reader that starts late finds them queued
+// in the pipe), not the steady state.
+func MeasureLatency(r io.Reader, skip int) (Latency, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	key := []byte(`"` + StampKey + `":`)
 	var lat []time.Duration
@@ -96,7 +98,11 @@ func MeasureLatency(r io.Reader) (Latency, error) {
 			if perr != nil {
 				return Latency{}, perr
 			}
-			lat = append(lat, time.Duration(now-sent))
+			if skip > 0 {
+				skip--
+			} else {
+				lat = append(lat, time.Duration(now-sent))
+			}
 		}
 		switch {
 		case err == io.EOF:

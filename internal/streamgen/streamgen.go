@@ -255,16 +255,13 @@ func (g *Generator) session(dst []byte) []byte {
 	return g.end(dst, start, "session")
 }
 
-// message appends a message_start and a message_end carrying msg (a span
-// of the arena).
-func (g *Generator) messageStartEnd(dst []byte, msg [2]int, startMsg []byte) []byte {
+// messageStartEnd appends a message_start and a message_end that both
+// carry msg (a span of the arena), as Pi does for user, system and tool
+// result messages.
+func (g *Generator) messageStartEnd(dst []byte, msg [2]int) []byte {
 	start := len(dst)
 	dst = append(dst, `{"type":"message_start","message":`...)
-	if startMsg != nil {
-		dst = append(dst, startMsg...)
-	} else {
-		dst = append(dst, g.arena[msg[0]:msg[1]]...)
-	}
+	dst = append(dst, g.arena[msg[0]:msg[1]]...)
 	dst = append(dst, '}')
 	dst = g.end(dst, start, "message_start")
 	return g.messageEnd(dst, msg)
@@ -318,7 +315,7 @@ func (g *Generator) systemMessage(dst []byte) []byte {
 	}
 	m = append(m, `]}`...)
 	msg := g.keep(m)
-	return g.messageStartEnd(dst, msg, nil)
+	return g.messageStartEnd(dst, msg)
 }
 
 func (g *Generator) userMessage(dst []byte) []byte {
@@ -332,5 +329,5 @@ func (g *Generator) userMessage(dst []byte) []byte {
 	m = appendIntField(m, "timestamp", g.now)
 	m = append(m, '}')
 	msg := g.keep(m)
-	return g.messageStartEnd(dst, msg, nil)
+	return g.messageStartEnd(dst, msg)
 }

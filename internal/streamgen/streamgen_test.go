@@ -156,7 +156,7 @@ func TestPacedRecordsAreStampedAndMeasured(t *testing.T) {
 		pw.Close()
 	}()
 	var tee bytes.Buffer
-	lat, err := streamgen.MeasureLatency(io.TeeReader(pr, &tee))
+	lat, err := streamgen.MeasureLatency(io.TeeReader(pr, &tee), 0)
 	if err != nil || <-errc != nil {
 		t.Fatalf("measure: %v", err)
 	}
@@ -181,12 +181,17 @@ func TestMeasureLatencyReadsStamps(t *testing.T) {
 		`{"type":"message_update","` + streamgen.StampKey + `":` + itoa(now-3_000_000) + `}`,
 		`{"type":"message_update","` + streamgen.StampKey + `":` + itoa(now-1_000_000) + `}`,
 	}, "\n") + "\n"
-	lat, err := streamgen.MeasureLatency(strings.NewReader(in))
+	lat, err := streamgen.MeasureLatency(strings.NewReader(in), 0)
 	if err != nil || lat.Count != 2 {
 		t.Fatalf("%+v %v", lat, err)
 	}
 	if lat.Max < 3*time.Millisecond || lat.P50 < time.Millisecond {
 		t.Fatalf("latencies %+v are shorter than the stamps say", lat)
+	}
+	// Skipping the first leaves only the later, shorter one.
+	lat, err = streamgen.MeasureLatency(strings.NewReader(in), 1)
+	if err != nil || lat.Count != 1 || lat.Max >= 3*time.Millisecond {
+		t.Fatalf("with one skipped: %+v %v", lat, err)
 	}
 }
 

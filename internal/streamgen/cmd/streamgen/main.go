@@ -38,6 +38,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	paced := fs.Int("paced", 0, "write one prompt with this many stamped text deltas, paced by -interval")
 	interval := fs.Duration("interval", time.Millisecond, "with -paced, time between deltas")
 	measure := fs.Bool("measure", false, "read stamped records from stdin and print their latency")
+	skip := fs.Int("skip", 100, "with -measure, leave out the first stamped records (start-up)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,7 +59,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case *measure:
-		lat, err := streamgen.MeasureLatency(stdin)
+		lat, err := streamgen.MeasureLatency(stdin, *skip)
 		if err != nil {
 			fmt.Fprintf(stderr, "streamgen: %v\n", err)
 			return 1

@@ -1,0 +1,30 @@
+package app
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestMemoryLimitIsSoftDefaultUnlessGOMEMLIMIT(t *testing.T) {
+	before := debug.SetMemoryLimit(-1) // -1 reads without changing
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+
+	applyMemoryLimit(0, getenv)
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("limit 0 changed the runtime's limit to %d", got)
+	}
+	applyMemoryLimit(48<<20, getenv)
+	if got := debug.SetMemoryLimit(-1); got != 48<<20 {
+		t.Fatalf("limit = %d, want %d", got, 48<<20)
+	}
+	env["GOMEMLIMIT"] = "1GiB" // the runtime applied it at start; it wins
+	applyMemoryLimit(16<<20, getenv)
+	if got := debug.SetMemoryLimit(-1); got != 48<<20 {
+		t.Fatalf("GOMEMLIMIT set, yet the limit moved to %d", got)
+	}
+	if OSEnv().MemoryLimit != defaultMemoryLimit || defaultMemoryLimit <= 0 {
+		t.Fatal("the real process must run with the default soft limit")
+	}
+}
