@@ -17,7 +17,9 @@ import (
 // three is what is still queued or being exported; after Shutdown every
 // ended span is Exported, Failed or Dropped.
 type Stats struct {
-	// Traces is the number of distinct trace ids among ended spans.
+	// Traces is the number of traces among ended spans, each counted when
+	// its root ends (a span continuing a caller's trace counts that trace
+	// once).
 	Traces int
 	// Ended counts sampled spans that ended.
 	Ended int64
@@ -35,28 +37,37 @@ func (s Stats) Pending() int64 { return s.Ended - s.Exported - s.Failed - s.Drop
 
 // counters is shared by the span processor and the exporter side.
 type counters struct {
-	mu         sync.Mutex
-	s          Stats
-	traces     map[trace.TraceID]struct{}
+	mu sync.Mutex
+	s  Stats
+	// remote holds the ids of the traces that local roots continue from a
+	// caller (TRACEPARENT); there are few. Every other trace is counted by
+	// its root, so an RPC session of many thousand runs keeps no ids.
+	remote     map[trace.TraceID]struct{}
 	firstTrace trace.TraceID
 	frozen     bool
 }
 
-func newCounters() *counters { return &counters{traces: map[trace.TraceID]struct{}{}} }
+func newCounters() *counters { return &counters{remote: map[trace.TraceID]struct{}{}} }
 
-func (c *counters) ended(tid trace.TraceID) {
+func (c *counters) ended(s sdktrace.ReadOnlySpan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.frozen {
 		return
 	}
+	tid := s.SpanContext().TraceID()
+	if c.s.Ended == 0 {
+		c.firstTrace = tid
+	}
 	c.s.Ended++
-	if _, ok := c.traces[tid]; !ok {
-		if len(c.traces) == 0 {
-			c.firstTrace = tid
+	switch p := s.Parent(); {
+	case !p.IsValid():
+		c.s.Traces++ // a new trace
+	case p.IsRemote():
+		if _, ok := c.remote[tid]; !ok {
+			c.remote[tid] = struct{}{}
+			c.s.Traces++
 		}
-		c.traces[tid] = struct{}{}
-		c.s.Traces = len(c.traces)
 	}
 }
 
@@ -100,7 +111,7 @@ type countOnly struct{ c *counters }
 func (p countOnly) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (p countOnly) OnEnd(s sdktrace.ReadOnlySpan) {
 	if s.SpanContext().IsSampled() {
-		p.c.ended(s.SpanContext().TraceID())
+		p.c.ended(s)
 	}
 }
 func (p countOnly) Shutdown(context.Context) error   { return nil }
@@ -185,7 +196,7 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
-	b.c.ended(s.SpanContext().TraceID())
+	b.c.ended(s)
 	if b.stopped.Load() {
 		b.c.add(0, 0, 1)
 		return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/config"
 )
@@ -133,5 +134,33 @@ func TestBatcherRetentionEndsAtShutdown(t *testing.T) {
 	}
 	if s, _ := c.snapshot(); s.Failed != 2 || exp.calls != 2 {
 		t.Errorf("stats %+v after %d calls", s, exp.calls)
+	}
+}
+
+// Traces are counted by their roots, so a long session keeps no trace ids;
+// roots continuing a caller's trace count that trace once.
+func TestCountersCountTracesByRoot(t *testing.T) {
+	c := newCounters()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(countOnly{c}))
+	tr := tp.Tracer("t")
+	for range 1000 {
+		ctx, root := tr.Start(context.Background(), "root")
+		_, child := tr.Start(ctx, "child")
+		child.End()
+		root.End()
+	}
+	caller := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true,
+	})
+	for range 3 {
+		_, s := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), caller), "continued")
+		s.End()
+	}
+	s, first := c.snapshot()
+	if s.Traces != 1001 || s.Ended != 2003 || len(c.remote) != 1 {
+		t.Errorf("stats %+v, %d remote ids kept", s, len(c.remote))
+	}
+	if !first.IsValid() {
+		t.Error("no first trace id")
 	}
 }

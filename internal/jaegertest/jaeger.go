@@ -51,10 +51,16 @@ type Option func(*options)
 type options struct {
 	binary  string
 	timeout time.Duration
+	otlp    string
 }
 
 // WithBinary uses path instead of $PI_OTEL_JAEGER.
 func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+
+// WithOTLPGRPC binds the OTLP gRPC receiver to addr (127.0.0.1:PORT)
+// instead of a free port, so a test can point pi-otel at a collector that
+// is not running yet, or start a second Jaeger where a killed one was.
+func WithOTLPGRPC(addr string) Option { return func(o *options) { o.otlp = addr } }
 
 // WithStartTimeout bounds the wait for a healthy status (default 60s): a
 // guard against a hung binary, not a performance assertion.
@@ -97,7 +103,12 @@ func start(dir string, o options) (*Jaeger, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	addr := func(i int) string {
+		if i == 0 && o.otlp != "" {
+			return o.otlp
+		}
+		return "127.0.0.1:" + strconv.Itoa(ports[i])
+	}
 	cfgPath := filepath.Join(dir, "jaeger.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config(addr(0), addr(1), addr(2), addr(3), addr(4))), 0o644); err != nil {
 		return nil, err
@@ -217,6 +228,16 @@ func (j *Jaeger) Stop() {
 		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 		<-j.done
 	}
+}
+
+// Kill ends Jaeger with SIGKILL, as a crash would, and waits for it: what
+// it stored is gone and its ports refuse connections.
+func (j *Jaeger) Kill() {
+	if j.cmd == nil || j.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+	<-j.done
 }
 
 // Log is what Jaeger wrote to stdout and stderr so far.
