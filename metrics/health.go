@@ -14,7 +14,7 @@ type Health struct {
 	SpansEnded       int64 // spans the mapper ended
 	SpansExported    int64 // spans the exporter accepted
 	SpansDropped     int64 // spans lost (queue full, export gave up)
-	ExportFailures   int64 // failed export attempts
+	ExportFailures   int64 // spans the exporter tried to send and could not
 }
 
 // Names of the health instruments.
@@ -44,7 +44,7 @@ func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
 		{MetricSpansEnded, "{span}", "Spans ended by the mapper.", func(h Health) int64 { return h.SpansEnded }},
 		{MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
 		{MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},
-		{MetricExportFailures, "{failure}", "Failed export attempts.", func(h Health) int64 { return h.ExportFailures }},
+		{MetricExportFailures, "{span}", "Spans that failed to export.", func(h Health) int64 { return h.ExportFailures }},
 	}
 	insts := make([]metric.Observable, 0, len(defs))
 	counters := make([]metric.Int64ObservableCounter, 0, len(defs))
