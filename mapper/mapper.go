@@ -309,7 +309,6 @@ type chat struct {
 
 type compaction struct {
 	span
-	reason   string
 	parentID trace.SpanID // the span it hangs from, to close it with that span
 }
 
@@ -331,20 +330,19 @@ type run struct {
 	extensionErrors                                               int
 	turnToolCalls                                                 int
 
-	usage       event.Usage
-	provider    string
-	model       string
-	lastStop    string
-	lastError   string
-	aborted     bool
-	lastEnd     time.Time
-	retryOpen   bool
-	compactOpen bool
-	willRetry   bool // the last compaction_end or agent_end said a retry follows
+	usage     event.Usage
+	provider  string
+	model     string
+	lastStop  string
+	lastError string
+	aborted   bool
+	lastEnd   time.Time
+	willRetry bool // the last compaction_end or agent_end said a retry follows
 }
 
 func (r *run) expectingContinuation() bool {
-	return r.retryOpen || r.compactOpen || r.willRetry
+	// An open retry or compaction span is itself the pending continuation.
+	return r.retry != nil || r.compaction != nil || r.willRetry
 }
 
 // innermost is the span new events and children attach to.
@@ -829,7 +827,6 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 	if r := m.run; r != nil {
 		p := r.container()
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
-		r.compactOpen = true
 		r.compactions++
 	} else if m.idleParent != nil {
 		parent, m.idleParent = m.idleParent, nil
@@ -840,7 +837,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider), semconv.GenAIRequestModel(r.model))
 	}
 	s := m.start(parent, "pi.compaction", trace.SpanKindInternal, at, attrs...)
-	c := &compaction{span: s, reason: ev.Reason, parentID: parentID}
+	c := &compaction{span: s, parentID: parentID}
 	if m.run != nil {
 		m.run.compaction = c
 	} else {
@@ -916,7 +913,6 @@ func (m *Mapper) endCompaction(at time.Time, outcome string) {
 	}
 	if m.run != nil && m.run.compaction == c {
 		m.run.compaction = nil
-		m.run.compactOpen = false
 		m.run.lastEnd = at
 	} else {
 		m.idleCompaction = nil
@@ -966,7 +962,6 @@ func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 		attribute.Float64("pi.retry.delay_ms", ev.DelayMs),
 		attribute.String("pi.retry.error", truncate(ev.ErrorMessage, 512)))
 	r.retry = &s
-	r.retryOpen = true
 	r.retries++
 }
 
@@ -1003,9 +998,6 @@ func (m *Mapper) endRetry(at time.Time, outcome, finalError string) {
 	}
 	s.End(trace.WithTimestamp(at))
 	r.retry = nil
-	if outcome != "failed" {
-		r.retryOpen = false
-	}
 }
 
 func (m *Mapper) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
