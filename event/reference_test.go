@@ -21,31 +21,8 @@ func referenceDecode(rec []byte, opts Options) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Type: typ}
-	if typ == TypeMessageUpdate && !opts.Content {
-		var u updateLite
-		if err := json.Unmarshal(rec, &u); err != nil {
-			return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-		}
-		ev.AssistantMessageEvent = &AssistantMessageEvent{Type: u.AssistantMessageEvent.Type, ContentIndex: u.AssistantMessageEvent.ContentIndex}
-		if len(u.HasMessage) > 0 {
-			ev.RawMessage = u.HasMessage
-		}
-		return ev, nil
-	}
-	if err := json.Unmarshal(rec, &ev); err != nil {
-		return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	ev.Type = typ
-	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
-		var msg Message
-		if err := json.Unmarshal(ev.RawMessage, &msg); err != nil {
-			return ev, fmt.Errorf("%w: message: %v", ErrInvalidJSON, err)
-		}
-		msg.Raw = ev.RawMessage
-		ev.Message = &msg
-	}
-	return ev, nil
+	// decodeSlow is the encoding/json path: the reference for the fields.
+	return decodeSlow(rec, typ, opts)
 }
 
 func referencePeek(rec []byte) (string, error) {
