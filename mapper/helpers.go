@@ -3,7 +3,6 @@ package mapper
 import (
 	"encoding/json"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/pi-otel/pi-otel/event"
@@ -74,8 +73,4 @@ func decodeCompaction(raw json.RawMessage) *compactionResult {
 		return nil
 	}
 	return &r
-}
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), sub)
 }

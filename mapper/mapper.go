@@ -8,8 +8,7 @@ package mapper
 
 import (
 	"context"
-	"strconv"
-	"time"
+		"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/event"
 	"github.com/pi-otel/pi-otel/genaimsg"
+	"github.com/pi-otel/pi-otel/internal/errtext"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
@@ -710,8 +710,8 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	}
 	c.SetAttributes(attrs...)
 	if msg.StopReason == "error" {
-		c.SetAttributes(semconv.ErrorTypeKey.String(errorType(msg.ErrorMessage)))
-		c.SetStatus(codes.Error, truncate(msg.ErrorMessage, 512))
+		c.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(msg.ErrorMessage)))
+		c.SetStatus(codes.Error, m.errorText(msg.ErrorMessage))
 	}
 	if msg.Provider != "" {
 		r.provider = msg.Provider
@@ -720,7 +720,10 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		r.model = msg.Model
 	}
 	r.lastStop = msg.StopReason
-	r.lastError = truncate(msg.ErrorMessage, 512)
+	r.lastError = ""
+	if msg.StopReason == "error" {
+		r.lastError = m.errorText(msg.ErrorMessage)
+	}
 	if msg.StopReason == "error" && r.turn != nil {
 		r.turn.SetStatus(codes.Error, r.lastError)
 	}
@@ -890,7 +893,7 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 		outcome = "aborted"
 	case len(ev.Result) == 0 || string(ev.Result) == "null":
 		outcome = "error"
-		c.SetStatus(codes.Error, truncate(ev.ErrorMessage, 512))
+		c.SetStatus(codes.Error, m.errorText(ev.ErrorMessage))
 	}
 	if r := m.run; r != nil && ev.WillRetry != nil && *ev.WillRetry {
 		r.willRetry = true
@@ -933,7 +936,7 @@ func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
 			attribute.Float64("pi.retry.delay_ms", ev.DelayMs))
 	}
 	if ev.ErrorMessage != "" {
-		attrs = append(attrs, attribute.String("pi.retry.error", truncate(ev.ErrorMessage, 512)))
+		attrs = append(attrs, attribute.String("pi.retry.error", m.errorText(ev.ErrorMessage)))
 	}
 	if ev.Source != "" {
 		attrs = append(attrs, attribute.String("pi.retry.source", ev.Source))
@@ -960,7 +963,7 @@ func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 		attribute.Int("pi.retry.attempt", ev.Attempt),
 		attribute.Int("pi.retry.max_attempts", ev.MaxAttempts),
 		attribute.Float64("pi.retry.delay_ms", ev.DelayMs),
-		attribute.String("pi.retry.error", truncate(ev.ErrorMessage, 512)))
+		attribute.String("pi.retry.error", m.errorText(ev.ErrorMessage)))
 	r.retry = &s
 	r.retries++
 }
@@ -986,7 +989,7 @@ func (m *Mapper) endRetry(at time.Time, outcome, finalError string) {
 		attribute.Bool("pi.retry.success", outcome == "success"),
 	}
 	if finalError != "" {
-		attrs = append(attrs, attribute.String("pi.retry.final_error", truncate(finalError, 512)))
+		attrs = append(attrs, attribute.String("pi.retry.final_error", m.errorText(finalError)))
 	}
 	s.SetAttributes(attrs...)
 	switch outcome {
@@ -1043,35 +1046,14 @@ func addUsage(dst, u *event.Usage) {
 	dst.Cost.Total += u.Cost.Total
 }
 
-// errorType classifies a provider error into a low-cardinality error.type.
-func errorType(msg string) string {
-	switch {
-	case containsFold(msg, "context window"), containsFold(msg, "context length"):
-		return "context_overflow"
-	case len(msg) >= 3 && isDigits(msg[:3]):
-		return msg[:3]
-	case containsFold(msg, "terminated"):
-		return "terminated"
-	case containsFold(msg, "overloaded"):
-		return "overloaded"
-	case containsFold(msg, "abort"):
-		return "aborted"
+// errorText is what a span may say about a provider error: see errtext.
+func (m *Mapper) errorText(msg string) string {
+	if msg == "" {
+		return ""
 	}
-	return "_OTHER"
-}
-
-func isDigits(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	var s errtext.Scrubber
+	if m.cfg.content != nil {
+		s = m.cfg.content
 	}
-	// Cut on a rune boundary.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return errtext.Text(msg, s, "")
 }

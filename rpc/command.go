@@ -29,10 +29,6 @@ var knownCommands = map[string]bool{
 	"set_session_name": true, "get_commands": true,
 }
 
-// contentFields are the command fields that carry user content. Pi's error
-// text for a command is masked for them: an error must not echo a prompt.
-var contentFields = []string{"message", "command", "name", "customInstructions"}
-
 const (
 	// typeParse is what Pi calls a line that is not JSON.
 	typeParse = "parse"
@@ -84,9 +80,6 @@ type command struct {
 	at   time.Time
 	// streaming is the prompt's streamingBehavior.
 	streaming string
-	// content holds the command's content fields, only to mask them in
-	// Pi's error text; it never leaves the process.
-	content []string
 
 	// decision is what the prompt's response will say, read ahead;
 	// claimed is set when that response was found in the held records.
@@ -146,25 +139,9 @@ func decodeCommand(rec []byte, at time.Time) (c *command, ok bool) {
 		c.id = clip(c.id, 128)
 	}
 	c.streaming = w.StreamingBehavior
-	c.content = contentOf(rec)
 	return c, true
 }
 
-// contentOf collects the string values of the content fields.
-func contentOf(rec []byte) []string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(rec, &fields) != nil {
-		return nil
-	}
-	var out []string
-	for _, f := range contentFields {
-		var s string
-		if raw, ok := fields[f]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // wireResponse is the part of a response the tracker reads.
 type wireResponse struct {

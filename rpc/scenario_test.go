@@ -273,7 +273,7 @@ func TestBusyPromptRejectedAndQueued(t *testing.T) {
 	}
 	p2 := byAttr(t, f, "pi.rpc prompt", "pi.rpc.id", "p2")
 	wantAttrs(t, p2, map[string]string{"pi.rpc.success": "false", "error.type": "busy"})
-	if p2.s.Status().Code != codes.Error || !strings.HasPrefix(p2.s.Status().Description, "Agent is already processing") {
+	if p2.s.Status().Code != codes.Error || p2.s.Status().Description != "busy" {
 		t.Errorf("p2 status %+v", p2.s.Status())
 	}
 	p3 := byAttr(t, f, "pi.rpc prompt", "pi.rpc.id", "p3")
@@ -294,7 +294,7 @@ func TestMalformedLines(t *testing.T) {
 	}
 	parse := f[0]
 	wantAttrs(t, parse, map[string]string{"pi.rpc.command": "parse", "pi.rpc.success": "false", "error.type": "parse_error"})
-	if d := parse.s.Status().Description; strings.Contains(d, "this is not json") || !strings.HasPrefix(d, "Failed to parse command") {
+	if d := parse.s.Status().Description; d != "parse_error" {
 		t.Errorf("parse status %q", d)
 	}
 	for i, n := range f[1:5] {
@@ -308,7 +308,7 @@ func TestMalformedLines(t *testing.T) {
 	wantAttrs(t, f[1], map[string]string{"pi.rpc.command": "unknown", "pi.rpc.type": "<none>"})
 	p0 := f[5]
 	wantAttrs(t, p0, map[string]string{"pi.rpc.id": "p0", "pi.rpc.success": "false"})
-	if got := p0.s.Status().Description; got != "Cannot read properties of undefined (reading 'startsWith')" {
+	if got := p0.s.Status().Description; got != "rpc_error" {
 		t.Errorf("p0 status %q", got)
 	}
 	wantAttrs(t, f[6], map[string]string{"pi.rpc.id": "crlf", "pi.rpc.success": "true"})

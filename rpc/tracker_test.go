@@ -288,11 +288,14 @@ func TestErrorTextNeverEchoesContent(t *testing.T) {
 	h.out(`{"id":"b","type":"response","command":"bash","success":false,"error":"spawn failed for cat /etc/secret-file"}`)
 	h.in(`{"hello "world"`)
 	h.out(`{"type":"response","command":"parse","success":false,"error":"Failed to parse command: Unexpected token 'h', \"{\"hello \"world\"\" is not valid JSON"}`)
+	// A provider error that reaches a response echoes the gateway's view
+	// of the request, key included.
+	h.in(`{"id":"c","type":"compact"}`)
+	h.out(`{"id":"c","type":"response","command":"compact","success":false,"error":"401: {\"type\":\"authentication_error\",\"message\":\"invalid x-api-key sk-ant-api03-SECRETSECRETSECRET\"}"}`)
 	f := h.close(exit0)
-	want := []string{
-		"input handler rejected: [content]",
-		"spawn failed for [content]",
-		`Failed to parse command: Unexpected token '…', "…" is not valid JSON`,
+	want := []string{"rpc_error", "rpc_error", "parse_error", "401 authentication_error"}
+	if len(f) != len(want) {
+		t.Fatalf("spans %s", shapes(f))
 	}
 	for i, n := range f {
 		if got := n.s.Status().Description; got != want[i] {
