@@ -8,7 +8,7 @@ package mapper
 
 import (
 	"context"
-		"time"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"

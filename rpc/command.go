@@ -142,7 +142,6 @@ func decodeCommand(rec []byte, at time.Time) (c *command, ok bool) {
 	return c, true
 }
 
-
 // wireResponse is the part of a response the tracker reads.
 type wireResponse struct {
 	ID      json.RawMessage `json:"id"`
