@@ -1,3 +1,5 @@
+//go:build realstack
+
 package collector_test
 
 import (
@@ -18,8 +20,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/collector/collectortest"
-	"github.com/pi-otel/pi-otel/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 )
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/pi-otel/pi-otel/event"
-	"github.com/pi-otel/pi-otel/internal/streamgen"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -15,9 +14,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/framing"
-	"github.com/pi-otel/pi-otel/ingest"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/mapper"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // node is one recorded span with its children, for tree assertions.
@@ -162,7 +163,7 @@ func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Opti
 
 func capture(t *testing.T, version, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "captures", version, name+".jsonl"))
+	b, err := os.ReadFile(repo.Captures(version, name+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/redact"
 )
 
 // secretStream sends credentials through every error path the mapper

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/pi-otel/pi-otel/event"
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // contentChars counts the characters of a message's text without keeping it.

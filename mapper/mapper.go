@@ -15,9 +15,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/event"
-	"github.com/pi-otel/pi-otel/genaimsg"
+	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/errtext"
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.

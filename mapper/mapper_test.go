@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/ingest"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 

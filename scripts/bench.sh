@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures how fast pi-otel reads Pi's event stream, side by side with a
-# plain pipe copy and with jq, on one generated stream (internal/streamgen):
+# plain pipe copy and with jq, on one generated stream (internal/testutil/streamgen):
 # throughput (MB/s, records/s), the ratio to `cat | cat` and to `jq`, peak
 # RSS, and the latency `pi-otel run` adds to each record. It prints numbers;
 # it asserts nothing. See docs/performance.md for what the numbers mean.
@@ -40,7 +40,7 @@ if [[ ! -x $TIME ]]; then
 fi
 
 log "bench: building pi-otel and streamgen"
-(cd "$ROOT" && go build -o "$DIR/pi-otel" ./cmd/pi-otel && go build -o "$DIR/streamgen" ./internal/streamgen/cmd/streamgen)
+(cd "$ROOT" && go build -o "$DIR/pi-otel" ./cmd/pi-otel && go build -o "$DIR/streamgen" ./internal/testutil/streamgen/cmd/streamgen)
 PIOTEL="$DIR/pi-otel"
 GEN="$DIR/streamgen"
 

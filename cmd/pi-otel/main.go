@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/pi-otel/pi-otel/app"
+	"github.com/pi-otel/pi-otel/internal/app"
 )
 
 func main() {

@@ -1,0 +1,82 @@
+package app_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+)
+
+// benchStream writes a realistic generated stream to a file once.
+var benchStream = sync.OnceValues(func() (string, int64) {
+	dir, err := os.MkdirTemp("", "pi-otel-bench-")
+	if err != nil {
+		panic(err)
+	}
+	name := filepath.Join(dir, "stream.jsonl")
+	f, err := os.Create(name)
+	if err != nil {
+		panic(err)
+	}
+	st, err := streamgen.Write(f, 64<<20)
+	if err != nil {
+		panic(err)
+	}
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
+	return name, st.Bytes
+})
+
+// BenchmarkReplay is `pi-otel replay` end to end, in process, with each
+// trace exporter that needs no collector. scripts/bench.sh measures the
+// binary; this is the one to profile (-cpuprofile, -memprofile).
+func BenchmarkReplay(b *testing.B) {
+	name, size := benchStream()
+	b.Cleanup(func() { os.RemoveAll(filepath.Dir(name)) })
+	for _, exp := range []struct {
+		name string
+		args []string
+	}{
+		{"none", []string{"--traces-exporter", "none"}},
+		{"file", []string{"--traces-exporter", "file", "--traces-file", os.DevNull}},
+	} {
+		b.Run(exp.name, func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			start := cpuTime()
+			defer func() {
+				// Throughput per CPU second: steadier than wall time when
+				// other work shares the machine.
+				b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuTime()-start).Seconds(), "MB/cpu-s")
+			}()
+			for b.Loop() {
+				args := append([]string{"replay", "--quiet"}, exp.args...)
+				code := app.Main(app.Env{
+					Args:   append(args, name),
+					Stdout: io.Discard,
+					Stderr: io.Discard,
+					Getenv: func(string) string { return "" },
+				})
+				if code != 0 {
+					b.Fatalf("replay exited %d", code)
+				}
+			}
+		})
+	}
+}
+
+// cpuTime is the CPU time the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

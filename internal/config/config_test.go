@@ -1,0 +1,393 @@
+package config_test
+
+import (
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+)
+
+// load parses args with pi-otel's flags and env as the environment.
+func load(t *testing.T, args []string, env map[string]string) (config.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("pi-otel", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return config.Load(fs, func(k string) string { return env[k] })
+}
+
+func mustLoad(t *testing.T, args []string, env map[string]string) config.Config {
+	t.Helper()
+	cfg, err := load(t, args, env)
+	if err != nil {
+		t.Fatalf("Load(%q, %v): %v", args, env, err)
+	}
+	return cfg
+}
+
+func TestDefaults(t *testing.T) {
+	cfg := mustLoad(t, nil, nil)
+	want := config.Config{
+		Traces: config.Signal{
+			Exporter: config.ExporterConsole,
+			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
+				Timeout: 10 * time.Second, Compression: "none"},
+		},
+		Metrics: config.Signal{
+			Exporter: config.ExporterNone,
+			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
+				Timeout: 10 * time.Second, Compression: "none"},
+		},
+		MetricsInterval:  60 * time.Second,
+		Temporality:      config.TemporalityCumulative,
+		ServiceName:      "pi",
+		FlushTimeout:     5 * time.Second,
+		MaxContentLength: 4096,
+		Batch: config.Batch{MaxQueueSize: 2048, MaxExportBatchSize: 512,
+			ScheduleDelay: 5 * time.Second, ExportTimeout: 30 * time.Second},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	if d := config.Default(); !reflect.DeepEqual(d, want) {
+		t.Errorf("Default() = %+v", d)
+	}
+	// A nil flag set and a nil getenv are the same as nothing given.
+	bare, err := config.Load(nil, nil)
+	if err != nil || !reflect.DeepEqual(bare, want) {
+		t.Errorf("Load(nil, nil) = %+v, %v", bare, err)
+	}
+}
+
+func TestExporterChoice(t *testing.T) {
+	tests := []struct {
+		name          string
+		args          []string
+		env           map[string]string
+		traces, metrs config.ExporterKind
+	}{
+		{"nothing set", nil, nil, "console", "none"},
+		{"generic endpoint env", nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}, "otlp", "otlp"},
+		{"traces endpoint env only", nil, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4317"}, "otlp", "none"},
+		{"metrics endpoint env only", nil, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317"}, "console", "otlp"},
+		{"endpoint flag", []string{"--endpoint", "c:4317"}, nil, "otlp", "otlp"},
+		{"traces file flag", []string{"--traces-file", "t.jsonl"}, nil, "file", "none"},
+		{"file beats endpoint", []string{"--traces-file", "t.jsonl"}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}, "file", "otlp"},
+		{"metrics file env", nil, map[string]string{"PI_OTEL_METRICS_FILE": "m.jsonl"}, "console", "file"},
+		{"explicit env wins over endpoint", nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_TRACES_EXPORTER": "none"}, "none", "otlp"},
+		{"flag wins over env", []string{"--traces-exporter", "console"}, map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "console", "none"},
+		{"case-insensitive", nil, map[string]string{"OTEL_TRACES_EXPORTER": "OTLP", "OTEL_METRICS_EXPORTER": "Console"}, "otlp", "console"},
+		{"empty env is unset", nil, map[string]string{"OTEL_TRACES_EXPORTER": "", "OTEL_EXPORTER_OTLP_ENDPOINT": " "}, "console", "none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustLoad(t, tt.args, tt.env)
+			if cfg.Traces.Exporter != tt.traces || cfg.Metrics.Exporter != tt.metrs {
+				t.Errorf("exporters = %s, %s; want %s, %s", cfg.Traces.Exporter, cfg.Metrics.Exporter, tt.traces, tt.metrs)
+			}
+		})
+	}
+}
+
+func TestEndpointRules(t *testing.T) {
+	tests := []struct {
+		name            string
+		args            []string
+		env             map[string]string
+		traces, metrics string
+		insecure        bool
+		target          string
+	}{
+		{name: "grpc default", traces: "http://localhost:4317", metrics: "http://localhost:4317", insecure: true, target: "localhost:4317"},
+		{name: "http default gets signal paths",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+			traces: "http://localhost:4318/v1/traces", metrics: "http://localhost:4318/v1/metrics", insecure: true,
+			target: "http://localhost:4318/v1/traces"},
+		{name: "http generic endpoint gets signal path",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "https://c.example:4318"},
+			traces: "https://c.example:4318/v1/traces", metrics: "https://c.example:4318/v1/metrics"},
+		{name: "http generic endpoint with a base path and trailing slash",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/otlp/"},
+			traces: "http://c:4318/otlp/v1/traces", metrics: "http://c:4318/otlp/v1/metrics", insecure: true},
+		{name: "http signal endpoint used as is",
+			env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+				"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/custom/spans", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://g:4318"},
+			traces: "http://c:4318/custom/spans", metrics: "http://g:4318/v1/metrics", insecure: true},
+		{name: "http signal endpoint without a path targets the root",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318"},
+			traces: "http://c:4318/", metrics: "http://localhost:4317", insecure: true},
+		{name: "grpc drops the path",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c.example:4317/ignored"},
+			traces: "https://c.example:4317", metrics: "https://c.example:4317", target: "c.example:4317"},
+		{name: "bare remote host is TLS",
+			args:   []string{"--endpoint", "collector:4317"},
+			traces: "https://collector:4317", metrics: "https://collector:4317"},
+		{name: "bare remote host with insecure env is plaintext",
+			args:   []string{"--endpoint", "collector:4317"},
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			traces: "http://collector:4317", metrics: "http://collector:4317", insecure: true},
+		{name: "bare remote host with insecure flag",
+			args:   []string{"--endpoint", "collector", "--insecure"},
+			traces: "http://collector:4317", metrics: "http://collector:4317", insecure: true},
+		{name: "insecure does not override https",
+			args:   []string{"--endpoint", "https://c:4317", "--insecure"},
+			traces: "https://c:4317", metrics: "https://c:4317"},
+		{name: "http:// implies insecure for grpc",
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"},
+			traces: "http://c:4317", metrics: "http://c:4317", insecure: true},
+		{name: "bare loopback is plaintext, missing port filled in",
+			args:   []string{"--endpoint", "127.0.0.1"},
+			traces: "http://127.0.0.1:4317", metrics: "http://127.0.0.1:4317", insecure: true},
+		{name: "bare IPv6 loopback",
+			args:   []string{"--endpoint", "[::1]:9999"},
+			traces: "http://[::1]:9999", metrics: "http://[::1]:9999", insecure: true, target: "[::1]:9999"},
+		{name: "bare host for http/protobuf",
+			args:   []string{"--endpoint", "localhost", "--protocol", "http/protobuf"},
+			traces: "http://localhost:4318/v1/traces", metrics: "http://localhost:4318/v1/metrics", insecure: true},
+		{name: "flag beats signal env beats generic env",
+			args: []string{"--traces-endpoint", "http://flag:1"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://tenv:2", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://menv:3",
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://generic:4"},
+			traces: "http://flag:1", metrics: "http://menv:3", insecure: true},
+		{name: "generic flag beats signal env",
+			args:   []string{"--endpoint", "http://flag:1"},
+			env:    map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://tenv:2"},
+			traces: "http://flag:1", metrics: "http://flag:1", insecure: true},
+		{name: "signal flag beats generic flag",
+			args:   []string{"--endpoint", "http://flag:1", "--metrics-endpoint", "http://m:5"},
+			traces: "http://flag:1", metrics: "http://m:5", insecure: true},
+		{name: "protocol per signal",
+			args:   []string{"--protocol", "http/protobuf", "--metrics-protocol", "grpc", "--endpoint", "http://c:4318"},
+			traces: "http://c:4318/v1/traces", metrics: "http://c:4318", insecure: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustLoad(t, tt.args, tt.env)
+			if cfg.Traces.OTLP.Endpoint != tt.traces {
+				t.Errorf("traces endpoint = %q, want %q", cfg.Traces.OTLP.Endpoint, tt.traces)
+			}
+			if cfg.Metrics.OTLP.Endpoint != tt.metrics {
+				t.Errorf("metrics endpoint = %q, want %q", cfg.Metrics.OTLP.Endpoint, tt.metrics)
+			}
+			if got := cfg.Traces.OTLP.Insecure(); got != tt.insecure {
+				t.Errorf("traces insecure = %v, want %v", got, tt.insecure)
+			}
+			if tt.target != "" && cfg.Traces.OTLP.Target() != tt.target {
+				t.Errorf("target = %q, want %q", cfg.Traces.OTLP.Target(), tt.target)
+			}
+		})
+	}
+}
+
+func TestOTLPSettings(t *testing.T) {
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_HEADERS":                        "authorization=Bearer%20tok%2Cen,x-team = core ",
+		"OTEL_EXPORTER_OTLP_METRICS_HEADERS":                "only=metrics",
+		"OTEL_EXPORTER_OTLP_ENDPOINT":                       "https://c:4317",
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":                    "/etc/ca.pem",
+		"OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE":      "/etc/client.pem",
+		"OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY":              "/etc/client.key",
+		"OTEL_EXPORTER_OTLP_TIMEOUT":                        "2500",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":                "1s",
+		"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION":             "GZIP",
+		"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative",
+	}
+	cfg := mustLoad(t, nil, env)
+	tr, m := cfg.Traces.OTLP, cfg.Metrics.OTLP
+	wantHeaders := map[string]string{"authorization": "Bearer tok,en", "x-team": "core"}
+	if !reflect.DeepEqual(tr.Headers, wantHeaders) {
+		t.Errorf("traces headers = %v, want %v", tr.Headers, wantHeaders)
+	}
+	// A signal's own headers replace the generic ones rather than merge.
+	if !reflect.DeepEqual(m.Headers, map[string]string{"only": "metrics"}) {
+		t.Errorf("metrics headers = %v", m.Headers)
+	}
+	if tr.Certificate != "/etc/ca.pem" || m.Certificate != "/etc/ca.pem" {
+		t.Errorf("certificates = %q, %q", tr.Certificate, m.Certificate)
+	}
+	if tr.ClientCertificate != "/etc/client.pem" || tr.ClientKey != "/etc/client.key" || m.ClientCertificate != "" {
+		t.Errorf("client certs = %+v / %+v", tr, m)
+	}
+	if tr.Timeout != 2500*time.Millisecond || m.Timeout != time.Second {
+		t.Errorf("timeouts = %v, %v", tr.Timeout, m.Timeout)
+	}
+	if tr.Compression != "gzip" || m.Compression != "none" {
+		t.Errorf("compression = %q, %q", tr.Compression, m.Compression)
+	}
+	if cfg.Temporality != config.TemporalityCumulative {
+		t.Errorf("temporality = %q", cfg.Temporality)
+	}
+
+	// Flags beat every variable.
+	cfg = mustLoad(t, []string{"--headers", "a=1", "--timeout", "3s", "--compression", "none"}, env)
+	if !reflect.DeepEqual(cfg.Traces.OTLP.Headers, map[string]string{"a": "1"}) ||
+		!reflect.DeepEqual(cfg.Metrics.OTLP.Headers, map[string]string{"a": "1"}) {
+		t.Errorf("flag headers = %v / %v", cfg.Traces.OTLP.Headers, cfg.Metrics.OTLP.Headers)
+	}
+	if cfg.Traces.OTLP.Timeout != 3*time.Second || cfg.Traces.OTLP.Compression != "none" {
+		t.Errorf("flag timeout/compression = %v %q", cfg.Traces.OTLP.Timeout, cfg.Traces.OTLP.Compression)
+	}
+}
+
+func TestGeneralSettings(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(config.Config) bool
+	}{
+		{"service name from env", nil, map[string]string{"OTEL_SERVICE_NAME": "agent"},
+			func(c config.Config) bool { return c.ServiceName == "agent" }},
+		{"service name from resource attributes", nil, map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=fromattrs"},
+			func(c config.Config) bool { return c.ServiceName == "fromattrs" && len(c.ResourceAttributes) == 0 }},
+		{"OTEL_SERVICE_NAME beats resource attributes", nil, map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=a", "OTEL_SERVICE_NAME": "b"},
+			func(c config.Config) bool { return c.ServiceName == "b" }},
+		{"flag beats OTEL_SERVICE_NAME", []string{"--service-name", "c"}, map[string]string{"OTEL_SERVICE_NAME": "b"},
+			func(c config.Config) bool { return c.ServiceName == "c" }},
+		{"resource attributes sorted and decoded", nil, map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "z=1,deployment.environment=dev%20box,a=x%3Dy"},
+			func(c config.Config) bool {
+				return reflect.DeepEqual(c.ResourceAttributes, []attribute.KeyValue{
+					attribute.String("a", "x=y"), attribute.String("deployment.environment", "dev box"), attribute.String("z", "1")})
+			}},
+		{"quiet flag", []string{"--quiet"}, nil, func(c config.Config) bool { return c.Quiet }},
+		{"quiet env", nil, map[string]string{"PI_OTEL_QUIET": "TRUE"}, func(c config.Config) bool { return c.Quiet }},
+		{"quiet=false flag beats env", []string{"--quiet=false"}, map[string]string{"PI_OTEL_QUIET": "true"}, func(c config.Config) bool { return !c.Quiet }},
+		{"NO_COLOR", nil, map[string]string{"NO_COLOR": "1"}, func(c config.Config) bool { return c.NoColor }},
+		{"flush timeout ms", nil, map[string]string{"PI_OTEL_FLUSH_TIMEOUT": "1500"}, func(c config.Config) bool { return c.FlushTimeout == 1500*time.Millisecond }},
+		{"flush timeout duration", []string{"--flush-timeout", "2s"}, map[string]string{"PI_OTEL_FLUSH_TIMEOUT": "1500"}, func(c config.Config) bool { return c.FlushTimeout == 2*time.Second }},
+		{"flush timeout zero allowed", []string{"--flush-timeout", "0"}, nil, func(c config.Config) bool { return c.FlushTimeout == 0 }},
+		{"capture content env", nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, func(c config.Config) bool { return c.CaptureContent }},
+		{"capture content flag", []string{"--capture-content"}, nil, func(c config.Config) bool { return c.CaptureContent }},
+		{"max content length env", nil, map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100"}, func(c config.Config) bool { return c.MaxContentLength == 100 }},
+		{"max content length 0 means unlimited", []string{"--max-content-length", "0"}, nil, func(c config.Config) bool { return c.MaxContentLength == 0 }},
+		{"redact env, one per line", nil, map[string]string{"PI_OTEL_REDACT": "sk-[a-z]{3,}\n\n  \nghp_\\w+|xox[bp]-\\S+\r\n"},
+			func(c config.Config) bool {
+				return reflect.DeepEqual(c.Redact, []string{"sk-[a-z]{3,}", "ghp_\\w+|xox[bp]-\\S+"})
+			}},
+		{"redact flags repeat and replace env", []string{"--redact", "a,b{1,2}", "--redact", "c"}, map[string]string{"PI_OTEL_REDACT": "zzz"},
+			func(c config.Config) bool { return reflect.DeepEqual(c.Redact, []string{"a,b{1,2}", "c"}) }},
+		{"batch env", nil, map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4",
+			"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BSP_EXPORT_TIMEOUT": "2000"},
+			func(c config.Config) bool {
+				return c.Batch == config.Batch{MaxQueueSize: 10, MaxExportBatchSize: 4, ScheduleDelay: 100 * time.Millisecond, ExportTimeout: 2 * time.Second}
+			}},
+		{"batch clamped to queue", []string{"--queue-size", "8"}, nil, func(c config.Config) bool {
+			return c.Batch.MaxQueueSize == 8 && c.Batch.MaxExportBatchSize == 8
+		}},
+		{"metrics interval", nil, map[string]string{"OTEL_METRIC_EXPORT_INTERVAL": "1000"}, func(c config.Config) bool { return c.MetricsInterval == time.Second }},
+		{"stderr file", []string{"--traces-file", "-"}, nil, func(c config.Config) bool {
+			return c.Traces.Exporter == config.ExporterFile && c.Traces.File == "-"
+		}},
+		{"bad OTLP settings ignored when OTLP is unused", []string{"--traces-exporter", "console"},
+			map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"},
+			func(c config.Config) bool { return c.Traces.Exporter == config.ExporterConsole }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustLoad(t, tt.args, tt.env)
+			if !tt.check(cfg) {
+				t.Errorf("unexpected config: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // substrings of the error
+		hide []string // must not appear in the error
+	}{
+		{name: "unknown traces exporter flag", args: []string{"--traces-exporter", "x"},
+			want: []string{`unknown --traces-exporter "x": want otlp, console, file or none`}},
+		{name: "unknown traces exporter env", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
+			want: []string{`unknown OTEL_TRACES_EXPORTER "zipkin": want otlp, console, file or none`}},
+		{name: "unknown protocol", args: []string{"--traces-exporter", "otlp", "--protocol", "http/json"},
+			want: []string{`unknown --protocol "http/json": want grpc or http/protobuf`}},
+		{name: "file without a path", args: []string{"--traces-exporter", "file"},
+			want: []string{"--traces-exporter file needs --traces-file PATH"}},
+		{name: "stdout is pi's", args: []string{"--traces-file", "/dev/stdout"},
+			want: []string{"stdout belongs to pi"}},
+		{name: "bad header entry hides its text", args: []string{"--traces-exporter", "otlp"},
+			env:  map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=1,Bearer s3cr3t"},
+			want: []string{"OTEL_EXPORTER_OTLP_HEADERS: entry 2 is not key=value"}, hide: []string{"s3cr3t"}},
+		{name: "bad header encoding hides its text", args: []string{"--traces-exporter", "otlp", "--headers", "k=s3cr3t%zz"},
+			want: []string{"--headers: entry 1 has a bad percent-encoding"}, hide: []string{"s3cr3t"}},
+		{name: "bad endpoint scheme", args: []string{"--traces-exporter", "otlp", "--endpoint", "ftp://user:s3cr3t@c"},
+			want: []string{"scheme must be http or https"}, hide: []string{"s3cr3t"}},
+		{name: "half a client pair", args: []string{"--traces-exporter", "otlp", "--endpoint", "https://c", "--client-key", "k.pem"},
+			want: []string{"needs both a client certificate and a client key"}},
+		{name: "certificate with plaintext", args: []string{"--traces-exporter", "otlp", "--certificate", "ca.pem"},
+			want: []string{"endpoint http://localhost:4317 is plaintext"}},
+		{name: "bad regex hides the pattern", args: []string{"--redact", "ok", "--redact", "(s3cr3t"},
+			want: []string{"--redact pattern 2 is not a valid regular expression (missing closing )"}, hide: []string{"s3cr3t"}},
+		{name: "bad regex env", env: map[string]string{"PI_OTEL_REDACT": "[s3cr3t"},
+			want: []string{"PI_OTEL_REDACT pattern 1 is not a valid regular expression"}, hide: []string{"s3cr3t"}},
+		{name: "bad bool", env: map[string]string{"PI_OTEL_QUIET": "yes please"},
+			want: []string{`PI_OTEL_QUIET "yes please": want true or false`}},
+		{name: "bad number", env: map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "0"},
+			want: []string{`OTEL_BSP_MAX_QUEUE_SIZE "0": want a whole number of at least 1`}},
+		{name: "bad duration", args: []string{"--flush-timeout", "soon"},
+			want: []string{`--flush-timeout "soon": want a duration`}},
+		{name: "negative duration", args: []string{"--flush-timeout", "-1s"},
+			want: []string{`--flush-timeout "-1s"`}},
+		{name: "zero schedule delay", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "0"},
+			want: []string{"schedule delay must be more than 0"}},
+		{name: "bad temporality", args: []string{"--metrics-temporality", "sometimes"},
+			want: []string{`unknown --metrics-temporality "sometimes"`}},
+		{name: "all errors at once", args: []string{"--traces-exporter", "x", "--metrics-exporter", "y"},
+			want: []string{`--traces-exporter "x"`, `--metrics-exporter "y"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, tt.args, tt.env)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			for _, h := range tt.hide {
+				if strings.Contains(err.Error(), h) {
+					t.Errorf("error %q leaks %q", err, h)
+				}
+			}
+		})
+	}
+}
+
+func TestRegisterFlagsUsage(t *testing.T) {
+	fs := flag.NewFlagSet("pi-otel", flag.ContinueOnError)
+	config.RegisterFlags(fs)
+	for _, name := range []string{"traces-exporter", "traces-file", "endpoint", "protocol", "headers", "insecure",
+		"certificate", "client-certificate", "client-key", "timeout", "service-name", "resource-attributes",
+		"metrics-exporter", "metrics-file", "quiet", "flush-timeout", "capture-content", "max-content-length",
+		"redact", "queue-size"} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flag --%s is not registered", name)
+			continue
+		}
+		if f.Usage == "" {
+			t.Errorf("flag --%s has no usage", name)
+		}
+	}
+	// Flags not given stay out of Load's way: an unparsed set is the defaults.
+	cfg, err := config.Load(fs, func(string) string { return "" })
+	if err != nil || cfg.Traces.Exporter != config.ExporterConsole {
+		t.Errorf("unparsed flags: %+v, %v", cfg.Traces, err)
+	}
+}

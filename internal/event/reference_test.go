@@ -1,0 +1,401 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// referenceDecode and referencePeek are Decode and Peek as they were
+// before the single-pass scanner, built on encoding/json alone. The fast
+// decoder must give the same Event and the same error for every input.
+func referenceDecode(rec []byte, opts Options) (Event, error) {
+	typ, err := referencePeek(rec)
+	if err != nil {
+		return Event{}, err
+	}
+	// decodeSlow is the encoding/json path: the reference for the fields.
+	return decodeSlow(rec, typ, opts)
+}
+
+func referencePeek(rec []byte) (string, error) {
+	if !utf8.Valid(rec) {
+		return "", ErrInvalidUTF8
+	}
+	if !json.Valid(rec) {
+		return "", ErrInvalidJSON
+	}
+	i := skipSpace(rec, 0)
+	if i >= len(rec) || rec[i] != '{' {
+		return "", ErrNotObject
+	}
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if t, ok := leadingType(rec[i:]); ok {
+		return t, nil
+	}
+	if err := json.Unmarshal(rec, &head); err != nil || head.Type == nil {
+		return "", ErrNoType
+	}
+	return *head.Type, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// checkAgainstReference compares Peek, Decode and a Decoder with the
+// reference, content capture off and on.
+func checkAgainstReference(t *testing.T, rec []byte) {
+	t.Helper()
+	wantType, wantErr := referencePeek(rec)
+	gotType, gotErr := Peek(rec)
+	if gotType != wantType || errText(gotErr) != errText(wantErr) {
+		t.Fatalf("Peek(%q) = %q, %v; reference %q, %v", truncated(rec), gotType, gotErr, wantType, wantErr)
+	}
+	for _, content := range []bool{false, true} {
+		opts := Options{Content: content}
+		want, wantErr := referenceDecode(rec, opts)
+		got, gotErr := Decode(rec, opts)
+		if errText(gotErr) != errText(wantErr) {
+			t.Fatalf("Decode(%q, %+v) error %v; reference %v", truncated(rec), opts, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q, %+v):\n got %s\nwant %s", truncated(rec), opts, dump(got), dump(want))
+		}
+		d := NewDecoder(opts)
+		for range 2 { // the second call reuses the storage
+			gp, gotErr := d.Decode(rec)
+			if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(*gp, want) {
+				t.Fatalf("Decoder.Decode(%q, %+v):\n got %s, %v\nwant %s, %v", truncated(rec), opts, dump(*gp), gotErr, dump(want), wantErr)
+			}
+		}
+	}
+}
+
+func dump(ev Event) string {
+	b, _ := json.Marshal(ev)
+	s := fmt.Sprintf("%+v %s", ev, b)
+	if ev.Message != nil {
+		s += fmt.Sprintf(" message %+v", *ev.Message)
+	}
+	if ev.AssistantMessageEvent != nil {
+		s += fmt.Sprintf(" ame %+v", *ev.AssistantMessageEvent)
+	}
+	return s
+}
+
+// captured is every record of every captured Pi stream, all versions, and
+// both directions of the RPC captures.
+func captured(t testing.TB) [][]byte {
+	files, err := filepath.Glob(repo.Path("testdata/captures/*/*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captures: %v", err)
+	}
+	var recs [][]byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range bytes.Split(data, []byte("\n")) {
+			if len(r) > 0 {
+				recs = append(recs, r)
+			}
+		}
+	}
+	return recs
+}
+
+func TestDecodeMatchesReferenceOnCaptures(t *testing.T) {
+	for _, rec := range captured(t) {
+		checkAgainstReference(t, rec)
+	}
+}
+
+func TestDecodeMatchesReferenceOnGeneratedStream(t *testing.T) {
+	data, _ := streamgen.Generate(4<<20, streamgen.WithBigOutputs(50, 100<<10, 300<<10), streamgen.WithRetries(3), streamgen.WithCompactions(3))
+	for _, rec := range streamgen.Records(data) {
+		checkAgainstReference(t, rec)
+	}
+}
+
+// oddRecords are shapes Pi does not write but a record may still have:
+// each must decode exactly as encoding/json decodes it, whether the fast
+// path takes it or hands it on.
+var oddRecords = []string{
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":3}}`,
+	`{"type":"message_update","assistantMessageEvent":null}`,
+	`{"type":"message_update","assistantMessageEvent":"x"}`,
+	`{"type":"message_update","assistantMessageEvent":[]}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":null,"contentIndex":null}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":5}}`,
+	`{"type":"message_update","assistantMessageEvent":{"contentIndex":1.5}}`,
+	`{"type":"message_update","assistantMessageEvent":{"contentIndex":1e2}}`,
+	`{"type":"message_update","assistantMessageEvent":{"contentIndex":-0}}`,
+	`{"type":"message_update","assistantMessageEvent":{"contentIndex":99999999999999999999}}`,
+	`{"type":"message_update","assistantMessageEvent":{"contentIndex":"1"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"text\u005fdelta"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"Type":"a","type":"b"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"TYPE":"a"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"a","type":"b"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"a"},"assistantMessageEvent":{"contentIndex":2}}`,
+	`{"type":"message_update","AssistantMessageEvent":{"type":"a"}}`,
+	`{"type":"message_update","assistantmessageevent":{"type":"a"}}`,
+	`{"type":"message_update","a\u0073sistantMessageEvent":{"type":"a"}}`,
+	"{\"type\":\"message_update\",\"a\u017fsistantMessageEvent\":{\"type\":\"a\"}}",
+	`{"type":"message_update","message":null,"assistantMessageEvent":{"type":"text_delta"}}`,
+	`{"type":"message_update","message":{"role":"assistant"},"message":1}`,
+	`{"type":"message_update","MESSAGE":{}}`,
+	`{"type":"message_update","usage":{"input":"x"},"assistantMessageEvent":{"type":"text_delta","delta":"\ud83d\ude80 \ud800 x"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":5}}`,
+	`{"type":"agent_end","messages":[],"willRetry":null}`,
+	`{"type":"agent_end","messages":null,"willRetry":true,"aborted":false}`,
+	`{"type":"agent_end","messages":[1, "x" ,{"a":[]} , null],"willRetry":false}`,
+	`{"type":"agent_end","messages":{}}`,
+	`{"type":"agent_end","willRetry":"yes"}`,
+	`{"type":"agent_end","willRetry":true,"willRetry":false}`,
+	`{"type":"agent_end","WillRetry":true}`,
+	`{"type":"tool_execution_end","toolCallId":"a","durationMs":{"ms":3}}`,
+	`{"type":"tool_execution_end","toolCallId":"a","durationMs":null,"isError":null,"result":null}`,
+	`{"type":"tool_execution_end","toolCallId":"a\"b\\c\n","isError":1}`,
+	`{"type":"tool_execution_end","toolCallId":7}`,
+	`{"type":"tool_execution_end","result":{"content":[{"type":"text","text":"a\"b"}]},"durationMs":1e400}`,
+	`{"type":"tool_execution_end","durationMs":-1.5e-3,"toolcallid":"x"}`,
+	`{"type":"session","version":3.0,"id":"x"}`,
+	`{"type":"session","version":null,"id":null,"timestamp":"2026-01-01T00:00:00Z"}`,
+	`{"type":"session","version":9223372036854775808}`,
+	`{"type":"session_info_changed","name":null}`,
+	`{"type":"session_info_changed","name":"n\u00e9"}`,
+	`{"type":"session_info_changed","name":5}`,
+	`{"type":"message_start","message":null}`,
+	`{"type":"message_start","message":"hi"}`,
+	`{"type":"message_start","message":[]}`,
+	`{"type":"message_start","message":{}}`,
+	`{"type":"message_end","message":{"role":"system","sections":{"a":"x","b":null,"c\u0041":"y"}}}`,
+	`{"type":"message_end","message":{"role":"system","sections":{"a":"x","a":"y"},"toolsAdded":[],"tools":null}}`,
+	`{"type":"message_end","message":{"role":"system","sections":{"a":1}}}`,
+	`{"type":"message_end","message":{"role":"system","sections":[]}}`,
+	`{"type":"message_end","message":{"role":"assistant","usage":{"input":1,"cost":{"total":0.5,"Total":1}}}}`,
+	`{"type":"message_end","message":{"role":"assistant","usage":{"input":1.0}}}`,
+	`{"type":"message_end","message":{"role":"assistant","usage":{"cost":null}}}`,
+	`{"type":"message_end","message":{"role":"assistant","usage":null,"durationMs":null,"timestamp":null}}`,
+	`{"type":"message_end","message":{"role":"assistant","Role":"user"}}`,
+	`{"type":"message_end","message":{"role":"assistant","timestamp":"1"}}`,
+	`{"type":"message_end","message":{"role":"assistant","Raw":"x","raw":1}}`,
+	`{"type":"message_end","Message":{"role":"assistant"}}`,
+	`{"type":"turn_end","message":{"role":5},"toolResults":[{}]}`,
+	`{"type":"queue_update","steering":["a","b"],"followUp":[]}`,
+	`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"529"}`,
+	`{"type":"auto_retry_start","attempt":1.5}`,
+	`{"type":"auto_retry_end","success":true,"attempt":1,"finalError":null}`,
+	`{"type":"extension_ui_request","id":"1","method":"select","timeout":1000,"data":{"x":1}}`,
+	`{"type":"response","command":"get_state","data":null,"error":"x"}`,
+	`{"type":"hologram_start","x":[1,2]}`,
+	`{"x":1,"type":"turn_start"}`,
+	`{"type":"a","type":"b"}`,
+	`{"type":"a","type":null}`,
+	`{"type":"a","type":3}`,
+	`{"type":"a","Type":"b"}`,
+	`{"Type":"b"}`,
+	`{"TYPE":"b","x":1}`,
+	`{"\u0074ype":"b"}`,
+	`{"t\u0079pe":"b","type":"c"}`,
+	`{"type":""}`,
+	`{"type":"agent\u005fend","messages":[]}`,
+	` { "type" : "agent_settled" , "aborted" : true } `,
+	"{\"type\":\"x\",\"é\":1}",
+	`{"type":"tool_execution_update","partialResult":{"content":[]},"args":{},"toolName":"bash"}`,
+	`{"type":"compaction_end","result":null,"aborted":false,"willRetry":true,"errorMessage":"e\te"}`,
+	`{"type":"entry_appended","entry":{"type":"context_edit"}}`,
+	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
+}
+
+func TestDecodeMatchesReferenceOnOddRecords(t *testing.T) {
+	for _, rec := range oddRecords {
+		checkAgainstReference(t, []byte(rec))
+	}
+	var many bytes.Buffer // more top-level members than the scan records
+	many.WriteString(`{"type":"tool_execution_end"`)
+	for i := range 40 {
+		fmt.Fprintf(&many, `,"k%d":%d`, i, i)
+	}
+	many.WriteString(`,"toolCallId":"z"}`)
+	checkAgainstReference(t, many.Bytes())
+}
+
+func FuzzDecodeMatchesReference(f *testing.F) {
+	for _, rec := range oddRecords {
+		f.Add([]byte(rec))
+	}
+	for _, rec := range captured(f) {
+		if len(rec) < 4096 {
+			f.Add(rec)
+		}
+	}
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		checkAgainstReference(t, rec)
+	})
+}
+
+// fastPath reports whether rec decodes without falling back to
+// encoding/json.
+func fastPath(rec []byte, opts Options) bool {
+	var s scan
+	typ, fast, err := peek(rec, &s)
+	if err != nil || !fast {
+		return false
+	}
+	var ev Event
+	if typ == TypeMessageUpdate && !opts.Content {
+		return s.decodeLite(rec, &ev, nil, false)
+	}
+	return s.decodeFull(rec, typ, &ev, false)
+}
+
+// Every record Pi 1.6.0 writes, and every generated one, must take the
+// fast path: a fallback would be correct but slow.
+func TestFastPathCoversPiRecords(t *testing.T) {
+	recs := captured(t)
+	data, _ := streamgen.Generate(2<<20, streamgen.WithRetries(3), streamgen.WithCompactions(3))
+	recs = append(recs, streamgen.Records(data)...)
+	for _, rec := range recs {
+		for _, content := range []bool{false, true} {
+			if _, err := referenceDecode(rec, Options{Content: content}); err != nil {
+				// RPC captures hold a malformed line and the controller's
+				// commands, whose "message" is text: errors may be slow.
+				continue
+			}
+			if !fastPath(rec, Options{Content: content}) {
+				t.Errorf("content %v: slow path for %q", content, truncated(rec))
+			}
+		}
+	}
+	// And the odd shapes must not: they are what the fallback is for.
+	for _, rec := range []string{`{"type":"a","Type":"b"}`, `{"type":"agent_end","willRetry":true,"willRetry":false}`, `{"type":"message_update","assistantMessageEvent":{"TYPE":"a"}}`} {
+		if fastPath([]byte(rec), Options{}) {
+			t.Errorf("fast path took %s", rec)
+		}
+	}
+}
+
+// Decode's Event owns its bytes, so a caller may keep it; the Decoder's
+// raw fields are views of the record.
+func TestDecodeCopiesDecoderAliases(t *testing.T) {
+	src := `{"type":"tool_execution_end","toolCallId":"c","result":{"x":"abc"},"durationMs":1}`
+	rec := []byte(src)
+	ev, err := Decode(rec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(Options{})
+	dev, err := d.Decode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(rec, bytes.Repeat([]byte("#"), len(rec)))
+	if string(ev.Result) != `{"x":"abc"}` || ev.ToolCallID != "c" {
+		t.Fatalf("Decode's event changed with the record: %s %q", ev.Result, ev.ToolCallID)
+	}
+	if dev.ToolCallID != "c" {
+		t.Fatalf("the Decoder's strings must be copies, got %q", dev.ToolCallID)
+	}
+	if !bytes.HasPrefix(dev.Result, []byte("#")) {
+		t.Fatalf("the Decoder copied the raw result %s; it should be a view", dev.Result)
+	}
+	if cap(dev.Result) != len(dev.Result) {
+		t.Fatal("a view must be capped so appending cannot overwrite the record")
+	}
+}
+
+// checkSequence decodes recs in order with one Decoder, whose scan
+// remembers repeated values from record to record, and compares each with
+// the reference.
+func checkSequence(t *testing.T, recs [][]byte) {
+	t.Helper()
+	for _, content := range []bool{false, true} {
+		opts := Options{Content: content}
+		d := NewDecoder(opts)
+		for _, rec := range recs {
+			want, wantErr := referenceDecode(rec, opts)
+			got, gotErr := d.Decode(rec)
+			if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(*got, want) {
+				t.Fatalf("Decoder.Decode(%q, %+v) in sequence:\n got %s, %v\nwant %s, %v", truncated(rec), opts, dump(*got), gotErr, dump(want), wantErr)
+			}
+		}
+	}
+}
+
+func TestDecoderSequenceMatchesReference(t *testing.T) {
+	data, _ := streamgen.Generate(4<<20, streamgen.WithBigOutputs(50, 100<<10, 300<<10), streamgen.WithRetries(3), streamgen.WithCompactions(3))
+	checkSequence(t, streamgen.Records(data))
+	checkSequence(t, captured(t))
+
+	// A remembered value followed by bytes that break the record, or that
+	// continue the value, must not pass for the remembered one.
+	usage := `{"input":200,"output":80,"cacheRead":1000,"cacheWrite":0,"reasoning":50,"totalTokens":1280}`
+	ok := `{"type":"message_update","usage":` + usage + `,"assistantMessageEvent":{"type":"text_delta","contentIndex":0}}`
+	var seq [][]byte
+	for _, next := range []string{
+		ok,
+		`{"type":"message_update","usage":` + usage + `x,"assistantMessageEvent":{"type":"text_delta"}}`,
+		`{"type":"message_update","usage":` + usage + `}`,
+		`{"type":"message_update","usage":` + usage,
+		`{"type":"message_update","usage":` + usage[:len(usage)-1] + `,"x":1}}`,
+		`{"type":"message_update","usage":` + usage[:len(usage)-1],
+		`{"type":"message_update","x":` + usage + `,"usage":` + usage + `}`,
+		`{"type":"message_update","usage":` + usage + `,"usage":` + usage + `}`,
+		`{"type":"message_update","usage":[` + usage + `]}`,
+		`{"usage":` + usage + `,"type":"message_update"}`,
+		"{\"type\":\"message_update\",\"usage\":" + usage + "\xff}",
+		ok,
+	} {
+		seq = append(seq, []byte(ok), []byte(next))
+	}
+	checkSequence(t, seq)
+}
+
+func FuzzDecoderSequenceMatchesReference(f *testing.F) {
+	usage := `{"input":200,"output":80,"cacheRead":1000,"cacheWrite":0,"reasoning":50,"totalTokens":1280}`
+	f.Add([]byte(`{"type":"message_update","usage":`+usage+`}`), []byte(`{"type":"message_update","usage":`+usage+`,"x":[1]}`))
+	recs := captured(f)
+	for i := 0; i+1 < len(recs); i += 7 {
+		if len(recs[i]) < 4096 && len(recs[i+1]) < 4096 {
+			f.Add(recs[i], recs[i+1])
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		checkSequence(t, [][]byte{a, b, a, b})
+	})
+}
+
+// BenchmarkReferenceDecodeStream is the encoding/json decoder this package
+// used before, over the stream BenchmarkDecodeStream reads: the baseline
+// for docs/performance.md.
+func BenchmarkReferenceDecodeStream(b *testing.B) {
+	data, _ := streamgen.Generate(32 << 20)
+	recs := streamgen.Records(data)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range recs {
+			if _, err := referenceDecode(r, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
+}

@@ -1,0 +1,133 @@
+package framing_test
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
+
+// FuzzSplit checks that the Splitter under arbitrary chunking, the Reader
+// under arbitrary read sizes and Forward all agree, and that the records
+// account for every input byte: put back together with their terminators
+// and the dropped empty lines, they are the input.
+func FuzzSplit(f *testing.F) {
+	f.Add(mixed, []byte{3, 0, 7})
+	f.Add([]byte(""), []byte{})
+	f.Add([]byte("\r"), []byte{0})
+	f.Add([]byte("\r\n\r\r\n\n"), []byte{1})
+	f.Add([]byte("a\r\r\nb\r"), []byte{2, 1})
+	f.Add([]byte("{\"s\":\"\u2028\u2029\"}\r\n\xff\xfe"), []byte{5, 1, 1})
+	f.Fuzz(func(t *testing.T, data, cuts []byte) {
+		// Splitter: chunk sizes from cuts (empty writes included), then
+		// the rest in one write.
+		var sc collector
+		s := framing.NewSplitter(sc.emit)
+		rest := data
+		for _, c := range cuts {
+			n := min(int(c)%32, len(rest))
+			s.Write(rest[:n])
+			rest = rest[n:]
+		}
+		s.Write(rest)
+		s.Flush()
+		sst := s.Stats()
+
+		readSizes := make([]int, len(cuts))
+		for i, c := range cuts {
+			readSizes[i] = 1 + int(c)%31
+		}
+		bufSize := 1
+		if len(cuts) > 0 {
+			bufSize += int(cuts[0]) % 16
+		}
+
+		r := framing.NewReader(&chunkReader{data: data, sizes: readSizes}, framing.WithReadSize(bufSize))
+		rrecs, err := readAll(r)
+		if err != io.EOF {
+			t.Fatalf("Reader error %v", err)
+		}
+		if !equalRecords(sc.records, rrecs) {
+			t.Fatalf("Splitter %q and Reader %q disagree", sc.records, rrecs)
+		}
+
+		var fc collector
+		var dst bytes.Buffer
+		fst, err := framing.Forward(&dst, &chunkReader{data: data, sizes: readSizes}, fc.emit, framing.WithReadSize(bufSize))
+		if err != nil || fst.DstErr != nil {
+			t.Fatalf("Forward = %v, DstErr %v", err, fst.DstErr)
+		}
+		if !bytes.Equal(dst.Bytes(), data) {
+			t.Fatalf("Forward dst %q, want %q", dst.Bytes(), data)
+		}
+		if !equalRecords(sc.records, fc.records) {
+			t.Fatalf("Splitter %q and Forward %q disagree", sc.records, fc.records)
+		}
+
+		if rst := r.Stats(); sst != rst || sst != fst {
+			t.Fatalf("Stats disagree: Splitter %+v, Reader %+v, Forward %+v", sst, rst, fst)
+		}
+		if sst.Bytes != int64(len(data)) || sst.Records != int64(len(sc.records)) {
+			t.Fatalf("Stats %+v for %d bytes and %d records", sst, len(data), len(sc.records))
+		}
+
+		empty := walk(t, data, sc.records)
+		if sst.EmptyLines != int64(empty) {
+			t.Fatalf("EmptyLines = %d, input has %d", sst.EmptyLines, empty)
+		}
+		want, _ := referenceSplit(data)
+		if !equalRecords(sc.records, want) {
+			t.Fatalf("records %q, oracle %q", sc.records, want)
+		}
+	})
+}
+
+// walk rebuilds data from the records: each record must appear in order,
+// followed by LF, CR LF or the end of input (one CR may also precede the end
+// of input), with only empty lines between records. It returns how many
+// empty lines it skipped.
+func walk(t *testing.T, data []byte, records [][]byte) (empty int) {
+	t.Helper()
+	skipEmpty := func() {
+		for {
+			switch {
+			case bytes.HasPrefix(data, []byte("\n")):
+				data = data[1:]
+			case bytes.HasPrefix(data, []byte("\r\n")):
+				data = data[2:]
+			case string(data) == "\r":
+				data = data[1:]
+			default:
+				return
+			}
+			empty++
+		}
+	}
+	for i, rec := range records {
+		if len(rec) == 0 || bytes.IndexByte(rec, '\n') >= 0 {
+			t.Fatalf("record %d is empty or holds an LF: %q", i, rec)
+		}
+		skipEmpty()
+		if !bytes.HasPrefix(data, rec) {
+			t.Fatalf("record %d %q is not next in the input %q", i, rec, data)
+		}
+		data = data[len(rec):]
+		switch {
+		case len(data) == 0:
+		case data[0] == '\n':
+			data = data[1:]
+		case bytes.HasPrefix(data, []byte("\r\n")):
+			data = data[2:]
+		case string(data) == "\r":
+			data = data[1:]
+		default:
+			t.Fatalf("record %d %q is followed by %q, not a line end", i, rec, data)
+		}
+	}
+	skipEmpty()
+	if len(data) > 0 {
+		t.Fatalf("input %q left over after the last record", data)
+	}
+	return empty
+}

@@ -1,0 +1,135 @@
+package framing_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
+
+// referenceSplit is the test oracle, written independently of the package:
+// EOF ends the last line like an LF, one CR before the end of a line is
+// dropped, and empty lines are dropped (but counted).
+func referenceSplit(data []byte) (records [][]byte, empty int) {
+	if len(data) == 0 {
+		return nil, 0
+	}
+	if data[len(data)-1] == '\n' {
+		data = data[:len(data)-1]
+	}
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) == 0 {
+			empty++
+			continue
+		}
+		records = append(records, line)
+	}
+	return records, empty
+}
+
+// collector keeps copies of emitted records.
+type collector struct{ records [][]byte }
+
+func (c *collector) emit(rec []byte) { c.records = append(c.records, bytes.Clone(rec)) }
+
+// splitChunks feeds data to a fresh Splitter in chunks of the given sizes
+// (the remainder goes in one last chunk) and returns the records.
+func splitChunks(data []byte, sizes ...int) ([][]byte, *collector) {
+	var c collector
+	s := framing.NewSplitter(c.emit)
+	for _, n := range sizes {
+		n = min(n, len(data))
+		s.Write(data[:n])
+		data = data[n:]
+	}
+	s.Write(data)
+	s.Flush()
+	return c.records, &c
+}
+
+// chunkReader returns data in reads of the given sizes, cycling through
+// them; a size of 0 makes a (0, nil) read.
+type chunkReader struct {
+	data  []byte
+	sizes []int
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.data)
+	if len(r.sizes) > 0 {
+		n = r.sizes[r.i%len(r.sizes)]
+		r.i++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+var errBroken = errors.New("broken pipe (test)")
+
+// failingWriter accepts limit bytes, then fails every write.
+type failingWriter struct {
+	buf    bytes.Buffer
+	limit  int
+	failed bool
+	writes int // writes attempted after the first failure
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.failed {
+		w.writes++
+		return 0, errBroken
+	}
+	room := w.limit - w.buf.Len()
+	if room >= len(p) {
+		return w.buf.Write(p)
+	}
+	w.failed = true
+	w.buf.Write(p[:room])
+	return room, errBroken
+}
+
+// readAll drains a Reader, copying records.
+func readAll(r recordReader) ([][]byte, error) {
+	var out [][]byte
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, bytes.Clone(rec))
+	}
+}
+
+type recordReader interface{ Next() ([]byte, error) }
+
+func equalRecords(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func quote(recs [][]byte) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		if len(r) > 80 {
+			out[i] = string(r[:40]) + "…" + string(r[len(r)-40:])
+			continue
+		}
+		out[i] = string(r)
+	}
+	return out
+}

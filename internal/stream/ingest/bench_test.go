@@ -1,0 +1,99 @@
+package ingest_test
+
+import (
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+var stream = sync.OnceValues(func() ([]byte, [][]byte) {
+	data, _ := streamgen.Generate(32 << 20)
+	return data, streamgen.Records(data)
+})
+
+// midMessage returns a sink whose mapper is inside an assistant message
+// that has had its first delta, the state most records arrive in.
+func midMessage(b *testing.B, tp trace.TracerProvider) (*ingest.Sink, map[string][]byte) {
+	_, recs := stream()
+	s := ingest.New(mapper.New(tp))
+	byKind := map[string][]byte{}
+	first := -1
+	for i, r := range recs {
+		k := streamgen.Kind(r)
+		if _, ok := byKind[k]; !ok {
+			byKind[k] = r
+		}
+		if first < 0 && k == "message_update/text_delta" {
+			first = i
+		}
+	}
+	for _, r := range recs[:first+1] {
+		s.Record(r)
+	}
+	if st := s.Stats(); st.Malformed != 0 {
+		b.Fatalf("setup: %+v", st)
+	}
+	return s, byKind
+}
+
+// BenchmarkRecord is Sink.Record on one message_update kind after another,
+// in the middle of a message: the path nearly every record takes.
+func BenchmarkRecord(b *testing.B) {
+	for _, k := range []string{"message_update/text_delta", "message_update/thinking_delta", "message_update/toolcall_delta", "message_update/text_end"} {
+		b.Run(k, func(b *testing.B) {
+			s, byKind := midMessage(b, noop.NewTracerProvider())
+			rec := byKind[k]
+			b.SetBytes(int64(len(rec)))
+			b.ReportAllocs()
+			start := cpuTime()
+			for b.Loop() {
+				s.Record(rec)
+			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkRecordStream feeds the whole realistic mix through a sink, with
+// spans that go nowhere (noop) and with the SDK recording them.
+func BenchmarkRecordStream(b *testing.B) {
+	data, recs := stream()
+	for _, tc := range []struct {
+		name string
+		tp   func() trace.TracerProvider
+	}{
+		{"noop", func() trace.TracerProvider { return noop.NewTracerProvider() }},
+		{"sdk", func() trace.TracerProvider { return sdktrace.NewTracerProvider() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s := ingest.New(mapper.New(tc.tp()), ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
+				for _, r := range recs {
+					s.Record(r)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
+		})
+	}
+}
+
+// cpuTime is the CPU time the process has used; on a busy machine it is
+// steadier than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

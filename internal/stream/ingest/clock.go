@@ -1,0 +1,109 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+)
+
+// StreamClock places events in time from what the stream itself carries,
+// for replay: the session header's ISO timestamp, message timestamps (epoch
+// ms), the assistant message's durationMs, and tools' durationMs. An event
+// with no time of its own takes the latest time seen, so spans between two
+// timed records collapse onto the earlier one: an approximation.
+type StreamClock struct {
+	last       time.Time
+	toolStarts map[string]time.Time
+	// pending is a retry's announced delay: the next untimed event is
+	// placed after it, so a replayed retry spans its wait.
+	pending time.Duration
+}
+
+// NewStreamClock returns a clock that starts at start until the stream
+// says otherwise.
+func NewStreamClock(start time.Time) *StreamClock {
+	return &StreamClock{last: start, toolStarts: map[string]time.Time{}}
+}
+
+// Time returns when ev happened.
+func (c *StreamClock) Time(ev *event.Event) time.Time {
+	if ev.Type == event.TypeAutoRetryStart {
+		c.pending = ms(ev.DelayMs)
+		return c.last
+	}
+	if c.pending > 0 && ev.Type == event.TypeAgentStart {
+		c.advance(c.last.Add(c.pending))
+		c.pending = 0
+	}
+	if t, ok := OwnTime(ev); ok {
+		return c.advance(t)
+	}
+	switch ev.Type {
+	case event.TypeToolExecutionStart:
+		c.toolStarts[ev.ToolCallID] = c.last
+	case event.TypeToolExecutionEnd:
+		start, ok := c.toolStarts[ev.ToolCallID]
+		delete(c.toolStarts, ev.ToolCallID)
+		if ok && ev.DurationMs != nil {
+			// Parallel tools end in any order: this end is exact even
+			// when another tool already moved the clock further.
+			end := start.Add(ms(*ev.DurationMs))
+			c.advance(end)
+			return end
+		}
+	}
+	return c.last
+}
+
+func (c *StreamClock) advance(t time.Time) time.Time {
+	if t.After(c.last) {
+		c.last = t
+	}
+	return c.last
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// OwnTime is the time an event carries itself, if any: the session
+// header's, or a message's (its end adds the assistant's durationMs).
+func OwnTime(ev *event.Event) (time.Time, bool) {
+	switch ev.Type {
+	case event.TypeSession:
+		if t, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err == nil {
+			return t, true
+		}
+	case event.TypeMessageStart, event.TypeMessageEnd:
+		msg := ev.Message
+		if msg == nil || msg.Timestamp <= 0 {
+			break
+		}
+		t := time.UnixMilli(int64(msg.Timestamp))
+		if ev.Type == event.TypeMessageEnd && msg.DurationMs != nil {
+			t = t.Add(ms(*msg.DurationMs))
+		}
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// Now is the latest time the stream has reached.
+func (c *StreamClock) Now() time.Time { return c.last }
+
+// Anchor returns the first time one of records carries. A replay looks for
+// it before it starts, since an RPC capture has no header and opens with
+// untimed events.
+func Anchor(records [][]byte) (time.Time, bool) {
+	for _, rec := range records {
+		ev, err := event.Decode(rec, event.Options{})
+		if err != nil {
+			continue
+		}
+		if t, ok := OwnTime(&ev); ok {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Reset moves the clock to t, earlier or later.
+func (c *StreamClock) Reset(t time.Time) { c.last = t }

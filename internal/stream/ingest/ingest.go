@@ -1,0 +1,142 @@
+// Package ingest feeds raw records to the mapper: it decodes them, counts
+// and reports the ones it cannot trace, and stamps each with a time.
+//
+// A record that fails to decode has already been passed through by the
+// caller; here it is only counted and, rate-limited, reported on stderr.
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// Clock gives the time an event happened.
+type Clock interface {
+	Time(ev *event.Event) time.Time
+}
+
+// LiveClock stamps events with their arrival time.
+type LiveClock struct{}
+
+// Time returns now.
+func (LiveClock) Time(*event.Event) time.Time { return time.Now() }
+
+// Stats counts records. It is safe to read while records flow.
+type Stats struct {
+	Records, Malformed, InvalidUTF8, NotObject, NoType int64
+}
+
+// Sink decodes records into a mapper. Record must be called from one
+// goroutine; Stats may be read from any.
+type Sink struct {
+	m       *mapper.Mapper
+	clock   Clock
+	opts    event.Options
+	warn    io.Writer
+	limiter warnLimiter
+	dec     *event.Decoder // reused: a message_update allocates nothing
+
+	records, malformed, invalidUTF8, notObject, noType atomic.Int64
+}
+
+// Option configures a Sink.
+type Option func(*Sink)
+
+// WithClock sets how events are timed (default: arrival time).
+func WithClock(c Clock) Option { return func(s *Sink) { s.clock = c } }
+
+// WithWarnings sets where bad records are reported (default: nowhere).
+func WithWarnings(w io.Writer) Option { return func(s *Sink) { s.warn = w } }
+
+// WithContent keeps message deltas for content capture.
+func WithContent(on bool) Option { return func(s *Sink) { s.opts.Content = on } }
+
+// New returns a Sink feeding m.
+func New(m *mapper.Mapper, opts ...Option) *Sink {
+	s := &Sink{m: m, clock: LiveClock{}, warn: io.Discard}
+	for _, o := range opts {
+		o(s)
+	}
+	s.dec = event.NewDecoder(s.opts)
+	return s
+}
+
+// Record handles one framed record. It reads rec only during the call.
+func (s *Sink) Record(rec []byte) {
+	n := s.records.Add(1)
+	ev, err := s.dec.Decode(rec)
+	if err != nil {
+		s.bad(n, ev.Type, err)
+		if ev.Type == "" {
+			return
+		}
+		// A known type whose fields did not decode still marks its place
+		// in the lifecycle (a future Pi may change a field's shape).
+	}
+	s.m.Handle(ev, s.clock.Time(ev))
+}
+
+func (s *Sink) bad(n int64, typ string, err error) {
+	switch {
+	case errors.Is(err, event.ErrInvalidUTF8):
+		s.invalidUTF8.Add(1)
+	case errors.Is(err, event.ErrNotObject):
+		s.notObject.Add(1)
+	case errors.Is(err, event.ErrNoType):
+		s.noType.Add(1)
+	}
+	s.malformed.Add(1)
+	if ok, suppressed := s.limiter.allow(time.Now()); ok {
+		what := "record"
+		if typ != "" {
+			what = typ + " record"
+		}
+		msg := fmt.Sprintf("pi-otel: %s %d not traced: %v (passed through unchanged)", what, n, err)
+		if suppressed > 0 {
+			msg += fmt.Sprintf("; %d more since the last report", suppressed)
+		}
+		fmt.Fprintln(s.warn, msg)
+	}
+}
+
+// Stats returns the counters.
+func (s *Sink) Stats() Stats {
+	return Stats{
+		Records:     s.records.Load(),
+		Malformed:   s.malformed.Load(),
+		InvalidUTF8: s.invalidUTF8.Load(),
+		NotObject:   s.notObject.Load(),
+		NoType:      s.noType.Load(),
+	}
+}
+
+// warnLimiter lets the first few reports through, then one per interval,
+// so a stream of garbage cannot flood the user's terminal.
+type warnLimiter struct {
+	sent       int
+	last       time.Time
+	suppressed int64
+}
+
+const (
+	warnBurst    = 5
+	warnInterval = 10 * time.Second
+)
+
+func (l *warnLimiter) allow(now time.Time) (bool, int64) {
+	if l.sent < warnBurst || now.Sub(l.last) >= warnInterval {
+		l.sent++
+		l.last = now
+		s := l.suppressed
+		l.suppressed = 0
+		return true, s
+	}
+	l.suppressed++
+	return false, 0
+}

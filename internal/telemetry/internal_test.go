@@ -1,0 +1,312 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+)
+
+// gateExporter blocks every export until its gate opens, and can fail them.
+type gateExporter struct {
+	gate    chan struct{}
+	entered chan struct{} // gets a value each time an export starts
+	fail    error
+
+	mu       sync.Mutex
+	exported int
+	calls    int
+	stopped  bool
+}
+
+func newGate() *gateExporter {
+	return &gateExporter{gate: make(chan struct{}), entered: make(chan struct{}, 100)}
+}
+
+func (g *gateExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	g.entered <- struct{}{}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if g.fail != nil {
+		return g.fail
+	}
+	g.mu.Lock()
+	g.exported += len(spans)
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *gateExporter) Shutdown(context.Context) error {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	return nil
+}
+
+func endSpans(tp *sdktrace.TracerProvider, n int) {
+	tr := tp.Tracer("t")
+	for range n {
+		_, s := tr.Start(context.Background(), "s")
+		s.End()
+	}
+}
+
+func testBatch() config.Batch {
+	return config.Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Hour, ExportTimeout: time.Hour}
+}
+
+func TestBatcherDropsWhenFullAndCounts(t *testing.T) {
+	g := newGate()
+	c := newCounters()
+	b := newBatcher(g, testBatch(), c, nil)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+
+	// Two spans fill a batch, whose export then blocks at the gate.
+	endSpans(tp, 2)
+	<-g.entered
+	// The queue takes four more; the rest are dropped, without blocking.
+	endSpans(tp, 10)
+	if s, _ := c.snapshot(); s.Ended != 12 || s.Dropped != 6 || s.Pending() != 6 {
+		t.Errorf("while blocked: %+v (pending %d)", s, s.Pending())
+	}
+	close(g.gate)
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.freeze(true)
+	s, _ := c.snapshot()
+	if s != (Stats{Traces: 12, Ended: 12, Exported: 6, Dropped: 6}) {
+		t.Errorf("after shutdown: %+v", s)
+	}
+	if g.exported != 6 || !g.stopped {
+		t.Errorf("exporter got %d spans, stopped %v", g.exported, g.stopped)
+	}
+	// Spans ending after Shutdown are not exported. (The SDK stops
+	// calling processors once the provider is shut down, so call OnEnd
+	// as a late caller racing Shutdown would.)
+	tp2 := sdktrace.NewTracerProvider()
+	_, late := tp2.Tracer("t").Start(context.Background(), "late")
+	late.End()
+	b.OnEnd(late.(sdktrace.ReadOnlySpan))
+	if s2, _ := c.snapshot(); s2 != s {
+		t.Errorf("frozen counts changed: %+v", s2)
+	}
+}
+
+func TestBatcherShutdownTimeout(t *testing.T) {
+	g := newGate() // never opens
+	c := newCounters()
+	b := newBatcher(g, testBatch(), c, nil)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	endSpans(tp, 5)
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the flush timeout has run out
+	if err := b.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v", err)
+	}
+	c.freeze(true)
+	s, _ := c.snapshot()
+	if s.Ended != 5 || s.Exported != 0 || s.Failed+s.Dropped != 5 {
+		t.Errorf("stats = %+v", s)
+	}
+	if !g.stopped {
+		t.Error("exporter not shut down")
+	}
+}
+
+func TestBatcherScheduleAndFlush(t *testing.T) {
+	g := newGate()
+	close(g.gate)
+	c := newCounters()
+	cfg := testBatch()
+	cfg.MaxExportBatchSize = 100
+	b := newBatcher(g, cfg, c, nil)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	endSpans(tp, 3)
+	// The schedule delay is an hour, so only ForceFlush exports these.
+	if err := b.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.snapshot(); s.Exported != 3 {
+		t.Errorf("after ForceFlush: %+v", s)
+	}
+
+	// A short delay exports without being asked.
+	g2 := newGate()
+	close(g2.gate)
+	cfg.ScheduleDelay = time.Millisecond
+	c2 := newCounters()
+	b2 := newBatcher(g2, cfg, c2, nil)
+	tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b2))
+	endSpans(tp2, 1)
+	<-g2.entered
+	_ = tp2.Shutdown(context.Background())
+	if s, _ := c2.snapshot(); s.Exported != 1 {
+		t.Errorf("timer export: %+v", s)
+	}
+	_ = tp.Shutdown(context.Background())
+}
+
+func TestBatcherFailuresAndKick(t *testing.T) {
+	g := newGate()
+	g.fail = errors.New("boom")
+	var got []error
+	c := newCounters()
+	b := newBatcher(g, testBatch(), c, func(err error) { got = append(got, err) })
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	endSpans(tp, 2)
+	<-g.entered
+	// A kick cancels the attempt in flight and tries again at once.
+	b.kick()
+	<-g.entered
+	close(g.gate)
+	_ = tp.Shutdown(context.Background())
+	s, _ := c.snapshot()
+	if s.Failed != 2 || g.calls != 2 {
+		t.Errorf("stats = %+v after %d calls", s, g.calls)
+	}
+	if len(got) != 1 || got[0].Error() != "boom" {
+		t.Errorf("errors reported = %v", got)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	d := destination{signal: "traces", host: "localhost:4317", target: "localhost:4317",
+		hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console"}
+	dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "x"}}
+	tests := []struct {
+		name        string
+		err         error
+		want        string
+		unreachable bool
+	}{
+		{"grpc refused", status.Error(codes.Unavailable,
+			`connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:4317: connect: connection refused"`),
+			"no collector at localhost:4317 (connection refused); set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console", true},
+		{"errno refused", &url.Error{Op: "Post", URL: "http://x", Err: syscall.ECONNREFUSED},
+			"no collector at localhost:4317 (connection refused)", true},
+		{"dns", errors.New("dial tcp: lookup nope: no such host"), "cannot resolve the collector host localhost:4317", true},
+		{"unreachable", fmt.Errorf("wrap: %w", syscall.EHOSTUNREACH), "cannot reach the collector at localhost:4317", true},
+		{"tls", status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`),
+			"TLS with the collector at localhost:4317 failed (tls: first record does not look like a TLS handshake)", false},
+		{"wrong protocol", status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: http2: frame too large"`),
+			"does not speak this protocol", false},
+		{"http 415", &httpStatusError{code: 415, status: "415 Unsupported Media Type"}, "does not speak this protocol", false},
+		{"grpc unauthenticated", status.Error(codes.Unauthenticated, "bad token"),
+			"the collector at localhost:4317 refused the traces (bad token); check --headers", false},
+		{"http 403", &httpStatusError{code: 403, status: "403 Forbidden"}, "refused the traces (HTTP 403 Forbidden)", false},
+		{"http 404", &httpStatusError{code: 404, status: "404 Not Found"}, "has no traces receiver there", false},
+		{"deadline", context.DeadlineExceeded, "did not answer in time", false},
+		{"other", dialErr, "exporting traces to localhost:4317 failed: dial tcp: x", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, unreachable := explain(d, tt.err)
+			if !strings.Contains(msg, tt.want) || unreachable != tt.unreachable {
+				t.Errorf("explain = %q, %v; want %q, %v", msg, unreachable, tt.want, tt.unreachable)
+			}
+		})
+	}
+	if !cancelled(status.Error(codes.Canceled, "x")) || !cancelled(fmt.Errorf("w: %w", context.Canceled)) || cancelled(context.DeadlineExceeded) {
+		t.Error("cancelled misjudges")
+	}
+}
+
+func TestReporterOnce(t *testing.T) {
+	var b strings.Builder
+	r := newReporter(&b, false)
+	r.once("a", "first")
+	r.once("a", "second")
+	r.once("b", "third")
+	if b.String() != "pi-otel: first\npi-otel: third\n" {
+		t.Errorf("got %q", b.String())
+	}
+	var q strings.Builder
+	quiet := newReporter(&q, true)
+	quiet.once("a", "x")
+	if q.Len() != 0 {
+		t.Errorf("quiet wrote %q", q.String())
+	}
+}
+
+func TestHandle(t *testing.T) {
+	var b strings.Builder
+	tel := &Telemetry{rep: newReporter(&b, false)}
+	tel.Handle(context.Canceled)
+	tel.Handle(errors.New("first"))
+	tel.Handle(errors.New("second"))
+	if b.String() != "pi-otel: telemetry error: first\n" {
+		t.Errorf("got %q", b.String())
+	}
+	var c strings.Builder
+	tel = &Telemetry{rep: newReporter(&c, false)}
+	tel.rep.once("localhost:4317", "no collector")
+	tel.Handle(errors.New("the same failure, again"))
+	if c.String() != "pi-otel: no collector\n" {
+		t.Errorf("got %q", c.String())
+	}
+}
+
+func TestTemporality(t *testing.T) {
+	kinds := []sdkmetric.InstrumentKind{
+		sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindObservableCounter, sdkmetric.InstrumentKindHistogram,
+		sdkmetric.InstrumentKindUpDownCounter, sdkmetric.InstrumentKindObservableUpDownCounter,
+		sdkmetric.InstrumentKindGauge, sdkmetric.InstrumentKindObservableGauge,
+	}
+	D, C := metricdata.DeltaTemporality, metricdata.CumulativeTemporality
+	want := map[config.Temporality][]metricdata.Temporality{
+		config.TemporalityDelta:      {D, D, D, C, C, C, C},
+		config.TemporalityLowMemory:  {D, C, D, C, C, C, C},
+		config.TemporalityCumulative: {C, C, C, C, C, C, C},
+	}
+	for pref, w := range want {
+		sel := temporalitySelector(pref)
+		for i, k := range kinds {
+			if got := sel(k); got != w[i] {
+				t.Errorf("%s: %v -> %v, want %v", pref, k, got, w[i])
+			}
+		}
+	}
+}
+
+// BenchmarkOnEndExporterStuck measures what ending a span costs the
+// producer while the exporter is stuck (a collector that never answers):
+// the queue fills, then every span is dropped without waiting.
+func BenchmarkOnEndExporterStuck(b *testing.B) {
+	g := newGate()
+	c := newCounters()
+	bt := newBatcher(g, config.Default().Batch, c, nil)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bt))
+	tr := tp.Tracer("bench")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := tr.Start(ctx, "s")
+		s.End()
+	}
+	b.StopTimer()
+	close(g.gate)
+	_ = tp.Shutdown(ctx)
+}

@@ -1,0 +1,63 @@
+package metrics_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+)
+
+func TestHealthCountersReportSnapshots(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+
+	var calls atomic.Int64
+	h := metrics.Health{RecordsRead: 10, RecordsMalformed: 1, SpansEnded: 7, SpansExported: 5, SpansDropped: 2, ExportFailures: 3}
+	if err := metrics.RegisterHealth(mp, func() metrics.Health { calls.Add(1); return h }); err != nil {
+		t.Fatal(err)
+	}
+
+	read := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				s, ok := m.Data.(metricdata.Sum[int64])
+				if !ok || !s.IsMonotonic || len(s.DataPoints) != 1 {
+					t.Fatalf("%s: %T (%+v), want one monotonic int64 sum point", m.Name, m.Data, m.Data)
+				}
+				out[m.Name] = s.DataPoints[0].Value
+			}
+		}
+		return out
+	}
+
+	wantEqual(t, "health", read(), map[string]int64{
+		metrics.MetricRecordsRead: 10, metrics.MetricRecordsMalformed: 1, metrics.MetricSpansEnded: 7,
+		metrics.MetricSpansExported: 5, metrics.MetricSpansDropped: 2, metrics.MetricExportFailures: 3,
+	})
+	h.SpansExported, h.SpansDropped = 9, 4
+	got := read()
+	if got[metrics.MetricSpansExported] != 9 || got[metrics.MetricSpansDropped] != 4 {
+		t.Errorf("second collection %v, want exported 9 dropped 4", got)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("read called %d times for 2 collections, want one snapshot per collection", n)
+	}
+}
+
+func TestRegisterHealthNeedsReader(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider()
+	defer mp.Shutdown(context.Background())
+	if err := metrics.RegisterHealth(mp, nil); err == nil {
+		t.Error("RegisterHealth(nil) succeeded")
+	}
+}

@@ -1,0 +1,408 @@
+// Package metrics derives pi-otel's metrics from the spans the mapper finishes.
+//
+// The mapper stays pure: it only builds spans. [SpanMetrics] is an sdktrace.SpanProcessor that
+// reads each finished span's name and attributes (docs/span-model.md) and records instruments on
+// the MeterProvider it was given. Labels come only from bounded attributes (outcomes, reasons,
+// provider, model, tool and command names), never from ids or free text.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+)
+
+// ScopeName is the instrumentation scope of every instrument this package creates.
+const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+
+// Metric names recorded by SpanMetrics, as OpenTelemetry names (docs/operations.md lists the
+// Prometheus names the Collector turns them into).
+const (
+	MetricTokenUsage        = "gen_ai.client.token.usage"
+	MetricOperationDuration = "gen_ai.client.operation.duration"
+	MetricTimeToFirstChunk  = "gen_ai.client.operation.time_to_first_chunk"
+	MetricRuns              = "pi.runs"
+	MetricRunDuration       = "pi.run.duration"
+	MetricTurns             = "pi.turns"
+	MetricToolCalls         = "pi.tool.calls"
+	MetricToolDuration      = "pi.tool.duration"
+	MetricRetries           = "pi.retries"
+	MetricCompactions       = "pi.compactions"
+	MetricCost              = "pi.cost"
+	MetricExtensionUIWait   = "pi.extension_ui.wait"
+	MetricRPCCommands       = "pi.rpc.commands"
+)
+
+// Span names and attribute keys of the span model that this package reads.
+const (
+	spanRoot         = "invoke_agent pi"
+	spanTurn         = "pi.turn"
+	spanRetry        = "pi.retry"
+	spanCompaction   = "pi.compaction"
+	spanRPCPrefix    = "pi.rpc "
+	spanUIPrefix     = "pi.extension_ui "
+	opChat           = "chat"
+	opExecuteTool    = "execute_tool"
+	opInvokeAgent    = "invoke_agent"
+	keyOperation     = attribute.Key("gen_ai.operation.name")
+	keyProvider      = attribute.Key("gen_ai.provider.name")
+	keyRequestModel  = attribute.Key("gen_ai.request.model")
+	keyInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	keyOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	keyTTFC          = attribute.Key("gen_ai.response.time_to_first_chunk")
+	keyToolName      = attribute.Key("gen_ai.tool.name")
+	keyErrorType     = attribute.Key("error.type")
+	keyCostTotal     = attribute.Key("pi.cost.total")
+	keyDurationMs    = attribute.Key("pi.duration_ms")
+	keyToolDuration  = attribute.Key("pi.tool.duration_ms")
+	keyOutcome       = attribute.Key("pi.outcome")
+	keyRetryOutcome  = attribute.Key("pi.retry.outcome")
+	keyCompReason    = attribute.Key("pi.compaction.reason")
+	keyCompOutcome   = attribute.Key("pi.compaction.outcome")
+	keyUIMethod      = attribute.Key("pi.ui.method")
+	keyUIOutcome     = attribute.Key("pi.ui.outcome")
+	keyRPCCommand    = attribute.Key("pi.rpc.command")
+	keyRPCSuccess    = attribute.Key("pi.rpc.success")
+	keyErrorLabel    = attribute.Key("error")
+	unknownLabel     = "_OTHER"
+	maxLabelLength   = 64
+	unknownProvider  = "_OTHER"
+	missingModelName = "unknown"
+)
+
+// Closed value sets from the span model; anything else is recorded as "_OTHER".
+var (
+	runOutcomes        = setOf("ok", "error", "aborted", "unsettled")
+	retryOutcomes      = setOf("success", "failed", "exhausted", "unfinished")
+	compactionOutcomes = setOf("ok", "aborted", "error", "unfinished")
+	uiOutcomes         = setOf("confirmed", "value", "cancelled", "timed_out", "unanswered")
+)
+
+// Bucket boundaries. The GenAI ones are the semantic conventions' advice; the others cover an
+// agent's time scales, from a quick tool call to a human answering a dialog after an hour.
+var (
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	genAIBuckets    = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	runBuckets      = []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+	toolBuckets     = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+	humanWaitBucket = []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+)
+
+// SpanMetrics records metrics for every span that ends. It implements sdktrace.SpanProcessor;
+// register it on the TracerProvider next to the exporting processor.
+type SpanMetrics struct {
+	tokenUsage   genaiconv.ClientTokenUsage
+	opDuration   genaiconv.ClientOperationDuration
+	firstChunk   genaiconv.ClientOperationTimeToFirstChunk
+	runs         metric.Int64Counter
+	runDuration  metric.Float64Histogram
+	turns        metric.Int64Counter
+	toolCalls    metric.Int64Counter
+	toolDuration metric.Float64Histogram
+	retries      metric.Int64Counter
+	compactions  metric.Int64Counter
+	cost         metric.Float64Counter
+	uiWait       metric.Float64Histogram
+	rpcCommands  metric.Int64Counter
+}
+
+var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
+
+// NewSpanMetrics creates the instruments on mp's meter for this package's scope.
+func NewSpanMetrics(mp metric.MeterProvider) (*SpanMetrics, error) {
+	m := mp.Meter(ScopeName)
+	var (
+		s   SpanMetrics
+		err error
+		all []error
+	)
+	keep := func(e error) {
+		if e != nil {
+			all = append(all, e)
+		}
+	}
+	s.tokenUsage, err = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	keep(err)
+	s.opDuration, err = genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+	keep(err)
+	s.firstChunk, err = genaiconv.NewClientOperationTimeToFirstChunk(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+	keep(err)
+	s.runs, err = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"),
+		metric.WithDescription("Settled (or abandoned) agent invocations, by outcome."))
+	keep(err)
+	s.runDuration, err = m.Float64Histogram(MetricRunDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of an agent invocation, first agent_start to settle."),
+		metric.WithExplicitBucketBoundaries(runBuckets...))
+	keep(err)
+	s.turns, err = m.Int64Counter(MetricTurns, metric.WithUnit("{turn}"),
+		metric.WithDescription("Agent turns (one assistant message and its tool calls)."))
+	keep(err)
+	s.toolCalls, err = m.Int64Counter(MetricToolCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool executions, by tool and whether they failed."))
+	keep(err)
+	s.toolDuration, err = m.Float64Histogram(MetricToolDuration, metric.WithUnit("s"),
+		metric.WithDescription("Tool execution duration."),
+		metric.WithExplicitBucketBoundaries(toolBuckets...))
+	keep(err)
+	s.retries, err = m.Int64Counter(MetricRetries, metric.WithUnit("{retry}"),
+		metric.WithDescription("Automatic retry attempts after a failed model call, by outcome."))
+	keep(err)
+	s.compactions, err = m.Int64Counter(MetricCompactions, metric.WithUnit("{compaction}"),
+		metric.WithDescription("Context compactions, by reason and outcome."))
+	keep(err)
+	s.cost, err = m.Float64Counter(MetricCost, metric.WithUnit("{USD}"),
+		metric.WithDescription("Model cost in US dollars as Pi computes it, by provider and model."))
+	keep(err)
+	s.uiWait, err = m.Float64Histogram(MetricExtensionUIWait, metric.WithUnit("s"),
+		metric.WithDescription("Time an extension dialog waited for the RPC controller (usually a human)."),
+		metric.WithExplicitBucketBoundaries(humanWaitBucket...))
+	keep(err)
+	s.rpcCommands, err = m.Int64Counter(MetricRPCCommands, metric.WithUnit("{command}"),
+		metric.WithDescription("RPC commands from the controller, by command and success."))
+	keep(err)
+	if len(all) > 0 {
+		return nil, errors.Join(all...)
+	}
+	return &s, nil
+}
+
+// OnStart does nothing: every value is known only when a span ends.
+func (*SpanMetrics) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// Shutdown does nothing; the MeterProvider owns the instruments' lifecycle.
+func (*SpanMetrics) Shutdown(context.Context) error { return nil }
+
+// ForceFlush does nothing; flush the MeterProvider instead.
+func (*SpanMetrics) ForceFlush(context.Context) error { return nil }
+
+// OnEnd records the metrics a finished span contributes.
+func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
+	ctx := context.Background()
+	a := attrsOf(span)
+	name := span.Name()
+	switch {
+	case name == spanRoot || a.str(keyOperation) == opInvokeAgent:
+		s.onRoot(ctx, span, a)
+	case a.str(keyOperation) == opChat:
+		s.onChat(ctx, span, a)
+	case a.str(keyOperation) == opExecuteTool:
+		s.onTool(ctx, span, a)
+	case name == spanTurn:
+		s.turns.Add(ctx, 1)
+	case name == spanRetry:
+		s.retries.Add(ctx, 1, metric.WithAttributes(
+			keyRetryOutcome.String(oneOf(a.str(keyRetryOutcome), retryOutcomes))))
+	case name == spanCompaction:
+		s.onCompaction(ctx, span, a)
+	case strings.HasPrefix(name, spanUIPrefix):
+		s.uiWait.Record(ctx, seconds(span), metric.WithAttributes(
+			keyUIMethod.String(token(a.str(keyUIMethod))),
+			keyUIOutcome.String(oneOf(a.str(keyUIOutcome), uiOutcomes))))
+	case strings.HasPrefix(name, spanRPCPrefix):
+		s.onRPC(ctx, span, a)
+	}
+}
+
+func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	outcome := a.str(keyOutcome)
+	if outcome == "" {
+		// An older mapper or a hand-made span: fall back to the status.
+		outcome = "ok"
+		if span.Status().Code == codes.Error {
+			outcome = "error"
+		}
+	}
+	set := metric.WithAttributes(keyOutcome.String(oneOf(outcome, runOutcomes)))
+	s.runs.Add(ctx, 1, set)
+	s.runDuration.Record(ctx, seconds(span), set)
+}
+
+func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
+	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
+	modelAttr := keyRequestModel.String(model)
+
+	if v, ok := a.int(keyInputTokens); ok {
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, modelAttr)
+	}
+	if v, ok := a.int(keyOutputTokens); ok {
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, modelAttr)
+	}
+
+	d := seconds(span)
+	if ms, ok := a.float(keyDurationMs); ok && ms > 0 {
+		// Pi's own measurement; in replay the span times are reconstructed from it anyway.
+		d = ms / 1000
+	}
+	extra := []attribute.KeyValue{modelAttr}
+	if span.Status().Code == codes.Error {
+		extra = append(extra, keyErrorType.String(orDefault(token(a.str(keyErrorType)), unknownLabel)))
+	}
+	s.opDuration.Record(ctx, d, genaiconv.OperationNameChat, provider, extra...)
+
+	if v, ok := a.float(keyTTFC); ok && v >= 0 {
+		s.firstChunk.Record(ctx, v, genaiconv.OperationNameChat, provider, modelAttr)
+	}
+	if v, ok := a.float(keyCostTotal); ok && v > 0 {
+		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
+	}
+}
+
+func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	failed := span.Status().Code == codes.Error || a.str(keyErrorType) != ""
+	set := metric.WithAttributes(
+		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
+		keyErrorLabel.Bool(failed))
+	s.toolCalls.Add(ctx, 1, set)
+	d := seconds(span)
+	if ms, ok := a.float(keyToolDuration); ok && ms > 0 {
+		d = ms / 1000
+	}
+	s.toolDuration.Record(ctx, d, set)
+}
+
+func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	outcome := a.str(keyCompOutcome)
+	if outcome == "" {
+		outcome = "ok"
+		if span.Status().Code == codes.Error {
+			outcome = "error"
+		}
+	}
+	s.compactions.Add(ctx, 1, metric.WithAttributes(
+		keyCompReason.String(orDefault(token(a.str(keyCompReason)), unknownLabel)),
+		keyCompOutcome.String(oneOf(outcome, compactionOutcomes))))
+	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
+	// reports. The span names a model only when the mapper knows it.
+	if v, ok := a.float(keyCostTotal); ok && v > 0 {
+		s.cost.Add(ctx, v, metric.WithAttributes(
+			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
+			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
+	}
+}
+
+func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	cmd := a.str(keyRPCCommand)
+	if cmd == "" {
+		cmd = strings.TrimPrefix(span.Name(), spanRPCPrefix)
+	}
+	ok, found := a.bool(keyRPCSuccess)
+	if !found {
+		ok = span.Status().Code != codes.Error
+	}
+	s.rpcCommands.Add(ctx, 1, metric.WithAttributes(
+		keyRPCCommand.String(orDefault(token(cmd), unknownLabel)),
+		keyRPCSuccess.Bool(ok)))
+}
+
+// attrs indexes a span's attributes once per span.
+type attrs map[attribute.Key]attribute.Value
+
+func attrsOf(span sdktrace.ReadOnlySpan) attrs {
+	kvs := span.Attributes()
+	a := make(attrs, len(kvs))
+	for _, kv := range kvs {
+		a[kv.Key] = kv.Value
+	}
+	return a
+}
+
+func (a attrs) str(k attribute.Key) string {
+	if v, ok := a[k]; ok && v.Type() == attribute.STRING {
+		return v.AsString()
+	}
+	return ""
+}
+
+func (a attrs) int(k attribute.Key) (int64, bool) {
+	v, ok := a[k]
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case attribute.INT64:
+		return v.AsInt64(), true
+	case attribute.FLOAT64:
+		return int64(v.AsFloat64()), true
+	}
+	return 0, false
+}
+
+func (a attrs) float(k attribute.Key) (float64, bool) {
+	v, ok := a[k]
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case attribute.FLOAT64:
+		return v.AsFloat64(), true
+	case attribute.INT64:
+		return float64(v.AsInt64()), true
+	}
+	return 0, false
+}
+
+func (a attrs) bool(k attribute.Key) (bool, bool) {
+	if v, ok := a[k]; ok && v.Type() == attribute.BOOL {
+		return v.AsBool(), true
+	}
+	return false, false
+}
+
+func seconds(span sdktrace.ReadOnlySpan) float64 {
+	d := span.EndTime().Sub(span.StartTime())
+	if d < 0 {
+		d = 0
+	}
+	return float64(d) / float64(time.Second)
+}
+
+func setOf(vs ...string) map[string]bool {
+	m := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+func oneOf(v string, allowed map[string]bool) string {
+	if allowed[v] {
+		return v
+	}
+	return unknownLabel
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// token keeps a label value only if it looks like a name (model, tool, command, reason): short,
+// one line, no spaces. Anything else (an error message, a path) would blow up cardinality or leak
+// content, so it becomes "_OTHER".
+func token(v string) string {
+	if v == "" {
+		return ""
+	}
+	if len(v) > maxLabelLength {
+		return unknownLabel
+	}
+	for _, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("._-:/@+", r):
+		default:
+			return unknownLabel
+		}
+	}
+	return v
+}

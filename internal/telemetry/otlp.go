@@ -1,0 +1,329 @@
+package telemetry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+)
+
+// watch sees every attempt of an OTLP exporter, the exporter's own retries
+// included, which the batcher never sees: that is how the first failure is
+// reported at once instead of after a minute of retries, and how Shutdown
+// learns that waiting for the collector is pointless.
+type watch struct {
+	dest destination
+	rep  *reporter
+
+	mu      sync.Mutex
+	down    bool   // the last attempt could not reach the collector
+	exiting bool   // Shutdown has begun
+	onDown  func() // called when an attempt during Shutdown finds no collector
+	conn    *grpc.ClientConn
+}
+
+func (w *watch) observe(err error) {
+	if err == nil {
+		w.mu.Lock()
+		w.down = false
+		w.mu.Unlock()
+		return
+	}
+	if cancelled(err) {
+		return
+	}
+	msg, unreachable := explain(w.dest, err)
+	w.rep.once(w.dest.host, msg)
+	w.mu.Lock()
+	w.down = unreachable
+	var f func()
+	if w.exiting && unreachable {
+		f = w.onDown
+	}
+	w.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// isDown reports whether the last attempt could not reach the collector.
+func (w *watch) isDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.down
+}
+
+// beginShutdown arms onDown and reports whether the collector was
+// unreachable at the last attempt.
+func (w *watch) beginShutdown(onDown func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.exiting, w.onDown = true, onDown
+	return w.down
+}
+
+// reconnect is for Shutdown, when the last attempt found no collector.
+// gRPC retries a failed connection only when its backoff ends, seconds
+// later, and fails every call until then; so if something listens at the
+// collector's address again, it has gRPC connect now and waits for that,
+// within ctx and a second, so that the final flush reaches a collector
+// that came back shortly before exit. It returns at once when the
+// address still refuses connections.
+func (w *watch) reconnect(ctx context.Context) {
+	w.mu.Lock()
+	cc := w.conn
+	w.mu.Unlock()
+	if cc == nil || cc.GetState() != connectivity.TransientFailure {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", w.dest.host)
+	if err != nil {
+		return
+	}
+	_ = c.Close()
+	cc.ResetConnectBackoff()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			return
+		}
+	}
+}
+
+func (w *watch) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
+) error {
+	w.mu.Lock()
+	w.conn = cc
+	w.mu.Unlock()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	w.observe(err)
+	return err
+}
+
+// watchedTransport reports each HTTP attempt to the watch. It also marks
+// transport errors as temporary: the SDK's HTTP exporters retry only
+// temporary network errors, and "connection refused" is not one, yet it is
+// exactly the error of a collector that has not started yet.
+type watchedTransport struct {
+	base http.RoundTripper
+	w    *watch
+}
+
+func (t watchedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	switch {
+	case err != nil:
+		t.w.observe(err)
+		if req.Context().Err() == nil {
+			err = retryableError{err}
+		}
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		t.w.observe(&httpStatusError{code: resp.StatusCode, status: resp.Status})
+	default:
+		t.w.observe(nil)
+	}
+	return resp, err
+}
+
+type retryableError struct{ err error }
+
+func (e retryableError) Error() string   { return e.err.Error() }
+func (e retryableError) Unwrap() error   { return e.err }
+func (e retryableError) Temporary() bool { return true }
+func (e retryableError) Timeout() bool   { return false }
+
+// Retry tunes the OTLP exporters' retry with exponential backoff.
+type Retry struct {
+	InitialInterval time.Duration
+	MaxInterval     time.Duration
+	MaxElapsedTime  time.Duration
+}
+
+// defaultRetry is the OTLP exporters' own default.
+var defaultRetry = Retry{InitialInterval: 5 * time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: time.Minute}
+
+// retainPause spaces the attempts at a batch kept while the collector is
+// unreachable (see retainWhile); each attempt runs the exporter's own
+// backoff first.
+const retainPause = time.Second
+
+// reconnect caps gRPC's reconnection backoff, 120s by default: after a long
+// outage a collector that is back is found within seconds, while pi-otel
+// still runs, and not minutes later.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+	MinConnectTimeout: 20 * time.Second,
+}
+
+// tlsConfig builds the client TLS settings, or nil for a plaintext endpoint.
+func tlsConfig(o config.OTLP) (*tls.Config, error) {
+	if o.Insecure() {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.Certificate != "" {
+		pem, err := os.ReadFile(o.Certificate)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in %s", o.Certificate)
+		}
+		c.RootCAs = pool
+	}
+	if o.ClientCertificate != "" {
+		cert, err := tls.LoadX509KeyPair(o.ClientCertificate, o.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("loading the client certificate %s and key %s: %w", o.ClientCertificate, o.ClientKey, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// grpcCreds always returns explicit credentials: the exporters also read
+// OTEL_EXPORTER_OTLP_* from the process environment, and explicit options
+// are how config's answer wins over that second reading.
+func grpcCreds(o config.OTLP) (credentials.TransportCredentials, error) {
+	tc, err := tlsConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	if tc == nil {
+		return insecure.NewCredentials(), nil
+	}
+	return credentials.NewTLS(tc), nil
+}
+
+func httpClient(o config.OTLP, w *watch) (*http.Client, error) {
+	tc, err := tlsConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = tc
+	return &http.Client{Transport: watchedTransport{base: base, w: w}, Timeout: o.Timeout}, nil
+}
+
+func hostOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	return u.Host
+}
+
+func headers(o config.OTLP) map[string]string {
+	if o.Headers == nil {
+		return map[string]string{}
+	}
+	return o.Headers
+}
+
+func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdktrace.SpanExporter, error) {
+	if o.Protocol == config.ProtocolHTTPProtobuf {
+		client, err := httpClient(o, w)
+		if err != nil {
+			return nil, err
+		}
+		comp := otlptracehttp.NoCompression
+		if o.Compression == "gzip" {
+			comp = otlptracehttp.GzipCompression
+		}
+		return otlptracehttp.New(ctx,
+			otlptracehttp.WithEndpointURL(o.Endpoint),
+			otlptracehttp.WithHTTPClient(client),
+			otlptracehttp.WithTLSClientConfig(nil),
+			otlptracehttp.WithHeaders(headers(o)),
+			otlptracehttp.WithTimeout(o.Timeout),
+			otlptracehttp.WithCompression(comp),
+			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
+				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		)
+	}
+	creds, err := grpcCreds(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := []otlptracegrpc.Option{
+		otlptracegrpc.WithEndpoint(hostOf(o.Endpoint)),
+		otlptracegrpc.WithTLSCredentials(creds),
+		otlptracegrpc.WithHeaders(headers(o)),
+		otlptracegrpc.WithTimeout(o.Timeout),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
+			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
+	}
+	// Only "gzip" is a compressor name; anything else logs a complaint.
+	if o.Compression == "gzip" {
+		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+	}
+	return otlptracegrpc.New(ctx, opts...)
+}
+
+func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {
+	if o.Protocol == config.ProtocolHTTPProtobuf {
+		client, err := httpClient(o, w)
+		if err != nil {
+			return nil, err
+		}
+		comp := otlpmetrichttp.NoCompression
+		if o.Compression == "gzip" {
+			comp = otlpmetrichttp.GzipCompression
+		}
+		return otlpmetrichttp.New(ctx,
+			otlpmetrichttp.WithEndpointURL(o.Endpoint),
+			otlpmetrichttp.WithHTTPClient(client),
+			otlpmetrichttp.WithTLSClientConfig(nil),
+			otlpmetrichttp.WithHeaders(headers(o)),
+			otlpmetrichttp.WithTimeout(o.Timeout),
+			otlpmetrichttp.WithCompression(comp),
+			otlpmetrichttp.WithTemporalitySelector(temporality),
+			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true,
+				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		)
+	}
+	creds, err := grpcCreds(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := []otlpmetricgrpc.Option{
+		otlpmetricgrpc.WithEndpoint(hostOf(o.Endpoint)),
+		otlpmetricgrpc.WithTLSCredentials(creds),
+		otlpmetricgrpc.WithHeaders(headers(o)),
+		otlpmetricgrpc.WithTimeout(o.Timeout),
+		otlpmetricgrpc.WithTemporalitySelector(temporality),
+		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true,
+			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		otlpmetricgrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
+	}
+	if o.Compression == "gzip" {
+		opts = append(opts, otlpmetricgrpc.WithCompressor("gzip"))
+	}
+	return otlpmetricgrpc.New(ctx, opts...)
+}

@@ -1,0 +1,539 @@
+// Package telemetry builds pi-otel's OpenTelemetry pipeline from a
+// config.Config: a TracerProvider and a MeterProvider whose output goes to an
+// OTLP collector (grpc or http/protobuf), to stderr (a tree of spans, a
+// compact metrics listing), to a file of OTLP/JSON lines, or nowhere.
+//
+// Exporting never holds up the producer. Spans wait in a bounded queue and
+// are exported in batches by one goroutine; when the queue is full, new spans
+// are dropped and counted (Stats). The OTLP exporters retry with backoff, so
+// a collector that starts while pi-otel runs still gets the spans. The first
+// failure to reach a destination is reported once on stderr, with the fix.
+// Shutdown flushes within the configured flush timeout, and gives up at once
+// if the collector turns out to be unreachable at exit.
+//
+// Metrics are CUMULATIVE by default, and every process gets its own random
+// service.instance.id unless the user names one. Measured through a real
+// Collector and Prometheus (docs/operations.md), deltas from many
+// short-lived processes sharing one stream are not added up by the
+// Collector's prometheus exporter: it keeps the last process's value or
+// drops misaligned points. One stream per process, cumulative, is what that
+// path stores correctly; the shipped recording rules count each new series
+// whole.
+//
+// Shutdown ends the traces first and the metrics second, so observable
+// instruments reading Stats see the final counts in the last metric export.
+//
+// Nothing here writes to stdout, which belongs to Pi. The SDK reports some
+// errors through otel.Handle; install the Telemetry as the global error
+// handler (otel.SetErrorHandler(t)) to route them into the same once-only
+// stderr line.
+package telemetry
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
+
+// Option configures Setup.
+type Option func(*options)
+
+type options struct {
+	stderr io.Writer
+	res    *resource.Resource
+	retry  Retry
+	color  *bool
+	ids    sdktrace.IDGenerator
+	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+}
+
+// WithIDGenerator sets how span and trace ids are made (pi-otel reserves
+// the next root's ids to put them in Pi's TRACEPARENT).
+func WithIDGenerator(g sdktrace.IDGenerator) Option { return func(o *options) { o.ids = g } }
+
+// WithSpanProcessor adds a processor built on the pipeline's meter provider,
+// such as the one that derives metrics from finished spans. It sees every
+// span before export.
+func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
+	return func(o *options) { o.procs = append(o.procs, build) }
+}
+
+// WithStderr sets where pi-otel's own output goes: the console exporters,
+// "-" files and the warnings. The default is os.Stderr.
+func WithStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
+
+// WithResource merges r over the resource built from the configuration.
+func WithResource(r *resource.Resource) Option { return func(o *options) { o.res = r } }
+
+// WithRetry tunes the OTLP exporters' retry. The default is the exporters'
+// own: 5s initial interval, 30s at most between attempts, 1m in all.
+func WithRetry(r Retry) Option { return func(o *options) { o.retry = r } }
+
+// WithColor forces colour in the console tree on or off. By default it is
+// on when stderr is a terminal and NO_COLOR is unset.
+func WithColor(on bool) Option { return func(o *options) { o.color = &on } }
+
+// Telemetry is a running pipeline.
+type Telemetry struct {
+	cfg config.Config
+	rep *reporter
+
+	tp *sdktrace.TracerProvider
+	mp *sdkmetric.MeterProvider
+
+	counters    *counters
+	batcher     *batcher // nil when spans are not exported
+	traceWatch  *watch   // nil unless traces go to OTLP
+	metricWatch *watch   // nil unless metrics go to OTLP
+	traceDest   string
+	closers     []io.Closer
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// Setup builds the pipeline. It does not connect to anything: OTLP
+// exporters connect on their first export, so a missing collector shows up
+// later, once, on stderr, rather than here.
+func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry, err error) {
+	o := options{stderr: os.Stderr, retry: defaultRetry}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg = withDefaults(cfg)
+	t := &Telemetry{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
+	defer func() {
+		if err != nil {
+			if t.batcher != nil {
+				stopped, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = t.batcher.Shutdown(stopped)
+			}
+			_ = t.closeAll()
+		}
+	}()
+
+	res, err := buildResource(ctx, cfg, o.res)
+	if err != nil {
+		return nil, err
+	}
+
+	reader, err := t.setupMetrics(ctx, cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the %s metrics exporter: %w", cfg.Metrics.Exporter, err)
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if reader != nil {
+		mopts = append(mopts, sdkmetric.WithReader(reader))
+	}
+	t.mp = sdkmetric.NewMeterProvider(mopts...)
+
+	proc, err := t.setupTraces(ctx, cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the %s traces exporter: %w", cfg.Traces.Exporter, err)
+	}
+	tpOpts := []sdktrace.TracerProviderOption{
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		// Explicit limits: the SDK's defaults, without the SDK reading
+		// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, which pi-otel applies to content
+		// itself (config.MaxContentLength) so its truncation marker survives.
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit:   sdktrace.DefaultAttributeValueLengthLimit,
+			AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
+			AttributeCountLimit:         sdktrace.DefaultAttributeCountLimit,
+			EventCountLimit:             sdktrace.DefaultEventCountLimit,
+			LinkCountLimit:              sdktrace.DefaultLinkCountLimit,
+			AttributePerEventCountLimit: sdktrace.DefaultAttributePerEventCountLimit,
+			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
+		}),
+		sdktrace.WithSpanProcessor(proc),
+	}
+	if o.ids != nil {
+		tpOpts = append(tpOpts, sdktrace.WithIDGenerator(o.ids))
+	}
+	for _, build := range o.procs {
+		p, err := build(t.mp)
+		if err != nil {
+			return nil, err
+		}
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+	}
+	t.tp = sdktrace.NewTracerProvider(tpOpts...)
+
+	return t, nil
+}
+
+// withDefaults fills in settings a hand-made Config left at zero. A zero
+// FlushTimeout stays: it means "do not wait at exit".
+func withDefaults(cfg config.Config) config.Config {
+	d := config.Default()
+	if cfg.Batch.MaxQueueSize <= 0 {
+		cfg.Batch.MaxQueueSize = d.Batch.MaxQueueSize
+	}
+	if cfg.Batch.MaxExportBatchSize <= 0 {
+		cfg.Batch.MaxExportBatchSize = d.Batch.MaxExportBatchSize
+	}
+	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
+	if cfg.Batch.ScheduleDelay <= 0 {
+		cfg.Batch.ScheduleDelay = d.Batch.ScheduleDelay
+	}
+	if cfg.Batch.ExportTimeout <= 0 {
+		cfg.Batch.ExportTimeout = d.Batch.ExportTimeout
+	}
+	if cfg.MetricsInterval <= 0 {
+		cfg.MetricsInterval = d.MetricsInterval
+	}
+	if cfg.Temporality == "" {
+		cfg.Temporality = d.Temporality
+	}
+	if cfg.ServiceName == "" {
+		cfg.ServiceName = d.ServiceName
+	}
+	for _, sig := range []struct {
+		s    *config.Signal
+		path string
+	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}} {
+		o := &sig.s.OTLP
+		if o.Protocol == "" {
+			o.Protocol = config.ProtocolGRPC
+		}
+		if o.Endpoint == "" {
+			o.Endpoint = "http://localhost:4317"
+			if o.Protocol == config.ProtocolHTTPProtobuf {
+				o.Endpoint = "http://localhost:4318" + sig.path
+			}
+		}
+		if o.Timeout <= 0 {
+			o.Timeout = config.DefaultOTLPTimeout
+		}
+		if sig.s.Exporter == "" {
+			sig.s.Exporter = config.ExporterNone
+		}
+	}
+	return cfg
+}
+
+func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resource) (*resource.Resource, error) {
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
+	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
+		// One metric stream per process: see the package comment.
+		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
+	}
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithTelemetrySDK(),
+		resource.WithAttributes(attrs...),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the resource: %w", err)
+	}
+	if extra == nil {
+		return res, nil
+	}
+	merged, err := resource.Merge(res, extra)
+	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, fmt.Errorf("building the resource: %w", err)
+	}
+	// A schema conflict still yields every attribute, without a schema.
+	return merged, nil
+}
+
+func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o options) (sdktrace.SpanProcessor, error) {
+	var exp sdktrace.SpanExporter
+	onError := func(err error) {
+		if !cancelled(err) {
+			t.rep.once("traces "+t.traceDest, fmt.Sprintf("exporting traces to %s failed: %v", t.traceDest, err))
+		}
+	}
+	switch cfg.Traces.Exporter {
+	case config.ExporterNone:
+		t.traceDest = "none (not exported)"
+		return countOnly{t.counters}, nil
+	case config.ExporterConsole:
+		t.traceDest = "console (stderr)"
+		color := consoletree.ColorFor(o.stderr, cfg.NoColor)
+		if o.color != nil {
+			color = *o.color
+		}
+		exp = consoletree.New(o.stderr, consoletree.WithColor(color))
+	case config.ExporterFile:
+		w, name, err := t.open(cfg.Traces.File, o.stderr)
+		if err != nil {
+			return nil, err
+		}
+		t.traceDest = "file " + name
+		exp = otlpfile.NewTraceExporter(w)
+	case config.ExporterOTLP:
+		ot := cfg.Traces.OTLP
+		t.traceDest = fmt.Sprintf("otlp %s %s", ot.Protocol, ot.Target())
+		t.traceWatch = &watch{rep: t.rep, dest: destination{
+			signal: "traces", host: hostOf(ot.Endpoint), target: ot.Target(),
+			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console",
+		}}
+		var err error
+		if exp, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
+			return nil, err
+		}
+		onError = t.traceWatch.observe
+	default:
+		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
+	}
+	var bopts []batcherOption
+	if t.traceWatch != nil {
+		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
+	}
+	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
+	return t.batcher, nil
+}
+
+func (t *Telemetry) setupMetrics(ctx context.Context, cfg config.Config, o options) (sdkmetric.Reader, error) {
+	temporality := temporalitySelector(cfg.Temporality)
+	var exp sdkmetric.Exporter
+	var dest string
+	var w *watch
+	timeout := config.DefaultOTLPTimeout
+	switch cfg.Metrics.Exporter {
+	case config.ExporterNone:
+		return nil, nil
+	case config.ExporterConsole:
+		dest = "console (stderr)"
+		exp = &consoleMetrics{w: o.stderr, temporality: temporality}
+	case config.ExporterFile:
+		out, name, err := t.open(cfg.Metrics.File, o.stderr)
+		if err != nil {
+			return nil, err
+		}
+		dest = "file " + name
+		exp = otlpfile.NewMetricExporter(out, otlpfile.WithTemporalitySelector(temporality))
+	case config.ExporterOTLP:
+		om := cfg.Metrics.OTLP
+		dest = fmt.Sprintf("otlp %s %s", om.Protocol, om.Target())
+		w = &watch{rep: t.rep, dest: destination{
+			signal: "metrics", host: hostOf(om.Endpoint), target: om.Target(),
+			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --metrics-exporter none",
+		}}
+		t.metricWatch = w
+		timeout = om.Timeout
+		var err error
+		if exp, err = newOTLPMetricExporter(ctx, om, o.retry, w, temporality); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown exporter %q", cfg.Metrics.Exporter)
+	}
+	onError := func(err error) {
+		switch {
+		case cancelled(err):
+		case w != nil:
+			w.observe(err)
+		default:
+			t.rep.once("metrics "+dest, fmt.Sprintf("exporting metrics to %s failed: %v", dest, err))
+		}
+	}
+	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
+		sdkmetric.WithInterval(cfg.MetricsInterval),
+		sdkmetric.WithTimeout(timeout),
+	), nil
+}
+
+// open opens an output file for appending, or stderr for "-".
+func (t *Telemetry) open(path string, stderr io.Writer) (io.Writer, string, error) {
+	if path == "-" {
+		return stderr, "(stderr)", nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, "", err
+	}
+	t.closers = append(t.closers, f)
+	return f, path, nil
+}
+
+func (t *Telemetry) closeAll() error {
+	var errs []error
+	for _, c := range t.closers {
+		errs = append(errs, c.Close())
+	}
+	t.closers = nil
+	return errors.Join(errs...)
+}
+
+// temporalitySelector implements the OTLP metrics exporter's temporality
+// preferences.
+func temporalitySelector(pref config.Temporality) sdkmetric.TemporalitySelector {
+	return func(k sdkmetric.InstrumentKind) metricdata.Temporality {
+		switch pref {
+		case config.TemporalityDelta:
+			switch k {
+			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindObservableCounter, sdkmetric.InstrumentKindHistogram:
+				return metricdata.DeltaTemporality
+			}
+		case config.TemporalityLowMemory:
+			switch k {
+			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindHistogram:
+				return metricdata.DeltaTemporality
+			}
+		}
+		return metricdata.CumulativeTemporality
+	}
+}
+
+// observedMetrics reports failed metric exports.
+type observedMetrics struct {
+	sdkmetric.Exporter
+	onError func(error)
+}
+
+func (e observedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	err := e.Exporter.Export(ctx, rm)
+	if err != nil {
+		e.onError(err)
+	}
+	return err
+}
+
+// TracerProvider is where the mapper creates its spans.
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
+// MeterProvider is where pi-otel records its metrics.
+func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+
+// Stats returns the span counts so far.
+func (t *Telemetry) Stats() Stats {
+	s, _ := t.counters.snapshot()
+	return s
+}
+
+// ForceFlush exports what is buffered now, bounded by ctx.
+func (t *Telemetry) ForceFlush(ctx context.Context) error {
+	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
+}
+
+// Handle implements otel.ErrorHandler. Errors the SDK reports this way are
+// mostly export failures already reported, so one is shown only if nothing
+// else has been said, and only once.
+func (t *Telemetry) Handle(err error) {
+	if err == nil || cancelled(err) {
+		return
+	}
+	t.rep.mu.Lock()
+	saidAny := len(t.rep.said) > 0
+	t.rep.mu.Unlock()
+	if !saidAny {
+		t.rep.once("sdk", "telemetry error: "+err.Error())
+	}
+}
+
+// Shutdown flushes and stops the pipeline, spending at most the configured
+// flush timeout (less if ctx ends sooner). Spans not exported by then are
+// counted as dropped. Export problems have already been reported on stderr;
+// the error is for logs and tests. Calls after the first return its result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.shutdownOnce.Do(func() { t.shutdownErr = t.shutdown(ctx) })
+	return t.shutdownErr
+}
+
+func (t *Telemetry) shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.FlushTimeout)
+	defer cancel()
+	var errs []error
+
+	if t.traceWatch != nil && t.batcher != nil {
+		// A collector found missing during the flush will not appear in
+		// the seconds left: give up instead of sitting out the backoff.
+		if t.traceWatch.beginShutdown(t.batcher.abort) {
+			t.traceWatch.reconnect(ctx)
+			t.batcher.kick()
+		}
+	}
+	errs = append(errs, t.tp.Shutdown(ctx))
+	if t.batcher != nil {
+		// The provider skips its processors when ctx has already ended.
+		errs = append(errs, t.batcher.Shutdown(ctx))
+	}
+	t.counters.freeze(t.batcher != nil)
+
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
+		t.metricWatch.reconnect(mctx)
+	}
+	errs = append(errs, t.mp.Shutdown(mctx))
+	errs = append(errs, t.closeAll())
+	return errors.Join(errs...)
+}
+
+// Summary is the one line pi-otel prints at exit, such as
+// "pi-otel: 1 trace (4bf92f3577b34da6a3ce929d0e0e4736), 12 spans → otlp grpc localhost:4317".
+// Failed and dropped spans are added when there are any.
+func (t *Telemetry) Summary() string {
+	s, first := t.counters.snapshot()
+	var b strings.Builder
+	b.WriteString("pi-otel: ")
+	switch s.Traces {
+	case 1:
+		fmt.Fprintf(&b, "1 trace (%s)", first)
+	default:
+		fmt.Fprintf(&b, "%d traces", s.Traces)
+	}
+	fmt.Fprintf(&b, ", %s → %s", plural(s.Ended, "span"), t.traceDest)
+	var problems []string
+	if s.Failed > 0 {
+		problems = append(problems, fmt.Sprintf("%d failed to export", s.Failed))
+	}
+	if s.Dropped > 0 {
+		problems = append(problems, plural(s.Dropped, "span")+" dropped")
+	}
+	if p := s.Pending(); p > 0 && t.batcher != nil {
+		problems = append(problems, fmt.Sprintf("%d pending", p))
+	}
+	if len(problems) > 0 {
+		b.WriteString("; " + strings.Join(problems, ", "))
+	}
+	return b.String()
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
+	for _, kv := range attrs {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// newInstanceID is a random (version 4) UUID, as the convention suggests
+// for service.instance.id.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

@@ -1,0 +1,623 @@
+package telemetry_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/trace"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
+
+// testCtx bounds a test that waits on something; a hang fails the test
+// rather than measuring time.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func loadConfig(t *testing.T, env map[string]string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func setup(t *testing.T, cfg config.Config, opts ...telemetry.Option) (*telemetry.Telemetry, *syncBuffer) {
+	t.Helper()
+	stderr := newSyncBuffer()
+	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{telemetry.WithStderr(stderr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel, stderr
+}
+
+// makeTrace creates a small agent trace: a root, a model call, a failing
+// tool call.
+func makeTrace(tp trace.TracerProvider) trace.TraceID {
+	tr := tp.Tracer("pi-otel/test")
+	ctx, root := tr.Start(context.Background(), "invoke_agent pi")
+	cctx, chat := tr.Start(ctx, "chat m", trace.WithAttributes(
+		attribute.String("gen_ai.request.model", "m"), attribute.Int("gen_ai.usage.input_tokens", 12)))
+	_, tool := tr.Start(cctx, "execute_tool bash", trace.WithAttributes(attribute.String("gen_ai.tool.name", "bash")))
+	tool.SetStatus(codes.Error, "exit code 1")
+	tool.End()
+	chat.End()
+	root.SetStatus(codes.Ok, "")
+	root.End()
+	return root.SpanContext().TraceID()
+}
+
+func recordMetric(mp metric.MeterProvider) {
+	c, _ := mp.Meter("pi-otel/test").Int64Counter("pi.test.count", metric.WithUnit("{run}"))
+	c.Add(context.Background(), 3, metric.WithAttributes(attribute.String("k", "v")))
+}
+
+func TestConsoleExporter(t *testing.T) {
+	tel, stderr := setup(t, loadConfig(t, map[string]string{"OTEL_METRICS_EXPORTER": "console"}))
+	tid := makeTrace(tel.TracerProvider())
+	recordMetric(tel.MeterProvider())
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := stderr.String()
+	for _, want := range []string{
+		"trace " + tid.String() + "\n",
+		"invoke_agent pi  ",
+		"└─ chat m  ",
+		"   └─ execute_tool bash  ",
+		"ERROR: exit code 1  tool=bash",
+		"pi-otel metrics:\n  pi.test.count{k=v} 3 {run}\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("colour on a non-terminal: %q", out)
+	}
+	s := tel.Stats()
+	if s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
+		t.Errorf("stats = %+v", s)
+	}
+	want := fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → console (stderr)", tid)
+	if got := tel.Summary(); got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
+
+func TestFileExporter(t *testing.T) {
+	dir := t.TempDir()
+	tracesPath, metricsPath := dir+"/traces.jsonl", dir+"/metrics.jsonl"
+	// An earlier run's line stays: files are appended to.
+	if err := os.WriteFile(tracesPath, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": tracesPath, "PI_OTEL_METRICS_FILE": metricsPath,
+		"OTEL_SERVICE_NAME": "svc", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test"})
+	tel, stderr := setup(t, cfg)
+	tid := makeTrace(tel.TracerProvider())
+	recordMetric(tel.MeterProvider())
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(tracesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "{}" {
+		t.Fatalf("traces file = %q", raw)
+	}
+	req, err := otlpfile.UnmarshalTraces([]byte(lines[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := req.ResourceSpans[0]
+	attrs := map[string]string{}
+	for _, kv := range rs.Resource.Attributes {
+		attrs[kv.Key] = kv.Value.GetStringValue()
+	}
+	if attrs["service.name"] != "svc" || attrs["deployment.environment"] != "test" || attrs["telemetry.sdk.language"] != "go" {
+		t.Errorf("resource = %v", attrs)
+	}
+	spans := rs.ScopeSpans[0].Spans
+	if len(spans) != 3 || trace.TraceID(spans[0].TraceId) != tid {
+		t.Errorf("spans = %v", spans)
+	}
+	if !strings.Contains(lines[1], `"traceId":"`+tid.String()+`"`) {
+		t.Errorf("trace id is not hex in %s", lines[1])
+	}
+
+	mraw, err := os.ReadFile(metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mreq, err := otlpfile.UnmarshalMetrics(mraw)
+	if err != nil {
+		t.Fatalf("metrics file %q: %v", mraw, err)
+	}
+	m := mreq.ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
+	if m.Name != "pi.test.count" || m.GetSum().DataPoints[0].GetAsInt() != 3 ||
+		m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE {
+		t.Errorf("metric = %v", m)
+	}
+	if got := tel.Summary(); got != fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → file %s", tid, tracesPath) {
+		t.Errorf("summary = %q", got)
+	}
+	if stderr.String() != "" {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+}
+
+func TestFileToStderr(t *testing.T) {
+	tel, stderr := setup(t, loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": "-"}))
+	tid := makeTrace(tel.TracerProvider())
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req, err := otlpfile.UnmarshalTraces([]byte(stderr.String()))
+	if err != nil {
+		t.Fatalf("stderr %q: %v", stderr.String(), err)
+	}
+	if trace.TraceID(req.ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId) != tid {
+		t.Errorf("wrong trace on stderr")
+	}
+	if !strings.HasSuffix(tel.Summary(), "→ file (stderr)") {
+		t.Errorf("summary = %q", tel.Summary())
+	}
+}
+
+func TestNoneExporter(t *testing.T) {
+	tel, stderr := setup(t, loadConfig(t, map[string]string{"OTEL_TRACES_EXPORTER": "none"}))
+	tid := makeTrace(tel.TracerProvider())
+	makeTrace(tel.TracerProvider())
+	recordMetric(tel.MeterProvider())
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if stderr.String() != "" {
+		t.Errorf("none wrote %q", stderr.String())
+	}
+	// Spans are still created and counted.
+	if s := tel.Stats(); s != (telemetry.Stats{Traces: 2, Ended: 6}) {
+		t.Errorf("stats = %+v", s)
+	}
+	if got := tel.Summary(); got != "pi-otel: 2 traces, 6 spans → none (not exported)" {
+		t.Errorf("summary = %q", got)
+	}
+	_ = tid
+}
+
+func TestForceFlushAndHandMadeConfig(t *testing.T) {
+	// A Config built by hand, zero batch settings and all, still works.
+	path := t.TempDir() + "/t.jsonl"
+	tel, _ := setup(t, config.Config{Traces: config.Signal{Exporter: config.ExporterFile, File: path}})
+	makeTrace(tel.TracerProvider())
+	if err := tel.ForceFlush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(raw), "\n") != 1 {
+		t.Fatalf("after ForceFlush the file holds %q (%v)", raw, err)
+	}
+	if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
+		t.Errorf("stats = %+v", s)
+	}
+	if !strings.Contains(string(raw), `{"key":"service.name","value":{"stringValue":"pi"}}`) {
+		t.Errorf("default service name missing: %s", raw)
+	}
+}
+
+func TestSetupErrors(t *testing.T) {
+	cfg := loadConfig(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:1",
+		"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"})
+	_, err := telemetry.Setup(context.Background(), cfg, telemetry.WithStderr(newSyncBuffer()))
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/ca.pem") {
+		t.Errorf("Setup with a missing CA file: %v", err)
+	}
+	cfg = loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": t.TempDir() + "/no/such/dir/t.jsonl"})
+	if _, err := telemetry.Setup(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Setup with an unwritable file: %v", err)
+	}
+}
+
+func TestWithResource(t *testing.T) {
+	cfg := loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": "-"})
+	tel, stderr := setup(t, cfg, telemetry.WithResource(resource.NewSchemaless(attribute.String("host.name", "box"))))
+	makeTrace(tel.TracerProvider())
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), `{"key":"host.name","value":{"stringValue":"box"}}`) ||
+		!strings.Contains(stderr.String(), `{"key":"service.name","value":{"stringValue":"pi"}}`) {
+		t.Errorf("resource not merged: %s", stderr.String())
+	}
+}
+
+// otlpCase runs traces and metrics to an in-process receiver.
+type otlpCase struct {
+	name     string
+	protocol string
+	tls      string // "", "server" or "mutual"
+	gzip     bool
+	bare     bool // endpoint given as host:port, plaintext by --insecure
+}
+
+func TestOTLPRoundTrip(t *testing.T) {
+	for _, tc := range []otlpCase{
+		{name: "grpc plaintext", protocol: "grpc"},
+		{name: "grpc bare host:port", protocol: "grpc", bare: true},
+		{name: "http bare host:port", protocol: "http/protobuf", bare: true},
+		{name: "grpc TLS", protocol: "grpc", tls: "server"},
+		{name: "grpc mutual TLS gzip", protocol: "grpc", tls: "mutual", gzip: true},
+		{name: "http plaintext", protocol: "http/protobuf"},
+		{name: "http TLS gzip", protocol: "http/protobuf", tls: "server", gzip: true},
+		{name: "http mutual TLS", protocol: "http/protobuf", tls: "mutual"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testOTLPRoundTrip(t, tc) })
+	}
+}
+
+func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
+	ctx := testCtx(t)
+	p := newPKI(t)
+	rcv := newReceiver()
+	rcv.requireKey, rcv.requireValue = "Authorization", "Bearer t0k,en"
+	lis := listen(t)
+	scheme := "http"
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL": tc.protocol,
+		// Percent-encoded, as the specification has header values.
+		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20t0k%2Cen",
+		"OTEL_METRICS_EXPORTER":      "otlp",
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "20000",
+	}
+	if tc.tls != "" {
+		scheme = "https"
+		env["OTEL_EXPORTER_OTLP_CERTIFICATE"] = p.caFile
+		if tc.tls == "mutual" {
+			env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"] = p.clientCert
+			env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = p.clientKey
+		}
+	}
+	if tc.gzip {
+		env["OTEL_EXPORTER_OTLP_COMPRESSION"] = "gzip"
+	}
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = scheme + "://" + lis.Addr().String()
+	if tc.bare {
+		_, port, _ := net.SplitHostPort(lis.Addr().String())
+		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "localhost:" + port
+		env["OTEL_EXPORTER_OTLP_INSECURE"] = "true"
+	}
+
+	var serverTLS = p.serverTLS(tc.tls == "mutual")
+	if tc.tls == "" {
+		serverTLS = nil
+	}
+	if tc.protocol == "grpc" {
+		var creds credentials.TransportCredentials
+		if serverTLS != nil {
+			creds = credentials.NewTLS(serverTLS)
+		}
+		serveGRPC(t, rcv, lis, creds)
+	} else {
+		serveHTTP(t, rcv, lis, serverTLS)
+	}
+
+	tel, stderr := setup(t, loadConfig(t, env))
+	tid := makeTrace(tel.TracerProvider())
+	recordMetric(tel.MeterProvider())
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v (stderr %q)", err, stderr.String())
+	}
+	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
+	rcv.waitFor(t, ctx, "metrics", hasMetrics)
+
+	if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
+		t.Errorf("stats = %+v", s)
+	}
+	if stderr.String() != "" {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for _, h := range rcv.headers {
+		if got := h.Get("Authorization"); got != "Bearer t0k,en" {
+			t.Errorf("authorization header = %q", got)
+		}
+	}
+	if tc.protocol != "grpc" {
+		// The generic endpoint got the signal paths appended.
+		if strings.Join(rcv.paths, " ") != "/v1/traces /v1/metrics" {
+			t.Errorf("paths = %v", rcv.paths)
+		}
+		if tc.gzip && rcv.headers[0].Get("Content-Encoding") != "gzip" {
+			t.Errorf("not gzipped: %v", rcv.headers[0])
+		}
+	}
+	got := rcv.traces[0].ResourceSpans[0]
+	if trace.TraceID(got.ScopeSpans[0].Spans[0].TraceId) != tid {
+		t.Errorf("trace id %x, want %s", got.ScopeSpans[0].Spans[0].TraceId, tid)
+	}
+	m := rcv.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
+	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE ||
+		m.GetSum().DataPoints[0].GetAsInt() != 3 {
+		t.Errorf("metric = %v", m)
+	}
+	wantSummary := fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → otlp %s ", tid, tc.protocol)
+	if !strings.HasPrefix(tel.Summary(), wantSummary) {
+		t.Errorf("summary = %q, want prefix %q", tel.Summary(), wantSummary)
+	}
+}
+
+func TestHTTPSignalEndpointUsedAsIs(t *testing.T) {
+	ctx := testCtx(t)
+	rcv := newReceiver()
+	lis := listen(t)
+	serveHTTP(t, rcv, lis, nil)
+	tel, _ := setup(t, loadConfig(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + lis.Addr().String() + "/custom/traces",
+	}))
+	makeTrace(tel.TracerProvider())
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
+	if rcv.paths[0] != "/custom/traces" {
+		t.Errorf("path = %q", rcv.paths[0])
+	}
+}
+
+func TestRefusedCredentials(t *testing.T) {
+	// A collector that wants a header pi-otel lacks: one line that points
+	// at --headers, and the spans count as failed.
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			rcv := newReceiver()
+			rcv.requireKey, rcv.requireValue = "Authorization", "secret"
+			lis := listen(t)
+			if protocol == "grpc" {
+				serveGRPC(t, rcv, lis, nil)
+			} else {
+				serveHTTP(t, rcv, lis, nil)
+			}
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+				"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=wrong-s3cr3t",
+			}))
+			makeTrace(tel.TracerProvider())
+			_ = tel.Shutdown(ctx)
+			out := stderr.String()
+			t.Logf("stderr: %s", out)
+			if strings.Count(out, "\n") != 1 || !strings.Contains(out, "refused the traces") ||
+				!strings.Contains(out, "check --headers or OTEL_EXPORTER_OTLP_HEADERS") {
+				t.Errorf("stderr = %q", out)
+			}
+			if strings.Contains(out, "s3cr3t") {
+				t.Errorf("stderr leaks the header value: %q", out)
+			}
+			if s := tel.Stats(); s.Failed != 3 || s.Exported != 0 {
+				t.Errorf("stats = %+v", s)
+			}
+			if !strings.Contains(tel.Summary(), "; 3 failed to export") {
+				t.Errorf("summary = %q", tel.Summary())
+			}
+		})
+	}
+}
+
+func TestTLSMismatch(t *testing.T) {
+	// A TLS collector whose CA pi-otel was not given.
+	ctx := testCtx(t)
+	p := newPKI(t)
+	lis := listen(t)
+	serveGRPC(t, newReceiver(), lis, credentials.NewTLS(p.serverTLS(false)))
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://" + lis.Addr().String(),
+	}), telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: time.Millisecond}))
+	makeTrace(tel.TracerProvider())
+	_ = tel.Shutdown(ctx)
+	t.Logf("stderr: %s", stderr.String())
+	if out := stderr.String(); !strings.Contains(out, "TLS with the collector at "+lis.Addr().String()+" failed (") ||
+		!strings.Contains(out, "--certificate") || strings.Count(out, "\n") != 1 {
+		t.Errorf("stderr = %q", out)
+	}
+}
+
+func TestCollectorDown(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			addr := freePort(t)
+			// Nothing of pi-otel's may reach stdout, which belongs to Pi.
+			stdout := captureStdout(t)
+
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
+				"OTEL_METRICS_EXPORTER":       "otlp",
+				"OTEL_BSP_MAX_QUEUE_SIZE":     "64",
+				"OTEL_BSP_SCHEDULE_DELAY":     "1",
+				// Shutdown must not wait this out: a collector found missing
+				// at exit ends the flush. A hang here fails the test.
+				"PI_OTEL_FLUSH_TIMEOUT": "1h",
+			}))
+			// The producer is never held up: far more spans than the queue
+			// holds, while the exporter sits in its retry backoff.
+			tr := tel.TracerProvider().Tracer("load")
+			const n = 5000
+			for range n {
+				_, s := tr.Start(ctx, "s")
+				s.End()
+			}
+			recordMetric(tel.MeterProvider())
+			stderr.waitFor(t, ctx, "pi-otel: no collector at "+addr+
+				" (connection refused); set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console\n")
+			running := tel.Stats()
+			if running.Dropped == 0 {
+				t.Errorf("a full queue dropped nothing: %+v", running)
+			}
+			_ = tel.Shutdown(ctx)
+
+			s := tel.Stats()
+			if s.Ended != n || s.Exported != 0 || s.Failed+s.Dropped != n || s.Dropped < running.Dropped {
+				t.Errorf("stats = %+v", s)
+			}
+			// One line for the whole run, traces and metrics together.
+			if out := stderr.String(); strings.Count(out, "\n") != 1 {
+				t.Errorf("stderr has more than one line:\n%s", out)
+			}
+			sum := tel.Summary()
+			t.Logf("%s\n%s", stderr.String(), sum)
+			if !strings.Contains(sum, fmt.Sprintf("%d spans dropped", s.Dropped)) ||
+				(s.Failed > 0) != strings.Contains(sum, fmt.Sprintf("%d failed to export", s.Failed)) {
+				t.Errorf("summary = %q for %+v", sum, s)
+			}
+			if out := stdout(); out != "" {
+				t.Errorf("stdout got %q", out)
+			}
+		})
+	}
+}
+
+func TestCollectorDownQuiet(t *testing.T) {
+	ctx := testCtx(t)
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + freePort(t),
+		"PI_OTEL_QUIET":               "true",
+		"PI_OTEL_FLUSH_TIMEOUT":       "1h",
+	}))
+	makeTrace(tel.TracerProvider())
+	_ = tel.Shutdown(ctx)
+	if stderr.String() != "" {
+		t.Errorf("quiet wrote %q", stderr.String())
+	}
+	if s := tel.Stats(); s.Exported != 0 || s.Failed+s.Dropped != 3 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+func TestCollectorComesUpLate(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			addr := freePort(t)
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
+				"OTEL_BSP_SCHEDULE_DELAY":     "1",
+			}), telemetry.WithRetry(telemetry.Retry{
+				InitialInterval: 20 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: time.Minute,
+			}))
+			tid := makeTrace(tel.TracerProvider())
+			// The first attempt finds nobody...
+			stderr.waitFor(t, ctx, "no collector at "+addr)
+			// ...then the collector starts on that address, and a retry
+			// delivers the spans while pi-otel still runs.
+			lis, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Skipf("port %s was taken meanwhile: %v", addr, err)
+			}
+			rcv := newReceiver()
+			if protocol == "grpc" {
+				serveGRPC(t, rcv, lis, nil)
+			} else {
+				serveHTTP(t, rcv, lis, nil)
+			}
+			rcv.waitFor(t, ctx, "3 spans", spanCount(3))
+			if err := tel.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
+				t.Errorf("stats = %+v", s)
+			}
+			if got := rcv.traces[0].ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId; trace.TraceID(got) != tid {
+				t.Errorf("trace id %x", got)
+			}
+			if strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("stderr = %q", stderr.String())
+			}
+		})
+	}
+}
+
+// captureStdout swaps os.Stdout for a pipe until the test ends and returns
+// what was written to it.
+func captureStdout(t *testing.T) func() string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	var out *string
+	restore := func() string {
+		if out == nil {
+			os.Stdout = old
+			_ = w.Close()
+			s := <-done
+			out = &s
+		}
+		return *out
+	}
+	t.Cleanup(func() { restore() })
+	return restore
+}
+
+func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
+	id := func(cfg config.Config) string {
+		tel, err := telemetry.Setup(context.Background(), cfg, telemetry.WithStderr(io.Discard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tel.Shutdown(context.Background())
+		_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+		defer s.End()
+		ro, ok := s.(interface{ Resource() *resource.Resource })
+		if !ok {
+			t.Fatal("not an SDK span")
+		}
+		v, _ := ro.Resource().Set().Value("service.instance.id")
+		return v.AsString()
+	}
+	cfg := config.Default()
+	cfg.Traces.Exporter, cfg.Metrics.Exporter = config.ExporterNone, config.ExporterNone
+	a, b := id(cfg), id(cfg)
+	if a == "" || a == b {
+		t.Fatalf("instance ids %q and %q", a, b)
+	}
+	cfg.ResourceAttributes = []attribute.KeyValue{attribute.String("service.instance.id", "mine")}
+	if got := id(cfg); got != "mine" {
+		t.Fatalf("user's instance id replaced by %q", got)
+	}
+}

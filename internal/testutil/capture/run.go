@@ -1,0 +1,325 @@
+// Package capture records real Pi event streams into testdata/captures, the
+// committed fixtures the mapper tests replay. Run it with
+//
+//	go test ./internal/capture -run TestCapture -args -update
+//
+// (add a scenario name to -run to redo just one). Without -update the test
+// checks that the committed captures still show what each scenario claims.
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// Meta is written beside each capture as NAME.meta.json.
+type Meta struct {
+	Scenario      string   `json:"scenario"`
+	Description   string   `json:"description"`
+	PiVersion     string   `json:"piVersion"`
+	Mode          string   `json:"mode"`
+	Args          []string `json:"args"`
+	ExitCode      int      `json:"exitCode"`
+	Signal        string   `json:"signal,omitempty"`
+	Stderr        string   `json:"stderr"`
+	ModelRequests int      `json:"modelRequests"`
+	// Requests describes each chat request the fake model got, in order.
+	Requests     []RequestInfo `json:"requests"`
+	ScriptErrors []string      `json:"scriptErrors,omitempty"`
+}
+
+// RequestInfo is what the fake model saw of one request.
+type RequestInfo struct {
+	Summary  bool     `json:"summary,omitempty"` // a compaction summary request
+	Roles    []string `json:"roles"`
+	Thinking any      `json:"reasoningEffort,omitempty"`
+}
+
+func describe(reqs []fakemodel.Request) []RequestInfo {
+	out := make([]RequestInfo, 0, len(reqs))
+	for _, r := range reqs {
+		info := RequestInfo{Summary: fakemodel.IsSummaryRequest(r), Roles: []string{}}
+		if c, err := r.Chat(); err == nil {
+			for _, m := range c.Messages {
+				info.Roles = append(info.Roles, m.Role)
+			}
+		}
+		var extra struct {
+			ReasoningEffort any `json:"reasoning_effort"`
+		}
+		if r.Decode(&extra) == nil {
+			info.Thinking = extra.ReasoningEffort
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Capture is one recorded run.
+type Capture struct {
+	Meta   Meta
+	Stdout []byte // exactly what Pi wrote
+	Stdin  []byte // RPC only: exactly what was written to Pi
+}
+
+// Records decodes the stdout lines (split on LF only, as Pi's framing says).
+func (c *Capture) Records() ([]map[string]any, error) { return decodeLines(c.Stdout) }
+
+func decodeLines(b []byte) ([]map[string]any, error) {
+	var out []map[string]any
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			return nil, fmt.Errorf("line %d: %v: %.200q", i+1, err, line)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// lineHook sees every stdout line as it arrives; the process is running.
+type lineHook func(line []byte, rec map[string]any, p *os.Process)
+
+// rpcStep writes Send (when set) after the previous step's WaitFor record has
+// been seen on stdout.
+type rpcStep struct {
+	Send    string
+	WaitFor func(rec map[string]any) bool // nil: do not wait
+	Pause   time.Duration                 // sleep before sending
+}
+
+type runSpec struct {
+	env     *pitest.Env
+	args    []string
+	onLine  lineHook
+	rpc     []rpcStep
+	timeout time.Duration
+}
+
+type runResult struct {
+	stdout, stdin []byte
+	stderr        string
+	exitCode      int
+	signal        string
+}
+
+// run starts Pi, streams its stdout through the hooks and waits for it.
+func run(spec runSpec) (runResult, error) {
+	timeout := spec.timeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := spec.env.Command(ctx, spec.args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return runResult{}, err
+	}
+	var stdin io.WriteCloser
+	if spec.rpc != nil {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return runResult{}, err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return runResult{}, err
+	}
+	spec.env.Track(cmd)
+
+	var (
+		mu    sync.Mutex
+		seen  []map[string]any
+		wake  = make(chan struct{}, 1)
+		out   bytes.Buffer
+		input bytes.Buffer
+	)
+	readDone := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				out.Write(line)
+				var rec map[string]any
+				_ = json.Unmarshal(bytes.TrimRight(line, "\r\n"), &rec)
+				if spec.onLine != nil {
+					spec.onLine(line, rec, cmd.Process)
+				}
+				mu.Lock()
+				seen = append(seen, rec)
+				mu.Unlock()
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				readDone <- err
+				return
+			}
+		}
+	}()
+
+	var stepErr error
+	if spec.rpc != nil {
+		stepErr = driveRPC(ctx, spec.rpc, stdin, &input, &mu, &seen, wake)
+		_ = stdin.Close()
+	}
+	rerr := <-readDone
+	werr := cmd.Wait()
+	res := runResult{stdout: out.Bytes(), stdin: input.Bytes(), stderr: stderr.String(), exitCode: cmd.ProcessState.ExitCode()}
+	if ws, ok := cmd.ProcessState.Sys().(interface{ Signaled() bool }); ok && ws.Signaled() {
+		res.signal = cmd.ProcessState.String()
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("pi did not finish within %v (stderr: %s)", timeout, stderr.String())
+	}
+	if stepErr != nil {
+		return res, stepErr
+	}
+	if rerr != nil {
+		return res, rerr
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return res, werr
+	}
+	return res, nil
+}
+
+func driveRPC(ctx context.Context, steps []rpcStep, stdin io.Writer, input *bytes.Buffer, mu *sync.Mutex, seen *[]map[string]any, wake chan struct{}) error {
+	from := 0 // records before this index were matched by earlier steps
+	for i, st := range steps {
+		if st.Pause > 0 {
+			time.Sleep(st.Pause)
+		}
+		if st.Send != "" {
+			line := st.Send
+			if !strings.HasSuffix(line, "\n") {
+				line += "\n"
+			}
+			input.WriteString(line)
+			if _, err := io.WriteString(stdin, line); err != nil {
+				return fmt.Errorf("rpc step %d: write: %v", i, err)
+			}
+		}
+		if st.WaitFor == nil {
+			continue
+		}
+		for found := false; !found; {
+			mu.Lock()
+			for ; from < len(*seen); from++ {
+				if (*seen)[from] != nil && st.WaitFor((*seen)[from]) {
+					found = true
+					from++
+					break
+				}
+			}
+			mu.Unlock()
+			if found {
+				break
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return fmt.Errorf("rpc step %d (%q): expected record never came", i, st.Send)
+			}
+		}
+	}
+	return nil
+}
+
+// Recorder writes captures of one Pi version under its directory.
+type Recorder struct {
+	Dir string // testdata/captures/pi-VERSION
+}
+
+func (r Recorder) write(c *Capture) error {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return err
+	}
+	name := c.Meta.Scenario
+	meta, err := json.MarshalIndent(c.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	if c.Meta.Mode == "rpc" {
+		if err := os.WriteFile(filepath.Join(r.Dir, name+".in.jsonl"), c.Stdin, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(r.Dir, name+".out.jsonl"), c.Stdout, 0o644); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(filepath.Join(r.Dir, name+".jsonl"), c.Stdout, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(r.Dir, name+".meta.json"), append(meta, '\n'), 0o644)
+}
+
+// Load reads a capture written by a Recorder.
+func Load(dir, name string) (*Capture, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Capture{}
+	if err := json.Unmarshal(b, &c.Meta); err != nil {
+		return nil, err
+	}
+	if c.Meta.Mode == "rpc" {
+		if c.Stdin, err = os.ReadFile(filepath.Join(dir, name+".in.jsonl")); err != nil {
+			return nil, err
+		}
+		c.Stdout, err = os.ReadFile(filepath.Join(dir, name+".out.jsonl"))
+	} else {
+		c.Stdout, err = os.ReadFile(filepath.Join(dir, name+".jsonl"))
+	}
+	return c, err
+}
+
+func piVersion(env *pitest.Env) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := env.Run(env.Command(ctx, "--version"))
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(res.Stdout))
+	if v == "" {
+		v = strings.TrimSpace(string(res.Stderr))
+	}
+	return v, nil
+}
+
+// modelServer starts a fake model for one scenario.
+func modelServer(s Scenario) (*fakemodel.Server, error) {
+	opts := []fakemodel.Option{fakemodel.WithScript(s.Script...)}
+	if s.Summary != "" {
+		opts = append(opts, fakemodel.WithSummaries(s.Summary, 3))
+	}
+	return fakemodel.New(opts...)
+}

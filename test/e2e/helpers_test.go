@@ -1,0 +1,501 @@
+//go:build realstack
+
+// Package e2e runs the built pi-otel around the real Pi, against a scripted
+// fake model, exporting to a real Jaeger, and asserts on the traces Jaeger
+// stored. Every tool it needs comes from scripts/deps.sh; a missing one fails
+// the tests rather than skipping them.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// piOtelBin is the pi-otel binary every test here runs: $PI_OTEL_BIN when
+// set (to check a release build), else the one TestMain builds.
+var piOtelBin string
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	if bin := os.Getenv(rpcBinaryEnv); bin != "" {
+		piOtelBin = bin
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "pi-otel-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildPiOtel(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	piOtelBin = bin
+	// The RPC tests look for a prebuilt binary here.
+	if err := os.Setenv(rpcBinaryEnv, bin); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// buildPiOtel builds ./cmd/pi-otel of this module into dir.
+func buildPiOtel(dir string) (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	bin := filepath.Join(dir, "pi-otel")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pi-otel")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building pi-otel: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// hangGuard bounds one pi-otel run, so a hung child fails the test instead
+// of the whole package timing out. It is not a performance assertion.
+const hangGuard = 2 * time.Minute
+
+// setup is one scripted capture scenario made ready to run: the fake model
+// plays its script and a hermetic Pi is configured with its model and
+// settings.
+type setup struct {
+	scenario capture.Scenario
+	model    *fakemodel.Server
+	pi       *pitest.Env
+}
+
+// prepare looks up the capture scenario called name (see
+// internal/capture/scenarios.go) and prepares it. opts come after the
+// scenario's own, so a test can pick another Pi.
+func prepare(t *testing.T, name string, opts ...pitest.Option) *setup {
+	t.Helper()
+	for _, c := range capture.Scenarios() {
+		if c.Name == name {
+			return prepareScenario(t, c, opts...)
+		}
+	}
+	t.Fatalf("no capture scenario %q", name)
+	return nil
+}
+
+// prepareScenario starts the fake model for s and a hermetic Pi for it.
+func prepareScenario(t *testing.T, s capture.Scenario, opts ...pitest.Option) *setup {
+	t.Helper()
+	fm := []fakemodel.Option{fakemodel.WithScript(s.Script...)}
+	if s.Summary != "" {
+		fm = append(fm, fakemodel.WithSummaries(s.Summary, 3))
+	}
+	model := fakemodel.Start(t, fm...)
+	m := pitest.DefaultModel()
+	if s.Model != nil {
+		s.Model(&m)
+	}
+	all := append([]pitest.Option{pitest.WithModel(m), pitest.WithSettings(s.Settings)}, opts...)
+	return &setup{scenario: s, model: model, pi: pitest.New(t, model.URL(), all...)}
+}
+
+// piArgs is the Pi command line of the scenario: the Pi binary, the
+// provider flags and the scenario's arguments.
+func (s *setup) piArgs() []string {
+	return append([]string{s.pi.Pi}, s.pi.Args(s.scenario.Args...)...)
+}
+
+// check runs the scenario's own capture check on a stream that came
+// through pi-otel: what Pi wrote must still show what the scenario claims.
+func (s *setup) check(t *testing.T, r *result) {
+	t.Helper()
+	if s.scenario.Check == nil {
+		return
+	}
+	c := &capture.Capture{Meta: capture.Meta{ExitCode: r.code}, Stdout: r.stdout}
+	recs, err := c.Records()
+	if err != nil {
+		t.Fatalf("pi-otel's stdout is not Pi's JSONL: %v", err)
+	}
+	if err := s.scenario.Check(c, recs); err != nil {
+		t.Errorf("scenario %s through pi-otel: %v", s.scenario.Name, err)
+	}
+}
+
+// direct runs the scenario's Pi without pi-otel, against a fresh fake model
+// playing the same script, and returns its stdout.
+func direct(t *testing.T, name string) []byte {
+	t.Helper()
+	s := prepare(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	res, err := s.pi.Run(s.pi.Command(ctx, s.pi.Args(s.scenario.Args...)...))
+	if err != nil {
+		t.Fatalf("direct pi: %v", err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("direct pi exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// call is one pi-otel invocation.
+type call struct {
+	args  []string // pi-otel's arguments, e.g. run -- pi …
+	env   []string // added to Pi's hermetic environment
+	stdin io.Reader
+	// started, when set, is called once pi-otel has started.
+	started func(p *os.Process)
+	// onRecord, when set, sees each stdout line as it arrives.
+	onRecord func(rec map[string]any, p *os.Process)
+}
+
+// result is a finished pi-otel.
+type result struct {
+	stdout, stderr []byte
+	code           int  // the exit code; -1 when pi-otel itself died of a signal
+	signaled       bool // pi-otel died of a signal (it never should)
+	summary        summary
+}
+
+// summary is pi-otel's exit line on stderr, such as
+// "pi-otel: 1 trace (4bf9…), 12 spans → otlp grpc 127.0.0.1:4317".
+type summary struct {
+	line    string
+	traces  int
+	traceID string // when traces == 1
+	spans   int
+	dest    string
+}
+
+var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
+
+// parseSummary finds the last summary line on stderr.
+func parseSummary(stderr []byte) (summary, bool) {
+	all := summaryRE.FindAllSubmatch(stderr, -1)
+	if len(all) == 0 {
+		return summary{}, false
+	}
+	m := all[len(all)-1]
+	s := summary{line: string(m[0]), traceID: string(m[1]), dest: string(m[4])}
+	if s.traceID != "" {
+		s.traces = 1
+	} else {
+		s.traces, _ = strconv.Atoi(string(m[2]))
+	}
+	s.spans, _ = strconv.Atoi(string(m[3]))
+	return s, true
+}
+
+// scrubbed drops from env what the test process may have inherited and
+// would change pi-otel's settings: every OTEL_* variable and a caller's
+// trace context. Tests set what they mean.
+func scrubbed(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// runPiOtel runs pi-otel with Pi's hermetic environment and waits for it.
+func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := pi.Wrap(ctx, piOtelBin, c.args...)
+	cmd.Env = append(scrubbed(cmd.Env), c.env...)
+	cmd.Stdin = c.stdin
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pi.Track(cmd)
+	if c.started != nil {
+		c.started(cmd.Process)
+	}
+	var stdout bytes.Buffer
+	r := bufio.NewReaderSize(out, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		stdout.Write(line)
+		if c.onRecord != nil && len(line) > 0 {
+			var rec map[string]any
+			if json.Unmarshal(line, &rec) == nil {
+				c.onRecord(rec, cmd.Process)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("pi-otel %v did not finish within %v\nstderr:\n%s", c.args, hangGuard, stderr.Bytes())
+	}
+	res := &result{stdout: stdout.Bytes(), stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.signaled = true
+		t.Errorf("pi-otel died of %v\nstderr:\n%s", ws.Signal(), stderr.Bytes())
+	}
+	if bytes.Contains(res.stderr, []byte("panic:")) {
+		t.Errorf("pi-otel panicked:\n%s", res.stderr)
+	}
+	var ok bool
+	if res.summary, ok = parseSummary(res.stderr); !ok && !slices.Contains(c.args, "--quiet") {
+		t.Errorf("no summary line on pi-otel's stderr:\n%s", res.stderr)
+	}
+	return res
+}
+
+// otlpGRPC is the environment that sends pi-otel's spans to j over OTLP/gRPC
+// as service. Jaeger takes no metrics, so they are off.
+func otlpGRPC(j *jaegertest.Jaeger, service string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_SERVICE_NAME=" + service,
+		"OTEL_METRICS_EXPORTER=none",
+	}
+}
+
+// otlpHTTP is otlpGRPC over OTLP/HTTP with protobuf bodies.
+func otlpHTTP(j *jaegertest.Jaeger, service string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + j.OTLPHTTP,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_SERVICE_NAME=" + service,
+		"OTEL_METRICS_EXPORTER=none",
+	}
+}
+
+// traced runs the scenario under `pi-otel run` exporting to j as a service
+// of its own, checks that pi-otel exits 0 and reports a summary, and returns the result with
+// the traces Jaeger stored, oldest first.
+func traced(t *testing.T, j *jaegertest.Jaeger, s *setup, service string) (*result, []*jaegertest.Trace) {
+	t.Helper()
+	since := time.Now().Add(-time.Second)
+	r := runPiOtel(t, s.pi, call{
+		args: append([]string{"run", "--"}, s.piArgs()...),
+		env:  otlpGRPC(j, service),
+	})
+	if r.code != 0 {
+		t.Fatalf("pi-otel exited %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	return r, stored(t, j, service, since, r)
+}
+
+// stored waits until Jaeger holds every span pi-otel's summary reported for
+// service, and returns the traces oldest first, each checked for the
+// invariants every trace keeps.
+func stored(t *testing.T, j *jaegertest.Jaeger, service string, since time.Time, r *result) []*jaegertest.Trace {
+	t.Helper()
+	sum := r.summary
+	if sum.line == "" {
+		t.Fatalf("no summary on stderr:\n%s", r.stderr)
+	}
+	if strings.Contains(sum.line, ";") {
+		t.Errorf("export trouble: %s", sum.line)
+	}
+	if sum.spans == 0 {
+		t.Fatalf("pi-otel ended no spans: %s", sum.line)
+	}
+	traces := j.WaitService(t, context.Background(), service, since, sum.spans)
+	got := 0
+	for _, tr := range traces {
+		got += len(tr.Spans)
+	}
+	if len(traces) != sum.traces || got != sum.spans {
+		t.Fatalf("Jaeger holds %d traces with %d spans of %s; pi-otel said %q", len(traces), got, service, sum.line)
+	}
+	if sum.traceID != "" && traces[0].ID != sum.traceID {
+		t.Errorf("Jaeger's trace %s, pi-otel said %s", traces[0].ID, sum.traceID)
+	}
+	sort.SliceStable(traces, func(a, b int) bool { return root(t, traces[a]).Start.Before(root(t, traces[b]).Start) })
+	for _, tr := range traces {
+		wellFormed(t, tr)
+	}
+	return traces
+}
+
+// root is a trace's single root span.
+func root(t *testing.T, tr *jaegertest.Trace) *jaegertest.Span {
+	t.Helper()
+	roots := tr.Roots()
+	if len(roots) != 1 {
+		t.Fatalf("trace %s has %d roots:\n%s", tr.ID, len(roots), tr.Tree())
+	}
+	return roots[0]
+}
+
+// wellFormed checks what holds for every trace pi-otel exports: one root
+// called invoke_agent pi, every span ended within its parent's lifetime,
+// chat spans are CLIENT and the others INTERNAL.
+func wellFormed(t *testing.T, tr *jaegertest.Trace) {
+	t.Helper()
+	r := root(t, tr)
+	if r.Name != "invoke_agent pi" {
+		t.Errorf("root %q, want invoke_agent pi", r.Name)
+	}
+	for _, s := range tr.Spans {
+		if s.End.IsZero() || s.End.Before(s.Start) {
+			t.Errorf("%s: start %v end %v", s.Name, s.Start, s.End)
+		}
+		// Jaeger keeps times to the microsecond: allow that much.
+		if p := s.Parent; p != nil && (p.Start.Sub(s.Start) >= time.Microsecond || s.End.Sub(p.End) >= time.Microsecond) {
+			t.Errorf("%s [%v, %v] outside its parent %s [%v, %v]", s.Name, s.Start, s.End, p.Name, p.Start, p.End)
+		}
+		want := "internal"
+		if strings.HasPrefix(s.Name, "chat ") {
+			want = "client"
+		}
+		if s.Kind != want {
+			t.Errorf("%s: kind %s, want %s", s.Name, s.Kind, want)
+		}
+	}
+}
+
+// shape renders a span tree as indented names, " !" marking error status;
+// children come in start order.
+func shape(s *jaegertest.Span) string {
+	var b strings.Builder
+	var walk func(*jaegertest.Span, int)
+	walk = func(s *jaegertest.Span, depth int) {
+		mark := ""
+		if s.Status.Code == "error" {
+			mark = " !"
+		}
+		fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat("  ", depth), s.Name, mark)
+		for _, c := range s.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(s, 0)
+	return b.String()
+}
+
+// wantShape compares a trace's tree with want (leading newline ignored).
+func wantShape(t *testing.T, tr *jaegertest.Trace, want string) {
+	t.Helper()
+	got := shape(root(t, tr))
+	want = strings.TrimLeft(want, "\n")
+	if got != want {
+		t.Fatalf("trace %s:\n%s\nwant:\n%s", tr.ID, got, want)
+	}
+}
+
+// wantAttrs checks attributes by value: strings, int64, float64 or bool,
+// as Jaeger decodes them.
+func wantAttrs(t *testing.T, s *jaegertest.Span, want map[string]any) {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if got, ok := s.Attrs[k]; !ok || got != want[k] {
+			t.Errorf("%s: %s = %#v, want %#v", s.Name, k, got, want[k])
+		}
+	}
+}
+
+// positive checks that numeric attributes are set and above zero.
+func positive(t *testing.T, s *jaegertest.Span, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		switch v := s.Attrs[k].(type) {
+		case int64:
+			if v <= 0 {
+				t.Errorf("%s: %s = %d, want > 0", s.Name, k, v)
+			}
+		case float64:
+			if v <= 0 {
+				t.Errorf("%s: %s = %v, want > 0", s.Name, k, v)
+			}
+		default:
+			t.Errorf("%s: %s = %#v, want a number > 0", s.Name, k, v)
+		}
+	}
+}
+
+// only returns the single span called name in tr.
+func only(t *testing.T, tr *jaegertest.Trace, name string) *jaegertest.Span {
+	t.Helper()
+	ss := tr.Named(name)
+	if len(ss) != 1 {
+		t.Fatalf("%d spans called %s:\n%s", len(ss), name, tr.Tree())
+	}
+	return ss[0]
+}
+
+// records decodes JSONL the way Pi frames it (LF only).
+func records(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	c := &capture.Capture{Stdout: b}
+	recs, err := c.Records()
+	if err != nil {
+		t.Fatalf("not JSONL: %v", err)
+	}
+	return recs
+}
+
+// recordTypes lists the type of each record.
+func recordTypes(recs []map[string]any) []string {
+	out := make([]string, 0, len(recs))
+	for _, r := range recs {
+		typ, _ := r["type"].(string)
+		out = append(out, typ)
+	}
+	return out
+}
+
+// sameBytes compares two outputs byte for byte and says where they part.
+func sameBytes(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	t.Errorf("%s: %d bytes, want %d; they differ from byte %d: got %q, want %q",
+		what, len(got), len(want), i, excerpt(got, i), excerpt(want, i))
+}
+
+func excerpt(b []byte, i int) []byte {
+	end := min(i+40, len(b))
+	return b[i:end]
+}

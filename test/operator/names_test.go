@@ -1,0 +1,428 @@
+//go:build realstack
+
+package operator_test
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+)
+
+// TestDashboardAndAlertNamesExistInPrometheus runs the real pi-otel binary on real scenarios —
+// a replay of every real Pi capture, each its own short-lived process, and a real Pi RPC session
+// with extension dialogs through `pi-otel rpc` — into the real agent → gateway Collectors and a
+// real Prometheus scraping the gateway. It then checks that every metric, label, matcher value
+// and grouping label a dashboard or rule references exists there, that every expression
+// evaluates, and that the numbers add up: one series per process, pi-otel's health counters and
+// cost equal to what the captures hold, spanmetrics and pi-otel counting the same runs, and the
+// recording rules counting every short process's series exactly once.
+func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	// The RPC session needs the real Pi and Node: fail now, not after the replays, without them.
+	pitest.Lookup(t, pitest.EnvPi)
+	pitest.Lookup(t, pitest.EnvNodeDir)
+	bin := piOtelBinary(t)
+	caps := captureFiles(t)
+	t.Logf("pi-otel binary ready in %v", time.Since(began).Round(time.Millisecond))
+	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0"})
+	rules, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
+	if err != nil || len(rules) == 0 {
+		t.Fatalf("rule files: %v", err)
+	}
+	prom := startPrometheus(t, stack.GatewayMetrics, stack.GatewayTelemetry, rules)
+	promStart := time.Now()
+
+	// The RPC session runs while the replays do: short processes and a long one side by side.
+	type rpcOutcome struct {
+		s   *rpcSession
+		err error
+	}
+	rpcDone := make(chan rpcOutcome, 1)
+	rpcDir := t.TempDir()
+	workBegan := time.Now()
+	go func() {
+		s, err := runRPCSession(rpcDir, bin, "http://"+stack.AgentOTLP)
+		rpcDone <- rpcOutcome{s, err}
+	}()
+	rep := replayAll(t, bin, stack, caps)
+	t.Logf("%d replays done in %v", rep.processes, time.Since(workBegan).Round(time.Millisecond))
+	ro := <-rpcDone
+	t.Logf("RPC session done in %v", time.Since(workBegan).Round(time.Millisecond))
+	if ro.err != nil {
+		t.Fatalf("RPC session through pi-otel rpc: %v", ro.err)
+	}
+	rpc := ro.s
+	rpcSummary := parseSummary(t, "pi-otel rpc", []byte(rpc.result.Stderr))
+	t.Logf("replays: %d records, %d spans, %.6f USD; RPC session: %q, %.6f USD", rep.records, rep.spans, rep.cost, rpcSummary.line, rpc.cost)
+
+	all := loadQueries(t)
+	recorded := recordedMetrics(t, rules)
+	// Every selector on a raw metric must come to select data: metric name, label names and
+	// matcher values all real. The pipeline is asynchronous (batching, spanmetrics flushes,
+	// scrapes), so wait for data rather than look once.
+	pending := map[string]string{} // selector → a query using it
+	usedSynthetic := map[string]bool{}
+	for _, q := range all {
+		r, err := queries.Parse(q.Expr)
+		if err != nil {
+			t.Fatalf("%s: %v", q.Source, err)
+		}
+		for _, sel := range r.Selectors {
+			if _, ok := recorded[sel.Metric]; ok {
+				continue
+			}
+			if _, ok := syntheticOnly[sel.Text]; ok {
+				usedSynthetic[sel.Text] = true
+				continue
+			}
+			pending[sel.Text] = q.Source
+		}
+	}
+	for sel := range syntheticOnly {
+		if !usedSynthetic[sel] {
+			t.Errorf("syntheticOnly lists %s, which no dashboard or rule uses: drop it", sel)
+		}
+	}
+	selects := func(sel string) bool { return len(prom.query(t, "count("+sel+")")) > 0 }
+	collectortest.Eventually(t, 90*time.Second, func() bool {
+		for sel := range pending {
+			if selects(sel) {
+				delete(pending, sel)
+			}
+		}
+		return len(pending) == 0
+	}, func() string { return fmt.Sprintf("selectors that real data never satisfied: %v", pending) })
+
+	// Real data has arrived: label names are taken from it alone. The synthetic-only selectors
+	// must still be empty, or they are not synthetic-only any more. Then the supplement, and only
+	// it, fills them.
+	series := prom.series(t)
+	logNames(t, series)
+	for sel, why := range syntheticOnly {
+		if selects(sel) {
+			t.Errorf("real data now satisfies %s (listed as synthetic-only: %s): drop it from syntheticOnly", sel, why)
+		}
+	}
+	sendSynthetic(t, stack.AgentOTLP)
+	collectortest.Eventually(t, 60*time.Second, func() bool {
+		for sel := range syntheticOnly {
+			if !selects(sel) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "the synthetic supplement never reached Prometheus" })
+
+	for _, q := range all {
+		r, _ := queries.Parse(q.Expr)
+		labelsOf := map[string]bool{}
+		for _, sel := range r.Selectors {
+			if labels, ok := recorded[sel.Metric]; ok {
+				for _, m := range sel.Matchers {
+					if !labels[m.Label] {
+						t.Errorf("%s: recorded metric %s has no label %s", q.Source, sel.Metric, m.Label)
+					}
+				}
+				for l := range labels {
+					labelsOf[l] = true
+				}
+				continue
+			}
+			have := series[sel.Metric]
+			for _, m := range sel.Matchers {
+				if !have[m.Label] {
+					t.Errorf("%s: metric %s has no label %s (it has %v)", q.Source, sel.Metric, m.Label, keys(have))
+				}
+			}
+			for l := range have {
+				labelsOf[l] = true
+			}
+		}
+		for _, g := range r.Grouping {
+			if !labelsOf[g] {
+				t.Errorf("%s: groups by %s, which none of %v carries", q.Source, g, r.Metrics())
+			}
+		}
+		var data any
+		prom.api(t, "/api/v1/query", url.Values{"query": {q.Expr}}, &data) // fails the test on a query error
+	}
+
+	checkQuantities(t, prom, rep, rpc, rpcSummary)
+	checkRecordingRules(t, prom, collectortest.RepoFile(t, "dashboards/alerts/recording.rules.yml"), promStart, rep.cost+rpc.cost)
+
+	// Exemplars: the chat latency panel links points to traces through them. The spanmetrics
+	// connector exposes an exemplar only until its next flush, so replay a capture again (a
+	// new process, a new trace) until Prometheus has stored one of the replays' trace ids.
+	ours := map[string]bool{}
+	for _, id := range rep.traceIDs {
+		ours[id] = true
+	}
+	text := collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/text.jsonl")
+	collectortest.Eventually(t, 60*time.Second, func() bool {
+		var ex []struct {
+			Exemplars []struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"exemplars"`
+		}
+		now := time.Now()
+		prom.api(t, "/api/v1/query_exemplars", url.Values{
+			"query": {`traces_span_metrics_duration_seconds_bucket{span_name=~"chat .+"}`},
+			"start": {fmt.Sprint(now.Add(-10 * time.Minute).Unix())}, "end": {fmt.Sprint(now.Add(time.Minute).Unix())},
+		}, &ex)
+		for _, s := range ex {
+			for _, e := range s.Exemplars {
+				if ours[e.Labels["trace_id"]] {
+					return true
+				}
+			}
+		}
+		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc"); ok && s.traceID != "" {
+			ours[s.traceID] = true
+		}
+		return false
+	}, func() string { return "no chat latency exemplar in Prometheus carries one of the replays' trace ids" })
+
+	// The shipped rule files load into a real Prometheus.
+	var rg struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []any  `json:"rules"`
+		} `json:"groups"`
+	}
+	prom.api(t, "/api/v1/rules", nil, &rg)
+	loaded := map[string]int{}
+	for _, g := range rg.Groups {
+		loaded[g.Name] = len(g.Rules)
+	}
+	if loaded["pi-otel-alerts"] != 9 || loaded["pi-otel-sdk-increments"] != 9 {
+		t.Errorf("Prometheus loaded rule groups %v, want pi-otel-alerts and pi-otel-sdk-increments with 9 rules each", loaded)
+	}
+}
+
+// checkQuantities compares what Prometheus holds with what the replays and the RPC session
+// produced, counted independently of pi-otel where possible (records and cost from the captures
+// and the transcript, spans from each process's own summary line).
+func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSession, rpcSummary exportSummary) {
+	t.Helper()
+	replays := fmt.Sprintf(`{job="pi", instance!=%q}`, rpcInstance)
+	session := fmt.Sprintf(`{job="pi", instance=%q}`, rpcInstance)
+	value := func(q string) float64 {
+		t.Helper()
+		r := prom.query(t, q)
+		if len(r) != 1 {
+			t.Fatalf("%s: %d results %v, want 1", q, len(r), r)
+		}
+		for _, v := range r {
+			return v
+		}
+		return 0
+	}
+	// 0 while nothing is there yet, for waiting.
+	sofar := func(q string) float64 {
+		var v float64
+		for _, x := range prom.query(t, q) {
+			v += x
+		}
+		return v
+	}
+	// Final values: each process exported at exit; wait until the last export is scraped.
+	collectortest.Eventually(t, 60*time.Second, func() bool {
+		return sofar(`count(count by (instance) (pi_otel_records_read_total`+replays+`))`) == float64(rep.processes) &&
+			sofar(`sum(pi_otel_records_read_total`+replays+`)`) == float64(rep.records) &&
+			sofar(`sum(pi_otel_spans_ended_total`+replays+`)`) == float64(rep.spans) &&
+			sofar(`sum(pi_otel_spans_ended_total`+session+`)`) == float64(rpcSummary.spans)
+	}, func() string {
+		return fmt.Sprintf("want %d replay processes with %d records and %d spans, and %d spans from the RPC session; Prometheus has %v processes, %v records, %v spans and %v",
+			rep.processes, rep.records, rep.spans, rpcSummary.spans,
+			prom.query(t, `count(count by (instance) (pi_otel_records_read_total`+replays+`))`),
+			prom.query(t, `sum(pi_otel_records_read_total`+replays+`)`),
+			prom.query(t, `sum(pi_otel_spans_ended_total`+replays+`)`),
+			prom.query(t, `sum(pi_otel_spans_ended_total`+session+`)`))
+	})
+	if v, want := value(`sum(pi_otel_spans_exported_total)`), float64(rep.spans+rpcSummary.spans); v != want {
+		t.Errorf("spans exported %v, want every span ended (%v)", v, want)
+	}
+	for _, q := range []string{`sum(pi_otel_spans_dropped_total)`, `sum(pi_otel_export_failures_total)`, `sum(pi_otel_records_malformed_total)`} {
+		if v := value(q); v != 0 {
+			t.Errorf("%s = %v, want 0", q, v)
+		}
+	}
+	if v := value(`sum(pi_cost_total` + replays + `)`); !near(v, rep.cost) {
+		t.Errorf("replays: pi_cost_total sums to %v USD; the captures' message_end and compaction_end costs sum to %v", v, rep.cost)
+	}
+	if v := value(`sum(pi_cost_total` + session + `)`); !near(v, rpc.cost) {
+		t.Errorf("RPC session: pi_cost_total = %v USD; its transcript's costs sum to %v", v, rpc.cost)
+	}
+	if rpc.cost == 0 {
+		t.Error("the RPC session's transcript shows no cost: the cost check above proves nothing")
+	}
+	// The time to first chunk of a live session is measured, not reconstructed: some is above 0.
+	if v := value(`sum(gen_ai_client_operation_time_to_first_chunk_seconds_sum` + session + `)`); v <= 0 {
+		t.Errorf("RPC session: time to first chunk sums to %v s, want > 0", v)
+	}
+
+	// Runs: spanmetrics at the gateway (what the dashboard uses) and pi-otel's own counter
+	// (one series per process) count the same runs by outcome.
+	spanRuns := `sum by (pi_outcome) (traces_span_metrics_calls_total{service_name="pi", span_name="invoke_agent pi"})`
+	sdkRuns := `sum by (pi_outcome) (pi_runs_total{job="pi"})`
+	collectortest.Eventually(t, 30*time.Second, func() bool {
+		a, b := prom.query(t, spanRuns), prom.query(t, sdkRuns)
+		return fmt.Sprint(a) == fmt.Sprint(b)
+	}, func() string {
+		return fmt.Sprintf("runs by outcome: spanmetrics %v, pi-otel %v", prom.query(t, spanRuns), prom.query(t, sdkRuns))
+	})
+	for _, o := range []string{"ok", "error", "unsettled"} {
+		if prom.query(t, sdkRuns)["pi_outcome="+o] == 0 {
+			t.Errorf("no run ended %s: the real scenarios should produce every outcome the alerts select", o)
+		}
+	}
+}
+
+// checkRecordingRules evaluates every recording rule of file, as written, on its group's own
+// interval from before the first series to after the last sample — the evaluations Prometheus
+// makes, done at once through query_range instead of waiting up to a minute for the group's
+// slot — and checks that summing the increments, as the dashboard's sum_over_time does, gives
+// each raw metric's total over all processes: every short process's series counted once, whole,
+// and the long session's growth counted too. The cost rule must also total what Pi itself
+// charged (wantCost).
+func checkRecordingRules(t *testing.T, prom *promServer, file string, promStart time.Time, wantCost float64) {
+	t.Helper()
+	rf, err := queries.LoadRules(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	checked := 0
+	for _, g := range rf.Groups {
+		step, err := time.ParseDuration(g.Interval)
+		if err != nil || step <= 0 {
+			t.Fatalf("group %s: interval %q: %v", g.Name, g.Interval, err)
+		}
+		// The first evaluation precedes every series, one is now, and two more follow: later
+		// evaluations see the same final samples (well within the 5m lookback), as they would
+		// while the exporter keeps exposing the series, so a rule that counted a series again
+		// at each evaluation would be caught.
+		n := int(now.Sub(promStart)/step) + 2
+		start, end := now.Add(-time.Duration(n)*step), now.Add(2*step)
+		for _, r := range g.Rules {
+			if r.Record == "" {
+				continue
+			}
+			refs, err := queries.Parse(r.Expr)
+			if err != nil || len(refs.Selectors) == 0 {
+				t.Fatalf("%s: %v", r.Record, err)
+			}
+			var total float64
+			for _, vs := range prom.queryRange(t, r.Expr, start, end, step) {
+				for _, v := range vs {
+					total += v
+				}
+			}
+			raw := refs.Selectors[0].Metric
+			var want float64
+			for _, v := range prom.queryAt(t, "sum("+raw+")", now) {
+				want += v
+			}
+			if !near(total, want) {
+				t.Errorf("%s: increments over the run sum to %v, want %v (the total of %s over all processes)", r.Record, total, want, raw)
+			}
+			if r.Record == "pi:cost_usd:increase1m" && !near(total, wantCost) {
+				t.Errorf("%s: increments sum to %v USD, want %v (what Pi charged in the captures and the session)", r.Record, total, wantCost)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Errorf("%s has no recording rules", file)
+	}
+}
+
+// near compares sums of float costs, which differ in the last bits with the order of addition.
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+func loadQueries(t *testing.T) []queries.Query {
+	t.Helper()
+	var all []queries.Query
+	dash, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/grafana/dashboards/*.json"))
+	if err != nil || len(dash) == 0 {
+		t.Fatalf("dashboards: %v", err)
+	}
+	for _, f := range dash {
+		qs, err := queries.FromDashboard(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, qs...)
+	}
+	rules, _ := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
+	for _, f := range rules {
+		qs, err := queries.FromRules(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, qs...)
+	}
+	return all
+}
+
+// recordedMetrics maps each recording rule's output name to the labels it keeps.
+func recordedMetrics(t *testing.T, files []string) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	for _, f := range files {
+		qs, err := queries.FromRules(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Record == "" {
+				continue
+			}
+			labels, err := queries.RecordedLabels(q.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[q.Record] = map[string]bool{}
+			for _, l := range labels {
+				out[q.Record][l] = true
+			}
+		}
+	}
+	return out
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// logNames records the observed Prometheus names (go test -v shows them; docs/operations.md
+// lists the same).
+func logNames(t *testing.T, series map[string]map[string]bool) {
+	var names []string
+	for n := range series {
+		if strings.HasPrefix(n, "pi_") || strings.HasPrefix(n, "gen_ai_") || strings.HasPrefix(n, "traces_span_metrics_") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Logf("%s %v", n, keys(series[n]))
+	}
+}

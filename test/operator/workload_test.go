@@ -1,0 +1,341 @@
+//go:build realstack
+
+package operator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// The real workload: the built pi-otel binary replaying every real Pi capture, each replay its
+// own short process, and a real `pi --mode rpc` session through `pi-otel rpc`. What the
+// captures and the session transcript say (records, cost) is computed here independently of
+// pi-otel, so the numbers Prometheus ends up with can be checked against them.
+
+// piOtelBinEnv names a prebuilt pi-otel to test instead of building one (as in e2e).
+const piOtelBinEnv = "PI_OTEL_BIN"
+
+// hangGuard bounds one pi-otel process so a hang fails the test instead of the package timing
+// out. It is not a performance assertion.
+const hangGuard = 2 * time.Minute
+
+// rpcInstance is the service.instance.id the RPC session names itself (the user-chosen form of
+// the per-process identity), so its series can be told from the replays' random ones.
+const rpcInstance = "operator-test-rpc-session"
+
+// piOtelBinary returns $PI_OTEL_BIN or a pi-otel built from this module into a temporary
+// directory.
+func piOtelBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv(piOtelBinEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("%s=%s: %v", piOtelBinEnv, bin, err)
+		}
+		return bin
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal("go not on PATH: needed to build pi-otel: ", err)
+	}
+	bin := filepath.Join(t.TempDir(), "pi-otel")
+	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/pi-otel")
+	cmd.Dir = collectortest.RepoFile(t, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building pi-otel: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// realCapture is one captured `pi --mode json` stream and what it holds.
+type realCapture struct {
+	path    string
+	records int     // non-empty LF-terminated lines: what pi-otel reads as records
+	cost    float64 // what Pi charged: assistant message_end and compaction_end costs
+}
+
+// captureFiles lists the real Pi 1.6.0 json-mode captures (the rpc-* ones are RPC transcripts,
+// not replayable streams).
+func captureFiles(t *testing.T) []realCapture {
+	t.Helper()
+	paths, err := filepath.Glob(collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []realCapture
+	for _, p := range paths {
+		if strings.HasPrefix(filepath.Base(p), "rpc-") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := splitRecords(b)
+		out = append(out, realCapture{path: p, records: len(recs), cost: piCost(recs)})
+	}
+	if len(out) == 0 {
+		t.Fatal("no captures in testdata/captures/pi-1.6.0")
+	}
+	return out
+}
+
+// splitRecords splits Pi's output on LF (its only record separator) and drops empty lines.
+func splitRecords(b []byte) [][]byte {
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte{'\n'}) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// piCost adds up what Pi says it spent: usage.cost.total of every assistant message_end and of
+// every compaction_end result (a compaction's summary is a model call too).
+func piCost(recs [][]byte) float64 {
+	var total float64
+	for _, raw := range recs {
+		var r struct {
+			Type    string `json:"type"`
+			Message *struct {
+				Role  string `json:"role"`
+				Usage *usage `json:"usage"`
+			} `json:"message"`
+			Result *struct {
+				Usage *usage `json:"usage"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			// A line that is not a JSON object carries no cost.
+			continue
+		}
+		switch {
+		case r.Type == "message_end" && r.Message != nil && r.Message.Role == "assistant" && r.Message.Usage != nil:
+			total += r.Message.Usage.Cost.Total
+		case r.Type == "compaction_end" && r.Result != nil && r.Result.Usage != nil:
+			total += r.Result.Usage.Cost.Total
+		}
+	}
+	return total
+}
+
+type usage struct {
+	Cost struct {
+		Total float64 `json:"total"`
+	} `json:"cost"`
+}
+
+// exportSummary is pi-otel's exit line on stderr, e.g.
+// "pi-otel: 1 trace (4bf9…), 12 spans → otlp grpc 127.0.0.1:4317".
+type exportSummary struct {
+	line    string
+	traces  int
+	traceID string // when traces == 1
+	spans   int
+}
+
+var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
+
+// parseSummary reads the last summary line of stderr; a ";" after the destination means pi-otel
+// reported export trouble.
+func parseSummary(t *testing.T, what string, stderr []byte) exportSummary {
+	t.Helper()
+	all := summaryRE.FindAllSubmatch(stderr, -1)
+	if len(all) == 0 {
+		t.Fatalf("%s: no summary line on pi-otel's stderr:\n%s", what, stderr)
+	}
+	m := all[len(all)-1]
+	s := exportSummary{line: string(m[0]), traceID: string(m[1])}
+	if s.traceID != "" {
+		s.traces = 1
+	} else {
+		s.traces, _ = strconv.Atoi(string(m[2]))
+	}
+	s.spans, _ = strconv.Atoi(string(m[3]))
+	if strings.Contains(string(m[4]), ";") {
+		t.Errorf("%s: export trouble: %s", what, s.line)
+	}
+	return s
+}
+
+// exportEnv is the environment of one pi-otel process: the test's own minus anything that would
+// change pi-otel's settings (OTEL_*, PI_*, a caller's trace context), plus OTLP to endpoint.
+func exportEnv(base []string, endpoint, protocol string) []string {
+	out := base[:0:0]
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "PI_OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol)
+}
+
+// replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` as a user
+// would, exporting to endpoint, and returns its summary. Errors are reported with t.Errorf so
+// replays can run concurrently.
+func replay(t *testing.T, bin, file, endpoint, protocol string) (exportSummary, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
+	cmd.Env = exportEnv(os.Environ(), endpoint, protocol)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	what := "replay " + filepath.Base(file)
+	if ctx.Err() != nil {
+		t.Errorf("%s: still running after %v\nstderr:\n%s", what, hangGuard, stderr.Bytes())
+		return exportSummary{}, false
+	}
+	if err != nil {
+		t.Errorf("%s over %s: %v\nstderr:\n%s", what, protocol, err, stderr.Bytes())
+		return exportSummary{}, false
+	}
+	if bytes.Contains(stderr.Bytes(), []byte("panic:")) {
+		t.Errorf("%s panicked:\n%s", what, stderr.Bytes())
+	}
+	return parseSummary(t, what, stderr.Bytes()), true
+}
+
+// replayed is the outcome of replaying every capture.
+type replayed struct {
+	processes int
+	records   int
+	cost      float64
+	spans     int
+	traceIDs  []string // of the replays that made one trace
+}
+
+// replayAll replays every capture concurrently, each in its own pi-otel process, alternating
+// OTLP/gRPC and OTLP/HTTP into the agent.
+func replayAll(t *testing.T, bin string, stack *collectortest.Stack, caps []realCapture) replayed {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		out replayed
+		wg  sync.WaitGroup
+	)
+	for i, c := range caps {
+		endpoint, protocol := "http://"+stack.AgentOTLP, "grpc"
+		if i%2 == 1 {
+			endpoint, protocol = "http://"+stack.AgentOTLPHTTP, "http/protobuf"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, ok := replay(t, bin, c.path, endpoint, protocol)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out.processes++
+			out.records += c.records
+			out.cost += c.cost
+			out.spans += s.spans
+			if s.traceID != "" {
+				out.traceIDs = append(out.traceIDs, s.traceID)
+			}
+		}()
+	}
+	wg.Wait()
+	if out.processes != len(caps) {
+		t.FailNow()
+	}
+	return out
+}
+
+// rpcSession is the outcome of the real RPC session.
+type rpcSession struct {
+	result *rpctest.Result
+	cost   float64 // from Pi's records in the transcript
+}
+
+// runRPCSession plays the rpctest "extension-ui" scenario — the test extension's confirm,
+// select and timed input dialogs around real bash tool calls, against the fake model — with the
+// real `pi --mode rpc` behind the real `pi-otel rpc`, exporting spans and metrics to endpoint.
+// Its metrics are exported every second, as a long session's would be, so its series grow
+// while it runs. It may run on any goroutine: it reports failure as an error.
+func runRPCSession(dir, bin, endpoint string) (*rpcSession, error) {
+	s, ok := rpctest.ByName("extension-ui")
+	if !ok {
+		return nil, fmt.Errorf("rpctest has no extension-ui scenario")
+	}
+	peer := func(env *pitest.Env, piArgs []string) *exec.Cmd {
+		args := append([]string{"rpc", "--traces-exporter", "otlp", "--metrics-exporter", "otlp",
+			"--metrics-interval", "1s", "--", env.Pi}, piArgs...)
+		cmd := env.Wrap(context.Background(), bin, args...)
+		cmd.Env = append(exportEnv(cmd.Env, endpoint, "grpc"), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
+		return cmd
+	}
+	res, err := s.Run(dir, peer)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, l := range res.Lines {
+		if l.Dir == rpctest.Out {
+			out = append(append(out, l.Raw...), '\n')
+		}
+	}
+	return &rpcSession{result: res, cost: piCost(splitRecords(out))}, nil
+}
+
+// syntheticOnly are selectors no real scenario can satisfy, with why. They get data from
+// sendSynthetic below and from nothing else; the test checks that real data indeed leaves them
+// empty, so an entry is dropped as soon as a capture covers it.
+var syntheticOnly = map[string]string{
+	// PiCompactionFailing: none of the captured Pi 1.6.0 runs has a compaction that failed
+	// (summary call error, outcome "error") or was cut off (outcome "unfinished"); every real
+	// compaction in testdata ends "ok".
+	`traces_span_metrics_calls_total{span_name="pi.compaction", pi_compaction_outcome=~"error|unfinished"}`: "no capture has a failed or unfinished compaction",
+}
+
+// syntheticService is the service.name of the synthetic supplement, so its series are never
+// mistaken for pi-otel's.
+const syntheticService = "operator-test-synthetic"
+
+// sendSynthetic exports, straight over OTLP and without pi-otel's metrics, the one span shape
+// syntheticOnly needs: a failed overflow compaction. It reaches only the gateway's spanmetrics.
+func sendSynthetic(t *testing.T, endpoint string) {
+	t.Helper()
+	ctx := context.Background()
+	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", syntheticService))))
+	_, s := tp.Tracer("operator-test").Start(ctx, "pi.compaction")
+	s.SetAttributes(attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "error"))
+	s.SetStatus(codes.Error, "synthetic: the summary call failed")
+	s.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
