@@ -200,11 +200,26 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 	return p, nil
 }
 
-// traceparent reserves the next root's ids and renders them as the W3C
-// header value for Pi's environment.
-func (p *pipeline) traceparent() string {
+// childEnv reserves the next root's ids and renders them, W3C style, as
+// the TRACEPARENT (and TRACESTATE) of Pi's environment. The caller's
+// sampling decision and tracestate carry down unchanged: an unsampled
+// caller stays unsampled through Pi's own tools.
+func (p *pipeline) childEnv() []string {
 	tid, sid := p.ids.Reserve(p.parent)
-	return fmt.Sprintf("00-%s-%s-01", tid, sid)
+	flags := trace.FlagsSampled // a root of ours is always sampled
+	if p.parent.IsValid() {
+		flags = p.parent.TraceFlags()
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: p.parent.TraceState(),
+	})
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
+	env := []string{"TRACEPARENT=" + carrier["traceparent"]}
+	if ts := carrier["tracestate"]; ts != "" {
+		env = append(env, "TRACESTATE="+ts)
+	}
+	return env
 }
 
 // finish closes what is open, flushes within the flush timeout, and prints

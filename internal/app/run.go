@@ -30,7 +30,7 @@ func Run(env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	proc, err := launch.Start(argv, launch.WithEnv("TRACEPARENT="+p.traceparent()))
+	proc, err := launch.Start(argv, launch.WithEnv(p.childEnv()...))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		p.finish(mapper.Ending{Reason: mapper.EndExit}, time.Now())
