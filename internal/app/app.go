@@ -106,6 +106,11 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return config.Config{}, nil, 2
 	}
+	if !cfg.Quiet {
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
+		}
+	}
 	return cfg, fs.Args(), -1
 }
 

@@ -56,3 +56,27 @@ func TestChildTraceparentKeepsCallersSampling(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignOTelSettingsDoNotStopPi: OTEL_* values meant for other tools
+// give one warning each, and Pi (here sh) runs with its exit code.
+func TestForeignOTelSettingsDoNotStopPi(t *testing.T) {
+	env := map[string]string{
+		"OTEL_TRACES_EXPORTER":     "zipkin",
+		"OTEL_METRICS_EXPORTER":    "prometheus",
+		"OTEL_RESOURCE_ATTRIBUTES": "team=a,broken",
+	}
+	var stdout, stderr bytes.Buffer
+	code := app.Main(app.Env{
+		Args:  []string{"run", "--", "sh", "-c", "echo ran; exit 3"},
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return env[k] },
+	})
+	if code != 3 || stdout.String() != "ran\n" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, name := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_RESOURCE_ATTRIBUTES"} {
+		if n := strings.Count(stderr.String(), name); n != 1 || !strings.Contains(stderr.String(), "pi-otel: ignoring ") {
+			t.Errorf("%d warnings about %s:\n%s", n, name, stderr.String())
+		}
+	}
+}

@@ -88,6 +88,8 @@ const (
 type Config struct {
 	Traces  Signal
 	Metrics Signal
+	// Warnings name environment values that were ignored (see Load).
+	Warnings []string
 
 	// MetricsInterval is the period of the periodic metric reader.
 	MetricsInterval time.Duration

@@ -311,17 +311,12 @@ func TestErrors(t *testing.T) {
 	}{
 		{name: "unknown traces exporter flag", args: []string{"--traces-exporter", "x"},
 			want: []string{`unknown --traces-exporter "x": want otlp, console, file or none`}},
-		{name: "unknown traces exporter env", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
-			want: []string{`unknown OTEL_TRACES_EXPORTER "zipkin": want otlp, console, file or none`}},
 		{name: "unknown protocol", args: []string{"--traces-exporter", "otlp", "--protocol", "http/json"},
 			want: []string{`unknown --protocol "http/json": want grpc or http/protobuf`}},
 		{name: "file without a path", args: []string{"--traces-exporter", "file"},
 			want: []string{"--traces-exporter file needs --traces-file PATH"}},
 		{name: "stdout is pi's", args: []string{"--traces-file", "/dev/stdout"},
 			want: []string{"stdout belongs to pi"}},
-		{name: "bad header entry hides its text", args: []string{"--traces-exporter", "otlp"},
-			env:  map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=1,Bearer s3cr3t"},
-			want: []string{"OTEL_EXPORTER_OTLP_HEADERS: entry 2 is not key=value"}, hide: []string{"s3cr3t"}},
 		{name: "bad header encoding hides its text", args: []string{"--traces-exporter", "otlp", "--headers", "k=s3cr3t%zz"},
 			want: []string{"--headers: entry 1 has a bad percent-encoding"}, hide: []string{"s3cr3t"}},
 		{name: "bad endpoint scheme", args: []string{"--traces-exporter", "otlp", "--endpoint", "ftp://user:s3cr3t@c"},
@@ -332,18 +327,10 @@ func TestErrors(t *testing.T) {
 			want: []string{"endpoint http://localhost:4317 is plaintext"}},
 		{name: "bad regex hides the pattern", args: []string{"--redact", "ok", "--redact", "(s3cr3t"},
 			want: []string{"--redact pattern 2 is not a valid regular expression (missing closing )"}, hide: []string{"s3cr3t"}},
-		{name: "bad regex env", env: map[string]string{"PI_OTEL_REDACT": "[s3cr3t"},
-			want: []string{"PI_OTEL_REDACT pattern 1 is not a valid regular expression"}, hide: []string{"s3cr3t"}},
-		{name: "bad bool", env: map[string]string{"PI_OTEL_QUIET": "yes please"},
-			want: []string{`PI_OTEL_QUIET "yes please": want true or false`}},
-		{name: "bad number", env: map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "0"},
-			want: []string{`OTEL_BSP_MAX_QUEUE_SIZE "0": want a whole number of at least 1`}},
 		{name: "bad duration", args: []string{"--flush-timeout", "soon"},
 			want: []string{`--flush-timeout "soon": want a duration`}},
 		{name: "negative duration", args: []string{"--flush-timeout", "-1s"},
 			want: []string{`--flush-timeout "-1s"`}},
-		{name: "zero schedule delay", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "0"},
-			want: []string{"schedule delay must be more than 0"}},
 		{name: "bad temporality", args: []string{"--metrics-temporality", "sometimes"},
 			want: []string{`unknown --metrics-temporality "sometimes"`}},
 		{name: "all errors at once", args: []string{"--traces-exporter", "x", "--metrics-exporter", "y"},
@@ -364,6 +351,76 @@ func TestErrors(t *testing.T) {
 				if strings.Contains(err.Error(), h) {
 					t.Errorf("error %q leaks %q", err, h)
 				}
+			}
+		})
+	}
+}
+
+// TestEnvWarnings: the OTEL_* variables are often set machine-wide for
+// other tools, so a value pi-otel cannot use is ignored with a warning and
+// the default kept, as the specification asks; Pi still starts. Only
+// pi-otel's own flags refuse to start (TestErrors).
+func TestEnvWarnings(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		want  []string // substrings of the warnings
+		hide  []string // must not appear in them
+		check func(config.Config) bool
+	}{
+		{name: "unknown traces exporter env", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
+			want: []string{`unknown OTEL_TRACES_EXPORTER "zipkin": want otlp, console, file or none`}},
+		{name: "bad header entry hides its text", args: []string{"--traces-exporter", "otlp"},
+			env:  map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=1,Bearer s3cr3t"},
+			want: []string{"OTEL_EXPORTER_OTLP_HEADERS: entry 2 is not key=value"}, hide: []string{"s3cr3t"}},
+		{name: "bad regex env", env: map[string]string{"PI_OTEL_REDACT": "[s3cr3t"},
+			want: []string{"PI_OTEL_REDACT pattern 1 is not a valid regular expression"}, hide: []string{"s3cr3t"}},
+		{name: "bad bool", env: map[string]string{"PI_OTEL_QUIET": "yes please"},
+			want: []string{`PI_OTEL_QUIET "yes please": want true or false`}},
+		{name: "bad number", env: map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "0"},
+			want: []string{`OTEL_BSP_MAX_QUEUE_SIZE "0": want a whole number of at least 1`}},
+		{name: "zero schedule delay", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "0"},
+			want: []string{`ignoring OTEL_BSP_SCHEDULE_DELAY "0": want a duration above 0`}},
+		{name: "foreign traces exporter list", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin,jaeger"},
+			want: []string{`ignoring unknown OTEL_TRACES_EXPORTER "zipkin,jaeger"`}},
+		{name: "a list with one we know", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"},
+			check: func(c config.Config) bool { return c.Traces.Exporter == config.ExporterOTLP && len(c.Warnings) == 0 }},
+		{name: "foreign metrics exporter", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"},
+			want:  []string{`ignoring unknown OTEL_METRICS_EXPORTER "prometheus"`},
+			check: func(c config.Config) bool { return c.Metrics.Exporter == config.ExporterNone }},
+		{name: "one bad resource pair discards the value", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "team=a,oops"},
+			want:  []string{`ignoring OTEL_RESOURCE_ATTRIBUTES: entry "oops" is not key=value`},
+			check: func(c config.Config) bool { return len(c.ResourceAttributes) == 0 }},
+		{name: "bad endpoint env falls back", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://u:s3cr3t@c"},
+			want: []string{"scheme must be http or https"}, hide: []string{"s3cr3t"},
+			check: func(c config.Config) bool { return c.Traces.OTLP.Endpoint == "http://localhost:4317" }},
+		{name: "exporter file without a file", env: map[string]string{"OTEL_TRACES_EXPORTER": "file"},
+			want:  []string{"needs --traces-file PATH"},
+			check: func(c config.Config) bool { return c.Traces.Exporter == config.ExporterConsole }},
+		{name: "bad redaction pattern turns content capture off", args: []string{"--capture-content"},
+			env: map[string]string{"PI_OTEL_REDACT": "[s3cr3t"}, want: []string{"content capture is off"}, hide: []string{"s3cr3t"},
+			check: func(c config.Config) bool { return !c.CaptureContent }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := load(t, tt.args, tt.env)
+			if err != nil {
+				t.Fatalf("Load failed: %v", err)
+			}
+			all := strings.Join(cfg.Warnings, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("warnings %q do not contain %q", all, w)
+				}
+			}
+			for _, h := range tt.hide {
+				if strings.Contains(all, h) {
+					t.Errorf("warnings %q leak %q", all, h)
+				}
+			}
+			if tt.check != nil && !tt.check(cfg) {
+				t.Errorf("unexpected config: %+v", cfg)
 			}
 		})
 	}

@@ -42,6 +42,7 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
 	if err := errors.Join(l.errs...); err != nil {
 		return Config{}, err
 	}
+	cfg.Warnings = l.warnings
 	return cfg, nil
 }
 
@@ -81,12 +82,29 @@ func flags(names ...string) []string { return names }
 // loader collects every error rather than stopping at the first, so a user
 // fixes a bad setup in one go.
 type loader struct {
-	s    *sources
-	errs []error
+	s        *sources
+	errs     []error
+	warnings []string
+	// noContent: a redaction pattern from the environment was unusable.
+	noContent bool
 }
 
 func (l *loader) fail(format string, args ...any) {
 	l.errs = append(l.errs, fmt.Errorf(format, args...))
+}
+
+// bad reports a value from source from that cannot be used. pi-otel's own
+// flags refuse to start; an environment variable, often set machine-wide
+// for other tools, is ignored with a warning, as the OpenTelemetry
+// specification asks, so the caller keeps the default. It reports whether
+// the value came from the environment.
+func (l *loader) bad(from, format string, args ...any) (ignored bool) {
+	if strings.HasPrefix(from, "--") {
+		l.fail(format, args...)
+		return false
+	}
+	l.warnings = append(l.warnings, "ignoring "+fmt.Sprintf(format, args...))
+	return true
 }
 
 func (l *loader) load() Config {
@@ -107,13 +125,13 @@ func (l *loader) load() Config {
 	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole)
 	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone)
 
-	l.duration(&cfg.MetricsInterval, flags("metrics-interval"), "OTEL_METRIC_EXPORT_INTERVAL")
+	l.duration(&cfg.MetricsInterval, true, flags("metrics-interval"), "OTEL_METRIC_EXPORT_INTERVAL")
 	if v, from, ok := l.s.lookup(flags("metrics-temporality"), "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"); ok {
 		switch t := Temporality(strings.ToLower(v)); t {
 		case TemporalityDelta, TemporalityCumulative, TemporalityLowMemory:
 			cfg.Temporality = t
 		default:
-			l.fail("unknown %s %q: want delta, cumulative or lowmemory", from, v)
+			l.bad(from, "unknown %s %q: want delta, cumulative or lowmemory", from, v)
 		}
 	}
 
@@ -121,30 +139,21 @@ func (l *loader) load() Config {
 
 	l.boolean(&cfg.Quiet, flags("quiet"), "PI_OTEL_QUIET")
 	cfg.NoColor = l.s.getenv("NO_COLOR") != ""
-	l.duration(&cfg.FlushTimeout, flags("flush-timeout"), "PI_OTEL_FLUSH_TIMEOUT")
+	l.duration(&cfg.FlushTimeout, false, flags("flush-timeout"), "PI_OTEL_FLUSH_TIMEOUT")
 
 	l.boolean(&cfg.CaptureContent, flags("capture-content"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 	l.integer(&cfg.MaxContentLength, 0, flags("max-content-length"), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
 	cfg.Redact = l.redact()
+	if l.noContent {
+		cfg.CaptureContent, cfg.Redact = false, nil
+	}
 
 	l.integer(&cfg.Batch.MaxQueueSize, 1, flags("queue-size"), "OTEL_BSP_MAX_QUEUE_SIZE")
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
-	l.duration(&cfg.Batch.ScheduleDelay, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
-	l.duration(&cfg.Batch.ExportTimeout, flags("export-timeout"), "OTEL_BSP_EXPORT_TIMEOUT")
+	l.duration(&cfg.Batch.ScheduleDelay, true, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
+	l.duration(&cfg.Batch.ExportTimeout, true, flags("export-timeout"), "OTEL_BSP_EXPORT_TIMEOUT")
 	// The SDK clamps the batch to the queue the same way.
 	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"metrics interval", cfg.MetricsInterval},
-		{"schedule delay", cfg.Batch.ScheduleDelay},
-		{"export timeout", cfg.Batch.ExportTimeout},
-	} {
-		if d.v == 0 {
-			l.fail("the %s must be more than 0", d.name)
-		}
-	}
 	return cfg
 }
 
@@ -153,24 +162,27 @@ func (l *loader) load() Config {
 func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 	var sig Signal
 	file, fileFrom, hasFile := l.s.lookup(flags(name+"-file"), "PI_OTEL_"+env+"_FILE")
+	if hasFile && isStdout(file) {
+		hasFile = !l.bad(fileFrom, "%s %q: stdout belongs to pi; use - for stderr", fileFrom, file)
+	}
 	if hasFile {
-		if isStdout(file) {
-			l.fail("%s %q: stdout belongs to pi; use - for stderr", fileFrom, file)
-		}
 		sig.File = file
 	}
 	_, _, hasEndpoint := l.s.lookup(flags(name+"-endpoint", "endpoint"),
 		"OTEL_EXPORTER_OTLP_"+env+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 	exporterEnv := "OTEL_" + env + "_EXPORTER"
-	if v, from, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv); ok {
-		switch k := ExporterKind(strings.ToLower(v)); k {
-		case ExporterOTLP, ExporterConsole, ExporterFile, ExporterNone:
+	v, expFrom, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv)
+	if ok {
+		k, err := exporterKind(v)
+		switch {
+		case err == nil:
 			sig.Exporter = k
-		default:
-			l.fail("unknown %s %q: want otlp, console, file or none", from, v)
+		case l.bad(expFrom, "unknown %s %q: %v", expFrom, v, err):
+			ok = false // fall back as if unset
 		}
-	} else {
+	}
+	if !ok {
 		switch {
 		case hasFile:
 			sig.Exporter = ExporterFile
@@ -181,7 +193,9 @@ func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 		}
 	}
 	if sig.Exporter == ExporterFile && sig.File == "" {
-		l.fail("--%s-exporter file needs --%s-file PATH (or PI_OTEL_%s_FILE); use - for stderr", name, name, env)
+		if l.bad(expFrom, "--%s-exporter file needs --%s-file PATH (or PI_OTEL_%s_FILE); use - for stderr", name, name, env) {
+			sig.Exporter = fallback
+		}
 	}
 
 	// OTLP settings only matter, and only fail the load, when OTLP is used:
@@ -190,6 +204,7 @@ func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 	sig.OTLP = sub.otlp(name, env)
 	if sig.Exporter == ExporterOTLP {
 		l.errs = append(l.errs, sub.errs...)
+		l.warnings = append(l.warnings, sub.warnings...)
 	}
 	return sig
 }
@@ -216,7 +231,7 @@ func (l *loader) otlp(name, env string) OTLP {
 		case ProtocolGRPC, ProtocolHTTPProtobuf:
 			o.Protocol = p
 		default:
-			l.fail("unknown %s %q: want grpc or http/protobuf", from, v)
+			l.bad(from, "unknown %s %q: want grpc or http/protobuf", from, v)
 		}
 	}
 
@@ -224,7 +239,7 @@ func (l *loader) otlp(name, env string) OTLP {
 	if v, from, ok := pick("INSECURE", "insecure"); ok {
 		b, err := parseBool(v)
 		if err != nil {
-			l.fail("%s %q: want true or false", from, v)
+			l.bad(from, "%s %q: want true or false", from, v)
 		}
 		insecure = b
 	}
@@ -233,34 +248,51 @@ func (l *loader) otlp(name, env string) OTLP {
 	// Only a generic endpoint gets the signal path appended.
 	generic := from == "--endpoint" || from == "OTEL_EXPORTER_OTLP_ENDPOINT"
 	ep, err := resolveEndpoint(raw, generic, o.Protocol, "/v1/"+name, insecure)
-	if err != nil {
-		l.fail("%s: %v", from, err)
+	if err != nil && l.bad(from, "%s: %v", from, err) {
+		ep, _ = resolveEndpoint("", true, o.Protocol, "/v1/"+name, insecure)
 	}
 	o.Endpoint = ep
 
 	if v, from, ok := pick("HEADERS", "headers"); ok {
 		h, err := parseKeyValues(v, true)
 		if err != nil {
-			l.fail("%s: %v", from, err)
+			l.bad(from, "%s: %v", from, err)
 		}
 		o.Headers = h
 	}
 
-	o.Certificate, _, _ = pick("CERTIFICATE", "certificate")
-	o.ClientCertificate, _, _ = pick("CLIENT_CERTIFICATE", "client-certificate")
-	o.ClientKey, _, _ = pick("CLIENT_KEY", "client-key")
+	var tlsFrom []string // where the TLS settings came from, to blame a flag
+	tlsSetting := func(setting, flag string) string {
+		v, from, _ := pick(setting, flag)
+		tlsFrom = append(tlsFrom, from)
+		return v
+	}
+	o.Certificate = tlsSetting("CERTIFICATE", "certificate")
+	o.ClientCertificate = tlsSetting("CLIENT_CERTIFICATE", "client-certificate")
+	o.ClientKey = tlsSetting("CLIENT_KEY", "client-key")
+	tlsBad := func(format string, args ...any) {
+		from := "env"
+		for _, f := range tlsFrom {
+			if strings.HasPrefix(f, "--") {
+				from = f
+			}
+		}
+		if l.bad(from, format, args...) {
+			o.Certificate, o.ClientCertificate, o.ClientKey = "", "", ""
+		}
+	}
 	if (o.ClientCertificate == "") != (o.ClientKey == "") {
-		l.fail("mutual TLS for %s needs both a client certificate and a client key", name)
+		tlsBad("mutual TLS for %s needs both a client certificate and a client key", name)
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") &&
 		(o.Certificate != "" || o.ClientCertificate != "") {
-		l.fail("a certificate is set for %s but the endpoint %s is plaintext; use an https:// endpoint", name, redactURL(o.Endpoint))
+		tlsBad("a certificate is set for %s but the endpoint %s is plaintext; use an https:// endpoint", name, redactURL(o.Endpoint))
 	}
 
 	if v, from, ok := pick("TIMEOUT", "timeout"); ok {
 		d, err := parseDuration(v)
 		if err != nil || d == 0 {
-			l.fail("%s %q: want a duration above 0 such as 10s, or milliseconds", from, v)
+			l.bad(from, "%s %q: want a duration above 0 such as 10s, or milliseconds", from, v)
 		} else {
 			o.Timeout = d
 		}
@@ -270,7 +302,7 @@ func (l *loader) otlp(name, env string) OTLP {
 		case "gzip", "none":
 			o.Compression = c
 		default:
-			l.fail("unknown %s %q: want gzip or none", from, v)
+			l.bad(from, "unknown %s %q: want gzip or none", from, v)
 		}
 	}
 	return o
@@ -279,11 +311,12 @@ func (l *loader) otlp(name, env string) OTLP {
 func (l *loader) resource(cfg *Config) {
 	attrs := map[string]string{}
 	if v, from, ok := l.s.lookup(flags("resource-attributes"), "OTEL_RESOURCE_ATTRIBUTES"); ok {
-		m, err := parseKeyValues(v, false)
-		if err != nil {
-			l.fail("%s: %v", from, err)
+		// A bad entry discards the whole value, as the specification asks.
+		if m, err := parseKeyValues(v, false); err != nil {
+			l.bad(from, "%s: %v", from, err)
+		} else {
+			attrs = m
 		}
-		attrs = m
 	}
 	if v, ok := attrs["service.name"]; ok {
 		cfg.ServiceName = v
@@ -324,7 +357,9 @@ func (l *loader) redact() []string {
 			if errors.As(err, &se) {
 				why = string(se.Code)
 			}
-			l.fail("%s pattern %d is not a valid regular expression (%s)", from, i+1, why)
+			if l.bad(from, "%s pattern %d is not a valid regular expression (%s); content capture is off, so that nothing it was meant to hide leaks", from, i+1, why) {
+				l.noContent = true
+			}
 		}
 	}
 	return pats
@@ -334,7 +369,7 @@ func (l *loader) boolean(dst *bool, fl []string, envs ...string) {
 	if v, from, ok := l.s.lookup(fl, envs...); ok {
 		b, err := parseBool(v)
 		if err != nil {
-			l.fail("%s %q: want true or false", from, v)
+			l.bad(from, "%s %q: want true or false", from, v)
 			return
 		}
 		*dst = b
@@ -345,22 +380,35 @@ func (l *loader) integer(dst *int, least int, fl []string, envs ...string) {
 	if v, from, ok := l.s.lookup(fl, envs...); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < least {
-			l.fail("%s %q: want a whole number of at least %d", from, v, least)
+			l.bad(from, "%s %q: want a whole number of at least %d", from, v, least)
 			return
 		}
 		*dst = n
 	}
 }
 
-func (l *loader) duration(dst *time.Duration, fl []string, envs ...string) {
+// duration reads a duration; positive ones must be more than 0.
+func (l *loader) duration(dst *time.Duration, positive bool, fl []string, envs ...string) {
 	if v, from, ok := l.s.lookup(fl, envs...); ok {
 		d, err := parseDuration(v)
-		if err != nil {
-			l.fail("%s %q: want a duration such as 5s or 250ms, or milliseconds", from, v)
+		if err != nil || (positive && d == 0) {
+			l.bad(from, "%s %q: want a duration above 0 such as 5s or 250ms, or milliseconds", from, v)
 			return
 		}
 		*dst = d
 	}
+}
+
+// exporterKind reads an exporter name. The specification allows a comma
+// list; pi-otel sends each signal one way, so a list must name one it knows.
+func exporterKind(v string) (ExporterKind, error) {
+	for _, name := range strings.Split(v, ",") {
+		switch k := ExporterKind(strings.ToLower(strings.TrimSpace(name))); k {
+		case ExporterOTLP, ExporterConsole, ExporterFile, ExporterNone:
+			return k, nil
+		}
+	}
+	return "", errors.New("want otlp, console, file or none")
 }
 
 func parseBool(v string) (bool, error) {
