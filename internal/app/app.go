@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -19,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
@@ -51,11 +54,16 @@ Run 'pi-otel COMMAND -h' for a command's flags. Every flag is also an
 environment variable (OTEL_* or PI_OTEL_*); see docs/configuration.md.
 `
 
-// Version is set at build time with -ldflags "-X github.com/pi-otel/pi-otel/app.Version=…".
+// Version is set at build time with -ldflags "-X github.com/pi-otel/pi-otel/internal/app.Version=…".
 var Version = "dev"
 
 // Main runs one command and returns the process exit code.
 func Main(env Env) int {
+	// Our stderr may stall (a suspended terminal, a full pipe): writes to
+	// it then give up at a deadline instead of keeping us from exiting.
+	stderr := outfile.Wrap(env.Stderr)
+	defer stderr.Close()
+	env.Stderr = stderr
 	applyMemoryLimit(env.MemoryLimit, env.Getenv)
 	if len(env.Args) == 0 {
 		fmt.Fprint(env.Stderr, usage)
@@ -123,6 +131,9 @@ type pipeline struct {
 	parent trace.SpanContext
 	cfg    config.Config
 	stderr io.Writer
+	// flushSigs catches a signal during the exit flush (see finish); it
+	// is registered early so that none slips through before finish.
+	flushSigs chan os.Signal
 	// records counts what was read from Pi, for the health metrics; rpc
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
@@ -175,14 +186,16 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 		sinkOpts = append(sinkOpts, ingest.WithClock(clock))
 	}
 	p := &pipeline{
-		tel:    tel,
-		ids:    ids,
-		mapper: m,
-		sink:   ingest.New(m, sinkOpts...),
-		parent: trace.SpanContextFromContext(parentCtx),
-		cfg:    cfg,
-		stderr: env.Stderr,
+		tel:       tel,
+		ids:       ids,
+		mapper:    m,
+		sink:      ingest.New(m, sinkOpts...),
+		parent:    trace.SpanContextFromContext(parentCtx),
+		cfg:       cfg,
+		stderr:    env.Stderr,
+		flushSigs: make(chan os.Signal, 1),
 	}
+	signal.Notify(p.flushSigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	p.records = func() (int64, int64) {
 		s := p.sink.Stats()
 		return s.Records, s.Malformed
@@ -228,16 +241,40 @@ func (p *pipeline) childEnv() []string {
 }
 
 // finish closes what is open, flushes within the flush timeout, and prints
-// the summary line.
+// the summary line. A signal during the flush (Ctrl-C at exit) ends the
+// flush, not pi-otel, so the caller still exits with Pi's code after the
+// summary, which says what was lost.
 func (p *pipeline) finish(end mapper.Ending, at time.Time) {
+	defer signal.Stop(p.flushSigs)
+	for len(p.flushSigs) > 0 {
+		<-p.flushSigs // signals from before the flush were Pi's to handle
+	}
 	p.mapper.Close(end, at)
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-p.flushSigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
 	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet {
 		fmt.Fprintf(p.stderr, "pi-otel: flushing telemetry: %v\n", err)
 	}
 	if !p.cfg.Quiet {
+		setDeadline(p.stderr, time.Now().Add(summaryGrace))
 		fmt.Fprintln(p.stderr, p.tel.Summary())
+	}
+}
+
+// summaryGrace bounds the summary line's write to a stalled stderr.
+const summaryGrace = time.Second
+
+func setDeadline(w io.Writer, t time.Time) {
+	if d, ok := w.(interface{ SetDeadline(time.Time) }); ok {
+		d.SetDeadline(t)
 	}
 }
 

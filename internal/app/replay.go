@@ -53,7 +53,8 @@ func Replay(env Env, args []string) int {
 		defer f.Close()
 		src = f
 	default:
-		f, err := os.Open(rest[0])
+		// A FIFO waits for its writer here; a signal still ends the wait.
+		f, err := follow.OpenFile(ctx, rest[0])
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 			return 1

@@ -38,6 +38,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -49,6 +50,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
@@ -105,6 +107,7 @@ type Telemetry struct {
 	metricWatch *watch   // nil unless metrics go to OTLP
 	traceDest   string
 	closers     []io.Closer
+	files       []*outfile.Writer // output files, bounded by the flush at shutdown
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -355,16 +358,18 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg config.Config, o optio
 	), nil
 }
 
-// open opens an output file for appending, or stderr for "-".
+// open opens an output file for appending, or stderr for "-". A file is
+// private to the user and never blocks: see outfile.
 func (t *Telemetry) open(path string, stderr io.Writer) (io.Writer, string, error) {
 	if path == "-" {
 		return stderr, "(stderr)", nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := outfile.Open(path)
 	if err != nil {
 		return nil, "", err
 	}
 	t.closers = append(t.closers, f)
+	t.files = append(t.files, f)
 	return f, path, nil
 }
 
@@ -455,6 +460,12 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 func (t *Telemetry) shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.FlushTimeout)
 	defer cancel()
+	// An exporter blocked on a file nobody reads gives up with the flush,
+	// releasing what it holds, so shutdown itself cannot hang.
+	for _, f := range t.files {
+		stop := context.AfterFunc(ctx, func() { f.SetDeadline(time.Now()) })
+		defer stop()
+	}
 	var errs []error
 
 	if t.traceWatch != nil && t.batcher != nil {

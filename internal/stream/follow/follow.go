@@ -18,6 +18,13 @@ type Reader struct {
 	poll time.Duration
 	f    *os.File
 	off  int64
+	// lastLF: the last byte returned ended a line. When the file is
+	// truncated or replaced mid-line, the Reader ends that line itself,
+	// so the partial record is counted as malformed instead of being
+	// glued to the first record of the new content.
+	lastLF   bool
+	pendLF   bool
+	returned bool
 }
 
 // Option configures a Reader.
@@ -39,7 +46,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Reader, error) {
 	for _, o := range opts {
 		o(r)
 	}
-	f, err := os.Open(path)
+	f, err := OpenFile(ctx, path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
@@ -47,14 +54,54 @@ func Open(ctx context.Context, path string, opts ...Option) (*Reader, error) {
 	return r, nil
 }
 
+// OpenFile opens path for reading like os.Open, but gives up when ctx is
+// done: opening a FIFO waits for a writer, and that wait must not hold off
+// a signal. A read blocked on the file also ends then, as the file is
+// closed.
+func OpenFile(ctx context.Context, path string) (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- result{f, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.f != nil {
+			context.AfterFunc(ctx, func() { r.f.Close() })
+		}
+		return r.f, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
 // Read reads what is there, or waits for more.
 func (r *Reader) Read(p []byte) (int, error) {
 	for {
+		if r.pendLF && len(p) > 0 {
+			r.pendLF, r.lastLF = false, true
+			p[0] = '\n'
+			return 1, nil
+		}
 		if r.f != nil {
 			n, err := r.f.Read(p)
 			r.off += int64(n)
 			if n > 0 {
+				r.returned = true
+				r.lastLF = p[n-1] == '\n'
 				return n, nil
+			}
+			if r.ctx.Err() != nil {
+				return 0, io.EOF
 			}
 			if err != nil && err != io.EOF {
 				return 0, err
@@ -62,7 +109,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 			if r.reopenIfMoved() {
 				continue
 			}
-		} else if f, err := os.Open(r.path); err == nil {
+		} else if f, err := OpenFile(r.ctx, r.path); err == nil {
 			r.f, r.off = f, 0
 			continue
 		}
@@ -84,6 +131,7 @@ func (r *Reader) reopenIfMoved() bool {
 		// Truncated in place: read it again from the start.
 		if _, err := r.f.Seek(0, io.SeekStart); err == nil {
 			r.off = 0
+			r.endLine()
 			return true
 		}
 	}
@@ -92,13 +140,21 @@ func (r *Reader) reopenIfMoved() bool {
 		return false
 	}
 	// Replaced (rotated): finish the old file first, then switch.
-	f, err := os.Open(r.path)
+	f, err := OpenFile(r.ctx, r.path)
 	if err != nil {
 		return false
 	}
 	r.f.Close()
 	r.f, r.off = f, 0
+	r.endLine()
 	return true
+}
+
+// endLine ends a line left open by content that is gone.
+func (r *Reader) endLine() {
+	if r.returned && !r.lastLF {
+		r.pendLF = true
+	}
 }
 
 // Close releases the file.

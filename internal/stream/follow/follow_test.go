@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,5 +92,53 @@ func TestFollowGrowthRotationTruncationAndStop(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("reader did not stop when its context ended")
+	}
+}
+
+// A file truncated while its last line is half written: the half line
+// ends where the content went, so the first new record stays whole.
+func TestTruncationEndsThePartialLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pi.jsonl")
+	if err := os.WriteFile(path, []byte("{\"type\":\"a\"}\n{\"type\":\"hal"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := Open(ctx, path, WithPoll(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ch := lines(r)
+	if l := next(t, ch); l != `{"type":"a"}` {
+		t.Fatalf("first line %q", l)
+	}
+	time.Sleep(50 * time.Millisecond) // the partial line has been read
+	if err := os.WriteFile(path, []byte("{\"type\":\"b\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(t, ch); l != `{"type":"hal` {
+		t.Errorf("the partial line came out as %q", l)
+	}
+	if l := next(t, ch); l != `{"type":"b"}` {
+		t.Errorf("the first new record came out as %q", l)
+	}
+}
+
+// Opening a FIFO waits for a writer; a cancelled context ends the wait.
+func TestOpenFIFOIsInterruptible(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := OpenFile(ctx, path); err != context.Canceled {
+		t.Fatalf("OpenFile: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	if _, err := Open(ctx2, path); err != context.Canceled {
+		t.Fatalf("Open: %v", err)
 	}
 }

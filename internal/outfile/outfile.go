@@ -1,0 +1,239 @@
+// Package outfile is how pi-otel writes its own output: trace and metric
+// files, the console tree and its stderr lines.
+//
+// Two promises hold for every Writer. A stalled reader (a FIFO nobody
+// reads, a terminal suspended with Ctrl-S, a full pipe) holds up only the
+// Writer's own goroutine: a caller gives up at the Writer's deadline, like
+// a net.Conn's, so pi-otel still exits within its flush timeout with Pi's
+// exit code. And a file is created private to the user (0600), is never
+// written through a symlink someone else planted, and a FIFO is opened in
+// the background, so that opening it never blocks start-up or signals.
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrStalled is returned by a write that did not finish by the deadline.
+var ErrStalled = errors.New("output stalled: its reader is not reading")
+
+// Writer writes through one goroutine. It is safe for concurrent use;
+// writes keep their order.
+type Writer struct {
+	reqs chan request
+	turn chan struct{} // held by the one caller whose write is under way
+	quit chan struct{}
+
+	mu       sync.Mutex
+	deadline time.Time
+	wake     chan struct{} // closed when the deadline changes
+	closer   io.Closer
+	once     sync.Once
+}
+
+type request struct {
+	p    []byte
+	done chan error
+}
+
+// Wrap returns a Writer that writes to w (for example stderr). Closing it
+// does not close w.
+func Wrap(w io.Writer) *Writer {
+	return start(func() (io.Writer, error) { return w, nil }, nil)
+}
+
+// Open opens path for appending, creating it 0600. A symlink at path is
+// followed only if it belongs to the user running pi-otel; one planted by
+// someone else (in a shared /tmp, say) is refused. A FIFO is opened by the
+// Writer's goroutine, so Open returns at once; writes wait for a reader
+// until the deadline.
+func Open(path string) (*Writer, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Created by us: a symlink that appears in the meantime is not
+		// followed.
+		flags |= syscall.O_NOFOLLOW | os.O_EXCL
+	case err != nil:
+		return nil, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if owner(fi) != os.Getuid() {
+			return nil, fmt.Errorf("%s is a symlink owned by uid %d, not by you: refusing to write through it", path, owner(fi))
+		}
+		if fi, err = os.Stat(path); err != nil {
+			return nil, err
+		}
+	}
+	if fi != nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		var mu sync.Mutex
+		var f *os.File
+		w := start(func() (io.Writer, error) {
+			g, err := os.OpenFile(path, os.O_WRONLY, 0)
+			mu.Lock()
+			f = g
+			mu.Unlock()
+			return g, err
+		}, closerFunc(func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if f != nil {
+				return f.Close()
+			}
+			return nil
+		}))
+		return w, nil
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Lost a race with another creator: open what is there now, once.
+		return Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return start(func() (io.Writer, error) { return f, nil }, f), nil
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+func owner(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return os.Getuid()
+}
+
+func start(open func() (io.Writer, error), c io.Closer) *Writer {
+	w := &Writer{
+		reqs:   make(chan request),
+		turn:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		wake:   make(chan struct{}),
+		closer: c,
+	}
+	go w.loop(open)
+	return w
+}
+
+func (w *Writer) loop(open func() (io.Writer, error)) {
+	out, err := open()
+	for {
+		select {
+		case <-w.quit:
+			return
+		case r := <-w.reqs:
+			if err == nil {
+				_, werr := out.Write(r.p)
+				r.done <- werr
+			} else {
+				r.done <- err
+			}
+		}
+	}
+}
+
+// SetDeadline bounds every write, including one already waiting. The zero
+// time means no deadline.
+func (w *Writer) SetDeadline(t time.Time) {
+	w.mu.Lock()
+	w.deadline = t
+	close(w.wake)
+	w.wake = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *Writer) clock() (expired <-chan time.Time, wake <-chan struct{}, stop func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deadline.IsZero() {
+		return nil, w.wake, func() {}
+	}
+	t := time.NewTimer(time.Until(w.deadline))
+	return t.C, w.wake, func() { t.Stop() }
+}
+
+// Write hands p to the Writer's goroutine and waits until it is written or
+// the deadline passes. p is copied: a write given up on may still finish.
+func (w *Writer) Write(p []byte) (int, error) {
+	req := request{p: append([]byte(nil), p...), done: make(chan error, 1)}
+	const (
+		waitTurn = iota
+		handOver
+		writing
+	)
+	stage := waitTurn
+	for {
+		var turn chan<- struct{}
+		var reqs chan<- request
+		var done <-chan error
+		switch stage {
+		case waitTurn:
+			turn = w.turn
+		case handOver:
+			reqs = w.reqs
+		case writing:
+			done = req.done
+		}
+		// What is ready now wins over a deadline that has already passed.
+		select {
+		case turn <- struct{}{}:
+			stage = handOver
+			continue
+		case reqs <- req:
+			stage = writing
+			continue
+		default:
+		}
+		expired, wake, stop := w.clock()
+		select {
+		case turn <- struct{}{}:
+			stage = handOver
+		case reqs <- req:
+			stage = writing
+		case err := <-done:
+			stop()
+			<-w.turn
+			if err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		case <-expired:
+			stop()
+			if stage != waitTurn {
+				<-w.turn
+			}
+			return 0, ErrStalled
+		case <-w.quit:
+			stop()
+			if stage != waitTurn {
+				<-w.turn
+			}
+			return 0, os.ErrClosed
+		case <-wake:
+		}
+		stop()
+	}
+}
+
+// Close stops the Writer and closes the file it opened, which also ends a
+// write blocked on a pipe. It does not wait for a write stuck elsewhere.
+func (w *Writer) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.quit)
+		if w.closer != nil {
+			err = w.closer.Close()
+		}
+	})
+	return err
+}
