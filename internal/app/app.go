@@ -153,18 +153,18 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 	return p.records
 }
 
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, error) {
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...telemetry.Option) (*pipeline, error) {
 	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetry.Setup(context.Background(), cfg,
+	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{
 		telemetry.WithStderr(env.Stderr),
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp)
-		}))
+		})}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,16 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
-// anchorLookahead bounds the records held back while looking for the
-// stream's start time.
-const anchorLookahead = 64
+// The records held back while looking for the stream's start time are
+// bounded in number and in bytes: records without a time can be huge.
+const (
+	anchorLookahead      = 64
+	anchorLookaheadBytes = 4 << 20
+)
 
 // Replay traces a captured JSONL stream from a file or stdin.
 func Replay(env Env, args []string) int {
@@ -69,7 +73,8 @@ func Replay(env Env, args []string) int {
 // replay traces the records of src, placing spans by the stream's own times.
 func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
-	p, err := newPipeline(env, cfg, clock)
+	// No live Pi to protect: a full export queue waits, never drops.
+	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -78,6 +83,7 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 	// Hold back the first records until one says when the stream began,
 	// so that spans opened before it are not placed at "now".
 	var head [][]byte
+	var headBytes int
 	anchored := false
 	var rerr error
 	for {
@@ -93,8 +99,9 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 			continue
 		}
 		head = append(head, bytes.Clone(rec))
+		headBytes += len(rec)
 		t, ok := ingest.Anchor(head[len(head)-1:])
-		if !ok && len(head) < anchorLookahead {
+		if !ok && len(head) < anchorLookahead && headBytes < anchorLookaheadBytes {
 			continue
 		}
 		if ok {

@@ -151,6 +151,9 @@ type batcher struct {
 	// again (see retainWhile).
 	retain      func(error) bool
 	retainPause time.Duration
+
+	// block, when set, is live while a full queue makes OnEnd wait.
+	block context.Context
 }
 
 // batcherOption tunes a batcher.
@@ -167,6 +170,11 @@ func retainWhile(down func() bool, pause time.Duration) batcherOption {
 		b.retain = func(err error) bool { return !cancelled(err) && down() }
 		b.retainPause = pause
 	}
+}
+
+// blockWhile makes OnEnd wait for room in a full queue while ctx is live.
+func blockWhile(ctx context.Context) batcherOption {
+	return func(b *batcher) { b.block = ctx }
 }
 
 func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onError func(error), opts ...batcherOption) *batcher {
@@ -203,9 +211,18 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	select {
 	case b.queue <- s:
+		return
 	default:
-		b.c.add(0, 0, 1)
 	}
+	if b.block != nil {
+		select {
+		case b.queue <- s:
+			return
+		case <-b.block.Done():
+		case <-b.stopc:
+		}
+	}
+	b.c.add(0, 0, 1)
 }
 
 // ForceFlush exports everything queued so far.

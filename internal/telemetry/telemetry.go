@@ -65,6 +65,18 @@ type options struct {
 	color  *bool
 	ids    sdktrace.IDGenerator
 	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// backpressure, when set, makes a full queue wait instead of drop
+	// while it is live (see WithBackpressure).
+	backpressure context.Context
+}
+
+// WithBackpressure makes span export hold up the producer instead of
+// dropping spans when the queue is full, while ctx is live: replay and
+// watch have no live Pi to protect, so they must lose nothing. Once ctx
+// is done (a signal), a full queue drops and counts again, so nothing
+// can keep pi-otel from exiting. run and rpc never use it: Pi comes first.
+func WithBackpressure(ctx context.Context) Option {
+	return func(o *options) { o.backpressure = ctx }
 }
 
 // WithIDGenerator sets how span and trace ids are made (pi-otel reserves
@@ -301,6 +313,9 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
 	}
 	var bopts []batcherOption
+	if o.backpressure != nil {
+		bopts = append(bopts, blockWhile(o.backpressure))
+	}
 	if t.traceWatch != nil {
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
 	}
