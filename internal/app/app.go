@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -168,6 +169,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 	if err != nil {
 		return nil, err
 	}
+	// The SDK reports its own errors through the one global handler; ours
+	// keeps them to one line, once, and quiet under --quiet.
+	otel.SetErrorHandler(tel)
 	// The caller's TRACEPARENT makes each run a child of its trace.
 	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
 	opts := []mapper.Option{mapper.WithParent(parentCtx)}
@@ -265,8 +269,36 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 	}
 	if !p.cfg.Quiet {
 		setDeadline(p.stderr, time.Now().Add(summaryGrace))
-		fmt.Fprintln(p.stderr, p.tel.Summary())
+		fmt.Fprintln(p.stderr, p.tel.Summary()+p.inputSummary())
 	}
+}
+
+// inputSummary says what of the input was not traced as it should be:
+// records that did not decode, event types this version does not know,
+// and events out of Pi's usual order (tolerated, counted).
+func (p *pipeline) inputSummary() string {
+	var parts []string
+	add := func(n int64, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", n, many))
+		}
+	}
+	in := p.sink.Stats()
+	add(in.Malformed, "malformed record", "malformed records")
+	m := p.mapper.Stats()
+	add(m.Unknown, "event of an unknown type", "events of unknown types")
+	var anomalies int64
+	for _, n := range m.Anomalies {
+		anomalies += n
+	}
+	add(anomalies, "event out of order", "events out of order")
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 // summaryGrace bounds the summary line's write to a stalled stderr.

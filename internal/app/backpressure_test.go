@@ -34,3 +34,20 @@ func TestReplayLosesNothingToAFullQueue(t *testing.T) {
 		t.Errorf("%d spans in the file, want %d\n%s", spans, 50*7, stderr.String())
 	}
 }
+
+// The summary line says what of the input was not traced as it should be.
+func TestSummaryCountsBadInput(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	stream := append(readFile(t, captures+"text.jsonl"),
+		"not json\n{\"no\":\"type\"}\n{\"type\":\"from_the_future\"}\n{\"type\":\"turn_end\"}\n"...)
+	writeFile(t, in, stream)
+	var stdout, stderr bytes.Buffer
+	app.Main(app.Env{
+		Args:  []string{"replay", "--traces-exporter", "none", in},
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(string) string { return "" },
+	})
+	if !strings.Contains(stderr.String(), "; 2 malformed records, 1 event of an unknown type, 2 events out of order") {
+		t.Errorf("summary:\n%s", stderr.String())
+	}
+}
