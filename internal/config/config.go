@@ -82,7 +82,16 @@ const (
 	DefaultMaxExportBatch   = 512
 	DefaultScheduleDelay    = 5 * time.Second
 	DefaultExportTimeout    = 30 * time.Second
+	DefaultSpoolMaxMiB      = 64
+	DefaultSpoolMaxAge      = 7 * 24 * time.Hour
 )
+
+// Spool bounds the on-disk spool of undelivered spans.
+type Spool struct {
+	Dir      string // "" turns the spool off
+	MaxBytes int64
+	MaxAge   time.Duration
+}
 
 // Config is everything pi-otel needs to set up its telemetry.
 type Config struct {
@@ -90,6 +99,9 @@ type Config struct {
 	Metrics Signal
 	// Warnings name environment values that were ignored (see Load).
 	Warnings []string
+	// Spool keeps spans an OTLP export could not deliver before exit, for
+	// the next pi-otel process to send.
+	Spool Spool
 
 	// MetricsInterval is the period of the periodic metric reader.
 	MetricsInterval time.Duration

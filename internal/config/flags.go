@@ -48,6 +48,10 @@ var flagDefs = []flagDef{
 	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default 4096)"},
 	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
 
+	{name: "spool-dir", usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off (PI_OTEL_SPOOL_DIR; default $XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool)"},
+	{name: "spool-max-size", usage: "bound on the spool in `MiB`; the oldest spans go first (PI_OTEL_SPOOL_MAX_SIZE; default 64)"},
+	{name: "spool-max-age", usage: "spooled spans older than this `duration` are dropped (PI_OTEL_SPOOL_MAX_AGE; default 168h)"},
+
 	{name: "queue-size", usage: "spans buffered for export before new ones are dropped, `N` (OTEL_BSP_MAX_QUEUE_SIZE; default 2048)"},
 	{name: "max-export-batch-size", usage: "spans per export, `N` (OTEL_BSP_MAX_EXPORT_BATCH_SIZE; default 512)"},
 	{name: "schedule-delay", usage: "longest wait before queued spans are exported, a `duration` (OTEL_BSP_SCHEDULE_DELAY; default 5s)"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -147,6 +148,8 @@ func (l *loader) load() Config {
 	if l.noContent {
 		cfg.CaptureContent, cfg.Redact = false, nil
 	}
+
+	l.spool(&cfg)
 
 	l.integer(&cfg.Batch.MaxQueueSize, 1, flags("queue-size"), "OTEL_BSP_MAX_QUEUE_SIZE")
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
@@ -333,6 +336,25 @@ func (l *loader) resource(cfg *Config) {
 	for _, k := range keys {
 		cfg.ResourceAttributes = append(cfg.ResourceAttributes, attribute.String(k, attrs[k]))
 	}
+}
+
+// spool resolves the spool's place and bounds. Its default place is under
+// the user's state directory, as XDG says.
+func (l *loader) spool(cfg *Config) {
+	cfg.Spool = Spool{MaxAge: DefaultSpoolMaxAge}
+	if v, _, ok := l.s.lookup(flags("spool-dir"), "PI_OTEL_SPOOL_DIR"); ok {
+		if !strings.EqualFold(v, "none") {
+			cfg.Spool.Dir = v
+		}
+	} else if d := l.s.getenv("XDG_STATE_HOME"); strings.HasPrefix(d, "/") {
+		cfg.Spool.Dir = filepath.Join(d, "pi-otel", "spool")
+	} else if h := l.s.getenv("HOME"); h != "" {
+		cfg.Spool.Dir = filepath.Join(h, ".local", "state", "pi-otel", "spool")
+	}
+	mib := DefaultSpoolMaxMiB
+	l.integer(&mib, 1, flags("spool-max-size"), "PI_OTEL_SPOOL_MAX_SIZE")
+	cfg.Spool.MaxBytes = int64(mib) << 20
+	l.duration(&cfg.Spool.MaxAge, true, flags("spool-max-age"), "PI_OTEL_SPOOL_MAX_AGE")
 }
 
 func (l *loader) redact() []string {

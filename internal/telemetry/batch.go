@@ -30,10 +30,13 @@ type Stats struct {
 	// Dropped counts spans never handed to the exporter: the queue was
 	// full, or they were still queued when the flush timeout ran out.
 	Dropped int64
+	// Spooled counts spans an export could not deliver that were kept on
+	// disk for the next pi-otel process (see package spool).
+	Spooled int64
 }
 
 // Pending is the number of spans neither exported, failed nor dropped yet.
-func (s Stats) Pending() int64 { return s.Ended - s.Exported - s.Failed - s.Dropped }
+func (s Stats) Pending() int64 { return s.Ended - s.Exported - s.Failed - s.Dropped - s.Spooled }
 
 // counters is shared by the span processor and the exporter side.
 type counters struct {
@@ -93,9 +96,17 @@ func (c *counters) freeze(exported bool) {
 		return
 	}
 	if exported {
-		c.s.Dropped = c.s.Ended - c.s.Exported - c.s.Failed
+		c.s.Dropped = c.s.Ended - c.s.Exported - c.s.Failed - c.s.Spooled
 	}
 	c.frozen = true
+}
+
+func (c *counters) spooled(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.frozen {
+		c.s.Spooled += n
+	}
 }
 
 func (c *counters) snapshot() (Stats, trace.TraceID) {
@@ -154,6 +165,14 @@ type batcher struct {
 
 	// block, when set, is live while a full queue makes OnEnd wait.
 	block context.Context
+	// keep, when set, may keep a batch that failed to export for a later
+	// process; it reports whether it did.
+	keep func(batch []sdktrace.ReadOnlySpan, err error) bool
+}
+
+// keepFailed hands batches that could not be exported to keep.
+func keepFailed(keep func([]sdktrace.ReadOnlySpan, error) bool) batcherOption {
+	return func(b *batcher) { b.keep = keep }
 }
 
 // batcherOption tunes a batcher.
@@ -349,6 +368,8 @@ func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 			}
 			b.pause()
 			continue
+		case b.keep != nil && b.keep(batch, err):
+			b.c.spooled(n)
 		default:
 			b.c.add(0, n, 0)
 			if b.onError != nil {

@@ -20,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -245,7 +246,18 @@ func headers(o config.OTLP) map[string]string {
 	return o.Headers
 }
 
-func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdktrace.SpanExporter, error) {
+// newOTLPTraceExporter returns the exporter and the client under it, which
+// also sends the spool (see package spool).
+func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdktrace.SpanExporter, otlptrace.Client, error) {
+	client, err := newOTLPTraceClient(o, r, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	exp, err := otlptrace.New(ctx, client)
+	return exp, client, err
+}
+
+func newOTLPTraceClient(o config.OTLP, r Retry, w *watch) (otlptrace.Client, error) {
 	if o.Protocol == config.ProtocolHTTPProtobuf {
 		client, err := httpClient(o, w)
 		if err != nil {
@@ -255,7 +267,7 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 		if o.Compression == "gzip" {
 			comp = otlptracehttp.GzipCompression
 		}
-		return otlptracehttp.New(ctx,
+		return otlptracehttp.NewClient(
 			otlptracehttp.WithEndpointURL(o.Endpoint),
 			otlptracehttp.WithHTTPClient(client),
 			otlptracehttp.WithTLSClientConfig(nil),
@@ -264,7 +276,7 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 			otlptracehttp.WithCompression(comp),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
 				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		)
+		), nil
 	}
 	creds, err := grpcCreds(o)
 	if err != nil {
@@ -283,7 +295,7 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 	if o.Compression == "gzip" {
 		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
 	}
-	return otlptracegrpc.New(ctx, opts...)
+	return otlptracegrpc.NewClient(opts...), nil
 }
 
 func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {

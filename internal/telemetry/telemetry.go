@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -51,6 +52,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
@@ -120,6 +122,12 @@ type Telemetry struct {
 	traceDest   string
 	closers     []io.Closer
 	files       []*outfile.Writer // output files, bounded by the flush at shutdown
+
+	// spool keeps what OTLP could not deliver; spoolDone reports the
+	// sending of earlier processes' spans, which spoolStop ends.
+	spool     *spool.Spool
+	spoolDone chan struct{}
+	spoolStop context.CancelFunc
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -305,10 +313,12 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console",
 		}}
 		var err error
-		if exp, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
+		var client otlptrace.Client
+		if exp, client, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
 			return nil, err
 		}
 		onError = t.traceWatch.observe
+		t.startSpool(cfg.Spool, client)
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
 	}
@@ -318,6 +328,9 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 	}
 	if t.traceWatch != nil {
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
+	}
+	if t.spool != nil {
+		bopts = append(bopts, keepFailed(t.keep))
 	}
 	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
 	return t.batcher, nil
@@ -497,6 +510,7 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 		errs = append(errs, t.batcher.Shutdown(ctx))
 	}
 	t.counters.freeze(t.batcher != nil)
+	t.stopSpool(ctx)
 
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
@@ -531,6 +545,18 @@ func (t *Telemetry) Summary() string {
 	}
 	if p := s.Pending(); p > 0 && t.batcher != nil {
 		problems = append(problems, fmt.Sprintf("%d pending", p))
+	}
+	if s.Spooled > 0 {
+		problems = append(problems, fmt.Sprintf("%d kept in %s for the next pi-otel to send", s.Spooled, t.spool.Dir()))
+	}
+	if t.spool != nil {
+		sp := t.spool.Stats()
+		if sp.Late > 0 {
+			problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")
+		}
+		if sp.Dropped > 0 {
+			problems = append(problems, plural(sp.Dropped, "spooled span")+" dropped (spool bounds)")
+		}
 	}
 	if len(problems) > 0 {
 		b.WriteString("; " + strings.Join(problems, ", "))

@@ -1,0 +1,259 @@
+// Package spool keeps spans that could not reach the collector before a
+// short pi-otel process had to exit, and hands them to the next process.
+//
+// Most Pi runs last seconds; a collector that is restarting or briefly
+// unreachable would otherwise lose them all. Each undelivered batch is
+// written, atomically, as one OTLP protobuf file in a directory private to
+// the user. The next pi-otel process that exports over OTLP (run, rpc,
+// replay or watch) sends the spool first, oldest file first. The spool is
+// bounded in bytes and in age; what the bounds cut is counted.
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Config bounds a spool.
+type Config struct {
+	// Dir holds the spool files; it is created 0700.
+	Dir string
+	// MaxBytes bounds the files in Dir together: the oldest go first.
+	MaxBytes int64
+	// MaxAge drops files older than this.
+	MaxAge time.Duration
+}
+
+// Defaults.
+const (
+	DefaultMaxBytes = 64 << 20
+	DefaultMaxAge   = 7 * 24 * time.Hour
+)
+
+// DefaultDir is the spool under the user's state directory:
+// $XDG_STATE_HOME/pi-otel/spool, else ~/.local/state/pi-otel/spool.
+func DefaultDir(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "pi-otel", "spool")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "state", "pi-otel", "spool")
+}
+
+// Stats counts spans through the spool over this process's life.
+type Stats struct {
+	Spooled int64 // spans written for a later process
+	Late    int64 // spans from earlier processes delivered now
+	Dropped int64 // spans the size or age bound removed, or unreadable
+}
+
+// Spool is safe for concurrent use, also by several processes.
+type Spool struct {
+	cfg                    Config
+	spooled, late, dropped atomic.Int64
+	seq                    atomic.Int64
+}
+
+const suffix = ".otlp"
+
+// claimAfter is when a file claimed by a process that died mid-send may
+// be claimed again.
+const claimAfter = 10 * time.Minute
+
+// Open prepares the spool directory. It refuses a directory that is not
+// the user's own, or that is a symlink, since spans can hold paths and
+// errors.
+func Open(cfg Config) (*Spool, error) {
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	fi, err := os.Lstat(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("spool: %s is not a directory", cfg.Dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return nil, fmt.Errorf("spool: %s belongs to uid %d, not to you", cfg.Dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+	}
+	return &Spool{cfg: cfg}, nil
+}
+
+// Dir is where the spool lives.
+func (s *Spool) Dir() string { return s.cfg.Dir }
+
+// Stats returns the counters.
+func (s *Spool) Stats() Stats {
+	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Dropped: s.dropped.Load()}
+}
+
+// Put writes one request for a later process, then trims the spool to its
+// bounds.
+func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
+	n := spans(req)
+	if n == 0 {
+		return nil
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		return err
+	}
+	// Names sort by time; the pid and a counter keep them unique.
+	name := fmt.Sprintf("%020d-%d-%d%s", time.Now().UnixNano(), os.Getpid(), s.seq.Add(1), suffix)
+	tmp, err := os.CreateTemp(s.cfg.Dir, ".put-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(s.cfg.Dir, name)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	s.spooled.Add(int64(n))
+	s.trim()
+	return nil
+}
+
+// Upload delivers one request, as an OTLP client does.
+type Upload func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error
+
+// Drain sends the spool, oldest first, until it is empty, ctx ends or an
+// upload fails (the collector is still away: the rest waits for the next
+// process).
+func (s *Spool) Drain(ctx context.Context, upload Upload) error {
+	s.trim()
+	for _, f := range s.files() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Claim the file, so that two processes never send it twice.
+		claimed := filepath.Join(s.cfg.Dir, ".sending-"+strconv.Itoa(os.Getpid())+"-"+f.name)
+		if err := os.Rename(filepath.Join(s.cfg.Dir, f.name), claimed); err != nil {
+			continue // another process took it
+		}
+		req, n, err := read(claimed)
+		if err != nil {
+			os.Remove(claimed)
+			s.dropped.Add(int64(n))
+			continue
+		}
+		if err := upload(ctx, req); err != nil {
+			os.Rename(claimed, filepath.Join(s.cfg.Dir, f.name))
+			return err
+		}
+		os.Remove(claimed)
+		s.late.Add(int64(n))
+	}
+	return nil
+}
+
+type file struct {
+	name string
+	size int64
+	mod  time.Time
+}
+
+// files lists the spool, oldest first, after releasing claims that a dead
+// process left behind.
+func (s *Spool) files() []file {
+	ents, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return nil
+	}
+	var out []file
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		name := e.Name()
+		if strings.HasPrefix(name, ".sending-") && time.Since(info.ModTime()) > claimAfter {
+			parts := strings.SplitN(name, "-", 3) // ".sending", pid, original name
+			if len(parts) == 3 && os.Rename(filepath.Join(s.cfg.Dir, name), filepath.Join(s.cfg.Dir, parts[2])) == nil {
+				name = parts[2]
+			}
+		}
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		out = append(out, file{name: name, size: info.Size(), mod: info.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b file) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// trim removes files past the age bound, then the oldest until the rest
+// fit the size bound, counting their spans as dropped.
+func (s *Spool) trim() {
+	fs := s.files()
+	var total int64
+	for _, f := range fs {
+		total += f.size
+	}
+	for _, f := range fs {
+		if time.Since(f.mod) <= s.cfg.MaxAge && total <= s.cfg.MaxBytes {
+			continue
+		}
+		p := filepath.Join(s.cfg.Dir, f.name)
+		_, n, _ := read(p)
+		if os.Remove(p) == nil {
+			s.dropped.Add(int64(n))
+			total -= f.size
+		}
+	}
+}
+
+func read(path string) (*coltracepb.ExportTraceServiceRequest, int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, 0, fmt.Errorf("spool: %s: %w", path, err)
+	}
+	return req, spans(req), nil
+}
+
+func spans(req *coltracepb.ExportTraceServiceRequest) int {
+	n := 0
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			n += len(ss.GetSpans())
+		}
+	}
+	return n
+}
+

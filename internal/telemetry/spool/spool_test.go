@@ -1,0 +1,164 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+func request(spans int, name string) *coltracepb.ExportTraceServiceRequest {
+	ss := &tracepb.ScopeSpans{}
+	for i := 0; i < spans; i++ {
+		ss.Spans = append(ss.Spans, &tracepb.Span{Name: name})
+	}
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}}
+}
+
+func open(t *testing.T, cfg Config) *Spool {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = filepath.Join(t.TempDir(), "state", "spool")
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// collect is an upload that records span names, or fails with err.
+type collect struct {
+	names []string
+	err   error
+}
+
+func (c *collect) upload(_ context.Context, req *coltracepb.ExportTraceServiceRequest) error {
+	if c.err != nil {
+		return c.err
+	}
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				c.names = append(c.names, s.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func TestPutThenDrainInOrderAcrossProcesses(t *testing.T) {
+	first := open(t, Config{})
+	for _, name := range []string{"a", "b", "c"} {
+		if err := first.Put(request(2, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := first.Stats().Spooled; got != 6 {
+		t.Errorf("spooled %d", got)
+	}
+	// The collector is still away: nothing is lost, nothing is sent.
+	next := open(t, Config{Dir: first.Dir()})
+	down := &collect{err: errors.New("unavailable")}
+	if err := next.Drain(context.Background(), down.upload); err == nil {
+		t.Error("a failed upload did not stop the drain")
+	}
+	// It is back: everything arrives once, oldest first.
+	up := &collect{}
+	if err := next.Drain(context.Background(), up.upload); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(up.names); got != 6 || up.names[0] != "a" || up.names[5] != "c" {
+		t.Errorf("delivered %v", up.names)
+	}
+	if next.Stats().Late != 6 {
+		t.Errorf("late %d", next.Stats().Late)
+	}
+	again := &collect{}
+	next.Drain(context.Background(), again.upload)
+	if len(again.names) != 0 {
+		t.Errorf("sent twice: %v", again.names)
+	}
+}
+
+func TestPrivateDirectoryAndFiles(t *testing.T) {
+	s := open(t, Config{})
+	s.Put(request(1, "x"))
+	fi, _ := os.Stat(s.Dir())
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v", fi.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(s.Dir())
+	for _, e := range ents {
+		info, _ := e.Info()
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", e.Name(), info.Mode().Perm())
+		}
+	}
+	other := filepath.Join(t.TempDir(), "theirs")
+	os.Mkdir(other, 0o700)
+	if err := os.Chown(other, 4242, 4242); err != nil {
+		t.Skipf("cannot give a directory to another user here: %v", err)
+	}
+	if _, err := Open(Config{Dir: other}); err == nil {
+		t.Error("opened a spool in another user's directory")
+	}
+}
+
+func TestBounds(t *testing.T) {
+	first := open(t, Config{})
+	first.Put(request(3, "old"))
+	ents, _ := os.ReadDir(first.Dir())
+	info, _ := ents[0].Info()
+	// Room for one file and a half: the next Put pushes the oldest out.
+	s := open(t, Config{Dir: first.Dir(), MaxBytes: info.Size() * 3 / 2})
+	s.Put(request(3, "new"))
+	up := &collect{}
+	s.Drain(context.Background(), up.upload)
+	if len(up.names) != 3 || up.names[0] != "new" {
+		t.Errorf("delivered %v, want the newest file only", up.names)
+	}
+	if s.Stats().Dropped != 3 {
+		t.Errorf("dropped %d, want the old file's 3", s.Stats().Dropped)
+	}
+
+	aged := open(t, Config{MaxAge: time.Hour})
+	aged.Put(request(4, "stale"))
+	ents, _ = os.ReadDir(aged.Dir())
+	long := time.Now().Add(-2 * time.Hour)
+	for _, e := range ents {
+		os.Chtimes(filepath.Join(aged.Dir(), e.Name()), long, long)
+	}
+	up = &collect{}
+	aged.Drain(context.Background(), up.upload)
+	if len(up.names) != 0 || aged.Stats().Dropped != 4 {
+		t.Errorf("stale spans sent %v, dropped %d", up.names, aged.Stats().Dropped)
+	}
+}
+
+// A process that died while sending leaves its claim; after a while the
+// file is sent by another.
+func TestAbandonedClaimIsReleased(t *testing.T) {
+	s := open(t, Config{})
+	s.Put(request(1, "orphan"))
+	ents, _ := os.ReadDir(s.Dir())
+	name := ents[0].Name()
+	claimed := filepath.Join(s.Dir(), ".sending-99999-"+name)
+	os.Rename(filepath.Join(s.Dir(), name), claimed)
+	up := &collect{}
+	s.Drain(context.Background(), up.upload)
+	if len(up.names) != 0 {
+		t.Fatal("sent a file another process is sending")
+	}
+	long := time.Now().Add(-time.Hour)
+	os.Chtimes(claimed, long, long)
+	s.Drain(context.Background(), up.upload)
+	if len(up.names) != 1 {
+		t.Errorf("abandoned claim not released: %v", up.names)
+	}
+}
