@@ -191,7 +191,7 @@ func exportEnv(base []string, endpoint, protocol string) []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol)
+	return append(out, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol, "PI_OTEL_SPOOL_DIR=none")
 }
 
 // replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` as a user

@@ -1,0 +1,64 @@
+//go:build realstack
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// TestSpoolAcrossProcesses: a short real Pi run whose collector is away
+// keeps its spans on disk; the next pi-otel process, once the collector is
+// back, delivers them first. Nothing is lost, nothing arrives twice.
+func TestSpoolAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	addr := faultPort(t)
+	spoolDir := t.TempDir()
+	s := prepareScenario(t, capture.Scenario{
+		Name: "spool-across-processes",
+		Script: []fakemodel.Response{
+			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+			fakemodel.Text("Done.", 2),
+		},
+		Args: []string{"--mode", "json", "--no-session", "Run it"},
+	})
+	since := time.Now().Add(-time.Second)
+	const service = "spool-first"
+	spool := "PI_OTEL_SPOOL_DIR=" + spoolDir
+	first := faultStart(t, s.pi, append(faultOTLP(addr, service), spool, "PI_OTEL_FLUSH_TIMEOUT=1s"),
+		append([]string{"run", "--"}, s.piArgs()...)...).wait()
+	if first.code != 0 {
+		t.Fatalf("pi-otel exited %d\n%s", first.code, first.stderr)
+	}
+	first.complete(t)
+	kept := fmt.Sprintf("%d kept in %s", first.sum.spans, spoolDir)
+	if !strings.Contains(first.sum.line, kept) || first.sum.dropped+first.sum.failed != 0 {
+		t.Fatalf("want all %d spans kept, got: %s", first.sum.spans, first.sum.line)
+	}
+
+	j := jaegertest.Start(t, jaegertest.WithOTLPGRPC(addr))
+	next := faultStart(t, s.pi, append(faultOTLP(addr, "spool-next"), spool),
+		"replay", repo.Captures("pi-1.6.0", "text.jsonl")).wait()
+	if next.code != 0 {
+		t.Fatalf("the next pi-otel exited %d\n%s", next.code, next.stderr)
+	}
+	late := fmt.Sprintf("%d spans of earlier runs delivered", first.sum.spans)
+	if !strings.Contains(next.sum.line, late) {
+		t.Errorf("the next process does not report the late spans: %s", next.sum.line)
+	}
+	got := faultWaitSpans(t, j, service, since, first.sum.spans)
+	if len(got) != first.sum.spans {
+		t.Errorf("Jaeger holds %d of the first run's spans, want %d", len(got), first.sum.spans)
+	}
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("spool not empty after delivery: %v", ents)
+	}
+}
