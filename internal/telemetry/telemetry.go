@@ -52,9 +52,9 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
-	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 )
 
 // Option configures Setup.

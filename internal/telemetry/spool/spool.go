@@ -256,4 +256,3 @@ func spans(req *coltracepb.ExportTraceServiceRequest) int {
 	}
 	return n
 }
-
