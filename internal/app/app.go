@@ -264,8 +264,12 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 		}
 	}()
 	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
-	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet {
-		fmt.Fprintf(p.stderr, "pi-otel: flushing telemetry: %v\n", err)
+	// Running out of time is no news: the summary says what it cost.
+	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(p.stderr, "pi-otel: flushing telemetry: %s\n", line)
+		}
 	}
 	if !p.cfg.Quiet {
 		setDeadline(p.stderr, time.Now().Add(summaryGrace))
