@@ -450,3 +450,24 @@ func TestRegisterFlagsUsage(t *testing.T) {
 		t.Errorf("unparsed flags: %+v, %v", cfg.Traces, err)
 	}
 }
+
+func TestSpoolDir(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"XDG state home", nil, map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/pi-otel/spool"},
+		{"relative XDG ignored, as XDG says", nil, map[string]string{"XDG_STATE_HOME": "rel", "HOME": "/h"}, "/h/.local/state/pi-otel/spool"},
+		{"env", nil, map[string]string{"PI_OTEL_SPOOL_DIR": "/d", "HOME": "/h"}, "/d"},
+		{"flag none turns it off", []string{"--spool-dir", "none"}, map[string]string{"HOME": "/h"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := mustLoad(t, c.args, c.env)
+			if cfg.Spool.Dir != c.want {
+				t.Errorf("spool dir %q, want %q", cfg.Spool.Dir, c.want)
+			}
+		})
+	}
+}
