@@ -18,26 +18,27 @@ import (
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
 const ScopeName = "github.com/pi-otel/pi-otel/mapper"
 
-// End reasons for the root span (pi.end_reason).
+// End reasons for the root span (pi.end_reason), as in package piconv.
 const (
-	EndSettled  = "settled"
-	EndAgentEnd = "agent_end"
-	EndSignal   = "signal"
-	EndExit     = "exit"
-	EndEOF      = "eof"
+	EndSettled  = piconv.EndSettled
+	EndAgentEnd = piconv.EndAgentEnd
+	EndSignal   = piconv.EndSignal
+	EndExit     = piconv.EndExit
+	EndEOF      = piconv.EndEOF
 )
 
-// Outcomes of a settled run (pi.outcome).
+// Outcomes of a settled run (pi.outcome), as in package piconv.
 const (
-	OutcomeOK        = "ok"
-	OutcomeError     = "error"
-	OutcomeAborted   = "aborted"
-	OutcomeUnsettled = "unsettled"
+	OutcomeOK        = piconv.OutcomeOK
+	OutcomeError     = piconv.OutcomeError
+	OutcomeAborted   = piconv.OutcomeAborted
+	OutcomeUnsettled = piconv.OutcomeUnsettled
 )
 
 // maxToolUpdateEvents caps the span events a chatty tool can add; the total
@@ -97,9 +98,9 @@ type Stats struct {
 
 // Ending says why a stream stopped without settling.
 type Ending struct {
-	Reason   string // EndSignal, EndExit or EndEOF
-	ExitCode int    // set with EndSignal and EndExit
-	Signal   string // e.g. "SIGTERM", with EndSignal
+	Reason   piconv.EndReason // EndSignal, EndExit or EndEOF
+	ExitCode int              // set with EndSignal and EndExit
+	Signal   string           // e.g. "SIGTERM", with EndSignal
 }
 
 // Mapper is not safe for concurrent use: feed it from one goroutine.
@@ -233,48 +234,48 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	case event.TypeSummarizationRetrySchedule, event.TypeSummarizationRetryAttempt, event.TypeSummarizationRetryFinished:
 		m.summarizationRetry(ev, at)
 	case event.TypeQueueUpdate:
-		m.rootEvent("pi.queue_update", at,
-			attribute.Int("pi.queue.steering", len(ev.Steering)),
-			attribute.Int("pi.queue.follow_up", len(ev.FollowUp)))
+		m.rootEvent(piconv.EventQueueUpdate, at,
+			piconv.QueueSteeringKey.Int(len(ev.Steering)),
+			piconv.QueueFollowUpKey.Int(len(ev.FollowUp)))
 	case event.TypeThinkingLevelChanged:
-		m.rootEvent("pi.thinking_level_changed", at, attribute.String("pi.thinking_level", ev.Level))
+		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(ev.Level))
 	case event.TypeSessionInfoChanged:
-		attrs := []attribute.KeyValue{attribute.Bool("pi.session.named", ev.Name != nil)}
+		attrs := []attribute.KeyValue{piconv.SessionNamedKey.Bool(ev.Name != nil)}
 		if c := m.cfg.content; c != nil && ev.Name != nil {
-			attrs = append(attrs, attribute.String("pi.session.name", c.Scrub(*ev.Name)))
+			attrs = append(attrs, piconv.SessionNameKey.String(c.Scrub(*ev.Name)))
 		}
-		m.rootEvent("pi.session_info_changed", at, attrs...)
+		m.rootEvent(piconv.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent("pi.entry_appended", at, attribute.String("pi.entry.type", entryType(ev.Entry)))
+		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(entryType(ev.Entry)))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
 		// RPC records: the rpc package traces them; nothing to map here.
 	default:
 		m.stats.Unknown++
-		m.currentEvent("pi.unknown_event", at, attribute.String("pi.event.type", ev.Type))
+		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(ev.Type))
 	}
 }
 
 // ExtensionError records an extension_error on the innermost open span.
 func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
 	attrs := []attribute.KeyValue{
-		attribute.String("pi.extension.path", ev.ExtensionPath),
-		attribute.String("pi.extension.event", ev.Event),
+		piconv.ExtensionPathKey.String(ev.ExtensionPath),
+		piconv.ExtensionEventKey.String(ev.Event),
 	}
 	if c := m.cfg.content; c != nil {
-		attrs = append(attrs, attribute.String("pi.extension.error", c.Scrub(ev.Error)))
+		attrs = append(attrs, piconv.ExtensionErrorKey.String(c.Scrub(ev.Error)))
 	}
 	if m.run != nil {
 		m.run.extensionErrors++
 	}
-	m.currentEvent("pi.extension_error", at, attrs...)
+	m.currentEvent(piconv.EventExtensionError, at, attrs...)
 }
 
 // Close ends a stream that stopped without settling: every open span ends,
 // innermost first, and the root records why.
 func (m *Mapper) Close(end Ending, at time.Time) {
-	defer m.endCompaction(at, "unfinished") // an idle compaction, if any
+	defer m.endCompaction(at, piconv.CompactionUnfinished) // an idle compaction, if any
 	r := m.run
 	if r == nil {
 		return
@@ -285,12 +286,12 @@ func (m *Mapper) Close(end Ending, at time.Time) {
 		m.closeRoot(r.lastEnd, EndAgentEnd, false)
 		return
 	}
-	r.root.SetAttributes(attribute.Bool("pi.unfinished", true))
+	r.root.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	if end.Reason == EndSignal || end.Reason == EndExit {
-		r.root.SetAttributes(attribute.Int("pi.exit_code", end.ExitCode))
+		r.root.SetAttributes(piconv.ExitCodeKey.Int(end.ExitCode))
 	}
 	if end.Signal != "" {
-		r.root.SetAttributes(attribute.String("pi.signal", end.Signal))
+		r.root.SetAttributes(piconv.SignalKey.String(end.Signal))
 	}
 	m.closeRoot(at, end.Reason, false)
 }
@@ -378,12 +379,12 @@ func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind,
 func (m *Mapper) openRoot(at time.Time) {
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
-		semconv.GenAIAgentName("pi"),
+		semconv.GenAIAgentName(piconv.AgentName),
 	}
 	if m.session != "" {
 		attrs = append(attrs, semconv.GenAIConversationID(m.session))
 	}
-	s := m.start(m.cfg.parent, "invoke_agent pi", trace.SpanKindInternal, at, attrs...)
+	s := m.start(m.cfg.parent, piconv.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	m.run = &run{
 		root:       s.Span,
 		rootCtx:    s.ctx,
@@ -420,8 +421,8 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.rootCtx, "pi.agent_run", trace.SpanKindInternal, at,
-		attribute.Int("pi.agent_run.index", r.agentRuns))
+	s := m.start(r.rootCtx, piconv.SpanAgentRun, trace.SpanKindInternal, at,
+		piconv.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
 	r.agentRun = &s
 }
@@ -440,7 +441,7 @@ func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
 	if ev.WillRetry != nil {
 		r.willRetry = *ev.WillRetry
 		if r.agentRun != nil {
-			r.agentRun.SetAttributes(attribute.Bool("pi.will_retry", *ev.WillRetry))
+			r.agentRun.SetAttributes(piconv.WillRetryKey.Bool(*ev.WillRetry))
 		}
 	}
 	m.endAgentRun(at, false)
@@ -452,13 +453,13 @@ func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	r := m.run
 	m.endTurn(at, true)
 	if r.compaction != nil && isUnder(r.compaction, r.agentRun) {
-		m.endCompaction(at, "unfinished")
+		m.endCompaction(at, piconv.CompactionUnfinished)
 	}
 	if r.agentRun == nil {
 		return
 	}
 	if unfinished {
-		r.agentRun.SetAttributes(attribute.Bool("pi.unfinished", true))
+		r.agentRun.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	}
 	if r.lastStop == "error" {
 		r.agentRun.SetStatus(codes.Error, r.lastError)
@@ -490,7 +491,7 @@ func (m *Mapper) agentSettled(ev *event.Event, at time.Time) {
 }
 
 // closeRoot ends everything open, innermost first, then the root.
-func (m *Mapper) closeRoot(at time.Time, reason string, settled bool) {
+func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) {
 	r := m.run
 	unfinished := reason != EndSettled && reason != EndAgentEnd
 	if r.agentRun != nil {
@@ -499,13 +500,13 @@ func (m *Mapper) closeRoot(at time.Time, reason string, settled bool) {
 		m.endTurn(at, unfinished)
 	}
 	if r.compaction != nil {
-		m.endCompaction(at, "unfinished")
+		m.endCompaction(at, piconv.CompactionUnfinished)
 	}
 	if r.retry != nil {
-		outcome := "unfinished"
+		outcome := piconv.RetryUnfinished
 		if !unfinished {
 			// Settled with a retry still open: Pi gave up without saying so.
-			outcome = "failed"
+			outcome = piconv.RetryFailed
 		}
 		m.endRetry(at, outcome, "")
 	}
@@ -521,17 +522,17 @@ func (m *Mapper) closeRoot(at time.Time, reason string, settled bool) {
 	}
 	root := r.root
 	attrs := []attribute.KeyValue{
-		attribute.Bool("pi.settled", settled),
-		attribute.Bool("pi.aborted", r.aborted || r.lastStop == "aborted"),
-		attribute.String("pi.end_reason", reason),
-		attribute.String("pi.outcome", outcome),
-		attribute.Int("pi.agent_runs", r.agentRuns),
-		attribute.Int("pi.turns", r.turns),
-		attribute.Int("pi.tool_calls", r.toolCalls),
-		attribute.Int("pi.tool_errors", r.toolErrors),
-		attribute.Int("pi.retries", r.retries),
-		attribute.Int("pi.compactions", r.compactions),
-		attribute.Float64("pi.cost.total", r.usage.Cost.Total),
+		piconv.SettledKey.Bool(settled),
+		piconv.AbortedKey.Bool(r.aborted || r.lastStop == "aborted"),
+		reason.Attr(),
+		outcome.Attr(),
+		piconv.AgentRunsKey.Int(r.agentRuns),
+		piconv.TurnsKey.Int(r.turns),
+		piconv.ToolCallsKey.Int(r.toolCalls),
+		piconv.ToolErrorsKey.Int(r.toolErrors),
+		piconv.RetriesKey.Int(r.retries),
+		piconv.CompactionsKey.Int(r.compactions),
+		piconv.CostTotalKey.Float64(r.usage.Cost.Total),
 	}
 	attrs = append(attrs, usageAttrs(&r.usage)...)
 	if r.provider != "" {
@@ -541,14 +542,14 @@ func (m *Mapper) closeRoot(at time.Time, reason string, settled bool) {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
 	if r.extensionErrors > 0 {
-		attrs = append(attrs, attribute.Int("pi.extension_errors", r.extensionErrors))
+		attrs = append(attrs, piconv.ExtensionErrorsKey.Int(r.extensionErrors))
 	}
 	root.SetAttributes(attrs...)
 	switch outcome {
 	case OutcomeError:
 		root.SetStatus(codes.Error, r.lastError)
 	case OutcomeUnsettled:
-		root.SetStatus(codes.Error, "run did not settle: "+reason)
+		root.SetStatus(codes.Error, "run did not settle: "+string(reason))
 	}
 	root.End(trace.WithTimestamp(at))
 	m.run = nil
@@ -564,7 +565,7 @@ func (m *Mapper) turnStart(at time.Time) {
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
-	s := m.start(parent, "pi.turn", trace.SpanKindInternal, at, attribute.Int("pi.turn.index", r.turns))
+	s := m.start(parent, piconv.SpanTurn, trace.SpanKindInternal, at, piconv.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
 	r.turn = &s
@@ -583,24 +584,24 @@ func (m *Mapper) turnEnd(ev *event.Event, at time.Time) {
 func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	r := m.run
 	if r.chat != nil {
-		r.chat.SetAttributes(attribute.Bool("pi.unfinished", true))
+		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
 		r.chat.End(trace.WithTimestamp(at))
 		r.chat = nil
 	}
 	for len(r.toolOrder) > 0 {
 		id := r.toolOrder[len(r.toolOrder)-1]
-		m.endTool(id, at, attribute.Bool("pi.unfinished", true))
+		m.endTool(id, at, piconv.UnfinishedKey.Bool(true))
 	}
 	if r.compaction != nil && r.turn != nil && r.compaction.parentID == r.turn.SpanContext().SpanID() {
-		m.endCompaction(at, "unfinished")
+		m.endCompaction(at, piconv.CompactionUnfinished)
 	}
 	if r.turn == nil {
 		return
 	}
 	if unfinished {
-		r.turn.SetAttributes(attribute.Bool("pi.unfinished", true))
+		r.turn.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	}
-	r.turn.SetAttributes(attribute.Int("pi.turn.tool_calls", r.turnToolCalls))
+	r.turn.SetAttributes(piconv.TurnToolCallsKey.Int(r.turnToolCalls))
 	r.turn.End(trace.WithTimestamp(at))
 	r.turn = nil
 }
@@ -613,13 +614,10 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "message_start")
 	if r.chat != nil {
 		m.anomaly("message_start inside a message")
-		r.chat.SetAttributes(attribute.Bool("pi.unfinished", true))
+		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
 		r.chat.End(trace.WithTimestamp(at))
 	}
-	name := "chat"
-	if msg.Model != "" {
-		name = "chat " + msg.Model
-	}
+	name := piconv.SpanChat.Name(msg.Model)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
 	if msg.Provider != "" {
 		attrs = append(attrs, semconv.GenAIProviderNameKey.String(msg.Provider))
@@ -656,20 +654,20 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
-		attrs := []attribute.KeyValue{attribute.Int("pi.message.chars", contentChars(msg.Content))}
+		attrs := []attribute.KeyValue{piconv.MessageCharsKey.Int(contentChars(msg.Content))}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
 		}
-		m.currentEvent("pi.user_message", at, attrs...)
+		m.currentEvent(piconv.EventUserMessage, at, attrs...)
 	case "system":
 		attrs := []attribute.KeyValue{
-			attribute.StringSlice("pi.system.sections", sectionNames(msg.Sections)),
-			attribute.Int("pi.system.tool_count", len(msg.ToolsAdded)+len(msg.Tools)),
+			piconv.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
+			piconv.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
 		}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(c.SystemInstructions(rawMessage(ev))))
 		}
-		m.rootEvent("pi.system_message", at, attrs...)
+		m.rootEvent(piconv.EventSystemMessage, at, attrs...)
 	}
 }
 
@@ -684,7 +682,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		// The convention's names (tool_call, not toolUse); Pi's own stays
 		// in pi.stop_reason.
 		semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(msg.StopReason)),
-		attribute.String("pi.stop_reason", msg.StopReason),
+		piconv.StopReasonKey.String(msg.StopReason),
 	}
 	if msg.ResponseModel != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel(msg.ResponseModel))
@@ -695,14 +693,14 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		attrs = append(attrs, semconv.GenAIResponseID(msg.ResponseID))
 	}
 	if msg.RawStopReason != "" {
-		attrs = append(attrs, attribute.String("pi.raw_stop_reason", msg.RawStopReason))
+		attrs = append(attrs, piconv.RawStopReasonKey.String(msg.RawStopReason))
 	}
 	if msg.DurationMs != nil {
-		attrs = append(attrs, attribute.Float64("pi.duration_ms", *msg.DurationMs))
+		attrs = append(attrs, piconv.DurationMsKey.Float64(*msg.DurationMs))
 	}
 	if u := msg.Usage; u != nil {
 		attrs = append(attrs, usageAttrs(u)...)
-		attrs = append(attrs, attribute.Float64("pi.cost.total", u.Cost.Total))
+		attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
 		addUsage(&r.usage, u)
 	}
 	if cc := m.cfg.content; cc != nil {
@@ -735,17 +733,14 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "tool_execution_start")
 	if _, dup := r.tools[ev.ToolCallID]; dup {
 		m.anomaly("duplicate toolCallId")
-		m.endTool(ev.ToolCallID, at, attribute.Bool("pi.unfinished", true))
+		m.endTool(ev.ToolCallID, at, piconv.UnfinishedKey.Bool(true))
 	}
-	name := "execute_tool"
-	if ev.ToolName != "" {
-		name = "execute_tool " + ev.ToolName
-	}
+	name := piconv.SpanTool.Name(ev.ToolName)
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(ev.ToolName),
 		semconv.GenAIToolCallID(ev.ToolCallID),
-		semconv.GenAIToolTypeKey.String("function"),
+		semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
 	}
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
@@ -770,7 +765,7 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 	n := r.toolUpdate[ev.ToolCallID]
 	r.toolUpdate[ev.ToolCallID] = n + 1
 	if n < maxToolUpdateEvents {
-		s.AddEvent("pi.tool.update", trace.WithTimestamp(at))
+		s.AddEvent(piconv.EventToolUpdate, trace.WithTimestamp(at))
 	}
 }
 
@@ -787,18 +782,18 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 			start = p
 		}
 		m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
-		r.tools[ev.ToolCallID].SetAttributes(attribute.Bool("pi.orphan_end", true))
+		r.tools[ev.ToolCallID].SetAttributes(piconv.OrphanEndKey.Bool(true))
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.DurationMs != nil {
-		attrs = append(attrs, attribute.Float64("pi.tool.duration_ms", *ev.DurationMs))
+		attrs = append(attrs, piconv.ToolDurationMsKey.Float64(*ev.DurationMs))
 	}
 	if c := m.cfg.content; c != nil && len(ev.Result) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
 	}
 	if ev.IsError {
 		r.toolErrors++
-		attrs = append(attrs, semconv.ErrorTypeKey.String("tool_error"))
+		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 		r.tools[ev.ToolCallID].SetStatus(codes.Error, "tool reported an error")
 	}
 	m.endTool(ev.ToolCallID, at, attrs...)
@@ -808,7 +803,7 @@ func (m *Mapper) endTool(id string, at time.Time, attrs ...attribute.KeyValue) {
 	r := m.run
 	s := r.tools[id]
 	n := r.toolUpdate[id]
-	s.SetAttributes(append(attrs, attribute.Int("pi.tool.updates", n))...)
+	s.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(n))...)
 	s.End(trace.WithTimestamp(at))
 	delete(r.tools, id)
 	delete(r.toolUpdate, id)
@@ -825,7 +820,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 	var parentID trace.SpanID
 	if m.openCompaction() != nil {
 		m.anomaly("compaction_start inside a compaction")
-		m.endCompaction(at, "unfinished")
+		m.endCompaction(at, piconv.CompactionUnfinished)
 	}
 	if r := m.run; r != nil {
 		p := r.container()
@@ -834,12 +829,12 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
 	} else if m.idleParent != nil {
 		parent, m.idleParent = m.idleParent, nil
 	}
-	attrs := []attribute.KeyValue{attribute.String("pi.compaction.reason", ev.Reason)}
+	attrs := []attribute.KeyValue{piconv.CompactionReasonKey.String(ev.Reason)}
 	if r := m.run; r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
 		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider), semconv.GenAIRequestModel(r.model))
 	}
-	s := m.start(parent, "pi.compaction", trace.SpanKindInternal, at, attrs...)
+	s := m.start(parent, piconv.SpanCompaction, trace.SpanKindInternal, at, attrs...)
 	c := &compaction{span: s, parentID: parentID}
 	if m.run != nil {
 		m.run.compaction = c
@@ -865,34 +860,34 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.Aborted != nil {
-		attrs = append(attrs, attribute.Bool("pi.compaction.aborted", *ev.Aborted))
+		attrs = append(attrs, piconv.CompactionAbortedKey.Bool(*ev.Aborted))
 	}
 	if ev.WillRetry != nil {
-		attrs = append(attrs, attribute.Bool("pi.compaction.will_retry", *ev.WillRetry))
+		attrs = append(attrs, piconv.CompactionWillRetryKey.Bool(*ev.WillRetry))
 	}
 	if res := decodeCompaction(ev.Result); res != nil {
 		if res.TokensBefore != nil {
-			attrs = append(attrs, attribute.Int64("pi.compaction.tokens_before", *res.TokensBefore))
+			attrs = append(attrs, piconv.CompactionTokensBeforeKey.Int64(*res.TokensBefore))
 		}
 		if res.EstimatedTokensAfter != nil {
-			attrs = append(attrs, attribute.Int64("pi.compaction.estimated_tokens_after", *res.EstimatedTokensAfter))
+			attrs = append(attrs, piconv.CompactionTokensAfterKey.Int64(*res.EstimatedTokensAfter))
 		}
 		if u := res.Usage; u != nil {
 			// Summarising is a model call too: it counts in the run's cost.
 			attrs = append(attrs, usageAttrs(u)...)
-			attrs = append(attrs, attribute.Float64("pi.cost.total", u.Cost.Total))
+			attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
 			if m.run != nil {
 				addUsage(&m.run.usage, u)
 			}
 		}
 	}
 	c.SetAttributes(attrs...)
-	outcome := "ok"
+	outcome := piconv.CompactionOK
 	switch {
 	case ev.Aborted != nil && *ev.Aborted:
-		outcome = "aborted"
+		outcome = piconv.CompactionAborted
 	case len(ev.Result) == 0 || string(ev.Result) == "null":
-		outcome = "error"
+		outcome = piconv.CompactionError
 		c.SetStatus(codes.Error, m.errorText(ev.ErrorMessage))
 	}
 	if r := m.run; r != nil && ev.WillRetry != nil && *ev.WillRetry {
@@ -909,7 +904,7 @@ func (m *Mapper) openCompaction() *compaction {
 	return m.idleCompaction
 }
 
-func (m *Mapper) endCompaction(at time.Time, outcome string) {
+func (m *Mapper) endCompaction(at time.Time, outcome piconv.CompactionOutcome) {
 	c := m.openCompaction()
 	if c == nil {
 		return
@@ -920,26 +915,26 @@ func (m *Mapper) endCompaction(at time.Time, outcome string) {
 	} else {
 		m.idleCompaction = nil
 	}
-	if outcome == "unfinished" {
-		c.SetAttributes(attribute.Bool("pi.unfinished", true))
+	if outcome == piconv.CompactionUnfinished {
+		c.SetAttributes(piconv.UnfinishedKey.Bool(true))
 		c.SetStatus(codes.Error, "compaction did not finish")
 	}
-	c.SetAttributes(attribute.String("pi.compaction.outcome", outcome))
+	c.SetAttributes(outcome.Attr())
 	c.End(trace.WithTimestamp(at))
 }
 
 func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
-	attrs := []attribute.KeyValue{attribute.String("pi.phase", ev.Type)}
+	attrs := []attribute.KeyValue{piconv.PhaseKey.String(ev.Type)}
 	if ev.Attempt > 0 {
-		attrs = append(attrs, attribute.Int("pi.retry.attempt", ev.Attempt),
-			attribute.Int("pi.retry.max_attempts", ev.MaxAttempts),
-			attribute.Float64("pi.retry.delay_ms", ev.DelayMs))
+		attrs = append(attrs, piconv.RetryAttemptKey.Int(ev.Attempt),
+			piconv.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
+			piconv.RetryDelayMsKey.Float64(ev.DelayMs))
 	}
 	if ev.ErrorMessage != "" {
-		attrs = append(attrs, attribute.String("pi.retry.error", m.errorText(ev.ErrorMessage)))
+		attrs = append(attrs, piconv.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
 	}
 	if ev.Source != "" {
-		attrs = append(attrs, attribute.String("pi.retry.source", ev.Source))
+		attrs = append(attrs, piconv.RetrySourceKey.String(ev.Source))
 	}
 	var target trace.Span
 	switch c := m.openCompaction(); {
@@ -951,19 +946,19 @@ func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
 		m.anomaly(ev.Type + " with nothing open")
 		return
 	}
-	target.AddEvent("pi.summarization_retry", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	target.AddEvent(piconv.EventSummarizationRetry, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
 func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "auto_retry_start")
 	if r.retry != nil {
-		m.endRetry(at, "failed", "")
+		m.endRetry(at, piconv.RetryFailed, "")
 	}
-	s := m.start(r.rootCtx, "pi.retry", trace.SpanKindInternal, at,
-		attribute.Int("pi.retry.attempt", ev.Attempt),
-		attribute.Int("pi.retry.max_attempts", ev.MaxAttempts),
-		attribute.Float64("pi.retry.delay_ms", ev.DelayMs),
-		attribute.String("pi.retry.error", m.errorText(ev.ErrorMessage)))
+	s := m.start(r.rootCtx, piconv.SpanRetry, trace.SpanKindInternal, at,
+		piconv.RetryAttemptKey.Int(ev.Attempt),
+		piconv.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
+		piconv.RetryDelayMsKey.Float64(ev.DelayMs),
+		piconv.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
 	r.retry = &s
 	r.retries++
 }
@@ -974,29 +969,29 @@ func (m *Mapper) retryEnd(ev *event.Event, at time.Time) {
 		m.anomaly("auto_retry_end without auto_retry_start")
 		m.retryStart(&event.Event{Attempt: ev.Attempt}, at)
 	}
-	outcome := "exhausted"
+	outcome := piconv.RetryExhausted
 	if ev.Success != nil && *ev.Success {
-		outcome = "success"
+		outcome = piconv.RetrySuccess
 	}
 	m.endRetry(at, outcome, ev.FinalError)
 }
 
-func (m *Mapper) endRetry(at time.Time, outcome, finalError string) {
+func (m *Mapper) endRetry(at time.Time, outcome piconv.RetryOutcome, finalError string) {
 	r := m.run
 	s := r.retry
 	attrs := []attribute.KeyValue{
-		attribute.String("pi.retry.outcome", outcome),
-		attribute.Bool("pi.retry.success", outcome == "success"),
+		outcome.Attr(),
+		piconv.RetrySuccessKey.Bool(outcome == piconv.RetrySuccess),
 	}
 	if finalError != "" {
-		attrs = append(attrs, attribute.String("pi.retry.final_error", m.errorText(finalError)))
+		attrs = append(attrs, piconv.RetryFinalErrorKey.String(m.errorText(finalError)))
 	}
 	s.SetAttributes(attrs...)
 	switch outcome {
-	case "exhausted":
+	case piconv.RetryExhausted:
 		s.SetStatus(codes.Error, "retries exhausted")
-	case "unfinished":
-		s.SetAttributes(attribute.Bool("pi.unfinished", true))
+	case piconv.RetryUnfinished:
+		s.SetAttributes(piconv.UnfinishedKey.Bool(true))
 		s.SetStatus(codes.Error, "retry did not finish")
 	}
 	s.End(trace.WithTimestamp(at))

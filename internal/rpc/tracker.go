@@ -23,6 +23,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
@@ -236,9 +237,9 @@ func (t *Tracker) Close(end mapper.Ending, at time.Time) {
 	for _, d := range t.dialogs.all() {
 		t.dialogs.remove(d)
 		d.span.SetAttributes(
-			attribute.String("pi.ui.outcome", "unanswered"),
-			attribute.Bool("pi.unfinished", true),
-			attribute.String("pi.end_reason", end.Reason))
+			piconv.UIUnanswered.Attr(),
+			piconv.UnfinishedKey.Bool(true),
+			end.Reason.Attr())
 		d.span.End(trace.WithTimestamp(at))
 	}
 	for _, c := range t.pending.all() {
@@ -354,7 +355,7 @@ func (t *Tracker) forceDecision(c *command) {
 	c.decision = decision{known: true, forced: true}
 	for i := 1; i < len(t.queue); i++ {
 		if t.queue[i].typ == event.TypeAgentStart {
-			c.decision.success, c.decision.disposition = true, "started"
+			c.decision.success, c.decision.disposition = true, string(piconv.DispositionStarted)
 			return
 		}
 	}
@@ -368,7 +369,9 @@ type decision struct {
 	disposition string
 }
 
-func (d decision) started() bool { return d.success && d.disposition == "started" }
+func (d decision) started() bool {
+	return d.success && d.disposition == string(piconv.DispositionStarted)
+}
 
 func (t *Tracker) handle(it item) {
 	t.expire(it.at)
@@ -406,7 +409,7 @@ func (t *Tracker) command(c *command) {
 		old := t.pending.oldest()
 		t.pending.remove(old)
 		t.stats.Evicted++
-		t.unanswered(old, "evicted", c.at)
+		t.unanswered(old, piconv.EndEvicted, c.at)
 	}
 }
 
@@ -416,17 +419,17 @@ func (t *Tracker) command(c *command) {
 func (t *Tracker) startCommand(c *command, parent context.Context) {
 	// pi.rpc.command is a metric label: it only takes the bounded set of
 	// span names; a type Pi does not know is kept beside it.
-	attrs := []attribute.KeyValue{attribute.String("pi.rpc.command", c.name)}
+	attrs := []attribute.KeyValue{piconv.RPCCommandKey.String(c.name)}
 	if c.name == nameUnknown && c.typ != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.type", clip(c.typ, 64)))
+		attrs = append(attrs, piconv.RPCTypeKey.String(clip(c.typ, 64)))
 	}
 	if c.id != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.id", c.id))
+		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(c.at)}
 	opts = append(opts, t.idleOptions(&attrs)...)
 	opts = append(opts, trace.WithAttributes(attrs...))
-	c.ctx, c.span = t.tracer.Start(parent, "pi.rpc "+c.name, opts...)
+	c.ctx, c.span = t.tracer.Start(parent, piconv.SpanRPC.Name(c.name), opts...)
 }
 
 // idleOptions adds, when no run is open, the session id and a link to the
@@ -441,7 +444,7 @@ func (t *Tracker) idleOptions(attrs *[]attribute.KeyValue) []trace.SpanStartOpti
 	if last := t.m.LastRoot(); last.IsValid() {
 		return []trace.SpanStartOption{trace.WithLinks(trace.Link{
 			SpanContext: last,
-			Attributes:  []attribute.KeyValue{attribute.String("pi.link", "previous_run")},
+			Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkPreviousRun)},
 		})}
 	}
 	return nil
@@ -460,15 +463,15 @@ func (t *Tracker) openDeferred(c *command) {
 }
 
 // unanswered ends a command that never got its response.
-func (t *Tracker) unanswered(c *command, reason string, at time.Time) {
+func (t *Tracker) unanswered(c *command, reason piconv.EndReason, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	c.span.SetAttributes(attribute.Bool("pi.unfinished", true), attribute.String("pi.end_reason", reason))
+	c.span.SetAttributes(piconv.UnfinishedKey.Bool(true), reason.Attr())
 	if c.name == "bash" {
 		c.span.SetAttributes(bashCounts(c)...)
 	}
-	c.span.SetStatus(codes.Error, "no response: "+reason)
+	c.span.SetStatus(codes.Error, "no response: "+string(reason))
 	c.span.End(trace.WithTimestamp(at))
 }
 
@@ -515,7 +518,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	attrs := []attribute.KeyValue{attribute.Bool("pi.rpc.success", r.Success)}
+	attrs := []attribute.KeyValue{piconv.RPCSuccessKey.Bool(r.Success)}
 	if !r.Success {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(c, r.Error)))
 		c.span.SetStatus(codes.Error, t.errorText(c, r.Error))
@@ -523,25 +526,25 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	switch c.name {
 	case "prompt", "steer", "follow_up":
 		if d.Disposition != "" {
-			attrs = append(attrs, attribute.String("pi.rpc.disposition", d.Disposition))
+			attrs = append(attrs, piconv.RPCDispositionKey.String(d.Disposition))
 		}
-		if r.Success && d.Disposition == "queued" {
+		if r.Success && d.Disposition == string(piconv.DispositionQueued) {
 			t.queued(c, at)
 		}
 	case "bash":
 		attrs = append(attrs, bashCounts(c)...)
 		if d.ExitCode != nil {
-			attrs = append(attrs, attribute.Int("pi.bash.exit_code", *d.ExitCode))
+			attrs = append(attrs, piconv.BashExitCodeKey.Int(*d.ExitCode))
 		}
 		if r.Success {
-			attrs = append(attrs, attribute.Bool("pi.bash.cancelled", d.Cancelled != nil && *d.Cancelled))
+			attrs = append(attrs, piconv.BashCancelledKey.Bool(d.Cancelled != nil && *d.Cancelled))
 		}
 		if d.Truncated != nil {
-			attrs = append(attrs, attribute.Bool("pi.bash.truncated", *d.Truncated))
+			attrs = append(attrs, piconv.BashTruncatedKey.Bool(*d.Truncated))
 		}
 	case "new_session", "switch_session", "fork", "clone":
 		if d.Cancelled != nil {
-			attrs = append(attrs, attribute.Bool("pi.rpc.cancelled", *d.Cancelled))
+			attrs = append(attrs, piconv.RPCCancelledKey.Bool(*d.Cancelled))
 		}
 	}
 	t.learnSession(c.name, r.Success, d)
@@ -551,8 +554,8 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 
 func bashCounts(c *command) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		attribute.Int64("pi.bash.output_chunks", c.chunks),
-		attribute.Int64("pi.bash.output_bytes", c.bytes),
+		piconv.BashChunksKey.Int64(c.chunks),
+		piconv.BashBytesKey.Int64(c.bytes),
 	}
 }
 
@@ -583,19 +586,19 @@ func (t *Tracker) queued(c *command, at time.Time) {
 	}
 	kind := c.name
 	if c.name == "prompt" {
-		kind = "steer"
+		kind = string(piconv.QueueSteer)
 		if c.streaming == "followUp" {
-			kind = "follow_up"
+			kind = string(piconv.QueueFollowUp)
 		}
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String("pi.rpc.command", c.name),
-		attribute.String("pi.queue.kind", kind),
+		piconv.RPCCommandKey.String(c.name),
+		piconv.QueueKindKey.String(kind),
 	}
 	if c.id != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.id", c.id))
+		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
 	}
-	trace.SpanFromContext(t.m.RootContext()).AddEvent("pi.rpc.queued",
+	trace.SpanFromContext(t.m.RootContext()).AddEvent(piconv.EventRPCQueued,
 		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
@@ -626,13 +629,13 @@ func (t *Tracker) extensionError(rec []byte, at time.Time) {
 	if !t.m.Active() {
 		if c := t.pending.latestOpen(); c != nil {
 			attrs := []attribute.KeyValue{
-				attribute.String("pi.extension.path", ev.ExtensionPath),
-				attribute.String("pi.extension.event", ev.Event),
+				piconv.ExtensionPathKey.String(ev.ExtensionPath),
+				piconv.ExtensionEventKey.String(ev.Event),
 			}
 			if s := t.cfg.content; s != nil {
-				attrs = append(attrs, attribute.String("pi.extension.error", s.Scrub(ev.Error)))
+				attrs = append(attrs, piconv.ExtensionErrorKey.String(s.Scrub(ev.Error)))
 			}
-			c.span.AddEvent("pi.extension_error", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			c.span.AddEvent(piconv.EventExtensionError, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 			return
 		}
 	}
