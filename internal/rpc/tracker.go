@@ -2,7 +2,7 @@
 //
 // A [Tracker] is fed every record the controller writes to Pi and every
 // record Pi writes back, in the order the proxy saw them. Session events go
-// to the shared [mapper.Mapper], so runs look exactly as they do in json
+// to the shared [mapper.Mapper] (through [Mapper]), so runs look exactly as they do in json
 // mode; the tracker adds what only RPC has: a span per command (command to
 // response), a span per extension dialog (request to answer), events for
 // fire-and-forget UI calls and queued messages, and the prompt that opens a
@@ -111,11 +111,33 @@ type Stats struct {
 	Held        int // records waiting for a prompt's response now
 }
 
+// Mapper is what the tracker needs of the session mapper: a
+// *mapper.Mapper, which maps Pi's session events, and whose open run the
+// RPC spans hang from.
+type Mapper interface {
+	Handle(ev *event.Event, at time.Time)
+	ExtensionError(ev *event.Event, at time.Time)
+	Close(end mapper.Ending, at time.Time)
+
+	// Open opens a root now, for a prompt Pi has started.
+	Open(at time.Time) context.Context
+	Active() bool
+	RootContext() context.Context
+	CurrentContext() context.Context
+	LastRoot() trace.SpanContext
+	ParentNextIdleCompaction(ctx context.Context)
+
+	SessionID() string
+	SetSessionID(id string)
+}
+
+var _ Mapper = (*mapper.Mapper)(nil)
+
 // Tracker is safe for concurrent use: the proxy feeds it from its two copy
 // loops. The mapper it is given must not be used by anyone else meanwhile.
 type Tracker struct {
 	mu     sync.Mutex
-	m      *mapper.Mapper
+	m      Mapper
 	tracer trace.Tracer
 	cfg    config
 	decode event.Options
@@ -151,7 +173,7 @@ type item struct {
 
 // New returns a Tracker that maps session events with m and writes its own
 // spans through tp.
-func New(m *mapper.Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
+func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 	cfg := config{
 		maxPending:  1024,
 		maxDialogs:  256,

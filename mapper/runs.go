@@ -1,0 +1,127 @@
+package mapper
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+func (m *Mapper) openRoot(at time.Time) {
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(piconv.AgentName),
+	}
+	if m.session != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+	}
+	s := m.start(m.cfg.parent, piconv.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	m.run = &run{
+		root:       s.Span,
+		rootCtx:    s.ctx,
+		rootSpan:   s,
+		tools:      map[string]*span{},
+		toolUpdate: map[string]int{},
+		lastEnd:    at,
+	}
+	m.stats.Roots++
+	m.lastRoot = s.SpanContext()
+}
+
+// ensureRun opens a root for events that arrive with none open, e.g. a
+// replay that starts mid-run.
+func (m *Mapper) ensureRun(at time.Time, what string) *run {
+	if m.run == nil {
+		m.anomaly(what + " without agent_start")
+		m.openRoot(at)
+	}
+	return m.run
+}
+
+func (m *Mapper) agentStart(at time.Time) {
+	if r := m.run; r != nil && m.legacy && r.agentRun == nil && !r.expectingContinuation() {
+		// Pi before 1.x: nothing pending, so the previous run settled.
+		m.closeRoot(r.lastEnd, EndAgentEnd, false)
+	}
+	if m.run == nil {
+		m.openRoot(at)
+	}
+	r := m.run
+	if r.agentRun != nil {
+		m.anomaly("agent_start inside an agent run")
+		m.endAgentRun(at, true)
+	}
+	r.willRetry = false
+	s := m.start(r.rootCtx, piconv.SpanAgentRun, trace.SpanKindInternal, at,
+		piconv.AgentRunIndexKey.Int(r.agentRuns))
+	r.agentRuns++
+	r.agentRun = &s
+}
+
+func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
+	if ev.WillRetry == nil && !m.settledSeen {
+		m.legacy = true
+	}
+	r := m.run
+	if r == nil || r.agentRun == nil {
+		m.anomaly("agent_end without agent_start")
+		if r == nil {
+			return
+		}
+	}
+	if ev.WillRetry != nil {
+		r.willRetry = *ev.WillRetry
+		if r.agentRun != nil {
+			r.agentRun.SetAttributes(piconv.WillRetryKey.Bool(*ev.WillRetry))
+		}
+	}
+	m.endAgentRun(at, false)
+	r.lastEnd = at
+}
+
+// endAgentRun closes the open run and everything inside it.
+func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
+	r := m.run
+	m.endTurn(at, true)
+	if r.compaction != nil && isUnder(r.compaction, r.agentRun) {
+		m.endCompaction(at, piconv.CompactionUnfinished)
+	}
+	if r.agentRun == nil {
+		return
+	}
+	if unfinished {
+		r.agentRun.SetAttributes(piconv.UnfinishedKey.Bool(true))
+	}
+	if r.lastStop == "error" {
+		r.agentRun.SetStatus(codes.Error, r.lastError)
+	}
+	r.agentRun.End(trace.WithTimestamp(at))
+	r.agentRun = nil
+}
+
+func isUnder(c *compaction, s *span) bool {
+	if s == nil {
+		return false
+	}
+	// A compaction in a turn of s is closed with the turn, before this.
+	return c.parentID == s.SpanContext().SpanID()
+}
+
+func (m *Mapper) agentSettled(ev *event.Event, at time.Time) {
+	m.settledSeen = true
+	m.legacy = false
+	r := m.run
+	if r == nil {
+		m.anomaly("agent_settled with nothing open")
+		return
+	}
+	if ev.Aborted != nil && *ev.Aborted {
+		r.aborted = true
+	}
+	m.closeRoot(at, EndSettled, true)
+}
