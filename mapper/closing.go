@@ -14,7 +14,8 @@ import (
 // Close ends a stream that stopped without settling: every open span ends,
 // innermost first, and the root records why.
 func (m *Mapper) Close(end Ending, at time.Time) {
-	defer m.endCompaction(at, piconv.CompactionUnfinished) // an idle compaction, if any
+	// Idle compactions, if any.
+	defer m.endCompactions(at, func(*compaction) bool { return true })
 	r := m.run
 	if r == nil {
 		return
@@ -44,9 +45,7 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	} else {
 		m.endTurn(at, unfinished)
 	}
-	if r.compaction != nil {
-		m.endCompaction(at, piconv.CompactionUnfinished)
-	}
+	m.endCompactions(at, func(c *compaction) bool { return c.run == r })
 	if r.retry != nil {
 		outcome := piconv.RetryUnfinished
 		if !unfinished {
@@ -85,6 +84,9 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	}
 	if r.model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
+	}
+	if r.toolsEvicted > 0 {
+		attrs = append(attrs, piconv.ToolsEvictedKey.Int(r.toolsEvicted))
 	}
 	if r.extensionErrors > 0 {
 		attrs = append(attrs, piconv.ExtensionErrorsKey.Int(r.extensionErrors))

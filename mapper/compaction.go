@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,34 +13,37 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
-func (m *Mapper) compactionStart(ev *event.Event, at time.Time) {
+// maxOpenCompactions bounds the compactions open at once; Pi overlaps two
+// at most.
+const maxOpenCompactions = 8
+
+func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
+	if len(m.comps) >= maxOpenCompactions {
+		m.anomaly("too many open compactions")
+		m.endCompaction(m.comps[0], at, piconv.CompactionUnfinished)
+	}
 	parent := m.cfg.parent
 	var parentID trace.SpanID
-	if m.openCompaction() != nil {
-		m.anomaly("compaction_start inside a compaction")
-		m.endCompaction(at, piconv.CompactionUnfinished)
-	}
-	if r := m.run; r != nil {
+	r := m.run
+	if r != nil {
 		p := r.container()
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
 		r.compactions++
+		r.openComps++
 	} else if m.idleParent != nil {
+		// Compaction with no run open (RPC `compact` while idle): its own
+		// short trace, or under ParentNextIdleCompaction's span.
 		parent, m.idleParent = m.idleParent, nil
 	}
 	attrs := []attribute.KeyValue{piconv.CompactionReasonKey.String(ev.Reason)}
-	if r := m.run; r != nil && r.model != "" {
+	if r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
 		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider), semconv.GenAIRequestModel(r.model))
 	}
 	s := m.start(parent, piconv.SpanCompaction, trace.SpanKindInternal, at, attrs...)
-	c := &compaction{span: s, parentID: parentID}
-	if m.run != nil {
-		m.run.compaction = c
-	} else {
-		// Compaction with no run open (RPC `compact` while idle): its own
-		// short trace, or under ParentNextIdleCompaction's span.
-		m.idleCompaction = c
-	}
+	c := &compaction{span: s, parentID: parentID, run: r}
+	m.comps = append(m.comps, c)
+	return c
 }
 
 type compactionResult struct {
@@ -49,11 +53,10 @@ type compactionResult struct {
 }
 
 func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
-	c := m.openCompaction()
+	c := m.oldestCompaction()
 	if c == nil {
 		m.anomaly("compaction_end without compaction_start")
-		m.compactionStart(ev, at)
-		c = m.openCompaction()
+		c = m.compactionStart(ev, at)
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.Aborted != nil {
@@ -90,27 +93,38 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	if r := m.run; r != nil && ev.WillRetry != nil && *ev.WillRetry {
 		r.willRetry = true
 	}
-	m.endCompaction(at, outcome)
+	m.endCompaction(c, at, outcome)
 }
 
-// openCompaction is the open compaction: the run's, else an idle one.
-func (m *Mapper) openCompaction() *compaction {
-	if m.run != nil && m.run.compaction != nil {
-		return m.run.compaction
+// oldestCompaction is the open compaction the next compaction_end closes:
+// Pi ends overlapping compactions in the order it started them.
+func (m *Mapper) oldestCompaction() *compaction {
+	if len(m.comps) == 0 {
+		return nil
 	}
-	return m.idleCompaction
+	return m.comps[0]
 }
 
-func (m *Mapper) endCompaction(at time.Time, outcome piconv.CompactionOutcome) {
-	c := m.openCompaction()
-	if c == nil {
-		return
+// endCompactions ends, newest first, every open compaction that which
+// selects, as unfinished.
+func (m *Mapper) endCompactions(at time.Time, which func(*compaction) bool) {
+	for i := len(m.comps) - 1; i >= 0; i-- {
+		if c := m.comps[i]; which(c) {
+			m.endCompaction(c, at, piconv.CompactionUnfinished)
+		}
 	}
-	if m.run != nil && m.run.compaction == c {
-		m.run.compaction = nil
-		m.run.lastEnd = at
-	} else {
-		m.idleCompaction = nil
+}
+
+func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome piconv.CompactionOutcome) {
+	for i, open := range m.comps {
+		if open == c {
+			m.comps = slices.Delete(m.comps, i, i+1)
+			break
+		}
+	}
+	if c.run != nil {
+		c.run.openComps--
+		c.run.lastEnd = at
 	}
 	if outcome == piconv.CompactionUnfinished {
 		c.SetAttributes(piconv.UnfinishedKey.Bool(true))
@@ -134,7 +148,7 @@ func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
 		attrs = append(attrs, piconv.RetrySourceKey.String(ev.Source))
 	}
 	var target trace.Span
-	switch c := m.openCompaction(); {
+	switch c := m.oldestCompaction(); {
 	case c != nil:
 		target = c
 	case m.run != nil:

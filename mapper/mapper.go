@@ -47,10 +47,13 @@ const (
 
 // Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
 type Stats struct {
-	Events    int64
-	Unknown   int64
-	Roots     int64
-	Anomalies map[string]int64
+	Events  int64
+	Unknown int64
+	Roots   int64
+	// ToolsEvicted counts open tools ended early because more than the
+	// cap (WithMaxOpenTools) were open at once.
+	ToolsEvicted int64
+	Anomalies    map[string]int64
 }
 
 // Ending says why a stream stopped without settling.
@@ -71,15 +74,16 @@ type Mapper struct {
 	legacy, settledSeen bool
 	stats               Stats
 	lastRoot            trace.SpanContext
-	// idleCompaction is a compaction with no run open (RPC `compact`);
-	// idleParent, when set, is where the next one hangs.
-	idleCompaction *compaction
-	idleParent     context.Context
+	// comps are the open compactions, oldest first: Pi 0.73 can start a
+	// second before the first ends, and ends them in order. One started
+	// with no run open (RPC `compact`) hangs from idleParent when set.
+	comps      []*compaction
+	idleParent context.Context
 }
 
 // New returns a Mapper that writes spans through tp.
 func New(tp trace.TracerProvider, opts ...Option) *Mapper {
-	cfg := config{parent: context.Background()}
+	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -22,7 +22,25 @@ type config struct {
 	content Content
 	// inexact: event times are reconstructed (replay), so intervals no
 	// record measures, like time to first chunk, are not reported.
-	inexact bool
+	inexact  bool
+	maxTools int
+}
+
+// defaultMaxOpenTools is far above what a model fans out in one turn, and
+// bounds what a stream that never ends its tools can hold.
+const defaultMaxOpenTools = 1024
+
+// WithMaxOpenTools bounds the tools open at once (default 1024). Past it
+// the oldest is ended unfinished with pi.end_reason=evicted and counted in
+// Stats.ToolsEvicted and on the root (pi.tools_evicted), as RPC tracing
+// bounds its pending commands. A later end of an evicted tool is an orphan
+// end (pi.orphan_end).
+func WithMaxOpenTools(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxTools = n
+		}
+	}
 }
 
 // Option configures a Mapper.

@@ -22,12 +22,11 @@ func (m *Mapper) openRoot(at time.Time) {
 	}
 	s := m.start(m.cfg.parent, piconv.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	m.run = &run{
-		root:       s.Span,
-		rootCtx:    s.ctx,
-		rootSpan:   s,
-		tools:      map[string]*span{},
-		toolUpdate: map[string]int{},
-		lastEnd:    at,
+		root:     s.Span,
+		rootCtx:  s.ctx,
+		rootSpan: s,
+		tools:    newToolSet(),
+		lastEnd:  at,
 	}
 	m.stats.Roots++
 	m.lastRoot = s.SpanContext()
@@ -88,12 +87,12 @@ func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
 func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	r := m.run
 	m.endTurn(at, true)
-	if r.compaction != nil && isUnder(r.compaction, r.agentRun) {
-		m.endCompaction(at, piconv.CompactionUnfinished)
-	}
 	if r.agentRun == nil {
 		return
 	}
+	// A compaction in a turn of the run was closed with the turn.
+	id := r.agentRun.SpanContext().SpanID()
+	m.endCompactions(at, func(c *compaction) bool { return c.run == r && c.parentID == id })
 	if unfinished {
 		r.agentRun.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	}
@@ -102,14 +101,6 @@ func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	}
 	r.agentRun.End(trace.WithTimestamp(at))
 	r.agentRun = nil
-}
-
-func isUnder(c *compaction, s *span) bool {
-	if s == nil {
-		return false
-	}
-	// A compaction in a turn of s is closed with the turn, before this.
-	return c.parentID == s.SpanContext().SpanID()
 }
 
 func (m *Mapper) agentSettled(ev *event.Event, at time.Time) {

@@ -25,6 +25,55 @@ type chat struct {
 type compaction struct {
 	span
 	parentID trace.SpanID // the span it hangs from, to close it with that span
+	run      *run         // the run it belongs to; nil when none was open
+}
+
+// tool is one open execute_tool span.
+type tool struct {
+	span
+	id         string
+	updates    int
+	prev, next *tool // neighbours in start order
+}
+
+// toolSet holds a run's open tools by call id and in start order, so that
+// finding, ending and evicting one costs the same with 40,000 open as with
+// one.
+type toolSet struct {
+	byID           map[string]*tool
+	oldest, newest *tool
+}
+
+func newToolSet() toolSet { return toolSet{byID: map[string]*tool{}} }
+
+func (s *toolSet) get(id string) *tool { return s.byID[id] }
+
+func (s *toolSet) len() int { return len(s.byID) }
+
+func (s *toolSet) add(t *tool) {
+	s.byID[t.id] = t
+	t.prev = s.newest
+	if s.newest != nil {
+		s.newest.next = t
+	} else {
+		s.oldest = t
+	}
+	s.newest = t
+}
+
+func (s *toolSet) remove(t *tool) {
+	delete(s.byID, t.id)
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		s.oldest = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		s.newest = t.prev
+	}
+	t.prev, t.next = nil, nil
 }
 
 type run struct {
@@ -32,18 +81,17 @@ type run struct {
 	rootCtx  context.Context
 	rootSpan span
 
-	agentRun   *span
-	turn       *span
-	chat       *chat
-	tools      map[string]*span
-	toolOrder  []string // open tool ids, oldest first, for innermost-first closing
-	toolUpdate map[string]int
-	compaction *compaction
-	retry      *span
+	agentRun  *span
+	turn      *span
+	chat      *chat
+	tools     toolSet
+	openComps int // open compactions that belong to this run
+	retry     *span
 
 	agentRuns, turns, toolCalls, toolErrors, retries, compactions int
 	extensionErrors                                               int
 	turnToolCalls                                                 int
+	toolsEvicted                                                  int
 
 	usage     event.Usage
 	provider  string
@@ -57,7 +105,7 @@ type run struct {
 
 func (r *run) expectingContinuation() bool {
 	// An open retry or compaction span is itself the pending continuation.
-	return r.retry != nil || r.compaction != nil || r.willRetry
+	return r.retry != nil || r.openComps > 0 || r.willRetry
 }
 
 // innermost is the span new events and children attach to.

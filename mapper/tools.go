@@ -16,13 +16,12 @@ import (
 // is still counted in pi.tool.updates.
 const maxToolUpdateEvents = 16
 
-func (m *Mapper) toolStart(ev *event.Event, at time.Time) {
+func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	r := m.ensureRun(at, "tool_execution_start")
-	if _, dup := r.tools[ev.ToolCallID]; dup {
+	if old := r.tools.get(ev.ToolCallID); old != nil {
 		m.anomaly("duplicate toolCallId")
-		m.endTool(ev.ToolCallID, at, piconv.UnfinishedKey.Bool(true))
+		m.endTool(old, at, piconv.UnfinishedKey.Bool(true))
 	}
-	name := piconv.SpanTool.Name(ev.ToolName)
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(ev.ToolName),
@@ -32,11 +31,16 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) {
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
-	s := m.start(r.container().ctx, name, trace.SpanKindInternal, at, attrs...)
-	r.tools[ev.ToolCallID] = &s
-	r.toolOrder = append(r.toolOrder, ev.ToolCallID)
+	t := &tool{span: m.start(r.container().ctx, piconv.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++
+	for r.tools.len() > m.cfg.maxTools {
+		m.stats.ToolsEvicted++
+		r.toolsEvicted++
+		m.endTool(r.tools.oldest, at, piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
+	}
+	return t
 }
 
 func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
@@ -44,21 +48,21 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 	if r == nil {
 		return
 	}
-	s, ok := r.tools[ev.ToolCallID]
-	if !ok {
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil {
 		m.anomaly("tool_execution_update without start")
 		return
 	}
-	n := r.toolUpdate[ev.ToolCallID]
-	r.toolUpdate[ev.ToolCallID] = n + 1
-	if n < maxToolUpdateEvents {
-		s.AddEvent(piconv.EventToolUpdate, trace.WithTimestamp(at))
+	if t.updates < maxToolUpdateEvents {
+		t.AddEvent(piconv.EventToolUpdate, trace.WithTimestamp(at))
 	}
+	t.updates++
 }
 
 func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "tool_execution_end")
-	if _, ok := r.tools[ev.ToolCallID]; !ok {
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil {
 		// Keep the tool visible: place it where its duration says it ran.
 		m.anomaly("tool_execution_end without start")
 		start := at
@@ -68,8 +72,8 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		if p := r.container().start; start.Before(p) {
 			start = p
 		}
-		m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
-		r.tools[ev.ToolCallID].SetAttributes(piconv.OrphanEndKey.Bool(true))
+		t = m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
+		t.SetAttributes(piconv.OrphanEndKey.Bool(true))
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.DurationMs != nil {
@@ -81,23 +85,13 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 	if ev.IsError {
 		r.toolErrors++
 		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
-		r.tools[ev.ToolCallID].SetStatus(codes.Error, "tool reported an error")
+		t.SetStatus(codes.Error, "tool reported an error")
 	}
-	m.endTool(ev.ToolCallID, at, attrs...)
+	m.endTool(t, at, attrs...)
 }
 
-func (m *Mapper) endTool(id string, at time.Time, attrs ...attribute.KeyValue) {
-	r := m.run
-	s := r.tools[id]
-	n := r.toolUpdate[id]
-	s.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(n))...)
-	s.End(trace.WithTimestamp(at))
-	delete(r.tools, id)
-	delete(r.toolUpdate, id)
-	for i, open := range r.toolOrder {
-		if open == id {
-			r.toolOrder = append(r.toolOrder[:i], r.toolOrder[i+1:]...)
-			break
-		}
-	}
+func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
+	m.run.tools.remove(t)
+	t.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(t.updates))...)
+	t.End(trace.WithTimestamp(at))
 }

@@ -42,16 +42,14 @@ func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 		r.chat.End(trace.WithTimestamp(at))
 		r.chat = nil
 	}
-	for len(r.toolOrder) > 0 {
-		id := r.toolOrder[len(r.toolOrder)-1]
-		m.endTool(id, at, piconv.UnfinishedKey.Bool(true))
-	}
-	if r.compaction != nil && r.turn != nil && r.compaction.parentID == r.turn.SpanContext().SpanID() {
-		m.endCompaction(at, piconv.CompactionUnfinished)
+	for r.tools.newest != nil {
+		m.endTool(r.tools.newest, at, piconv.UnfinishedKey.Bool(true))
 	}
 	if r.turn == nil {
 		return
 	}
+	id := r.turn.SpanContext().SpanID()
+	m.endCompactions(at, func(c *compaction) bool { return c.parentID == id })
 	if unfinished {
 		r.turn.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	}
