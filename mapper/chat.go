@@ -28,7 +28,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	name := piconv.SpanChat.Name(msg.Model)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
 	if msg.Provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(msg.Provider))
+		attrs = append(attrs, providerAttrs(msg.Provider)...)
 	}
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
@@ -162,6 +162,15 @@ func addUsage(dst, u *event.Usage) {
 	dst.Cost.CacheRead += u.Cost.CacheRead
 	dst.Cost.CacheWrite += u.Cost.CacheWrite
 	dst.Cost.Total += u.Cost.Total
+}
+
+// providerAttrs names a provider both ways: by the conventions' well-known
+// name, which backends group by, and by Pi's own id.
+func providerAttrs(id string) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		semconv.GenAIProviderNameKey.String(piconv.ProviderName(id)),
+		piconv.ProviderKey.String(id),
+	}
 }
 
 // errorText is what a span may say about a provider error: see errtext.

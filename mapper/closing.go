@@ -80,7 +80,7 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	}
 	attrs = append(attrs, usageAttrs(&r.usage)...)
 	if r.provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider))
+		attrs = append(attrs, providerAttrs(r.provider)...)
 	}
 	if r.model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))

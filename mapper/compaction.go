@@ -38,7 +38,8 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	attrs := []attribute.KeyValue{piconv.CompactionReasonKey.String(ev.Reason)}
 	if r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(r.provider), semconv.GenAIRequestModel(r.model))
+		attrs = append(attrs, providerAttrs(r.provider)...)
+		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
 	s := m.start(parent, piconv.SpanCompaction, trace.SpanKindInternal, at, attrs...)
 	c := &compaction{span: s, parentID: parentID, run: r}

@@ -111,8 +111,26 @@ func (m *Mapper) SessionID() string { return m.session }
 // (RPC mode learns it from get_state).
 func (m *Mapper) SetSessionID(id string) {
 	m.session = id
-	if m.run != nil && id != "" {
-		m.run.root.SetAttributes(semconv.GenAIConversationID(id))
+	if id == "" {
+		return
+	}
+	conv := semconv.GenAIConversationID(id)
+	if r := m.run; r != nil {
+		r.root.SetAttributes(conv)
+		for _, s := range []*span{r.agentRun, r.turn, r.retry} {
+			if s != nil {
+				s.SetAttributes(conv)
+			}
+		}
+		if r.chat != nil {
+			r.chat.SetAttributes(conv)
+		}
+		for t := r.tools.oldest; t != nil; t = t.next {
+			t.SetAttributes(conv)
+		}
+	}
+	for _, c := range m.comps {
+		c.SetAttributes(conv)
 	}
 }
 

@@ -17,9 +17,6 @@ func (m *Mapper) openRoot(at time.Time) {
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(piconv.AgentName),
 	}
-	if m.session != "" {
-		attrs = append(attrs, semconv.GenAIConversationID(m.session))
-	}
 	s := m.start(m.cfg.parent, piconv.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	m.run = &run{
 		root:     s.Span,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
@@ -133,6 +134,10 @@ func (r *run) container() *span {
 }
 
 func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+	if m.session != "" {
+		// On every span, not only the root: backends group spans by it.
+		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	return span{Span: s, ctx: ctx, start: at}

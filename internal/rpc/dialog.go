@@ -100,7 +100,7 @@ func (t *Tracker) uiRequest(rec []byte, at time.Time) {
 		x.deadline = at.Add(time.Duration(ms * float64(time.Millisecond)))
 	}
 	var opts []trace.SpanStartOption
-	opts = append(opts, t.idleOptions(&attrs)...)
+	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	_, x.span = t.tracer.Start(t.uiParent(), piconv.SpanExtensionUI.Name(method), opts...)
 	t.dialogs.add(x)

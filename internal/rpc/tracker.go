@@ -449,19 +449,19 @@ func (t *Tracker) startCommand(c *command, parent context.Context) {
 		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(c.at)}
-	opts = append(opts, t.idleOptions(&attrs)...)
+	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithAttributes(attrs...))
 	c.ctx, c.span = t.tracer.Start(parent, piconv.SpanRPC.Name(c.name), opts...)
 }
 
-// idleOptions adds, when no run is open, the session id and a link to the
-// latest run.
-func (t *Tracker) idleOptions(attrs *[]attribute.KeyValue) []trace.SpanStartOption {
-	if t.m.Active() {
-		return nil
-	}
+// sessionOptions adds the session id, once known, and when no run is open
+// a link to the latest run.
+func (t *Tracker) sessionOptions(attrs *[]attribute.KeyValue) []trace.SpanStartOption {
 	if id := t.m.SessionID(); id != "" {
 		*attrs = append(*attrs, semconv.GenAIConversationID(id))
+	}
+	if t.m.Active() {
+		return nil
 	}
 	if last := t.m.LastRoot(); last.IsValid() {
 		return []trace.SpanStartOption{trace.WithLinks(trace.Link{
@@ -569,7 +569,9 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 			attrs = append(attrs, piconv.RPCCancelledKey.Bool(*d.Cancelled))
 		}
 	}
-	t.learnSession(c.name, r.Success, d)
+	if t.learnSession(c.name, r.Success, d) {
+		attrs = append(attrs, semconv.GenAIConversationID(d.SessionID))
+	}
 	c.span.SetAttributes(attrs...)
 	c.span.End(trace.WithTimestamp(at))
 }
@@ -583,21 +585,34 @@ func bashCounts(c *command) []attribute.KeyValue {
 
 // learnSession keeps the mapper's session id current from what the
 // controller itself asked: get_state and get_session_stats carry it, and
-// a session switch makes it stale until the controller asks again.
-func (t *Tracker) learnSession(command string, success bool, d responseData) {
+// a session switch makes it stale until the controller asks again. It
+// reports whether it learnt a new id.
+func (t *Tracker) learnSession(command string, success bool, d responseData) bool {
 	if !success {
-		return
+		return false
 	}
 	switch command {
 	case "get_state", "get_session_stats":
 		if d.SessionID != "" && d.SessionID != t.m.SessionID() {
 			t.m.SetSessionID(d.SessionID)
+			// The spans still open learn it too, as the mapper's do.
+			conv := semconv.GenAIConversationID(d.SessionID)
+			for _, c := range t.pending.all() {
+				if c.span != nil {
+					c.span.SetAttributes(conv)
+				}
+			}
+			for _, x := range t.dialogs.all() {
+				x.span.SetAttributes(conv)
+			}
+			return true
 		}
 	case "new_session", "switch_session", "fork", "clone":
 		if d.Cancelled == nil || !*d.Cancelled {
 			t.m.SetSessionID("")
 		}
 	}
+	return false
 }
 
 // queued marks a message Pi queued into the open run: its turns land in

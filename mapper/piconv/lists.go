@@ -30,7 +30,7 @@ func Keys() []attribute.Key {
 	return []attribute.Key{
 		SettledKey, AbortedKey, EndReasonKey, OutcomeKey, AgentRunsKey, TurnsKey, ToolCallsKey,
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
-		ToolsEvictedKey,
+		ToolsEvictedKey, ProviderKey,
 		UnfinishedKey, CostTotalKey,
 		AgentRunIndexKey, WillRetryKey, TurnIndexKey, TurnToolCallsKey, StopReasonKey,
 		RawStopReasonKey, DurationMsKey, ToolDurationMsKey, ToolUpdatesKey, OrphanEndKey,

@@ -82,6 +82,7 @@ const (
 	ExitCodeKey        = attribute.Key("pi.exit_code")
 	SignalKey          = attribute.Key("pi.signal")
 	ToolsEvictedKey    = attribute.Key("pi.tools_evicted")
+	ProviderKey        = attribute.Key("pi.provider") // also on chat and pi.compaction
 )
 
 // Attribute keys of any span.
@@ -285,3 +286,27 @@ const (
 	QueueSteer    QueueKind = "steer"
 	QueueFollowUp QueueKind = "follow_up"
 )
+
+// ProviderName is gen_ai.provider.name for one of Pi's provider ids: the
+// GenAI conventions' well-known value where the provider has one, else
+// Pi's own id. Pi's id always goes in pi.provider as well.
+func ProviderName(piProvider string) string {
+	switch piProvider {
+	case "amazon-bedrock":
+		return "aws.bedrock"
+	case "google":
+		return "gcp.gemini"
+	case "google-vertex":
+		return "gcp.vertex_ai"
+	case "azure", "azure-openai-responses": // azure-openai-responses before Pi 1.6
+		return "azure.ai.openai"
+	case "openai-codex":
+		return "openai"
+	case "xai":
+		return "x_ai"
+	case "mistral":
+		return "mistral_ai"
+	}
+	// anthropic, openai, deepseek and groq are already the conventions'.
+	return piProvider
+}

@@ -251,3 +251,43 @@ func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderNamesMatchTheDocument: the providers table of
+// docs/span-model.md is the mapping, and every other Pi 1.6.0 provider id
+// keeps its own name.
+func TestProviderNamesMatchTheDocument(t *testing.T) {
+	doc := readDoc(t, "docs/span-model.md")
+	mapped := map[string]bool{}
+	for _, row := range table(t, doc, "### Providers") {
+		want := ticks(row[1])
+		ids := ticks(row[0])
+		if strings.HasPrefix(row[0], "anything else") {
+			continue
+		}
+		if len(want) != 1 {
+			t.Fatalf("bad row %q", row)
+		}
+		for _, id := range ids {
+			mapped[id] = true
+			if got := piconv.ProviderName(id); got != want[0] {
+				t.Errorf("ProviderName(%q) = %q, the document says %q", id, got, want[0])
+			}
+		}
+	}
+	// Pi 1.6.0's KnownProvider (pi-ai dist/types.d.ts).
+	known := []string{"amazon-bedrock", "ant-ling", "anthropic", "google", "google-vertex", "openai", "azure",
+		"openai-codex", "radius", "typesafe", "nvidia", "deepseek", "github-copilot", "xai", "groq", "cerebras",
+		"openrouter", "vercel-ai-gateway", "zai", "zai-coding-cn", "mistral", "minimax", "minimax-cn",
+		"moonshotai", "moonshotai-cn", "huggingface", "fireworks", "together", "baseten", "opencode",
+		"opencode-go", "kimi-coding", "meta", "cloudflare-workers-ai", "cloudflare-ai-gateway",
+		"qwen-token-plan", "qwen-token-plan-cn", "qwen-token-plan-individual", "qwen-token-plan-individual-cn",
+		"xiaomi", "xiaomi-token-plan-cn", "xiaomi-token-plan-ams", "xiaomi-token-plan-sgp", "fake", ""}
+	for _, id := range known {
+		if !mapped[id] && piconv.ProviderName(id) != id {
+			t.Errorf("ProviderName(%q) = %q, but the document does not map it", id, piconv.ProviderName(id))
+		}
+	}
+	if len(mapped) < 10 {
+		t.Fatalf("only %d mapped ids read from the document", len(mapped))
+	}
+}
