@@ -128,6 +128,11 @@ type Config struct {
 	CaptureContent bool
 	// MaxContentLength bounds each captured content value, in bytes.
 	MaxContentLength int
+	// AttributeValueLengthLimit cuts every string attribute value (and
+	// each element of a string slice) of spans and span events to this
+	// many characters, as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT asks. 0 means
+	// no limit.
+	AttributeValueLengthLimit int
 	// Redact holds extra regular expressions (RE2) whose matches are
 	// removed from captured content. Each one compiles.
 	Redact []string

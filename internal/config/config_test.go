@@ -269,7 +269,16 @@ func TestGeneralSettings(t *testing.T) {
 		{"flush timeout zero allowed", []string{"--flush-timeout", "0"}, nil, func(c config.Config) bool { return c.FlushTimeout == 0 }},
 		{"capture content env", nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, func(c config.Config) bool { return c.CaptureContent }},
 		{"capture content flag", []string{"--capture-content"}, nil, func(c config.Config) bool { return c.CaptureContent }},
-		{"max content length env", nil, map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100"}, func(c config.Config) bool { return c.MaxContentLength == 100 }},
+		{"max content length env", nil, map[string]string{"PI_OTEL_MAX_CONTENT_LENGTH": "100"}, func(c config.Config) bool { return c.MaxContentLength == 100 }},
+		// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT has its specification's meaning: every attribute, not content.
+		{"attribute limit env", nil, map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100"}, func(c config.Config) bool {
+			return c.AttributeValueLengthLimit == 100 && c.MaxContentLength == config.DefaultMaxContentLength
+		}},
+		{"span attribute limit env wins", nil, map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "50"},
+			func(c config.Config) bool { return c.AttributeValueLengthLimit == 50 }},
+		{"attribute limit flag", []string{"--attribute-value-length-limit", "7"}, map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "100"},
+			func(c config.Config) bool { return c.AttributeValueLengthLimit == 7 }},
+		{"no attribute limit by default", nil, nil, func(c config.Config) bool { return c.AttributeValueLengthLimit == 0 }},
 		{"max content length 0 means unlimited", []string{"--max-content-length", "0"}, nil, func(c config.Config) bool { return c.MaxContentLength == 0 }},
 		{"redact env, one per line", nil, map[string]string{"PI_OTEL_REDACT": "sk-[a-z]{3,}\n\n  \nghp_\\w+|xox[bp]-\\S+\r\n"},
 			func(c config.Config) bool {

@@ -45,7 +45,8 @@ var flagDefs = []flagDef{
 	{name: "flush-timeout", usage: "how long to wait at exit for telemetry to be exported, a `duration` (PI_OTEL_FLUSH_TIMEOUT; default 5s)"},
 
 	{name: "capture-content", boolean: true, usage: "record prompts, tool arguments and outputs, redacted (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT; default off)"},
-	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default 4096)"},
+	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (PI_OTEL_MAX_CONTENT_LENGTH; default 4096)"},
+	{name: "attribute-value-length-limit", usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default no limit)"},
 	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
 
 	{name: "spool-dir", usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off (PI_OTEL_SPOOL_DIR; default $XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool)"},

@@ -143,7 +143,9 @@ func (l *loader) load() Config {
 	l.duration(&cfg.FlushTimeout, false, flags("flush-timeout"), "PI_OTEL_FLUSH_TIMEOUT")
 
 	l.boolean(&cfg.CaptureContent, flags("capture-content"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-	l.integer(&cfg.MaxContentLength, 0, flags("max-content-length"), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+	l.integer(&cfg.MaxContentLength, 0, flags("max-content-length"), "PI_OTEL_MAX_CONTENT_LENGTH")
+	l.integer(&cfg.AttributeValueLengthLimit, 0, flags("attribute-value-length-limit"),
+		"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
 	cfg.Redact = l.redact()
 	if l.noContent {
 		cfg.CaptureContent, cfg.Redact = false, nil

@@ -52,6 +52,10 @@ var (
 	ErrInvalidJSON = errors.New("malformed JSON")
 	ErrNotObject   = errors.New("not a JSON object")
 	ErrNoType      = errors.New("no string \"type\" field")
+	// ErrFieldDropped comes with a decoded Event: a field held a value its
+	// Go type cannot take (a number out of range such as 1e999, or another
+	// kind), so that field is left unset and the rest is kept.
+	ErrFieldDropped = errors.New("field dropped")
 )
 
 // Event is one decoded record. Only the fields of its Type are set.
@@ -193,7 +197,10 @@ type updateLite struct {
 }
 
 // Decode validates one record and decodes it. A record that fails is
-// reported with one of the Err* values wrapped with detail.
+// reported with one of the Err* values wrapped with detail; with
+// ErrFieldDropped the Event is decoded all the same, but for one field.
+//
+// Duplicate keys take the last value, as JSON.parse and encoding/json do.
 //
 // Validation is one hand-written pass that accepts exactly what
 // utf8.Valid and json.Valid accept; the fields are then read from the
@@ -260,32 +267,81 @@ func decodeSlow(rec []byte, typ string, opts Options) (Event, error) {
 	ev := Event{Type: typ}
 	if typ == TypeMessageUpdate && !opts.Content {
 		var u updateLite
-		if err := json.Unmarshal(rec, &u); err != nil {
-			return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-		}
+		err := dropped(json.Unmarshal(rec, &u), "")
 		ev.AssistantMessageEvent = &AssistantMessageEvent{Type: u.AssistantMessageEvent.Type, ContentIndex: u.AssistantMessageEvent.ContentIndex}
 		if len(u.HasMessage) > 0 {
 			// Only presence matters: it marks the pre-1.x protocol.
 			ev.RawMessage = u.HasMessage
 		}
-		return ev, nil
+		return ev, err
 	}
-	if err := json.Unmarshal(rec, &ev); err != nil {
-		// A known type with fields of unexpected shapes (a future Pi)
-		// still counts as that event: keep what the type says.
-		return Event{Type: typ}, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	// The record is valid JSON, so the only error left is a value that does
+	// not fit its field; encoding/json skips that field, keeps the rest and
+	// reports the first such one.
+	uerr := json.Unmarshal(rec, &ev)
+	switch f := typeErrorField(uerr); f {
+	case "Type":
+		uerr = nil // a duplicate "type" that is not a string: peek chose
+	default:
+		ev.clearPointer(f)
 	}
+	err := dropped(uerr, "")
 	ev.Type = typ
 	// turn_end repeats the assistant message that message_end already gave.
 	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
 		var msg Message
-		if err := json.Unmarshal(ev.RawMessage, &msg); err != nil {
-			return ev, fmt.Errorf("%w: message: %v", ErrInvalidJSON, err)
+		merr := json.Unmarshal(ev.RawMessage, &msg)
+		if err == nil {
+			err = dropped(merr, "message: ")
+		}
+		switch typeErrorField(merr) {
+		case "":
+			if merr != nil {
+				// Not an object: the message is dropped, the event kept.
+				return ev, err
+			}
+		case "durationMs":
+			msg.DurationMs = nil
 		}
 		msg.Raw = ev.RawMessage
 		ev.Message = &msg
 	}
-	return ev, nil
+	return ev, err
+}
+
+// dropped turns encoding/json's report of a field it skipped into
+// ErrFieldDropped.
+func dropped(err error, where string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s%v", ErrFieldDropped, where, err)
+}
+
+// typeErrorField is the JSON path of the field encoding/json skipped.
+func typeErrorField(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field
+	}
+	return ""
+}
+
+// clearPointer unsets the optional field encoding/json skipped: it has
+// already allocated the pointer, and a zero would read as a real value.
+func (ev *Event) clearPointer(field string) {
+	switch field {
+	case "durationMs":
+		ev.DurationMs = nil
+	case "willRetry":
+		ev.WillRetry = nil
+	case "aborted":
+		ev.Aborted = nil
+	case "success":
+		ev.Success = nil
+	case "name":
+		ev.Name = nil
+	}
 }
 
 // Peek validates rec as a JSON object and returns its top-level "type".
@@ -307,35 +363,24 @@ func peek(rec []byte, s *scan) (typ string, fast bool, err error) {
 	if typ, ok := s.recordType(rec); ok {
 		return typ, true, nil
 	}
-	// Unusual keys: encoding/json decides, as it always did.
-	i := skipSpace(rec, 0)
-	if t, ok := leadingType(rec[i:]); ok {
-		return t, false, nil
-	}
-	var head struct {
-		Type *string `json:"type"`
-	}
-	if err := json.Unmarshal(rec, &head); err != nil || head.Type == nil {
-		return "", false, ErrNoType
-	}
-	return *head.Type, false, nil
+	// Unusual keys (a duplicate "type", escapes, case variants):
+	// encoding/json decides, and of duplicates the last one wins.
+	typ, err = headType(rec)
+	return typ, false, err
 }
 
-// leadingType reads {"type":"x" when it is the first key and x has no escapes.
-func leadingType(b []byte) (string, bool) {
-	const pfx = `{"type":"`
-	if len(b) < len(pfx) || string(b[:len(pfx)]) != pfx {
-		return "", false
+// headType is the record's "type" as JSON.parse reads it: the last key
+// that spells it (encoding/json also folds case), when its value is a
+// string.
+func headType(rec []byte) (string, error) {
+	var head struct {
+		Type json.RawMessage `json:"type"`
 	}
-	for j := len(pfx); j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			return "", false
-		case '"':
-			return string(b[len(pfx):j]), true
-		}
+	var typ string
+	if json.Unmarshal(rec, &head) != nil || json.Unmarshal(head.Type, &typ) != nil {
+		return "", ErrNoType
 	}
-	return "", false
+	return typ, nil
 }
 
 func skipSpace(b []byte, i int) int {

@@ -37,11 +37,12 @@ func TestDecodeKinds(t *testing.T) {
 	}
 }
 
-func TestDecodeFieldsOfAFutureShapeKeepTheType(t *testing.T) {
+func TestDecodeFieldsOfAFutureShapeKeepTheRest(t *testing.T) {
 	// A later Pi that turns durationMs into an object still marks the
-	// tool's end; the mapper must not lose the lifecycle step.
+	// tool's end; the mapper must not lose the lifecycle step, nor the
+	// tool it ends.
 	ev, err := Decode([]byte(`{"type":"tool_execution_end","toolCallId":"a","durationMs":{"ms":3}}`), Options{})
-	if !errors.Is(err, ErrInvalidJSON) || ev.Type != TypeToolExecutionEnd {
+	if !errors.Is(err, ErrFieldDropped) || ev.Type != TypeToolExecutionEnd || ev.ToolCallID != "a" || ev.DurationMs != nil {
 		t.Fatalf("ev %+v err %v", ev, err)
 	}
 }

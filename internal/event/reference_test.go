@@ -38,16 +38,15 @@ func referencePeek(rec []byte) (string, error) {
 	if i >= len(rec) || rec[i] != '{' {
 		return "", ErrNotObject
 	}
+	// Of duplicate keys the last wins, as in JSON.parse.
 	var head struct {
-		Type *string `json:"type"`
+		Type json.RawMessage `json:"type"`
 	}
-	if t, ok := leadingType(rec[i:]); ok {
-		return t, nil
-	}
-	if err := json.Unmarshal(rec, &head); err != nil || head.Type == nil {
+	var typ string
+	if json.Unmarshal(rec, &head) != nil || json.Unmarshal(head.Type, &typ) != nil {
 		return "", ErrNoType
 	}
-	return *head.Type, nil
+	return typ, nil
 }
 
 func errText(err error) string {

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -75,40 +76,40 @@ func (t *Tracker) uiRequest(rec []byte, at time.Time) {
 	if !dialogMethods[r.Method] {
 		t.stats.UIEvents++
 		target := trace.SpanFromContext(t.uiParent())
-		attrs := []attribute.KeyValue{attribute.String("pi.ui.method", method), attribute.String("pi.ui.id", clip(r.ID, 128))}
+		attrs := []attribute.KeyValue{piconv.UIMethodKey.String(method), piconv.UIIDKey.String(clip(r.ID, 128))}
 		if r.NotifyType != "" {
-			attrs = append(attrs, attribute.String("pi.ui.notify_type", clip(r.NotifyType, 32)))
+			attrs = append(attrs, piconv.UINotifyTypeKey.String(clip(r.NotifyType, 32)))
 		}
-		target.AddEvent("pi.extension_ui", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		target.AddEvent(piconv.EventExtensionUI, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		return
 	}
 	t.stats.Dialogs++
 	if old := t.dialogs.byID[r.ID]; old != nil {
 		// A reused id: the first request can no longer be answered.
 		t.dialogs.remove(old)
-		t.endDialog(old, "unanswered", at)
+		t.endDialog(old, piconv.UIUnanswered, at)
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String("pi.ui.id", clip(r.ID, 128)),
-		attribute.String("pi.ui.method", method),
+		piconv.UIIDKey.String(clip(r.ID, 128)),
+		piconv.UIMethodKey.String(method),
 	}
 	x := &dialog{id: r.ID}
 	if r.Timeout != nil && *r.Timeout > 0 {
 		ms := *r.Timeout
-		attrs = append(attrs, attribute.Int64("pi.ui.timeout_ms", int64(ms)))
+		attrs = append(attrs, piconv.UITimeoutMsKey.Int64(int64(ms)))
 		x.deadline = at.Add(time.Duration(ms * float64(time.Millisecond)))
 	}
 	var opts []trace.SpanStartOption
-	opts = append(opts, t.idleOptions(&attrs)...)
+	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	_, x.span = t.tracer.Start(t.uiParent(), "pi.extension_ui "+method, opts...)
+	_, x.span = t.tracer.Start(t.uiParent(), piconv.SpanExtensionUI.Name(method), opts...)
 	t.dialogs.add(x)
 	for t.dialogs.len() > t.cfg.maxDialogs {
 		old := t.dialogs.order.Front().Value.(*dialog)
 		t.dialogs.remove(old)
 		t.stats.DialogsEvicted++
-		old.span.SetAttributes(attribute.Bool("pi.unfinished", true), attribute.String("pi.end_reason", "evicted"))
-		t.endDialog(old, "unanswered", at)
+		old.span.SetAttributes(piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
+		t.endDialog(old, piconv.UIUnanswered, at)
 	}
 }
 
@@ -155,20 +156,20 @@ func (t *Tracker) uiResponse(rec []byte, at time.Time) {
 	// The same precedence Pi applies when it reads the answer.
 	switch {
 	case r.Cancelled != nil && *r.Cancelled:
-		t.endDialog(x, "cancelled", at)
+		t.endDialog(x, piconv.UICancelled, at)
 	case r.Confirmed != nil:
-		x.span.SetAttributes(attribute.Bool("pi.ui.confirmed", *r.Confirmed))
-		t.endDialog(x, "confirmed", at)
+		x.span.SetAttributes(piconv.UIConfirmedKey.Bool(*r.Confirmed))
+		t.endDialog(x, piconv.UIConfirmed, at)
 	case r.Value != nil:
-		t.endDialog(x, "value", at)
+		t.endDialog(x, piconv.UIValue, at)
 	default:
 		// Pi resolves an empty answer as a dismissal.
-		t.endDialog(x, "cancelled", at)
+		t.endDialog(x, piconv.UICancelled, at)
 	}
 }
 
-func (t *Tracker) endDialog(x *dialog, outcome string, at time.Time) {
-	x.span.SetAttributes(attribute.String("pi.ui.outcome", outcome))
+func (t *Tracker) endDialog(x *dialog, outcome piconv.UIOutcome, at time.Time) {
+	x.span.SetAttributes(outcome.Attr())
 	x.span.End(trace.WithTimestamp(at))
 }
 
@@ -187,7 +188,7 @@ func (t *Tracker) expire(at time.Time) {
 		if !x.deadline.After(at) {
 			d.remove(x)
 			t.stats.TimedOut++
-			t.endDialog(x, "timed_out", x.deadline)
+			t.endDialog(x, piconv.UITimedOut, x.deadline)
 			continue
 		}
 		if d.next.IsZero() || x.deadline.Before(d.next) {

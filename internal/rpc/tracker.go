@@ -2,7 +2,7 @@
 //
 // A [Tracker] is fed every record the controller writes to Pi and every
 // record Pi writes back, in the order the proxy saw them. Session events go
-// to the shared [mapper.Mapper], so runs look exactly as they do in json
+// to the shared [mapper.Mapper] (through [Mapper]), so runs look exactly as they do in json
 // mode; the tracker adds what only RPC has: a span per command (command to
 // response), a span per extension dialog (request to answer), events for
 // fire-and-forget UI calls and queued messages, and the prompt that opens a
@@ -23,6 +23,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
@@ -110,11 +111,33 @@ type Stats struct {
 	Held        int // records waiting for a prompt's response now
 }
 
+// Mapper is what the tracker needs of the session mapper: a
+// *mapper.Mapper, which maps Pi's session events, and whose open run the
+// RPC spans hang from.
+type Mapper interface {
+	Handle(ev *event.Event, at time.Time)
+	ExtensionError(ev *event.Event, at time.Time)
+	Close(end mapper.Ending, at time.Time)
+
+	// Open opens a root now, for a prompt Pi has started.
+	Open(at time.Time) context.Context
+	Active() bool
+	RootContext() context.Context
+	CurrentContext() context.Context
+	LastRoot() trace.SpanContext
+	ParentNextIdleCompaction(ctx context.Context)
+
+	SessionID() string
+	SetSessionID(id string)
+}
+
+var _ Mapper = (*mapper.Mapper)(nil)
+
 // Tracker is safe for concurrent use: the proxy feeds it from its two copy
 // loops. The mapper it is given must not be used by anyone else meanwhile.
 type Tracker struct {
 	mu     sync.Mutex
-	m      *mapper.Mapper
+	m      Mapper
 	tracer trace.Tracer
 	cfg    config
 	decode event.Options
@@ -150,7 +173,7 @@ type item struct {
 
 // New returns a Tracker that maps session events with m and writes its own
 // spans through tp.
-func New(m *mapper.Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
+func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 	cfg := config{
 		maxPending:  1024,
 		maxDialogs:  256,
@@ -236,9 +259,9 @@ func (t *Tracker) Close(end mapper.Ending, at time.Time) {
 	for _, d := range t.dialogs.all() {
 		t.dialogs.remove(d)
 		d.span.SetAttributes(
-			attribute.String("pi.ui.outcome", "unanswered"),
-			attribute.Bool("pi.unfinished", true),
-			attribute.String("pi.end_reason", end.Reason))
+			piconv.UIUnanswered.Attr(),
+			piconv.UnfinishedKey.Bool(true),
+			end.Reason.Attr())
 		d.span.End(trace.WithTimestamp(at))
 	}
 	for _, c := range t.pending.all() {
@@ -354,7 +377,7 @@ func (t *Tracker) forceDecision(c *command) {
 	c.decision = decision{known: true, forced: true}
 	for i := 1; i < len(t.queue); i++ {
 		if t.queue[i].typ == event.TypeAgentStart {
-			c.decision.success, c.decision.disposition = true, "started"
+			c.decision.success, c.decision.disposition = true, string(piconv.DispositionStarted)
 			return
 		}
 	}
@@ -368,7 +391,9 @@ type decision struct {
 	disposition string
 }
 
-func (d decision) started() bool { return d.success && d.disposition == "started" }
+func (d decision) started() bool {
+	return d.success && d.disposition == string(piconv.DispositionStarted)
+}
 
 func (t *Tracker) handle(it item) {
 	t.expire(it.at)
@@ -406,7 +431,7 @@ func (t *Tracker) command(c *command) {
 		old := t.pending.oldest()
 		t.pending.remove(old)
 		t.stats.Evicted++
-		t.unanswered(old, "evicted", c.at)
+		t.unanswered(old, piconv.EndEvicted, c.at)
 	}
 }
 
@@ -416,32 +441,32 @@ func (t *Tracker) command(c *command) {
 func (t *Tracker) startCommand(c *command, parent context.Context) {
 	// pi.rpc.command is a metric label: it only takes the bounded set of
 	// span names; a type Pi does not know is kept beside it.
-	attrs := []attribute.KeyValue{attribute.String("pi.rpc.command", c.name)}
+	attrs := []attribute.KeyValue{piconv.RPCCommandKey.String(c.name)}
 	if c.name == nameUnknown && c.typ != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.type", clip(c.typ, 64)))
+		attrs = append(attrs, piconv.RPCTypeKey.String(clip(c.typ, 64)))
 	}
 	if c.id != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.id", c.id))
+		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(c.at)}
-	opts = append(opts, t.idleOptions(&attrs)...)
+	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithAttributes(attrs...))
-	c.ctx, c.span = t.tracer.Start(parent, "pi.rpc "+c.name, opts...)
+	c.ctx, c.span = t.tracer.Start(parent, piconv.SpanRPC.Name(c.name), opts...)
 }
 
-// idleOptions adds, when no run is open, the session id and a link to the
-// latest run.
-func (t *Tracker) idleOptions(attrs *[]attribute.KeyValue) []trace.SpanStartOption {
-	if t.m.Active() {
-		return nil
-	}
+// sessionOptions adds the session id, once known, and when no run is open
+// a link to the latest run.
+func (t *Tracker) sessionOptions(attrs *[]attribute.KeyValue) []trace.SpanStartOption {
 	if id := t.m.SessionID(); id != "" {
 		*attrs = append(*attrs, semconv.GenAIConversationID(id))
+	}
+	if t.m.Active() {
+		return nil
 	}
 	if last := t.m.LastRoot(); last.IsValid() {
 		return []trace.SpanStartOption{trace.WithLinks(trace.Link{
 			SpanContext: last,
-			Attributes:  []attribute.KeyValue{attribute.String("pi.link", "previous_run")},
+			Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkPreviousRun)},
 		})}
 	}
 	return nil
@@ -460,15 +485,15 @@ func (t *Tracker) openDeferred(c *command) {
 }
 
 // unanswered ends a command that never got its response.
-func (t *Tracker) unanswered(c *command, reason string, at time.Time) {
+func (t *Tracker) unanswered(c *command, reason piconv.EndReason, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	c.span.SetAttributes(attribute.Bool("pi.unfinished", true), attribute.String("pi.end_reason", reason))
+	c.span.SetAttributes(piconv.UnfinishedKey.Bool(true), reason.Attr())
 	if c.name == "bash" {
 		c.span.SetAttributes(bashCounts(c)...)
 	}
-	c.span.SetStatus(codes.Error, "no response: "+reason)
+	c.span.SetStatus(codes.Error, "no response: "+string(reason))
 	c.span.End(trace.WithTimestamp(at))
 }
 
@@ -515,7 +540,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	attrs := []attribute.KeyValue{attribute.Bool("pi.rpc.success", r.Success)}
+	attrs := []attribute.KeyValue{piconv.RPCSuccessKey.Bool(r.Success)}
 	if !r.Success {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(c, r.Error)))
 		c.span.SetStatus(codes.Error, t.errorText(c, r.Error))
@@ -523,56 +548,71 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	switch c.name {
 	case "prompt", "steer", "follow_up":
 		if d.Disposition != "" {
-			attrs = append(attrs, attribute.String("pi.rpc.disposition", d.Disposition))
+			attrs = append(attrs, piconv.RPCDispositionKey.String(d.Disposition))
 		}
-		if r.Success && d.Disposition == "queued" {
+		if r.Success && d.Disposition == string(piconv.DispositionQueued) {
 			t.queued(c, at)
 		}
 	case "bash":
 		attrs = append(attrs, bashCounts(c)...)
 		if d.ExitCode != nil {
-			attrs = append(attrs, attribute.Int("pi.bash.exit_code", *d.ExitCode))
+			attrs = append(attrs, piconv.BashExitCodeKey.Int(*d.ExitCode))
 		}
 		if r.Success {
-			attrs = append(attrs, attribute.Bool("pi.bash.cancelled", d.Cancelled != nil && *d.Cancelled))
+			attrs = append(attrs, piconv.BashCancelledKey.Bool(d.Cancelled != nil && *d.Cancelled))
 		}
 		if d.Truncated != nil {
-			attrs = append(attrs, attribute.Bool("pi.bash.truncated", *d.Truncated))
+			attrs = append(attrs, piconv.BashTruncatedKey.Bool(*d.Truncated))
 		}
 	case "new_session", "switch_session", "fork", "clone":
 		if d.Cancelled != nil {
-			attrs = append(attrs, attribute.Bool("pi.rpc.cancelled", *d.Cancelled))
+			attrs = append(attrs, piconv.RPCCancelledKey.Bool(*d.Cancelled))
 		}
 	}
-	t.learnSession(c.name, r.Success, d)
+	if t.learnSession(c.name, r.Success, d) {
+		attrs = append(attrs, semconv.GenAIConversationID(d.SessionID))
+	}
 	c.span.SetAttributes(attrs...)
 	c.span.End(trace.WithTimestamp(at))
 }
 
 func bashCounts(c *command) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		attribute.Int64("pi.bash.output_chunks", c.chunks),
-		attribute.Int64("pi.bash.output_bytes", c.bytes),
+		piconv.BashChunksKey.Int64(c.chunks),
+		piconv.BashBytesKey.Int64(c.bytes),
 	}
 }
 
 // learnSession keeps the mapper's session id current from what the
 // controller itself asked: get_state and get_session_stats carry it, and
-// a session switch makes it stale until the controller asks again.
-func (t *Tracker) learnSession(command string, success bool, d responseData) {
+// a session switch makes it stale until the controller asks again. It
+// reports whether it learnt a new id.
+func (t *Tracker) learnSession(command string, success bool, d responseData) bool {
 	if !success {
-		return
+		return false
 	}
 	switch command {
 	case "get_state", "get_session_stats":
 		if d.SessionID != "" && d.SessionID != t.m.SessionID() {
 			t.m.SetSessionID(d.SessionID)
+			// The spans still open learn it too, as the mapper's do.
+			conv := semconv.GenAIConversationID(d.SessionID)
+			for _, c := range t.pending.all() {
+				if c.span != nil {
+					c.span.SetAttributes(conv)
+				}
+			}
+			for _, x := range t.dialogs.all() {
+				x.span.SetAttributes(conv)
+			}
+			return true
 		}
 	case "new_session", "switch_session", "fork", "clone":
 		if d.Cancelled == nil || !*d.Cancelled {
 			t.m.SetSessionID("")
 		}
 	}
+	return false
 }
 
 // queued marks a message Pi queued into the open run: its turns land in
@@ -583,19 +623,19 @@ func (t *Tracker) queued(c *command, at time.Time) {
 	}
 	kind := c.name
 	if c.name == "prompt" {
-		kind = "steer"
+		kind = string(piconv.QueueSteer)
 		if c.streaming == "followUp" {
-			kind = "follow_up"
+			kind = string(piconv.QueueFollowUp)
 		}
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String("pi.rpc.command", c.name),
-		attribute.String("pi.queue.kind", kind),
+		piconv.RPCCommandKey.String(c.name),
+		piconv.QueueKindKey.String(kind),
 	}
 	if c.id != "" {
-		attrs = append(attrs, attribute.String("pi.rpc.id", c.id))
+		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
 	}
-	trace.SpanFromContext(t.m.RootContext()).AddEvent("pi.rpc.queued",
+	trace.SpanFromContext(t.m.RootContext()).AddEvent(piconv.EventRPCQueued,
 		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
@@ -626,13 +666,13 @@ func (t *Tracker) extensionError(rec []byte, at time.Time) {
 	if !t.m.Active() {
 		if c := t.pending.latestOpen(); c != nil {
 			attrs := []attribute.KeyValue{
-				attribute.String("pi.extension.path", ev.ExtensionPath),
-				attribute.String("pi.extension.event", ev.Event),
+				piconv.ExtensionPathKey.String(ev.ExtensionPath),
+				piconv.ExtensionEventKey.String(ev.Event),
 			}
 			if s := t.cfg.content; s != nil {
-				attrs = append(attrs, attribute.String("pi.extension.error", s.Scrub(ev.Error)))
+				attrs = append(attrs, piconv.ExtensionErrorKey.String(s.Scrub(ev.Error)))
 			}
-			c.span.AddEvent("pi.extension_error", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			c.span.AddEvent(piconv.EventExtensionError, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 			return
 		}
 	}

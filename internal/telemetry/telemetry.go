@@ -112,8 +112,9 @@ type Telemetry struct {
 	cfg config.Config
 	rep *reporter
 
-	tp *sdktrace.TracerProvider
-	mp *sdkmetric.MeterProvider
+	tp  *sdktrace.TracerProvider
+	api trace.TracerProvider // tp, or tp cutting span event attributes too
+	mp  *sdkmetric.MeterProvider
 
 	counters    *counters
 	batcher     *batcher // nil when spans are not exported
@@ -176,11 +177,11 @@ func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
-		// Explicit limits: the SDK's defaults, without the SDK reading
-		// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, which pi-otel applies to content
-		// itself (config.MaxContentLength) so its truncation marker survives.
+		// Explicit limits: the SDK's defaults, but the attribute value
+		// length from config.Config (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and
+		// its flag, one parse path), not read by the SDK on its own.
 		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
-			AttributeValueLengthLimit:   sdktrace.DefaultAttributeValueLengthLimit,
+			AttributeValueLengthLimit:   attributeLimit(cfg.AttributeValueLengthLimit),
 			AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
 			AttributeCountLimit:         sdktrace.DefaultAttributeCountLimit,
 			EventCountLimit:             sdktrace.DefaultEventCountLimit,
@@ -201,6 +202,10 @@ func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
 	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
+	t.api = t.tp
+	if n := cfg.AttributeValueLengthLimit; n > 0 {
+		t.api = limitedProvider{tp: t.tp, limit: n}
+	}
 
 	return t, nil
 }
@@ -445,7 +450,15 @@ func (e observedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetr
 }
 
 // TracerProvider is where the mapper creates its spans.
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.api }
+
+// attributeLimit is the SDK's form of config.Config's limit: 0 is none.
+func attributeLimit(n int) int {
+	if n <= 0 {
+		return sdktrace.DefaultAttributeValueLengthLimit
+	}
+	return n
+}
 
 // MeterProvider is where pi-otel records its metrics.
 func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }

@@ -30,6 +30,10 @@ func (LiveClock) Time(*event.Event) time.Time { return time.Now() }
 // Stats counts records. It is safe to read while records flow.
 type Stats struct {
 	Records, Malformed, InvalidUTF8, NotObject, NoType int64
+	// FieldsDropped counts records traced without a field whose value
+	// did not fit (a number out of range such as 1e999); they are not
+	// in Malformed.
+	FieldsDropped int64
 }
 
 // Sink decodes records into a mapper. Record must be called from one
@@ -42,7 +46,7 @@ type Sink struct {
 	limiter warnLimiter
 	dec     *event.Decoder // reused: a message_update allocates nothing
 
-	records, malformed, invalidUTF8, notObject, noType atomic.Int64
+	records, malformed, invalidUTF8, notObject, noType, fieldsDropped atomic.Int64
 }
 
 // Option configures a Sink.
@@ -83,7 +87,15 @@ func (s *Sink) Record(rec []byte) {
 }
 
 func (s *Sink) bad(n int64, typ string, err error) {
+	what := "record"
+	if typ != "" {
+		what = typ + " record"
+	}
+	outcome := "not traced"
 	switch {
+	case errors.Is(err, event.ErrFieldDropped):
+		s.fieldsDropped.Add(1)
+		outcome = "traced without a field"
 	case errors.Is(err, event.ErrInvalidUTF8):
 		s.invalidUTF8.Add(1)
 	case errors.Is(err, event.ErrNotObject):
@@ -91,13 +103,11 @@ func (s *Sink) bad(n int64, typ string, err error) {
 	case errors.Is(err, event.ErrNoType):
 		s.noType.Add(1)
 	}
-	s.malformed.Add(1)
+	if outcome == "not traced" {
+		s.malformed.Add(1)
+	}
 	if ok, suppressed := s.limiter.allow(time.Now()); ok {
-		what := "record"
-		if typ != "" {
-			what = typ + " record"
-		}
-		msg := fmt.Sprintf("pi-otel: %s %d not traced: %v (passed through unchanged)", what, n, err)
+		msg := fmt.Sprintf("pi-otel: %s %d %s: %v (passed through unchanged)", what, n, outcome, err)
 		if suppressed > 0 {
 			msg += fmt.Sprintf("; %d more since the last report", suppressed)
 		}
@@ -113,6 +123,8 @@ func (s *Sink) Stats() Stats {
 		InvalidUTF8: s.invalidUTF8.Load(),
 		NotObject:   s.notObject.Load(),
 		NoType:      s.noType.Load(),
+
+		FieldsDropped: s.fieldsDropped.Load(),
 	}
 }
 

@@ -28,7 +28,7 @@ func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 	// A known type whose field changed shape still counts for the lifecycle.
 	s.Record([]byte(`{"type":"agent_settled","aborted":"yes"}`))
 	st := s.Stats()
-	if st.Records != 105 || st.Malformed != 104 || st.InvalidUTF8 != 1 || st.NotObject != 1 || st.NoType != 1 {
+	if st.Records != 105 || st.Malformed != 103 || st.InvalidUTF8 != 1 || st.NotObject != 1 || st.NoType != 1 || st.FieldsDropped != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	if lines := strings.Count(warn.String(), "\n"); lines != warnBurst {

@@ -16,7 +16,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // ScopeName is the instrumentation scope of every instrument this package creates.
@@ -40,36 +43,17 @@ const (
 	MetricRPCCommands       = "pi.rpc.commands"
 )
 
-// Span names and attribute keys of the span model that this package reads.
+// Attribute keys of the GenAI conventions that this package reads; the
+// span names, pi.* keys and closed value sets come from package piconv.
 const (
-	spanRoot         = "invoke_agent pi"
-	spanTurn         = "pi.turn"
-	spanRetry        = "pi.retry"
-	spanCompaction   = "pi.compaction"
-	spanRPCPrefix    = "pi.rpc "
-	spanUIPrefix     = "pi.extension_ui "
-	opChat           = "chat"
-	opExecuteTool    = "execute_tool"
-	opInvokeAgent    = "invoke_agent"
-	keyOperation     = attribute.Key("gen_ai.operation.name")
-	keyProvider      = attribute.Key("gen_ai.provider.name")
-	keyRequestModel  = attribute.Key("gen_ai.request.model")
-	keyInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
-	keyOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
-	keyTTFC          = attribute.Key("gen_ai.response.time_to_first_chunk")
-	keyToolName      = attribute.Key("gen_ai.tool.name")
-	keyErrorType     = attribute.Key("error.type")
-	keyCostTotal     = attribute.Key("pi.cost.total")
-	keyDurationMs    = attribute.Key("pi.duration_ms")
-	keyToolDuration  = attribute.Key("pi.tool.duration_ms")
-	keyOutcome       = attribute.Key("pi.outcome")
-	keyRetryOutcome  = attribute.Key("pi.retry.outcome")
-	keyCompReason    = attribute.Key("pi.compaction.reason")
-	keyCompOutcome   = attribute.Key("pi.compaction.outcome")
-	keyUIMethod      = attribute.Key("pi.ui.method")
-	keyUIOutcome     = attribute.Key("pi.ui.outcome")
-	keyRPCCommand    = attribute.Key("pi.rpc.command")
-	keyRPCSuccess    = attribute.Key("pi.rpc.success")
+	keyOperation     = semconv.GenAIOperationNameKey
+	keyProvider      = semconv.GenAIProviderNameKey
+	keyRequestModel  = semconv.GenAIRequestModelKey
+	keyInputTokens   = semconv.GenAIUsageInputTokensKey
+	keyOutputTokens  = semconv.GenAIUsageOutputTokensKey
+	keyTTFC          = semconv.GenAIResponseTimeToFirstChunkKey
+	keyToolName      = semconv.GenAIToolNameKey
+	keyErrorType     = semconv.ErrorTypeKey
 	keyErrorLabel    = attribute.Key("error")
 	unknownLabel     = "_OTHER"
 	maxLabelLength   = 64
@@ -79,10 +63,10 @@ const (
 
 // Closed value sets from the span model; anything else is recorded as "_OTHER".
 var (
-	runOutcomes        = setOf("ok", "error", "aborted", "unsettled")
-	retryOutcomes      = setOf("success", "failed", "exhausted", "unfinished")
-	compactionOutcomes = setOf("ok", "aborted", "error", "unfinished")
-	uiOutcomes         = setOf("confirmed", "value", "cancelled", "timed_out", "unanswered")
+	runOutcomes        = setOf(piconv.Values(piconv.OutcomeKey))
+	retryOutcomes      = setOf(piconv.Values(piconv.RetryOutcomeKey))
+	compactionOutcomes = setOf(piconv.Values(piconv.CompactionOutcomeKey))
+	uiOutcomes         = setOf(piconv.Values(piconv.UIOutcomeKey))
 )
 
 // Bucket boundaries. The GenAI ones are the semantic conventions' advice; the others cover an
@@ -188,38 +172,38 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	a := attrsOf(span)
 	name := span.Name()
 	switch {
-	case name == spanRoot || a.str(keyOperation) == opInvokeAgent:
+	case name == piconv.SpanRoot || a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
 		s.onRoot(ctx, span, a)
-	case a.str(keyOperation) == opChat:
+	case a.str(keyOperation) == semconv.GenAIOperationNameChat.Value.AsString():
 		s.onChat(ctx, span, a)
-	case a.str(keyOperation) == opExecuteTool:
+	case a.str(keyOperation) == semconv.GenAIOperationNameExecuteTool.Value.AsString():
 		s.onTool(ctx, span, a)
-	case name == spanTurn:
+	case name == piconv.SpanTurn:
 		s.turns.Add(ctx, 1)
-	case name == spanRetry:
+	case name == piconv.SpanRetry:
 		s.retries.Add(ctx, 1, metric.WithAttributes(
-			keyRetryOutcome.String(oneOf(a.str(keyRetryOutcome), retryOutcomes))))
-	case name == spanCompaction:
+			piconv.RetryOutcomeKey.String(oneOf(a.str(piconv.RetryOutcomeKey), retryOutcomes))))
+	case name == piconv.SpanCompaction:
 		s.onCompaction(ctx, span, a)
-	case strings.HasPrefix(name, spanUIPrefix):
+	case strings.HasPrefix(name, piconv.SpanExtensionUI.Prefix()):
 		s.uiWait.Record(ctx, seconds(span), metric.WithAttributes(
-			keyUIMethod.String(token(a.str(keyUIMethod))),
-			keyUIOutcome.String(oneOf(a.str(keyUIOutcome), uiOutcomes))))
-	case strings.HasPrefix(name, spanRPCPrefix):
+			piconv.UIMethodKey.String(token(a.str(piconv.UIMethodKey))),
+			piconv.UIOutcomeKey.String(oneOf(a.str(piconv.UIOutcomeKey), uiOutcomes))))
+	case strings.HasPrefix(name, piconv.SpanRPC.Prefix()):
 		s.onRPC(ctx, span, a)
 	}
 }
 
 func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(keyOutcome)
+	outcome := a.str(piconv.OutcomeKey)
 	if outcome == "" {
 		// An older mapper or a hand-made span: fall back to the status.
-		outcome = "ok"
+		outcome = string(piconv.OutcomeOK)
 		if span.Status().Code == codes.Error {
-			outcome = "error"
+			outcome = string(piconv.OutcomeError)
 		}
 	}
-	set := metric.WithAttributes(keyOutcome.String(oneOf(outcome, runOutcomes)))
+	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
 }
@@ -237,7 +221,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	}
 
 	d := seconds(span)
-	if ms, ok := a.float(keyDurationMs); ok && ms > 0 {
+	if ms, ok := a.float(piconv.DurationMsKey); ok && ms > 0 {
 		// Pi's own measurement; in replay the span times are reconstructed from it anyway.
 		d = ms / 1000
 	}
@@ -250,7 +234,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	if v, ok := a.float(keyTTFC); ok && v >= 0 {
 		s.firstChunk.Record(ctx, v, genaiconv.OperationNameChat, provider, modelAttr)
 	}
-	if v, ok := a.float(keyCostTotal); ok && v > 0 {
+	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
 	}
 }
@@ -262,26 +246,26 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		keyErrorLabel.Bool(failed))
 	s.toolCalls.Add(ctx, 1, set)
 	d := seconds(span)
-	if ms, ok := a.float(keyToolDuration); ok && ms > 0 {
+	if ms, ok := a.float(piconv.ToolDurationMsKey); ok && ms > 0 {
 		d = ms / 1000
 	}
 	s.toolDuration.Record(ctx, d, set)
 }
 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(keyCompOutcome)
+	outcome := a.str(piconv.CompactionOutcomeKey)
 	if outcome == "" {
-		outcome = "ok"
+		outcome = string(piconv.CompactionOK)
 		if span.Status().Code == codes.Error {
-			outcome = "error"
+			outcome = string(piconv.CompactionError)
 		}
 	}
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
-		keyCompReason.String(orDefault(token(a.str(keyCompReason)), unknownLabel)),
-		keyCompOutcome.String(oneOf(outcome, compactionOutcomes))))
+		piconv.CompactionReasonKey.String(orDefault(token(a.str(piconv.CompactionReasonKey)), unknownLabel)),
+		piconv.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
 	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
 	// reports. The span names a model only when the mapper knows it.
-	if v, ok := a.float(keyCostTotal); ok && v > 0 {
+	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
 			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
@@ -289,17 +273,17 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 }
 
 func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	cmd := a.str(keyRPCCommand)
+	cmd := a.str(piconv.RPCCommandKey)
 	if cmd == "" {
-		cmd = strings.TrimPrefix(span.Name(), spanRPCPrefix)
+		cmd = strings.TrimPrefix(span.Name(), piconv.SpanRPC.Prefix())
 	}
-	ok, found := a.bool(keyRPCSuccess)
+	ok, found := a.bool(piconv.RPCSuccessKey)
 	if !found {
 		ok = span.Status().Code != codes.Error
 	}
 	s.rpcCommands.Add(ctx, 1, metric.WithAttributes(
-		keyRPCCommand.String(orDefault(token(cmd), unknownLabel)),
-		keyRPCSuccess.Bool(ok)))
+		piconv.RPCCommandKey.String(orDefault(token(cmd), unknownLabel)),
+		piconv.RPCSuccessKey.Bool(ok)))
 }
 
 // attrs indexes a span's attributes once per span.
@@ -364,7 +348,7 @@ func seconds(span sdktrace.ReadOnlySpan) float64 {
 	return float64(d) / float64(time.Second)
 }
 
-func setOf(vs ...string) map[string]bool {
+func setOf(vs []string) map[string]bool {
 	m := make(map[string]bool, len(vs))
 	for _, v := range vs {
 		m[v] = true
@@ -405,4 +389,16 @@ func token(v string) string {
 		}
 	}
 	return v
+}
+
+// Names returns the OpenTelemetry name of every instrument this package creates, so that a
+// dashboard check can tell a real metric from a misspelt one.
+func Names() []string {
+	return []string{
+		MetricTokenUsage, MetricOperationDuration, MetricTimeToFirstChunk, MetricRuns,
+		MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
+		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
+		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
+		MetricSpansDropped, MetricExportFailures,
+	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // harness is a real TracerProvider whose only processor is SpanMetrics, reading into a
@@ -255,9 +257,9 @@ func TestOutcomesAreClosedSets(t *testing.T) {
 	root := func(outcome string, status codes.Code) {
 		kvs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "invoke_agent")}
 		if outcome != "" {
-			kvs = append(kvs, attribute.String("pi.outcome", outcome))
+			kvs = append(kvs, piconv.OutcomeKey.String(outcome))
 		}
-		h.span("invoke_agent pi", 3*time.Second, status, kvs...)
+		h.span(piconv.SpanRoot, 3*time.Second, status, kvs...)
 	}
 	root("ok", codes.Unset)
 	root("error", codes.Error)
@@ -267,11 +269,11 @@ func TestOutcomesAreClosedSets(t *testing.T) {
 	root("", codes.Error) // no pi.outcome: the status decides
 	root("", codes.Unset)
 
-	h.span("pi.retry", time.Second, codes.Error, attribute.String("pi.retry.outcome", "exhausted"))
-	h.span("pi.retry", time.Second, codes.Unset, attribute.String("pi.retry.outcome", "bogus"))
-	h.span("pi.compaction", time.Second, codes.Error,
-		attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "error"))
-	h.span("pi.compaction", time.Second, codes.Error, attribute.String("pi.compaction.reason", "a reason with spaces"))
+	h.span(piconv.SpanRetry, time.Second, codes.Error, piconv.RetryOutcomeKey.String("exhausted"))
+	h.span(piconv.SpanRetry, time.Second, codes.Unset, piconv.RetryOutcomeKey.String("bogus"))
+	h.span(piconv.SpanCompaction, time.Second, codes.Error,
+		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("error"))
+	h.span(piconv.SpanCompaction, time.Second, codes.Error, piconv.CompactionReasonKey.String("a reason with spaces"))
 
 	c := h.collect()
 	wantEqual(t, "pi.runs", c.sums(t, metrics.MetricRuns), map[string]float64{
@@ -303,15 +305,15 @@ func countsOf(m map[string]histo) map[string]uint64 {
 // counts in pi.cost, under the span's model if it names one, else under the unknown labels.
 func TestCompactionCostCounts(t *testing.T) {
 	h := newHarness(t)
-	h.span("pi.compaction", time.Second, codes.Unset,
-		attribute.String("pi.compaction.reason", "threshold"), attribute.String("pi.compaction.outcome", "ok"),
-		attribute.Float64("pi.cost.total", 0.004))
-	h.span("pi.compaction", time.Second, codes.Unset,
-		attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "ok"),
-		attribute.Float64("pi.cost.total", 0.001),
+	h.span(piconv.SpanCompaction, time.Second, codes.Unset,
+		piconv.CompactionReasonKey.String("threshold"), piconv.CompactionOutcomeKey.String("ok"),
+		piconv.CostTotalKey.Float64(0.004))
+	h.span(piconv.SpanCompaction, time.Second, codes.Unset,
+		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("ok"),
+		piconv.CostTotalKey.Float64(0.001),
 		attribute.String("gen_ai.provider.name", "anthropic"), attribute.String("gen_ai.request.model", "claude-x"))
-	h.span("pi.compaction", time.Second, codes.Error,
-		attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "error"))
+	h.span(piconv.SpanCompaction, time.Second, codes.Error,
+		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("error"))
 
 	cost := h.collect().sums(t, metrics.MetricCost)
 	if len(cost) != 2 || !near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.004) ||
@@ -322,21 +324,21 @@ func TestCompactionCostCounts(t *testing.T) {
 
 func TestRPCAndExtensionUI(t *testing.T) {
 	h := newHarness(t)
-	h.span("pi.rpc prompt", 10*time.Millisecond, codes.Unset,
-		attribute.String("pi.rpc.command", "prompt"), attribute.Bool("pi.rpc.success", true))
-	h.span("pi.rpc prompt", 10*time.Millisecond, codes.Unset,
-		attribute.String("pi.rpc.command", "prompt"), attribute.Bool("pi.rpc.success", true))
-	h.span("pi.rpc set_model", 10*time.Millisecond, codes.Error,
-		attribute.String("pi.rpc.command", "set_model"), attribute.Bool("pi.rpc.success", false))
+	h.span(piconv.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
+		piconv.RPCCommandKey.String("prompt"), piconv.RPCSuccessKey.Bool(true))
+	h.span(piconv.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
+		piconv.RPCCommandKey.String("prompt"), piconv.RPCSuccessKey.Bool(true))
+	h.span(piconv.SpanRPC.Name("set_model"), 10*time.Millisecond, codes.Error,
+		piconv.RPCCommandKey.String("set_model"), piconv.RPCSuccessKey.Bool(false))
 	// Without the attributes the name and status still say what happened.
-	h.span("pi.rpc abort", 10*time.Millisecond, codes.Unset)
+	h.span(piconv.SpanRPC.Name("abort"), 10*time.Millisecond, codes.Unset)
 
-	h.span("pi.extension_ui confirm", 12*time.Second, codes.Unset,
-		attribute.String("pi.ui.method", "confirm"), attribute.String("pi.ui.outcome", "confirmed"))
-	h.span("pi.extension_ui select", 90*time.Second, codes.Unset,
-		attribute.String("pi.ui.method", "select"), attribute.String("pi.ui.outcome", "timed_out"))
-	h.span("pi.extension_ui select", 30*time.Second, codes.Unset,
-		attribute.String("pi.ui.method", "select"), attribute.String("pi.ui.outcome", "timed_out"))
+	h.span(piconv.SpanExtensionUI.Name("confirm"), 12*time.Second, codes.Unset,
+		piconv.UIMethodKey.String("confirm"), piconv.UIOutcomeKey.String("confirmed"))
+	h.span(piconv.SpanExtensionUI.Name("select"), 90*time.Second, codes.Unset,
+		piconv.UIMethodKey.String("select"), piconv.UIOutcomeKey.String("timed_out"))
+	h.span(piconv.SpanExtensionUI.Name("select"), 30*time.Second, codes.Unset,
+		piconv.UIMethodKey.String("select"), piconv.UIOutcomeKey.String("timed_out"))
 
 	c := h.collect()
 	wantEqual(t, "pi.rpc.commands", c.sums(t, metrics.MetricRPCCommands), map[string]float64{
@@ -352,8 +354,8 @@ func TestRPCAndExtensionUI(t *testing.T) {
 
 func TestSpansOutsideTheModelRecordNothing(t *testing.T) {
 	h := newHarness(t)
-	h.span("pi.agent_run", time.Second, codes.Unset)
-	h.span("some other span", time.Second, codes.Error, attribute.String("pi.outcome", "error"))
+	h.span(piconv.SpanAgentRun, time.Second, codes.Unset)
+	h.span("some other span", time.Second, codes.Error, piconv.OutcomeKey.String("error"))
 	if c := h.collect(); len(c) != 0 {
 		t.Errorf("recorded %v for spans that are not in the span model's metric set", c.names())
 	}
@@ -361,7 +363,7 @@ func TestSpansOutsideTheModelRecordNothing(t *testing.T) {
 
 func TestToolDurationFallsBackToSpanTime(t *testing.T) {
 	h := newHarness(t)
-	h.span("execute_tool edit", 250*time.Millisecond, codes.Unset,
+	h.span(piconv.SpanTool.Name("edit"), 250*time.Millisecond, codes.Unset,
 		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", "edit"))
 	wantEqual(t, "pi.tool.duration", h.collect().histograms(t, metrics.MetricToolDuration), map[string]histo{
 		"error=false,gen_ai.tool.name=edit": {1, 0.25},

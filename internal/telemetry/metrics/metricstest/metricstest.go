@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Run is one agent invocation: the root span and what happened inside it.
@@ -72,17 +74,17 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 	}
 	tick := func(d time.Duration) time.Time { now = now.Add(d); return now }
 
-	ctx, root := tracer.Start(ctx, "invoke_agent pi", trace.WithTimestamp(now), trace.WithAttributes(
+	ctx, root := tracer.Start(ctx, piconv.SpanRoot, trace.WithTimestamp(now), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", "pi"),
 		attribute.String("gen_ai.provider.name", r.Provider),
 		attribute.String("gen_ai.request.model", r.Model),
 	))
-	runCtx, run := tracer.Start(ctx, "pi.agent_run", trace.WithTimestamp(tick(time.Millisecond)),
-		trace.WithAttributes(attribute.Int("pi.agent_run.index", 0)))
+	runCtx, run := tracer.Start(ctx, piconv.SpanAgentRun, trace.WithTimestamp(tick(time.Millisecond)),
+		trace.WithAttributes(piconv.AgentRunIndexKey.Int(0)))
 	for i, tu := range r.Turns {
-		turnCtx, turn := tracer.Start(runCtx, "pi.turn", trace.WithTimestamp(tick(time.Millisecond)),
-			trace.WithAttributes(attribute.Int("pi.turn.index", i), attribute.Int("pi.turn.tool_calls", len(tu.Tools))))
+		turnCtx, turn := tracer.Start(runCtx, piconv.SpanTurn, trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(piconv.TurnIndexKey.Int(i), piconv.TurnToolCallsKey.Int(len(tu.Tools))))
 		c := tu.Chat
 		attrs := []attribute.KeyValue{
 			attribute.String("gen_ai.operation.name", "chat"),
@@ -90,8 +92,8 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 			attribute.String("gen_ai.request.model", r.Model),
 			attribute.Int64("gen_ai.usage.input_tokens", c.InputTokens),
 			attribute.Int64("gen_ai.usage.output_tokens", c.OutputTokens),
-			attribute.Float64("pi.cost.total", c.Cost),
-			attribute.Int64("pi.duration_ms", c.Duration.Milliseconds()),
+			piconv.CostTotalKey.Float64(c.Cost),
+			piconv.DurationMsKey.Int64(c.Duration.Milliseconds()),
 		}
 		if c.TimeToFirstChunk > 0 {
 			attrs = append(attrs, attribute.Float64("gen_ai.response.time_to_first_chunk", c.TimeToFirstChunk.Seconds()))
@@ -99,20 +101,20 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		if c.ErrorType != "" {
 			attrs = append(attrs, attribute.String("error.type", c.ErrorType))
 		}
-		_, chat := tracer.Start(turnCtx, "chat "+r.Model, trace.WithSpanKind(trace.SpanKindClient),
+		_, chat := tracer.Start(turnCtx, piconv.SpanChat.Name(r.Model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(tick(time.Millisecond)), trace.WithAttributes(attrs...))
 		if c.ErrorType != "" {
 			chat.SetStatus(codes.Error, c.ErrorType)
 		}
 		chat.End(trace.WithTimestamp(tick(c.Duration)))
 		for j, tl := range tu.Tools {
-			_, tool := tracer.Start(turnCtx, "execute_tool "+tl.Name, trace.WithTimestamp(tick(time.Millisecond)),
+			_, tool := tracer.Start(turnCtx, piconv.SpanTool.Name(tl.Name), trace.WithTimestamp(tick(time.Millisecond)),
 				trace.WithAttributes(
 					attribute.String("gen_ai.operation.name", "execute_tool"),
 					attribute.String("gen_ai.tool.name", tl.Name),
 					attribute.String("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", i, j)),
 					attribute.String("gen_ai.tool.type", "function"),
-					attribute.Int64("pi.tool.duration_ms", tl.Duration.Milliseconds()),
+					piconv.ToolDurationMsKey.Int64(tl.Duration.Milliseconds()),
 				))
 			if tl.Error {
 				tool.SetAttributes(attribute.String("error.type", "tool_error"))
@@ -126,10 +128,10 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		turn.End(trace.WithTimestamp(tick(time.Millisecond)))
 	}
 	for _, co := range r.Compactions {
-		_, sp := tracer.Start(runCtx, "pi.compaction", trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(runCtx, piconv.SpanCompaction, trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				attribute.String("pi.compaction.reason", co.Reason),
-				attribute.String("pi.compaction.outcome", co.Outcome),
+				piconv.CompactionReasonKey.String(co.Reason),
+				piconv.CompactionOutcomeKey.String(co.Outcome),
 			))
 		if co.Outcome != "ok" {
 			sp.SetStatus(codes.Error, "compaction "+co.Outcome)
@@ -138,11 +140,11 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 	}
 	run.End(trace.WithTimestamp(tick(time.Millisecond)))
 	for i, outcome := range r.Retries {
-		_, sp := tracer.Start(ctx, "pi.retry", trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, piconv.SpanRetry, trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				attribute.Int("pi.retry.attempt", i+1),
-				attribute.Int("pi.retry.max_attempts", 3),
-				attribute.String("pi.retry.outcome", outcome),
+				piconv.RetryAttemptKey.Int(i+1),
+				piconv.RetryMaxAttemptsKey.Int(3),
+				piconv.RetryOutcomeKey.String(outcome),
 			))
 		if outcome == "exhausted" || outcome == "unfinished" {
 			sp.SetStatus(codes.Error, "retry "+outcome)
@@ -150,18 +152,18 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		sp.End(trace.WithTimestamp(tick(100 * time.Millisecond)))
 	}
 	for _, d := range r.Dialogs {
-		_, sp := tracer.Start(ctx, "pi.extension_ui "+d.Method, trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, piconv.SpanExtensionUI.Name(d.Method), trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				attribute.String("pi.ui.method", d.Method),
-				attribute.String("pi.ui.outcome", d.Outcome),
+				piconv.UIMethodKey.String(d.Method),
+				piconv.UIOutcomeKey.String(d.Outcome),
 			))
 		sp.End(trace.WithTimestamp(tick(d.Wait)))
 	}
 	for _, c := range r.RPC {
-		_, sp := tracer.Start(ctx, "pi.rpc "+c.Command, trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, piconv.SpanRPC.Name(c.Command), trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				attribute.String("pi.rpc.command", c.Command),
-				attribute.Bool("pi.rpc.success", c.Success),
+				piconv.RPCCommandKey.String(c.Command),
+				piconv.RPCSuccessKey.Bool(c.Success),
 			))
 		if !c.Success {
 			sp.SetStatus(codes.Error, "rpc command failed")
@@ -169,11 +171,11 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		sp.End(trace.WithTimestamp(tick(5 * time.Millisecond)))
 	}
 	root.SetAttributes(
-		attribute.String("pi.outcome", r.Outcome),
-		attribute.Bool("pi.settled", r.Outcome != "unsettled"),
-		attribute.Int("pi.turns", len(r.Turns)),
-		attribute.Int("pi.retries", len(r.Retries)),
-		attribute.Int("pi.compactions", len(r.Compactions)),
+		piconv.OutcomeKey.String(r.Outcome),
+		piconv.SettledKey.Bool(r.Outcome != "unsettled"),
+		piconv.TurnsKey.Int(len(r.Turns)),
+		piconv.RetriesKey.Int(len(r.Retries)),
+		piconv.CompactionsKey.Int(len(r.Compactions)),
 	)
 	if r.Outcome == "error" || r.Outcome == "unsettled" {
 		root.SetStatus(codes.Error, r.Outcome)

@@ -1,0 +1,80 @@
+package event
+
+import (
+	"errors"
+	"testing"
+)
+
+// decodeAll decodes rec every way a caller can, so that each answer is
+// checked.
+func decodeAll(t *testing.T, rec string) []Event {
+	t.Helper()
+	ev, err := Decode([]byte(rec), Options{})
+	d, derr := NewDecoder(Options{}).Decode([]byte(rec))
+	if errText(err) != errText(derr) {
+		t.Fatalf("Decode error %v, Decoder error %v", err, derr)
+	}
+	return []Event{ev, *d}
+}
+
+// TestDuplicateKeysTakeTheLast: as JSON.parse (what Pi and its tools read)
+// and encoding/json do.
+func TestDuplicateKeysTakeTheLast(t *testing.T) {
+	rec := `{"type":"agent_start","toolName":"x","type":"tool_execution_start","toolCallId":"a","toolName":"y"}`
+	for _, ev := range decodeAll(t, rec) {
+		if ev.Type != TypeToolExecutionStart || ev.ToolName != "y" || ev.ToolCallID != "a" {
+			t.Errorf("got type %q tool %q id %q, want the last of each", ev.Type, ev.ToolName, ev.ToolCallID)
+		}
+	}
+	if typ, err := Peek([]byte(rec)); typ != TypeToolExecutionStart || err != nil {
+		t.Errorf("Peek = %q, %v", typ, err)
+	}
+	// A last "type" that is not a string leaves no type, as JSON.parse sees it.
+	if _, err := Peek([]byte(`{"type":"agent_start","type":3}`)); !errors.Is(err, ErrNoType) {
+		t.Errorf("a trailing non-string type: %v, want ErrNoType", err)
+	}
+}
+
+// TestOutOfRangeNumberDropsOnlyItsField: 1e999 fits no Go number; the
+// record keeps every other field, and the error says a field was dropped.
+func TestOutOfRangeNumberDropsOnlyItsField(t *testing.T) {
+	for _, tc := range []struct {
+		name, rec string
+		check     func(Event) bool
+	}{
+		{"tool duration", `{"type":"tool_execution_end","toolCallId":"a","toolName":"bash","durationMs":1e999,"isError":true}`,
+			func(ev Event) bool {
+				return ev.Type == TypeToolExecutionEnd && ev.ToolName == "bash" && ev.ToolCallID == "a" && ev.IsError && ev.DurationMs == nil
+			}},
+		{"retry attempt", `{"type":"auto_retry_start","attempt":1e999,"maxAttempts":3,"errorMessage":"529"}`,
+			func(ev Event) bool { return ev.Attempt == 0 && ev.MaxAttempts == 3 && ev.ErrorMessage == "529" }},
+		{"usage", `{"type":"message_end","message":{"role":"assistant","model":"m","stopReason":"stop","usage":{"input":1e999,"output":3},"durationMs":5}}`,
+			func(ev Event) bool {
+				m := ev.Message
+				return m != nil && m.Model == "m" && m.StopReason == "stop" && m.Usage != nil && m.Usage.Input == 0 && m.Usage.Output == 3 && *m.DurationMs == 5
+			}},
+		{"message duration", `{"type":"message_end","message":{"role":"assistant","model":"m","durationMs":-1e999}}`,
+			func(ev Event) bool {
+				return ev.Message != nil && ev.Message.Model == "m" && ev.Message.DurationMs == nil
+			}},
+		{"integer past int64", `{"type":"message_end","message":{"role":"assistant","model":"m","usage":{"input":99999999999999999999,"output":3}}}`,
+			func(ev Event) bool { return ev.Message != nil && ev.Message.Usage.Output == 3 }},
+		{"message not an object", `{"type":"message_end","message":"hello"}`,
+			func(ev Event) bool {
+				return ev.Type == TypeMessageEnd && ev.Message == nil && string(ev.RawMessage) == `"hello"`
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode([]byte(tc.rec), Options{})
+			if !errors.Is(err, ErrFieldDropped) {
+				t.Errorf("err %v, want ErrFieldDropped", err)
+			}
+			for _, ev := range decodeAll(t, tc.rec) {
+				if !tc.check(ev) {
+					t.Errorf("got %s", dump(ev))
+				}
+			}
+			checkAgainstReference(t, []byte(tc.rec))
+		})
+	}
+}

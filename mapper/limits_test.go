@@ -1,0 +1,190 @@
+package mapper_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+// recorded maps evs and returns the ended spans, in end order.
+func recorded(t *testing.T, evs []event.Event, opts ...mapper.Option) ([]sdktrace.ReadOnlySpan, *mapper.Mapper) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), opts...)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := range evs {
+		m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
+	return rec.Ended(), m
+}
+
+func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if kv.Key == k {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func named(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func toolStart(id string) event.Event {
+	return event.Event{Type: event.TypeToolExecutionStart, ToolCallID: id, ToolName: "bash"}
+}
+
+func toolEnd(id string) event.Event {
+	return event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: id, ToolName: "bash"}
+}
+
+// TestOpenToolsAreCapped: past the cap the oldest open tool is ended as
+// evicted and counted, as RPC tracing bounds its pending commands; the
+// others end normally.
+func TestOpenToolsAreCapped(t *testing.T) {
+	evs := []event.Event{{Type: event.TypeAgentStart}, {Type: event.TypeTurnStart}}
+	for i := range 10 {
+		evs = append(evs, toolStart(fmt.Sprint(i)))
+	}
+	for i := 6; i < 10; i++ {
+		evs = append(evs, toolEnd(fmt.Sprint(i)))
+	}
+	evs = append(evs, event.Event{Type: event.TypeTurnEnd}, event.Event{Type: event.TypeAgentEnd}, event.Event{Type: event.TypeAgentSettled})
+	spans, m := recorded(t, evs, mapper.WithMaxOpenTools(4))
+
+	tools := named(spans, "execute_tool bash")
+	if len(tools) != 10 {
+		t.Fatalf("%d tool spans, want 10", len(tools))
+	}
+	for i, s := range tools {
+		id, _ := attrOf(s, "gen_ai.tool.call.id")
+		reason, evicted := attrOf(s, piconv.EndReasonKey)
+		if want := i < 6; evicted != want || (evicted && reason.AsString() != string(piconv.EndEvicted)) {
+			t.Errorf("tool %s: pi.end_reason %v, want evicted=%v", id.AsString(), reason.Emit(), want)
+		}
+		if want := fmt.Sprint(i); id.AsString() != want {
+			t.Errorf("span %d is tool %s, want %s (evicted oldest first)", i, id.AsString(), want)
+		}
+	}
+	if got := m.Stats().ToolsEvicted; got != 6 {
+		t.Errorf("Stats.ToolsEvicted = %d, want 6", got)
+	}
+	root := named(spans, piconv.SpanRoot)[0]
+	if v, _ := attrOf(root, piconv.ToolsEvictedKey); v.AsInt64() != 6 {
+		t.Errorf("root pi.tools_evicted = %v, want 6", v.Emit())
+	}
+	if v, _ := attrOf(root, piconv.ToolCallsKey); v.AsInt64() != 10 {
+		t.Errorf("root pi.tool_calls = %v, want 10", v.Emit())
+	}
+}
+
+// TestNeverEndedToolsStayBounded: a stream that starts tools and never
+// ends them holds no more than the cap open: every start past it ends one.
+func TestNeverEndedToolsStayBounded(t *testing.T) {
+	const n, limit = 100_000, 1000
+	rec := tracetest.NewSpanRecorder()
+	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), mapper.WithMaxOpenTools(limit))
+	t0 := time.Unix(1_800_000_000, 0)
+	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
+	for i := range n {
+		ev := toolStart(fmt.Sprint(i))
+		m.Handle(&ev, t0)
+	}
+	if ended := len(rec.Ended()); ended != n-limit {
+		t.Errorf("%d tools ended while starting %d, want %d: the open set is not bounded", ended, n, n-limit)
+	}
+	if got := m.Stats().ToolsEvicted; got != n-limit {
+		t.Errorf("Stats.ToolsEvicted = %d, want %d", got, n-limit)
+	}
+}
+
+// TestOverlappingCompactions: Pi 0.73 starts a second compaction before
+// the first ends, then ends both. That is two spans, paired in order.
+func TestOverlappingCompactions(t *testing.T) {
+	before := func(n int64) event.Event {
+		return event.Event{Type: event.TypeCompactionEnd, Reason: "threshold",
+			Result: []byte(fmt.Sprintf(`{"tokensBefore":%d,"estimatedTokensAfter":10}`, n))}
+	}
+	evs := []event.Event{
+		{Type: event.TypeAgentStart}, {Type: event.TypeAgentEnd},
+		{Type: event.TypeCompactionStart, Reason: "threshold"},
+		{Type: event.TypeCompactionStart, Reason: "overflow"},
+		before(1000), before(2000),
+		{Type: event.TypeAgentSettled},
+	}
+	spans, m := recorded(t, evs)
+	comps := named(spans, piconv.SpanCompaction)
+	if len(comps) != 2 {
+		t.Fatalf("%d pi.compaction spans, want 2", len(comps))
+	}
+	for i, want := range []struct {
+		reason string
+		before int64
+	}{{"threshold", 1000}, {"overflow", 2000}} {
+		c := comps[i]
+		r, _ := attrOf(c, piconv.CompactionReasonKey)
+		b, _ := attrOf(c, piconv.CompactionTokensBeforeKey)
+		o, _ := attrOf(c, piconv.CompactionOutcomeKey)
+		if r.AsString() != want.reason || b.AsInt64() != want.before || o.AsString() != string(piconv.CompactionOK) {
+			t.Errorf("compaction %d: reason %s, tokens_before %d, outcome %s; want %s, %d, ok",
+				i, r.Emit(), b.AsInt64(), o.Emit(), want.reason, want.before)
+		}
+	}
+	if a := m.Stats().Anomalies; len(a) != 0 {
+		t.Errorf("anomalies %v", a)
+	}
+	if v, _ := attrOf(named(spans, piconv.SpanRoot)[0], piconv.CompactionsKey); v.AsInt64() != 2 {
+		t.Errorf("root pi.compactions = %v, want 2", v.Emit())
+	}
+}
+
+// TestSpanNamesAreBounded: a huge model or tool name keeps the span's kind
+// and loses the rest.
+func TestSpanNamesAreBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<19) // 1 MiB
+	evs := []event.Event{
+		{Type: event.TypeAgentStart}, {Type: event.TypeTurnStart},
+		{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: huge}},
+		{Type: event.TypeMessageEnd, Message: &event.Message{Role: "assistant", Model: huge, StopReason: "toolUse"}},
+		{Type: event.TypeToolExecutionStart, ToolCallID: "a", ToolName: huge},
+		{Type: event.TypeToolExecutionEnd, ToolCallID: "a", ToolName: huge},
+		{Type: event.TypeTurnEnd}, {Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
+	}
+	spans, _ := recorded(t, evs)
+	for _, kind := range []piconv.SpanKind{piconv.SpanChat, piconv.SpanTool} {
+		found := false
+		for _, s := range spans {
+			name := s.Name()
+			if !strings.HasPrefix(name, kind.Prefix()) {
+				continue
+			}
+			found = true
+			if len(name) > len(kind.Prefix())+piconv.MaxNameDetail {
+				t.Errorf("%s span name is %d bytes", kind, len(name))
+			}
+			if !strings.HasPrefix(huge, strings.TrimPrefix(name, kind.Prefix())) {
+				t.Errorf("%s span name does not keep the start of the name, or splits a character", kind)
+			}
+		}
+		if !found {
+			t.Errorf("no %s span", kind)
+		}
+	}
+}

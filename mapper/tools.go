@@ -1,0 +1,97 @@
+package mapper
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+// maxToolUpdateEvents caps the span events a chatty tool can add; the total
+// is still counted in pi.tool.updates.
+const maxToolUpdateEvents = 16
+
+func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
+	r := m.ensureRun(at, "tool_execution_start")
+	if old := r.tools.get(ev.ToolCallID); old != nil {
+		m.anomaly("duplicate toolCallId")
+		m.endTool(old, at, piconv.UnfinishedKey.Bool(true))
+	}
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(ev.ToolName),
+		semconv.GenAIToolCallID(ev.ToolCallID),
+		semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
+	}
+	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
+		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
+	}
+	t := &tool{span: m.start(r.container().ctx, piconv.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	r.tools.add(t)
+	r.toolCalls++
+	r.turnToolCalls++
+	for r.tools.len() > m.cfg.maxTools {
+		m.stats.ToolsEvicted++
+		r.toolsEvicted++
+		m.endTool(r.tools.oldest, at, piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
+	}
+	return t
+}
+
+func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
+	r := m.run
+	if r == nil {
+		return
+	}
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil {
+		m.anomaly("tool_execution_update without start")
+		return
+	}
+	if t.updates < maxToolUpdateEvents {
+		t.AddEvent(piconv.EventToolUpdate, trace.WithTimestamp(at))
+	}
+	t.updates++
+}
+
+func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
+	r := m.ensureRun(at, "tool_execution_end")
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil {
+		// Keep the tool visible: place it where its duration says it ran.
+		m.anomaly("tool_execution_end without start")
+		start := at
+		if ev.DurationMs != nil {
+			start = at.Add(-time.Duration(*ev.DurationMs * float64(time.Millisecond)))
+		}
+		if p := r.container().start; start.Before(p) {
+			start = p
+		}
+		t = m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
+		t.SetAttributes(piconv.OrphanEndKey.Bool(true))
+	}
+	attrs := []attribute.KeyValue{}
+	if ev.DurationMs != nil {
+		attrs = append(attrs, piconv.ToolDurationMsKey.Float64(*ev.DurationMs))
+	}
+	if c := m.cfg.content; c != nil && len(ev.Result) > 0 {
+		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
+	}
+	if ev.IsError {
+		r.toolErrors++
+		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
+		t.SetStatus(codes.Error, "tool reported an error")
+	}
+	m.endTool(t, at, attrs...)
+}
+
+func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
+	m.run.tools.remove(t)
+	t.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(t.updates))...)
+	t.End(trace.WithTimestamp(at))
+}
