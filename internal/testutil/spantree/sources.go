@@ -1,0 +1,188 @@
+package spantree
+
+import (
+	"encoding/hex"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+)
+
+// Recorded builds the forest of the spans rec saw end, siblings that
+// start together in the order they began. A span that began and never
+// ended fails tb: every test reads its tree once the mapper has closed.
+func Recorded(tb testing.TB, rec *tracetest.SpanRecorder) []*Node {
+	tb.Helper()
+	began := map[string]int{}
+	for i, s := range rec.Started() {
+		began[s.SpanContext().SpanID().String()] = i
+		if s.EndTime().IsZero() {
+			tb.Errorf("span %s never ended", s.Name())
+		}
+	}
+	ended := rec.Ended()
+	sort.SliceStable(ended, func(i, j int) bool {
+		return began[ended[i].SpanContext().SpanID().String()] < began[ended[j].SpanContext().SpanID().String()]
+	})
+	return FromSDK(tb, ended)
+}
+
+// FromSDK builds the forest of SDK spans, ties in start time kept in the
+// order given.
+func FromSDK(tb testing.TB, spans []sdktrace.ReadOnlySpan) []*Node {
+	tb.Helper()
+	nodes := make([]*Node, 0, len(spans))
+	for _, s := range spans {
+		n := &Node{
+			Name:    s.Name(),
+			TraceID: s.SpanContext().TraceID().String(),
+			SpanID:  s.SpanContext().SpanID().String(),
+			Kind:    s.SpanKind().String(),
+			Status:  Status{Code: sdkStatus(s.Status().Code), Message: s.Status().Description},
+			Start:   s.StartTime(),
+			End:     s.EndTime(),
+			Attrs:   sdkAttrs(s.Attributes()),
+		}
+		if p := s.Parent(); p.IsValid() {
+			n.ParentID = p.SpanID().String()
+		}
+		for _, e := range s.Events() {
+			n.Events = append(n.Events, Event{Name: e.Name, Time: e.Time, Attrs: sdkAttrs(e.Attributes)})
+		}
+		for _, l := range s.Links() {
+			n.Links = append(n.Links, Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()})
+		}
+		nodes = append(nodes, n)
+	}
+	return link(tb, nodes)
+}
+
+func sdkStatus(c codes.Code) string {
+	switch c {
+	case codes.Error:
+		return "error"
+	case codes.Ok:
+		return "ok"
+	}
+	return "unset"
+}
+
+func sdkAttrs(kvs []attribute.KeyValue) map[string]string {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[string(kv.Key)] = kv.Value.String()
+	}
+	return out
+}
+
+// FromOTLP builds the forest of the spans in OTLP export requests, as
+// pi-otel's file exporter writes them, ties kept in the order given.
+func FromOTLP(tb testing.TB, reqs ...*coltracepb.ExportTraceServiceRequest) []*Node {
+	tb.Helper()
+	var nodes []*Node
+	for _, req := range reqs {
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					nodes = append(nodes, fromProto(s))
+				}
+			}
+		}
+	}
+	return link(tb, nodes)
+}
+
+func fromProto(s *tracepb.Span) *Node {
+	n := &Node{
+		Name:     s.GetName(),
+		TraceID:  hex.EncodeToString(s.GetTraceId()),
+		SpanID:   hex.EncodeToString(s.GetSpanId()),
+		ParentID: hex.EncodeToString(s.GetParentSpanId()),
+		Kind:     strings.ToLower(strings.TrimPrefix(s.GetKind().String(), "SPAN_KIND_")),
+		Status: Status{
+			Code:    strings.ToLower(strings.TrimPrefix(s.GetStatus().GetCode().String(), "STATUS_CODE_")),
+			Message: s.GetStatus().GetMessage(),
+		},
+		Start: unixNano(s.GetStartTimeUnixNano()),
+		End:   unixNano(s.GetEndTimeUnixNano()),
+		Attrs: protoAttrs(s.GetAttributes()),
+	}
+	for _, e := range s.GetEvents() {
+		n.Events = append(n.Events, Event{Name: e.GetName(), Time: unixNano(e.GetTimeUnixNano()), Attrs: protoAttrs(e.GetAttributes())})
+	}
+	for _, l := range s.GetLinks() {
+		n.Links = append(n.Links, Link{TraceID: hex.EncodeToString(l.GetTraceId()), SpanID: hex.EncodeToString(l.GetSpanId())})
+	}
+	return n
+}
+
+func protoAttrs(kvs []*commonpb.KeyValue) map[string]string {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[kv.GetKey()] = Text(protoValue(kv.GetValue()))
+	}
+	return out
+}
+
+func protoValue(v *commonpb.AnyValue) any {
+	switch v := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return v.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return v.IntValue
+	case *commonpb.AnyValue_BoolValue:
+		return v.BoolValue
+	case *commonpb.AnyValue_DoubleValue:
+		return v.DoubleValue
+	case *commonpb.AnyValue_BytesValue:
+		return v.BytesValue
+	case *commonpb.AnyValue_ArrayValue:
+		out := []any{}
+		for _, e := range v.ArrayValue.GetValues() {
+			out = append(out, protoValue(e))
+		}
+		return out
+	case *commonpb.AnyValue_KvlistValue:
+		out := map[string]any{}
+		for _, kv := range v.KvlistValue.GetValues() {
+			out[kv.GetKey()] = protoValue(kv.GetValue())
+		}
+		return out
+	}
+	return nil
+}
+
+// FromJaeger builds the forest of traces read back from Jaeger. Jaeger's
+// order (start time, then name) breaks ties.
+func FromJaeger(tb testing.TB, traces ...*jaegertest.Trace) []*Node {
+	tb.Helper()
+	var nodes []*Node
+	for _, tr := range traces {
+		for _, s := range tr.Spans {
+			n := &Node{
+				Name: s.Name, TraceID: s.TraceID, SpanID: s.SpanID, ParentID: s.ParentID,
+				Kind:   s.Kind,
+				Status: Status{Code: s.Status.Code, Message: s.Status.Message},
+				Start:  s.Start, End: s.End,
+				Attrs: texts(s.Attrs),
+			}
+			for _, e := range s.Events {
+				n.Events = append(n.Events, Event{Name: e.Name, Time: e.Time, Attrs: texts(e.Attrs)})
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return link(tb, nodes)
+}
+
+func unixNano(n uint64) time.Time { return time.Unix(0, int64(n)) }
