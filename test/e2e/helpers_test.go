@@ -29,6 +29,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // piOtelBin is the pi-otel binary every test here runs: $PI_OTEL_BIN when
@@ -386,33 +387,11 @@ func wellFormed(t *testing.T, tr *jaegertest.Trace) {
 	}
 }
 
-// shape renders a span tree as indented names, " !" marking error status;
-// children come in start order.
-func shape(s *jaegertest.Span) string {
-	var b strings.Builder
-	var walk func(*jaegertest.Span, int)
-	walk = func(s *jaegertest.Span, depth int) {
-		mark := ""
-		if s.Status.Code == "error" {
-			mark = " !"
-		}
-		fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat("  ", depth), s.Name, mark)
-		for _, c := range s.Children {
-			walk(c, depth+1)
-		}
-	}
-	walk(s, 0)
-	return b.String()
-}
-
-// wantShape compares a trace's tree with want (leading newline ignored).
-func wantShape(t *testing.T, tr *jaegertest.Trace, want string) {
+// wantTree compares traces with the golden tree of capture version/name
+// (testdata/captures): a live run must give the tree its capture gives.
+func wantTree(t *testing.T, version, name string, traces ...*jaegertest.Trace) {
 	t.Helper()
-	got := shape(root(t, tr))
-	want = strings.TrimLeft(want, "\n")
-	if got != want {
-		t.Fatalf("trace %s:\n%s\nwant:\n%s", tr.ID, got, want)
-	}
+	spantree.Want(t, spantree.CaptureTree(version, name), spantree.FromJaeger(t, traces...))
 }
 
 // wantAttrs checks attributes by value: strings, int64, float64 or bool,

@@ -22,6 +22,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // TestRun runs the real Pi under `pi-otel run`, one scenario per subtest,
@@ -43,8 +44,8 @@ func TestRun(t *testing.T) {
 		{"sigterm-mid-tool", runSigterm},
 		{"traceparent-http", func(t *testing.T, j *jaegertest.Jaeger) { runTraceparent(t, j, true) }},
 		{"traceparent-reserved-grpc", func(t *testing.T, j *jaegertest.Jaeger) { runTraceparent(t, j, false) }},
-		{"pi-1.0.3", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi103, "settled") }},
-		{"pi-0.73", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi073, "agent_end") }},
+		{"pi-1.0.3", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi103, "pi-1.0.3", "settled") }},
+		{"pi-0.73", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi073, "pi-0.73.x", "agent_end") }},
 		{"console-default", func(t *testing.T, _ *jaegertest.Jaeger) { runConsoleDefault(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,22 +55,8 @@ func TestRun(t *testing.T) {
 	}
 }
 
-const oneCall = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`
-
-const toolThenAnswer = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.turn
-      chat fake-model
-`
+// v160 is the Pi whose captures' golden trees the live runs are held to.
+const v160 = "pi-1.6.0"
 
 // runText: a plain answer is root → run → turn → chat, with Pi's usage and
 // cost on the chat span and summed on the root; pi-otel's stdout holds the
@@ -79,7 +66,7 @@ func runText(t *testing.T, j *jaegertest.Jaeger) {
 	r, traces := traced(t, j, s, "e2e-text")
 	s.check(t, r)
 	tr := one(t, traces)
-	wantShape(t, tr, oneCall)
+	wantTree(t, v160, "text", tr)
 	recs := records(t, r.stdout)
 	root := root(t, tr)
 	wantAttrs(t, root, map[string]any{
@@ -131,7 +118,7 @@ func runBashToolAndReplay(t *testing.T, j *jaegertest.Jaeger) {
 	r, traces := traced(t, j, s, "e2e-bash-tool")
 	s.check(t, r)
 	tr := one(t, traces)
-	wantShape(t, tr, toolThenAnswer)
+	wantTree(t, v160, "bash-tool", tr)
 	tool := only(t, tr, "execute_tool bash")
 	wantAttrs(t, tool, map[string]any{
 		"gen_ai.operation.name": "execute_tool",
@@ -163,9 +150,7 @@ func runBashToolAndReplay(t *testing.T, j *jaegertest.Jaeger) {
 		t.Fatalf("replay exited %d\n%s", rr.code, rr.stderr)
 	}
 	replayed := one(t, stored(t, j, "e2e-bash-tool-replay", since, rr))
-	if got, want := shape(root(t, replayed)), shape(root(t, tr)); got != want {
-		t.Errorf("replayed tree:\n%s\nlive tree:\n%s", got, want)
-	}
+	wantTree(t, v160, "bash-tool", replayed)
 	if replayed.ID == tr.ID {
 		t.Error("the replay reused the live trace id")
 	}
@@ -244,16 +229,7 @@ func runRetry529(t *testing.T, j *jaegertest.Jaeger) {
 	r, traces := traced(t, j, s, "e2e-retry-529")
 	s.check(t, r)
 	tr := one(t, traces)
-	wantShape(t, tr, `
-invoke_agent pi
-  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-  pi.retry
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`)
+	wantTree(t, v160, "retry-529", tr)
 	retry := only(t, tr, "pi.retry")
 	wantAttrs(t, retry, map[string]any{"pi.retry.attempt": int64(1), "pi.retry.outcome": "success", "pi.retry.success": true})
 	positive(t, retry, "pi.retry.max_attempts")
@@ -274,11 +250,7 @@ func runRetryExhausted(t *testing.T, j *jaegertest.Jaeger) {
 	r, traces := traced(t, j, s, "e2e-retry-exhausted")
 	s.check(t, r)
 	tr := one(t, traces)
-	failedRun := `  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-`
-	wantShape(t, tr, "invoke_agent pi !\n"+failedRun+"  pi.retry\n"+failedRun+"  pi.retry !\n"+failedRun)
+	wantTree(t, v160, "retry-exhausted", tr)
 	retries := tr.Named("pi.retry")
 	wantAttrs(t, retries[0], map[string]any{"pi.retry.outcome": "failed", "pi.retry.attempt": int64(1)})
 	wantAttrs(t, retries[1], map[string]any{"pi.retry.outcome": "exhausted", "pi.retry.attempt": int64(2)})
@@ -298,18 +270,8 @@ func runOverflow(t *testing.T, j *jaegertest.Jaeger) {
 	if len(traces) != 2 {
 		t.Fatalf("%d traces, want one per prompt", len(traces))
 	}
-	wantShape(t, traces[0], oneCall)
+	wantTree(t, v160, "overflow", traces...)
 	tr := traces[1]
-	wantShape(t, tr, `
-invoke_agent pi
-  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-  pi.compaction
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`)
 	c := only(t, tr, "pi.compaction")
 	wantAttrs(t, c, map[string]any{"pi.compaction.reason": "overflow", "pi.compaction.outcome": "ok"})
 	wantAttrs(t, tr.Named("chat fake-model")[0], map[string]any{"error.type": "context_overflow"})
@@ -328,23 +290,7 @@ func runThresholdCompaction(t *testing.T, j *jaegertest.Jaeger) {
 	if len(traces) != 2 {
 		t.Fatalf("%d traces, want one per prompt", len(traces))
 	}
-	wantShape(t, traces[0], `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-  pi.compaction
-`)
-	wantShape(t, traces[1], `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.compaction
-    pi.turn
-      chat fake-model
-`)
+	wantTree(t, v160, "threshold-compaction", traces...)
 	for i, tr := range traces {
 		c := only(t, tr, "pi.compaction")
 		wantAttrs(t, c, map[string]any{"pi.compaction.reason": "threshold", "pi.compaction.outcome": "ok", "pi.compaction.aborted": false})
@@ -379,7 +325,7 @@ func runBigOutput(t *testing.T, j *jaegertest.Jaeger) {
 		t.Error("no raw U+2028/U+2029 in the stream")
 	}
 	tr := one(t, stored(t, j, "e2e-big-output", since, r))
-	wantShape(t, tr, toolThenAnswer)
+	wantTree(t, v160, "big-output", tr)
 	wantAttrs(t, root(t, tr), map[string]any{"pi.outcome": "ok", "pi.end_reason": "settled"})
 	positive(t, only(t, tr, "execute_tool bash"), "pi.tool.updates")
 }
@@ -419,13 +365,7 @@ func runSigterm(t *testing.T, j *jaegertest.Jaeger) {
 	}
 	s.check(t, r)
 	tr := one(t, stored(t, j, "e2e-sigterm", since, r))
-	wantShape(t, tr, `
-invoke_agent pi !
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-`)
+	wantTree(t, v160, "sigterm-mid-tool", tr)
 	rt := root(t, tr)
 	wantAttrs(t, rt, map[string]any{
 		"pi.end_reason": "signal", "pi.signal": "SIGTERM", "pi.exit_code": int64(143),
@@ -475,7 +415,7 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 		t.Errorf("summary %q does not name %s", r.summary.line, wantProto)
 	}
 	tr := one(t, stored(t, j, service, since, r))
-	wantShape(t, tr, toolThenAnswer)
+	wantTree(t, v160, "bash-tool", tr) // a tool, then an answer
 	rt := root(t, tr)
 	if caller {
 		if tr.ID != callerTrace || rt.ParentID != callerSpan {
@@ -497,12 +437,12 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 // runOlderPi: the text scenario on an older Pi gives a closed, correct tree.
 // Pi 0.73 never settles, so the root ends on the inferred settle, and that
 // is not an error.
-func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, endReason string) {
+func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason string) {
 	s := prepare(t, "text", pitest.WithPi(pitest.Lookup(t, piVar)))
 	r, traces := traced(t, j, s, "e2e-"+strings.ToLower(piVar))
 	s.check(t, r)
 	tr := one(t, traces)
-	wantShape(t, tr, oneCall)
+	wantTree(t, version, "text", tr)
 	rt := root(t, tr)
 	wantAttrs(t, rt, map[string]any{"pi.end_reason": endReason, "pi.settled": endReason == "settled", "pi.agent_runs": int64(1)})
 	if rt.Status.Code == "error" {
@@ -529,8 +469,9 @@ func runConsoleDefault(t *testing.T) {
 	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
 		t.Errorf("summary %q", r.summary.line)
 	}
-	if got := consoleTree(t, r.stderr, r.summary.traceID); got != strings.TrimLeft(toolThenAnswer, "\n") {
-		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, toolThenAnswer, r.stderr)
+	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
+	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
+		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
 	}
 }
 
