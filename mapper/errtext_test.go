@@ -42,18 +42,11 @@ func TestErrorTextsWithheldByDefault(t *testing.T) {
 	if d := chat.Status.Message; d != "529 overloaded_error" {
 		t.Errorf("chat status %q", d)
 	}
-	if got := chat.Must(t, "error.type"); got != "529" {
-		t.Errorf("error.type %q", got)
-	}
-	retry := root.Find("pi.retry")[0]
-	for key, want := range map[string]string{
+	chat.WantAttrs(t, map[string]string{"error.type": "529"})
+	root.Find("pi.retry")[0].WantAttrs(t, map[string]string{
 		"pi.retry.error":       "529 overloaded",
 		"pi.retry.final_error": "503",
-	} {
-		if got := retry.Must(t, key); got != want {
-			t.Errorf("%s = %q, want %q", key, got, want)
-		}
-	}
+	})
 	comp := root.Find("pi.compaction")[0]
 	if d := comp.Status.Message; d != "400 invalid_api_key" {
 		t.Errorf("compaction status %q", d)

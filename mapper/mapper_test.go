@@ -17,7 +17,7 @@ func TestPlainText(t *testing.T) {
 	if root.Kind != "internal" {
 		t.Errorf("root kind %v", root.Kind)
 	}
-	for key, want := range map[string]string{
+	root.WantAttrs(t, map[string]string{
 		"gen_ai.operation.name":      "invoke_agent",
 		"gen_ai.agent.name":          "pi",
 		"gen_ai.provider.name":       "fake",
@@ -30,11 +30,7 @@ func TestPlainText(t *testing.T) {
 		"pi.turns":                   "1",
 		"pi.agent_runs":              "1",
 		"pi.cost.total":              "0.004176",
-	} {
-		if got := root.Must(t, key); got != want {
-			t.Errorf("root %s = %q, want %q", key, got, want)
-		}
-	}
+	})
 	if root.Must(t, "gen_ai.conversation.id") == "" {
 		t.Error("no conversation id")
 	}
@@ -42,15 +38,11 @@ func TestPlainText(t *testing.T) {
 	if chat.Kind != "client" {
 		t.Errorf("chat kind %v", chat.Kind)
 	}
-	for key, want := range map[string]string{
+	chat.WantAttrs(t, map[string]string{
 		"gen_ai.response.id":             "chatcmpl-fake-0",
 		"gen_ai.response.finish_reasons": `["stop"]`,
 		"pi.duration_ms":                 "52",
-	} {
-		if got := chat.Must(t, key); got != want {
-			t.Errorf("chat %s = %q, want %q", key, got, want)
-		}
-	}
+	})
 	if _, ok := chat.Attr("gen_ai.response.time_to_first_chunk"); !ok {
 		t.Error("no time to first chunk")
 	}
@@ -74,16 +66,12 @@ func assertNoText(t *testing.T, n *spantree.Node, s string) {
 func TestBashTool(t *testing.T) {
 	root := spantree.One(t, first(replay(t, capture(t, v160, "bash-tool"), nil)))
 	tool := root.Find("execute_tool bash")[0]
-	for key, want := range map[string]string{
+	tool.WantAttrs(t, map[string]string{
 		"gen_ai.tool.name":    "bash",
 		"gen_ai.tool.call.id": "call_bash_1",
 		"gen_ai.tool.type":    "function",
 		"pi.tool.duration_ms": "8",
-	} {
-		if got := tool.Must(t, key); got != want {
-			t.Errorf("tool %s = %q, want %q", key, got, want)
-		}
-	}
+	})
 	if got := root.Must(t, "pi.tool_calls"); got != "1" {
 		t.Errorf("tool calls %s", got)
 	}
@@ -192,11 +180,7 @@ func TestSignalEndsOpenSpans(t *testing.T) {
 			if !root.Failed() {
 				t.Error("unsettled root not in error")
 			}
-			for key, want := range map[string]string{"pi.end_reason": "signal", "pi.outcome": "unsettled", "pi.settled": "false", "pi.signal": tc.end.Signal} {
-				if got := root.Must(t, key); got != want {
-					t.Errorf("%s = %s, want %s", key, got, want)
-				}
-			}
+			root.WantAttrs(t, map[string]string{"pi.end_reason": "signal", "pi.outcome": "unsettled", "pi.settled": "false", "pi.signal": tc.end.Signal})
 			tool := root.Find("execute_tool bash")
 			if len(tool) != 1 || tool[0].Must(t, "pi.unfinished") != "true" {
 				t.Errorf("open tool not closed as unfinished:\n%s", root.String())
@@ -244,11 +228,7 @@ func TestThresholdCompactionAfterAgentEndAndBetweenTurns(t *testing.T) {
 	// The golden tree holds the places: the first prompt compacts after
 	// agent_end, before agent_settled; the second between two turns.
 	c := forest[0].Find("pi.compaction")[0]
-	for key, want := range map[string]string{"pi.compaction.reason": "threshold", "pi.compaction.tokens_before": "7200", "pi.compaction.estimated_tokens_after": "1579", "pi.compaction.outcome": "ok"} {
-		if got := c.Must(t, key); got != want {
-			t.Errorf("%s = %s, want %s", key, got, want)
-		}
-	}
+	c.WantAttrs(t, map[string]string{"pi.compaction.reason": "threshold", "pi.compaction.tokens_before": "7200", "pi.compaction.estimated_tokens_after": "1579", "pi.compaction.outcome": "ok"})
 	if forest[0].Must(t, "pi.compactions") != "1" {
 		t.Error("compaction not counted")
 	}

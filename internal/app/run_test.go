@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -16,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-
 	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
@@ -79,7 +76,7 @@ func TestRunPassesStdoutThrough(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	sameBytes(t, "stdout", stdout, in.Bytes())
+	proc.SameBytes(t, "stdout", stdout, in.Bytes())
 	tr := readTraces(t, traces)
 	if len(tr) != 1 {
 		t.Fatalf("%d traces, want 1", len(tr))
@@ -114,7 +111,7 @@ func TestRunPassesA64MBLineThrough(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	sameBytes(t, "stdout", stdout, in.Bytes())
+	proc.SameBytes(t, "stdout", stdout, in.Bytes())
 	tr := readTraces(t, traces)
 	if len(tr) != 1 || len(spantree.All(tr)) != 4 {
 		t.Fatalf("traces %v", tr)
@@ -219,11 +216,7 @@ func TestRunChild(t *testing.T) {
 func childArgv() []string { return []string{os.Args[0], "-test.run=^TestRunChild$"} }
 
 func TestRunBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pi-otel")
-	build := exec.Command("go", "build", "-o", bin, "github.com/pi-otel/pi-otel/cmd/pi-otel")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building pi-otel: %v\n%s", err, out)
-	}
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 
 	// Stdout and stderr are the child's, byte for byte: with --quiet,
 	// pi-otel adds nothing, not even a warning about the garbage.
@@ -241,8 +234,8 @@ func TestRunBinary(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d", r.code)
 		}
-		sameBytes(t, "stdout", r.stdout, out)
-		sameBytes(t, "stderr", r.stderr, errb)
+		proc.SameBytes(t, "stdout", r.stdout, out)
+		proc.SameBytes(t, "stderr", r.stderr, errb)
 		tr := readTraces(t, filepath.Join(dir, "traces.jsonl"))
 		if len(tr) != 1 {
 			t.Fatalf("%d traces", len(tr))
@@ -264,7 +257,7 @@ func TestRunBinary(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
-		sameBytes(t, "stdout", r.stdout, log)
+		proc.SameBytes(t, "stdout", r.stdout, log)
 		tr := readTraces(t, traces)
 		if len(tr) != 1 {
 			t.Fatalf("%d traces", len(tr))
@@ -297,8 +290,8 @@ func TestRunBinary(t *testing.T) {
 			r := runBin(t, bin, binRun{
 				args: append([]string{"run", "--traces-exporter", "none", "--"}, childArgv()...),
 				env:  []string{childEnv + "=trap"},
-				onLine: func(line string, p *os.Process) {
-					if line == "ready\n" {
+				onLine: func(line []byte, p *os.Process) {
+					if string(line) == "ready\n" {
 						if err := p.Signal(sig); err != nil {
 							t.Error(err)
 						}
@@ -341,7 +334,7 @@ func TestRunBinary(t *testing.T) {
 		})
 		firstLine, _, _ := bytes.Cut(head, []byte("\n"))
 		for _, r := range []*binResult{direct, through} {
-			sameBytes(t, "head's output", r.stdout, append(firstLine, '\n'))
+			proc.SameBytes(t, "head's output", r.stdout, append(firstLine, '\n'))
 		}
 		if through.code != direct.code {
 			t.Errorf("through pi-otel the pipeline exits %d, directly %d\nstderr:\n%s", through.code, direct.code, through.stderr)
@@ -374,7 +367,7 @@ type binRun struct {
 	args   []string
 	env    []string // added to this process's, minus OTEL_* and PI_OTEL_*
 	stdin  io.Reader
-	onLine func(line string, p *os.Process) // sees each stdout line as it comes
+	onLine func(line []byte, p *os.Process) // sees each stdout line as it comes
 }
 
 type binResult struct {
@@ -400,35 +393,18 @@ func runBin(t *testing.T, name string, r binRun) *binResult {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	stdout, err := proc.Run(cmd, nil, r.onLine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	br := bufio.NewReader(out)
-	for {
-		line, err := br.ReadBytes('\n')
-		stdout.Write(line)
-		if r.onLine != nil && len(line) > 0 {
-			r.onLine(string(line), cmd.Process)
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("%s %v did not finish\nstderr:\n%s", name, r.args, stderr.Bytes())
 	}
-	res := &binResult{stdout: stdout.Bytes(), stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.code = 128 + int(ws.Signal())
-		if name != "bash" {
-			t.Errorf("%s died of %v\nstderr:\n%s", name, ws.Signal(), stderr.Bytes())
-		}
+	res := &binResult{stdout: stdout, stderr: stderr.Bytes()}
+	var sig syscall.Signal
+	res.code, sig = proc.ExitCode(cmd.ProcessState)
+	if sig != 0 && name != "bash" {
+		t.Errorf("%s died of %v\nstderr:\n%s", name, sig, stderr.Bytes())
 	}
 	return res
 }
@@ -445,18 +421,7 @@ func quoteAll(ss []string) []string {
 // trace, in the order their roots start.
 func readTraces(t *testing.T, path string) []*spantree.Node {
 	t.Helper()
-	var reqs []*coltracepb.ExportTraceServiceRequest
-	for i, line := range bytes.Split(bytes.TrimSuffix(readFile(t, path), []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatalf("%s line %d: %v", path, i+1, err)
-		}
-		reqs = append(reqs, req)
-	}
-	forest := spantree.FromOTLP(t, reqs...)
+	forest := spantree.ReadOTLPFile(t, path)
 	ids := map[string]bool{}
 	for _, r := range forest {
 		if ids[r.TraceID] {
@@ -487,18 +452,4 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// sameBytes compares outputs byte for byte and says where they part.
-func sameBytes(t *testing.T, what string, got, want []byte) {
-	t.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	cut := func(b []byte) []byte { return b[i:min(i+40, len(b))] }
-	t.Errorf("%s: %d bytes, want %d; they differ from byte %d: %q, want %q", what, len(got), len(want), i, cut(got), cut(want))
 }

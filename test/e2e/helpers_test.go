@@ -7,21 +7,17 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
@@ -49,7 +46,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildPiOtel(dir)
+	bin, err := proc.Build(dir, "./cmd/pi-otel")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -61,22 +58,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// buildPiOtel builds ./cmd/pi-otel of this module into dir.
-func buildPiOtel(dir string) (string, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	bin := filepath.Join(dir, "pi-otel")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pi-otel")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building pi-otel: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // hangGuard bounds one pi-otel run, so a hung child fails the test instead
@@ -235,40 +216,31 @@ func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
 	cmd.Stdin = c.stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	var onLine func([]byte, *os.Process)
+	if c.onRecord != nil {
+		onLine = func(line []byte, p *os.Process) {
+			var rec map[string]any
+			if json.Unmarshal(line, &rec) == nil {
+				c.onRecord(rec, p)
+			}
+		}
+	}
+	stdout, err := proc.Run(cmd, func(p *os.Process) {
+		pi.Track(cmd)
+		if c.started != nil {
+			c.started(p)
+		}
+	}, onLine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pi.Track(cmd)
-	if c.started != nil {
-		c.started(cmd.Process)
-	}
-	var stdout bytes.Buffer
-	r := bufio.NewReaderSize(out, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		stdout.Write(line)
-		if c.onRecord != nil && len(line) > 0 {
-			var rec map[string]any
-			if json.Unmarshal(line, &rec) == nil {
-				c.onRecord(rec, cmd.Process)
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("pi-otel %v did not finish within %v\nstderr:\n%s", c.args, hangGuard, stderr.Bytes())
 	}
-	res := &result{stdout: stdout.Bytes(), stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	res := &result{stdout: stdout, stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
+	if _, sig := proc.ExitCode(cmd.ProcessState); sig != 0 {
 		res.signaled = true
-		t.Errorf("pi-otel died of %v\nstderr:\n%s", ws.Signal(), stderr.Bytes())
+		t.Errorf("pi-otel died of %v\nstderr:\n%s", sig, stderr.Bytes())
 	}
 	if bytes.Contains(res.stderr, []byte("panic:")) {
 		t.Errorf("pi-otel panicked:\n%s", res.stderr)
@@ -458,23 +430,4 @@ func recordTypes(recs []map[string]any) []string {
 		out = append(out, typ)
 	}
 	return out
-}
-
-// sameBytes compares two outputs byte for byte and says where they part.
-func sameBytes(t *testing.T, what string, got, want []byte) {
-	t.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	t.Errorf("%s: %d bytes, want %d; they differ from byte %d: got %q, want %q",
-		what, len(got), len(want), i, excerpt(got, i), excerpt(want, i))
-}
-
-func excerpt(b []byte, i int) []byte {
-	end := min(i+40, len(b))
-	return b[i:end]
 }

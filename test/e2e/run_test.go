@@ -22,6 +22,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
@@ -320,7 +321,7 @@ func runBigOutput(t *testing.T, j *jaegertest.Jaeger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
+	proc.SameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
 	if !strings.Contains(string(r.stdout), "\u2028") || !strings.Contains(string(r.stdout), "\u2029") {
 		t.Error("no raw U+2028/U+2029 in the stream")
 	}
@@ -465,7 +466,7 @@ func runConsoleDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
+	proc.SameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
 	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
 		t.Errorf("summary %q", r.summary.line)
 	}

@@ -6,7 +6,6 @@
 package jaegertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,10 +15,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // EnvJaeger names the Jaeger v2 binary.
@@ -40,8 +40,7 @@ type Jaeger struct {
 
 	cmd    *exec.Cmd
 	done   chan struct{}
-	logMu  sync.Mutex
-	log    bytes.Buffer
+	log    proc.Buffer
 	client *http.Client
 }
 
@@ -123,8 +122,8 @@ func start(dir string, o options) (*Jaeger, error) {
 	}
 	j.cmd = exec.Command(o.binary, "--config", cfgPath)
 	j.cmd.Dir = dir
-	j.cmd.Stdout = (*lockedWriter)(j)
-	j.cmd.Stderr = (*lockedWriter)(j)
+	j.cmd.Stdout = &j.log
+	j.cmd.Stderr = &j.log
 	// Pdeathsig: if the test binary dies without running cleanups (a panic
 	// or a -timeout), Jaeger must not outlive it.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -242,17 +241,7 @@ func (j *Jaeger) Kill() {
 
 // Log is what Jaeger wrote to stdout and stderr so far.
 func (j *Jaeger) Log() string {
-	j.logMu.Lock()
-	defer j.logMu.Unlock()
 	return j.log.String()
-}
-
-type lockedWriter Jaeger
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.logMu.Lock()
-	defer w.logMu.Unlock()
-	return w.log.Write(p)
 }
 
 // freePorts reserves n distinct loopback ports and releases them for Jaeger.

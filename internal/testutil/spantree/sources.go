@@ -1,7 +1,9 @@
 package spantree
 
 import (
+	"bytes"
 	"encoding/hex"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 )
 
@@ -186,3 +189,25 @@ func FromJaeger(tb testing.TB, traces ...*jaegertest.Trace) []*Node {
 }
 
 func unixNano(n uint64) time.Time { return time.Unix(0, int64(n)) }
+
+// ReadOTLPFile builds the forest of an OTLP/JSON lines file, as
+// --traces-file writes it.
+func ReadOTLPFile(tb testing.TB, path string) []*Node {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var reqs []*coltracepb.ExportTraceServiceRequest
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		req, err := otlpfile.UnmarshalTraces(line)
+		if err != nil {
+			tb.Fatalf("%s line %d: %v", path, i+1, err)
+		}
+		reqs = append(reqs, req)
+	}
+	return FromOTLP(tb, reqs...)
+}
