@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -255,19 +256,18 @@ func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
 // otlpGRPC is the environment that sends pi-otel's spans to j over OTLP/gRPC
 // as service. Jaeger takes no metrics, so they are off.
 func otlpGRPC(j *jaegertest.Jaeger, service string) []string {
-	return []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-		"OTEL_SERVICE_NAME=" + service,
-		"OTEL_METRICS_EXPORTER=none",
-	}
+	return otlpEnv("http://"+j.OTLPGRPC, "grpc", service)
 }
 
 // otlpHTTP is otlpGRPC over OTLP/HTTP with protobuf bodies.
 func otlpHTTP(j *jaegertest.Jaeger, service string) []string {
+	return otlpEnv(j.OTLPHTTP, "http/protobuf", service)
+}
+
+func otlpEnv(endpoint, protocol, service string) []string {
 	return []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + j.OTLPHTTP,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
 		"OTEL_SERVICE_NAME=" + service,
 		"OTEL_METRICS_EXPORTER=none",
 	}
@@ -363,19 +363,14 @@ func wellFormed(t *testing.T, tr *jaegertest.Trace) {
 // (testdata/captures): a live run must give the tree its capture gives.
 func wantTree(t *testing.T, version, name string, traces ...*jaegertest.Trace) {
 	t.Helper()
-	spantree.Want(t, spantree.CaptureTree(version, name), spantree.FromJaeger(t, traces...))
+	spantree.Want(t, spantree.CaptureTree(version, name), jaegertest.Forest(t, traces...))
 }
 
 // wantAttrs checks attributes by value: strings, int64, float64 or bool,
 // as Jaeger decodes them.
 func wantAttrs(t *testing.T, s *jaegertest.Span, want map[string]any) {
 	t.Helper()
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got, ok := s.Attrs[k]; !ok || got != want[k] {
 			t.Errorf("%s: %s = %#v, want %#v", s.Name, k, got, want[k])
 		}
@@ -420,14 +415,4 @@ func records(t *testing.T, b []byte) []map[string]any {
 		t.Fatalf("not JSONL: %v", err)
 	}
 	return recs
-}
-
-// recordTypes lists the type of each record.
-func recordTypes(recs []map[string]any) []string {
-	out := make([]string, 0, len(recs))
-	for _, r := range recs {
-		typ, _ := r["type"].(string)
-		out = append(out, typ)
-	}
-	return out
 }

@@ -89,7 +89,7 @@ func TestRPCProxy(t *testing.T) {
 				rpcSameBytes(t, "pi → controller", proxied.Received, wire+".out")
 			}
 			traces := j.WaitService(t, context.Background(), service, began, check.spans)
-			spantree.Want(t, spantree.TranscriptTree(s.Name), spantree.FromJaeger(t, traces...))
+			spantree.Want(t, spantree.TranscriptTree(s.Name), jaegertest.Forest(t, traces...))
 			f := rpcForest(traces)
 			if check.attrs != nil {
 				check.attrs(t, f, proxied)

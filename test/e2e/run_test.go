@@ -106,8 +106,8 @@ func runText(t *testing.T, j *jaegertest.Jaeger) {
 	noContent(t, tr, "Say hello", "Hello from the fake model")
 
 	// The same script run directly writes the same sequence of records.
-	want := recordTypes(records(t, direct(t, "text")))
-	if got := recordTypes(recs); !slices.Equal(got, want) {
+	want := capture.Types(records(t, direct(t, "text")))
+	if got := capture.Types(recs); !slices.Equal(got, want) {
 		t.Errorf("record types through pi-otel:\n%v\ndirect:\n%v", got, want)
 	}
 }
@@ -309,19 +309,8 @@ func runThresholdCompaction(t *testing.T, j *jaegertest.Jaeger) {
 // pi-otel's stdout must equal it.
 func runBigOutput(t *testing.T, j *jaegertest.Jaeger) {
 	s := prepare(t, "big-output")
-	raw := filepath.Join(t.TempDir(), "pi.stdout")
 	since := time.Now().Add(-time.Second)
-	args := append([]string{"run", "--"}, teed(s.piArgs())...)
-	r := runPiOtel(t, s.pi, call{args: args, env: append(otlpGRPC(j, "e2e-big-output"), "RAW="+raw)})
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	s.check(t, r)
-	want, err := os.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc.SameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
+	r := runTeed(t, s, otlpGRPC(j, "e2e-big-output"))
 	if !strings.Contains(string(r.stdout), "\u2028") || !strings.Contains(string(r.stdout), "\u2029") {
 		t.Error("no raw U+2028/U+2029 in the stream")
 	}
@@ -456,8 +445,23 @@ func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason st
 // and stdout is exactly what Pi wrote (Pi runs inside `pi | tee RAW`).
 func runConsoleDefault(t *testing.T) {
 	s := prepare(t, "bash-tool")
+	r := runTeed(t, s, nil)
+	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
+		t.Errorf("summary %q", r.summary.line)
+	}
+	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
+	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
+		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
+	}
+}
+
+// runTeed runs the scenario under `pi-otel run` with env and Pi inside
+// `pi | tee RAW`, checks that pi-otel exits 0 and that its stdout is
+// exactly what Pi wrote, and returns the result.
+func runTeed(t *testing.T, s *setup, env []string) *result {
+	t.Helper()
 	raw := filepath.Join(t.TempDir(), "pi.stdout")
-	r := runPiOtel(t, s.pi, call{args: append([]string{"run", "--"}, teed(s.piArgs())...), env: []string{"RAW=" + raw}})
+	r := runPiOtel(t, s.pi, call{args: append([]string{"run", "--"}, teed(s.piArgs())...), env: append(env, "RAW="+raw)})
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -467,13 +471,7 @@ func runConsoleDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	proc.SameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
-	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
-		t.Errorf("summary %q", r.summary.line)
-	}
-	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
-	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
-		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
-	}
+	return r
 }
 
 // teed wraps a command in `bash -c 'CMD | tee "$RAW"'`, keeping its exit

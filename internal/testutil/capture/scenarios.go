@@ -51,7 +51,8 @@ func rpcArgs() []string { return []string{"--mode", "rpc", "--no-session"} }
 
 // Helpers over decoded records.
 
-func types(recs []map[string]any) []string {
+// Types lists the type of each record.
+func Types(recs []map[string]any) []string {
 	out := make([]string, 0, len(recs))
 	for _, r := range recs {
 		t, _ := r["type"].(string)
@@ -62,7 +63,7 @@ func types(recs []map[string]any) []string {
 
 func count(recs []map[string]any, typ string) int {
 	n := 0
-	for _, t := range types(recs) {
+	for _, t := range Types(recs) {
 		if t == typ {
 			n++
 		}

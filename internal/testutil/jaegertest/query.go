@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // Trace fetches one trace by its hex id from /api/v3/traces/{id}.
@@ -165,11 +167,8 @@ type Span struct {
 	Children                  []*Span
 }
 
-// Status is a span status.
-type Status struct {
-	Code    string // "unset", "ok", "error"
-	Message string
-}
+// Status is a span status: Code is "unset", "ok" or "error".
+type Status = spantree.Status
 
 // Event is a span event.
 type Event struct {

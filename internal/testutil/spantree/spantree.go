@@ -1,7 +1,8 @@
 // Package spantree is the span-tree helper every trace test shares: it
 // builds span trees from what a test has at hand (an SDK span recorder, an
-// OTLP export, Jaeger's stored traces), renders them in one canonical text
-// form and compares that form with golden files.
+// OTLP export or trace file; jaegertest.Forest does it for Jaeger's stored
+// traces), renders them in one canonical text form and compares that form
+// with golden files.
 //
 // The golden trees sit next to what they are derived from:
 // testdata/captures/pi-*/NAME.tree for the captured Pi streams and
@@ -13,6 +14,8 @@ package spantree
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,12 +85,7 @@ func (n *Node) Must(tb testing.TB, key string) string {
 // WantAttrs checks attributes by their text.
 func (n *Node) WantAttrs(tb testing.TB, want map[string]string) {
 	tb.Helper()
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got := n.Str(k); got != want[k] {
 			tb.Errorf("%s: %s = %q, want %q", n.Name, k, got, want[k])
 		}
@@ -168,12 +166,12 @@ func ByAttr(tb testing.TB, forest []*Node, name, key, value string) *Node {
 	return hit[0]
 }
 
-// link joins nodes into a forest. A node whose parent is among them
+// Forest joins nodes into a forest. A node whose parent is among them
 // becomes its child; the others are roots. Siblings and roots are ordered
 // by start time, ties kept in the order of nodes, so callers pass them in
 // the order they began. It fails tb on what no exporter should produce: a
 // parent in another trace, a span that ends before it starts.
-func link(tb testing.TB, nodes []*Node) []*Node {
+func Forest(tb testing.TB, nodes []*Node) []*Node {
 	tb.Helper()
 	byID := make(map[string]*Node, len(nodes))
 	for _, n := range nodes {
@@ -311,7 +309,8 @@ func Text(v any) string {
 	return string(b)
 }
 
-func texts(m map[string]any) map[string]string {
+// Texts renders decoded attribute values with Text.
+func Texts(m map[string]any) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = Text(v)

@@ -2,7 +2,6 @@ package spantree
 
 import (
 	"context"
-	"encoding/hex"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,21 +37,23 @@ func TestSourcesRenderAlike(t *testing.T) {
 		t.Errorf("names %q", got)
 	}
 
+	// The same spans as an OTLP export, in the order they started.
 	var spans []*tracepb.Span
-	for _, n := range All(sdk) {
-		s := &tracepb.Span{
-			Name:              n.Name,
-			TraceId:           hexBytes(t, n.TraceID),
-			SpanId:            hexBytes(t, n.SpanID),
-			ParentSpanId:      hexBytes(t, n.ParentID),
-			StartTimeUnixNano: uint64(n.Start.UnixNano()),
-			EndTimeUnixNano:   uint64(n.End.UnixNano()),
-			Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
+	for _, s := range rec.Started() {
+		sc, parent := s.SpanContext(), s.Parent().SpanID()
+		tid, sid := sc.TraceID(), sc.SpanID()
+		p := &tracepb.Span{
+			Name: s.Name(), TraceId: tid[:], SpanId: sid[:],
+			StartTimeUnixNano: uint64(s.StartTime().UnixNano()), EndTimeUnixNano: uint64(s.EndTime().UnixNano()),
+			Kind: tracepb.Span_SPAN_KIND_INTERNAL,
 		}
-		if n.Failed() {
-			s.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: n.Status.Message}
+		if s.Parent().IsValid() {
+			p.ParentSpanId = parent[:]
 		}
-		spans = append(spans, s)
+		if s.Status().Code == codes.Error {
+			p.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: s.Status().Description}
+		}
+		spans = append(spans, p)
 	}
 	spans[0].Attributes = []*commonpb.KeyValue{
 		{Key: "pi.outcome", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "ok"}}},
@@ -72,13 +73,4 @@ func TestSourcesRenderAlike(t *testing.T) {
 	if len(Leaks(otlp, "boom")) != 1 {
 		t.Errorf("leaks %v", Leaks(otlp, "boom"))
 	}
-}
-
-func hexBytes(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

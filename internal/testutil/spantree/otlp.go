@@ -4,89 +4,16 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 )
-
-// Recorded builds the forest of the spans rec saw end, siblings that
-// start together in the order they began. A span that began and never
-// ended fails tb: every test reads its tree once the mapper has closed.
-func Recorded(tb testing.TB, rec *tracetest.SpanRecorder) []*Node {
-	tb.Helper()
-	began := map[string]int{}
-	for i, s := range rec.Started() {
-		began[s.SpanContext().SpanID().String()] = i
-		if s.EndTime().IsZero() {
-			tb.Errorf("span %s never ended", s.Name())
-		}
-	}
-	ended := rec.Ended()
-	sort.SliceStable(ended, func(i, j int) bool {
-		return began[ended[i].SpanContext().SpanID().String()] < began[ended[j].SpanContext().SpanID().String()]
-	})
-	return FromSDK(tb, ended)
-}
-
-// FromSDK builds the forest of SDK spans, ties in start time kept in the
-// order given.
-func FromSDK(tb testing.TB, spans []sdktrace.ReadOnlySpan) []*Node {
-	tb.Helper()
-	nodes := make([]*Node, 0, len(spans))
-	for _, s := range spans {
-		n := &Node{
-			Name:    s.Name(),
-			TraceID: s.SpanContext().TraceID().String(),
-			SpanID:  s.SpanContext().SpanID().String(),
-			Kind:    s.SpanKind().String(),
-			Status:  Status{Code: sdkStatus(s.Status().Code), Message: s.Status().Description},
-			Start:   s.StartTime(),
-			End:     s.EndTime(),
-			Attrs:   sdkAttrs(s.Attributes()),
-		}
-		if p := s.Parent(); p.IsValid() {
-			n.ParentID = p.SpanID().String()
-		}
-		for _, e := range s.Events() {
-			n.Events = append(n.Events, Event{Name: e.Name, Time: e.Time, Attrs: sdkAttrs(e.Attributes)})
-		}
-		for _, l := range s.Links() {
-			n.Links = append(n.Links, Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()})
-		}
-		nodes = append(nodes, n)
-	}
-	return link(tb, nodes)
-}
-
-func sdkStatus(c codes.Code) string {
-	switch c {
-	case codes.Error:
-		return "error"
-	case codes.Ok:
-		return "ok"
-	}
-	return "unset"
-}
-
-func sdkAttrs(kvs []attribute.KeyValue) map[string]string {
-	out := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
-		out[string(kv.Key)] = kv.Value.String()
-	}
-	return out
-}
 
 // FromOTLP builds the forest of the spans in OTLP export requests, as
 // pi-otel's file exporter writes them, ties kept in the order given.
@@ -102,7 +29,7 @@ func FromOTLP(tb testing.TB, reqs ...*coltracepb.ExportTraceServiceRequest) []*N
 			}
 		}
 	}
-	return link(tb, nodes)
+	return Forest(tb, nodes)
 }
 
 func fromProto(s *tracepb.Span) *Node {
@@ -163,29 +90,6 @@ func protoValue(v *commonpb.AnyValue) any {
 		return out
 	}
 	return nil
-}
-
-// FromJaeger builds the forest of traces read back from Jaeger. Jaeger's
-// order (start time, then name) breaks ties.
-func FromJaeger(tb testing.TB, traces ...*jaegertest.Trace) []*Node {
-	tb.Helper()
-	var nodes []*Node
-	for _, tr := range traces {
-		for _, s := range tr.Spans {
-			n := &Node{
-				Name: s.Name, TraceID: s.TraceID, SpanID: s.SpanID, ParentID: s.ParentID,
-				Kind:   s.Kind,
-				Status: Status{Code: s.Status.Code, Message: s.Status.Message},
-				Start:  s.Start, End: s.End,
-				Attrs: texts(s.Attrs),
-			}
-			for _, e := range s.Events {
-				n.Events = append(n.Events, Event{Name: e.Name, Time: e.Time, Attrs: texts(e.Attrs)})
-			}
-			nodes = append(nodes, n)
-		}
-	}
-	return link(tb, nodes)
 }
 
 func unixNano(n uint64) time.Time { return time.Unix(0, int64(n)) }
