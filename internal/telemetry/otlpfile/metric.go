@@ -72,7 +72,6 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 // ForceFlush has nothing to do: Export writes straight through.
 func (e *MetricExporter) ForceFlush(ctx context.Context) error { return ctx.Err() }
 
-
 // MetricRequest converts one collection to an export request. Scopes and
 // metrics without data points are left out, and so is the whole resource
 // when nothing is left.
