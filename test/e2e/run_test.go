@@ -59,15 +59,26 @@ func TestRun(t *testing.T) {
 // v160 is the Pi whose captures' golden trees the live runs are held to.
 const v160 = "pi-1.6.0"
 
+// tracedCapture runs capture scenario name under `pi-otel run` as
+// service (see traced), checks that Pi's stream still shows what the
+// scenario claims and that Jaeger holds the golden tree of the capture of
+// version's Pi, and returns the setup, the result and the traces, oldest
+// first.
+func tracedCapture(t *testing.T, j *jaegertest.Jaeger, version, name, service string, opts ...pitest.Option) (*setup, *result, []*jaegertest.Trace) {
+	t.Helper()
+	s := prepare(t, name, opts...)
+	r, traces := traced(t, j, s, service)
+	s.check(t, r)
+	wantTree(t, version, name, traces...)
+	return s, r, traces
+}
+
 // runText: a plain answer is root → run → turn → chat, with Pi's usage and
 // cost on the chat span and summed on the root; pi-otel's stdout holds the
 // records a direct run of the same script writes.
 func runText(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "text")
-	r, traces := traced(t, j, s, "e2e-text")
-	s.check(t, r)
+	_, r, traces := tracedCapture(t, j, v160, "text", "e2e-text")
 	tr := one(t, traces)
-	wantTree(t, v160, "text", tr)
 	recs := records(t, r.stdout)
 	root := root(t, tr)
 	wantAttrs(t, root, map[string]any{
@@ -115,11 +126,8 @@ func runText(t *testing.T, j *jaegertest.Jaeger) {
 // runBashToolAndReplay: a bash call then an answer is two turns, the tool
 // under the first; replaying pi-otel's stdout gives the same tree.
 func runBashToolAndReplay(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "bash-tool")
-	r, traces := traced(t, j, s, "e2e-bash-tool")
-	s.check(t, r)
+	s, r, traces := tracedCapture(t, j, v160, "bash-tool", "e2e-bash-tool")
 	tr := one(t, traces)
-	wantTree(t, v160, "bash-tool", tr)
 	tool := only(t, tr, "execute_tool bash")
 	wantAttrs(t, tool, map[string]any{
 		"gen_ai.operation.name": "execute_tool",
@@ -187,9 +195,7 @@ func messageTimes(recs []map[string]any) []time.Time {
 // exit 3 among them: four tool spans under the first turn, two in error,
 // the run itself fine.
 func runParallelTools(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "parallel-tools")
-	r, traces := traced(t, j, s, "e2e-parallel-tools")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "parallel-tools", "e2e-parallel-tools")
 	tr := one(t, traces)
 	turns := tr.Named("pi.turn")
 	if len(turns) != 2 {
@@ -226,11 +232,8 @@ func runParallelTools(t *testing.T, j *jaegertest.Jaeger) {
 // runRetry529: one 529 then success is ONE trace: a failed run, the retry,
 // the run that worked; the root is fine.
 func runRetry529(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "retry-529")
-	r, traces := traced(t, j, s, "e2e-retry-529")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "retry-529", "e2e-retry-529")
 	tr := one(t, traces)
-	wantTree(t, v160, "retry-529", tr)
 	retry := only(t, tr, "pi.retry")
 	wantAttrs(t, retry, map[string]any{"pi.retry.attempt": int64(1), "pi.retry.outcome": "success", "pi.retry.success": true})
 	positive(t, retry, "pi.retry.max_attempts")
@@ -247,11 +250,8 @@ func runRetry529(t *testing.T, j *jaegertest.Jaeger) {
 // runRetriesExhausted: every attempt fails; the root is in error, closed by
 // agent_settled all the same.
 func runRetryExhausted(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "retry-exhausted")
-	r, traces := traced(t, j, s, "e2e-retry-exhausted")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "retry-exhausted", "e2e-retry-exhausted")
 	tr := one(t, traces)
-	wantTree(t, v160, "retry-exhausted", tr)
 	retries := tr.Named("pi.retry")
 	wantAttrs(t, retries[0], map[string]any{"pi.retry.outcome": "failed", "pi.retry.attempt": int64(1)})
 	wantAttrs(t, retries[1], map[string]any{"pi.retry.outcome": "exhausted", "pi.retry.attempt": int64(2)})
@@ -265,13 +265,7 @@ func runRetryExhausted(t *testing.T, j *jaegertest.Jaeger) {
 // runOverflow: the second prompt overflows the context; the overflow
 // compaction and the retry stay in that prompt's trace.
 func runOverflow(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "overflow")
-	r, traces := traced(t, j, s, "e2e-overflow")
-	s.check(t, r)
-	if len(traces) != 2 {
-		t.Fatalf("%d traces, want one per prompt", len(traces))
-	}
-	wantTree(t, v160, "overflow", traces...)
+	_, _, traces := tracedCapture(t, j, v160, "overflow", "e2e-overflow")
 	tr := traces[1]
 	c := only(t, tr, "pi.compaction")
 	wantAttrs(t, c, map[string]any{"pi.compaction.reason": "overflow", "pi.compaction.outcome": "ok"})
@@ -285,13 +279,7 @@ func runOverflow(t *testing.T, j *jaegertest.Jaeger) {
 // runThresholdCompaction: the first prompt compacts after agent_end (under
 // the root), the second between two turns (under the run).
 func runThresholdCompaction(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "threshold-compaction")
-	r, traces := traced(t, j, s, "e2e-threshold")
-	s.check(t, r)
-	if len(traces) != 2 {
-		t.Fatalf("%d traces, want one per prompt", len(traces))
-	}
-	wantTree(t, v160, "threshold-compaction", traces...)
+	_, _, traces := tracedCapture(t, j, v160, "threshold-compaction", "e2e-threshold")
 	for i, tr := range traces {
 		c := only(t, tr, "pi.compaction")
 		wantAttrs(t, c, map[string]any{"pi.compaction.reason": "threshold", "pi.compaction.outcome": "ok", "pi.compaction.aborted": false})
@@ -428,11 +416,8 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 // Pi 0.73 never settles, so the root ends on the inferred settle, and that
 // is not an error.
 func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason string) {
-	s := prepare(t, "text", pitest.WithPi(pitest.Lookup(t, piVar)))
-	r, traces := traced(t, j, s, "e2e-"+strings.ToLower(piVar))
-	s.check(t, r)
+	_, r, traces := tracedCapture(t, j, version, "text", "e2e-"+strings.ToLower(piVar), pitest.WithPi(pitest.Lookup(t, piVar)))
 	tr := one(t, traces)
-	wantTree(t, version, "text", tr)
 	rt := root(t, tr)
 	wantAttrs(t, rt, map[string]any{"pi.end_reason": endReason, "pi.settled": endReason == "settled", "pi.agent_runs": int64(1)})
 	if rt.Status.Code == "error" {
