@@ -15,6 +15,13 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
+// Query reads back from a Jaeger this package did not start (one of
+// collectortest's backends, say) whose query service is at queryURL
+// (http://host:port). Only the query methods may be used on it.
+func Query(queryURL string) *Jaeger {
+	return &Jaeger{QueryURL: queryURL, client: &http.Client{Timeout: 10 * time.Second}}
+}
+
 // Trace fetches one trace by its hex id from /api/v3/traces/{id}.
 // It returns ErrNotFound while Jaeger has not stored it.
 func (j *Jaeger) Trace(ctx context.Context, traceID string) (*Trace, error) {
