@@ -143,7 +143,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetry.Setup(context.Background(), cfg,
+	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg),
 		telemetry.WithStderr(env.Stderr),
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {

@@ -1,5 +1,5 @@
-// Package telemetry builds pi-otel's OpenTelemetry pipeline from a
-// config.Config: a TracerProvider and a MeterProvider whose output goes to an
+// Package telemetry builds pi-otel's OpenTelemetry pipeline from its
+// Config: a TracerProvider and a MeterProvider whose output goes to an
 // OTLP collector (grpc or http/protobuf), to stderr (a tree of spans, a
 // compact metrics listing), to a file of OTLP/JSON lines, or nowhere.
 //
@@ -38,6 +38,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -52,6 +53,32 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
+
+// Config is the pipeline's configuration. As in the Collector, the
+// component owns its Config; the command line's settings are mapped onto
+// it by the command (internal/app). Its value types (Signal, Batch,
+// Temporality) are internal/config's, shared as the Collector's
+// components share configgrpc and configretry.
+type Config struct {
+	// ServiceName is service.name; it wins over one in ResourceAttributes.
+	ServiceName        string
+	ResourceAttributes []attribute.KeyValue
+
+	Traces, Metrics config.Signal
+	// Batch configures the span queue between the producer and the exporter.
+	Batch config.Batch
+	// MetricsInterval is the period of the periodic metric reader.
+	MetricsInterval time.Duration
+	Temporality     config.Temporality
+	// FlushTimeout bounds Shutdown's export of what is left; zero means do
+	// not wait.
+	FlushTimeout time.Duration
+
+	// Quiet silences the warnings on stderr (not the console exporter).
+	Quiet bool
+	// NoColor turns colour off in the console tree.
+	NoColor bool
+}
 
 // Option configures Setup.
 type Option func(*options)
@@ -93,7 +120,7 @@ func WithColor(on bool) Option { return func(o *options) { o.color = &on } }
 
 // Telemetry is a running pipeline.
 type Telemetry struct {
-	cfg config.Config
+	cfg Config
 	rep *reporter
 
 	tp *sdktrace.TracerProvider
@@ -113,7 +140,7 @@ type Telemetry struct {
 // Setup builds the pipeline. It does not connect to anything: OTLP
 // exporters connect on their first export, so a missing collector shows up
 // later, once, on stderr, rather than here.
-func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry, err error) {
+func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err error) {
 	o := options{stderr: os.Stderr, retry: defaultRetry}
 	for _, opt := range opts {
 		opt(&o)
@@ -182,9 +209,10 @@ func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry
 	return t, nil
 }
 
-// withDefaults fills in settings a hand-made Config left at zero. A zero
-// FlushTimeout stays: it means "do not wait at exit".
-func withDefaults(cfg config.Config) config.Config {
+// withDefaults fills in settings a hand-made Config left at zero with the
+// command line's defaults. A zero FlushTimeout stays: it means "do not
+// wait at exit".
+func withDefaults(cfg Config) Config {
 	d := config.Default()
 	if cfg.Batch.MaxQueueSize <= 0 {
 		cfg.Batch.MaxQueueSize = d.Batch.MaxQueueSize
@@ -232,7 +260,7 @@ func withDefaults(cfg config.Config) config.Config {
 	return cfg
 }
 
-func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resource) (*resource.Resource, error) {
+func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*resource.Resource, error) {
 	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
 	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
 		// One metric stream per process: see the package comment.
@@ -257,7 +285,7 @@ func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resou
 	return merged, nil
 }
 
-func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o options) (sdktrace.SpanProcessor, error) {
+func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
 	var exp sdktrace.SpanExporter
 	onError := func(err error) {
 		if !cancelled(err) {
@@ -305,7 +333,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 	return t.batcher, nil
 }
 
-func (t *Telemetry) setupMetrics(ctx context.Context, cfg config.Config, o options) (sdkmetric.Reader, error) {
+func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sdkmetric.Reader, error) {
 	temporality := temporalitySelector(cfg.Temporality)
 	var exp sdkmetric.Exporter
 	var dest string
