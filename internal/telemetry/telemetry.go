@@ -81,7 +81,13 @@ type Config struct {
 }
 
 // Option configures Setup.
-type Option func(*options)
+type Option interface {
+	apply(options) options
+}
+
+type optionFunc func(options) options
+
+func (f optionFunc) apply(o options) options { return f(o) }
 
 type options struct {
 	stderr io.Writer
@@ -94,29 +100,39 @@ type options struct {
 
 // WithIDGenerator sets how span and trace ids are made (pi-otel reserves
 // the next root's ids to put them in Pi's TRACEPARENT).
-func WithIDGenerator(g sdktrace.IDGenerator) Option { return func(o *options) { o.ids = g } }
+func WithIDGenerator(g sdktrace.IDGenerator) Option {
+	return optionFunc(func(o options) options { o.ids = g; return o })
+}
 
 // WithSpanProcessor adds a processor built on the pipeline's meter provider,
 // such as the one that derives metrics from finished spans. It sees every
 // span before export.
 func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
-	return func(o *options) { o.procs = append(o.procs, build) }
+	return optionFunc(func(o options) options { o.procs = append(o.procs, build); return o })
 }
 
 // WithStderr sets where pi-otel's own output goes: the console exporters,
 // "-" files and the warnings. The default is os.Stderr.
-func WithStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
+func WithStderr(w io.Writer) Option {
+	return optionFunc(func(o options) options { o.stderr = w; return o })
+}
 
 // WithResource merges r over the resource built from the configuration.
-func WithResource(r *resource.Resource) Option { return func(o *options) { o.res = r } }
+func WithResource(r *resource.Resource) Option {
+	return optionFunc(func(o options) options { o.res = r; return o })
+}
 
 // WithRetry tunes the OTLP exporters' retry. The default is the exporters'
 // own: 5s initial interval, 30s at most between attempts, 1m in all.
-func WithRetry(r Retry) Option { return func(o *options) { o.retry = r } }
+func WithRetry(r Retry) Option {
+	return optionFunc(func(o options) options { o.retry = r; return o })
+}
 
 // WithColor forces colour in the console tree on or off. By default it is
 // on when stderr is a terminal and NO_COLOR is unset.
-func WithColor(on bool) Option { return func(o *options) { o.color = &on } }
+func WithColor(on bool) Option {
+	return optionFunc(func(o options) options { o.color = &on; return o })
+}
 
 // Telemetry is a running pipeline.
 type Telemetry struct {
@@ -143,7 +159,7 @@ type Telemetry struct {
 func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err error) {
 	o := options{stderr: os.Stderr, retry: defaultRetry}
 	for _, opt := range opts {
-		opt(&o)
+		o = opt.apply(o)
 	}
 	cfg = withDefaults(cfg)
 	t := &Telemetry{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}

@@ -21,22 +21,30 @@ type MetricExporter struct {
 
 var _ sdkmetric.Exporter = (*MetricExporter)(nil)
 
+type metricConfig struct{ temporality sdkmetric.TemporalitySelector }
+
 // MetricOption configures a MetricExporter.
-type MetricOption func(*MetricExporter)
+type MetricOption interface {
+	apply(metricConfig) metricConfig
+}
+
+type metricOptionFunc func(metricConfig) metricConfig
+
+func (f metricOptionFunc) apply(c metricConfig) metricConfig { return f(c) }
 
 // WithTemporalitySelector sets the temporality asked of the reader. The
 // default is the SDK's, cumulative.
 func WithTemporalitySelector(s sdkmetric.TemporalitySelector) MetricOption {
-	return func(e *MetricExporter) { e.temporality = s }
+	return metricOptionFunc(func(c metricConfig) metricConfig { c.temporality = s; return c })
 }
 
 // NewMetricExporter returns an exporter writing to w. It never closes w.
 func NewMetricExporter(w io.Writer, opts ...MetricOption) *MetricExporter {
-	e := &MetricExporter{lineWriter: lineWriter{w: w}, temporality: sdkmetric.DefaultTemporalitySelector}
+	c := metricConfig{temporality: sdkmetric.DefaultTemporalitySelector}
 	for _, o := range opts {
-		o(e)
+		c = o.apply(c)
 	}
-	return e
+	return &MetricExporter{lineWriter: lineWriter{w: w}, temporality: c.temporality}
 }
 
 // Temporality implements sdkmetric.Exporter.

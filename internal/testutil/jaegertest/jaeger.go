@@ -45,7 +45,13 @@ type Jaeger struct {
 }
 
 // Option configures Start.
-type Option func(*options)
+type Option interface {
+	apply(options) options
+}
+
+type optionFunc func(options) options
+
+func (f optionFunc) apply(c options) options { return f(c) }
 
 type options struct {
 	binary  string
@@ -54,16 +60,22 @@ type options struct {
 }
 
 // WithBinary uses path instead of $PI_OTEL_JAEGER.
-func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+func WithBinary(path string) Option {
+	return optionFunc(func(o options) options { o.binary = path; return o })
+}
 
 // WithOTLPGRPC binds the OTLP gRPC receiver to addr (127.0.0.1:PORT)
 // instead of a free port, so a test can point pi-otel at a collector that
 // is not running yet, or start a second Jaeger where a killed one was.
-func WithOTLPGRPC(addr string) Option { return func(o *options) { o.otlp = addr } }
+func WithOTLPGRPC(addr string) Option {
+	return optionFunc(func(o options) options { o.otlp = addr; return o })
+}
 
 // WithStartTimeout bounds the wait for a healthy status (default 60s): a
 // guard against a hung binary, not a performance assertion.
-func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+func WithStartTimeout(d time.Duration) Option {
+	return optionFunc(func(o options) options { o.timeout = d; return o })
+}
 
 // Start runs Jaeger, waits until it reports healthy and stops it (waiting
 // for the process) on tb's cleanup. Failures end the test.
@@ -71,7 +83,7 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 	tb.Helper()
 	o := options{timeout: 60 * time.Second}
 	for _, opt := range opts {
-		opt(&o)
+		o = opt.apply(o)
 	}
 	if o.binary == "" {
 		o.binary = os.Getenv(EnvJaeger)
