@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,10 +16,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/mapper"
 )
-
-// anchorLookahead bounds the records held back while looking for the
-// stream's start time.
-const anchorLookahead = 64
 
 // Replay traces a captured JSONL stream from a file or stdin.
 func Replay(env Env, args []string) int {
@@ -74,10 +69,7 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 		return 2
 	}
 	r := framing.NewReader(src)
-	// Hold back the first records until one says when the stream began,
-	// so that spans opened before it are not placed at "now".
-	var head [][]byte
-	anchored := false
+	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	var rerr error
 	for {
 		rec, err := r.Next()
@@ -87,27 +79,9 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 			}
 			break
 		}
-		if anchored {
-			p.sink.Record(rec)
-			continue
-		}
-		head = append(head, bytes.Clone(rec))
-		t, ok := ingest.Anchor(head[len(head)-1:])
-		if !ok && len(head) < anchorLookahead {
-			continue
-		}
-		if ok {
-			clock.Reset(t)
-		}
-		anchored = true
-		for _, h := range head {
-			p.sink.Record(h)
-		}
-		head = nil
+		in.Record(rec)
 	}
-	for _, h := range head { // the stream ended before saying when
-		p.sink.Record(h)
-	}
+	in.Flush()
 	if rerr != nil && ctx.Err() == nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
 	}
