@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -35,31 +34,24 @@ var secretStream = strings.NewReplacer("KEY", secretKey, "WORD", secretWord).Rep
 
 func TestErrorTextsWithheldByDefault(t *testing.T) {
 	f, _, _ := replay(t, []byte(secretStream), nil)
-	root := one(t, f)
+	root := spantree.One(t, f)
 	assertNoText(t, root, secretKey)
 	assertNoText(t, root, secretWord)
 	assertNoText(t, root, "Overloaded for key")
-	chat := root.find("chat m")[0]
-	if d := chat.s.Status().Description; d != "529 overloaded_error" {
+	chat := root.Find("chat m")[0]
+	if d := chat.Status.Message; d != "529 overloaded_error" {
 		t.Errorf("chat status %q", d)
 	}
-	if got := chat.str(t, "error.type"); got != "529" {
-		t.Errorf("error.type %q", got)
-	}
-	retry := root.find("pi.retry")[0]
-	for key, want := range map[string]string{
+	chat.WantAttrs(t, map[string]string{"error.type": "529"})
+	root.Find("pi.retry")[0].WantAttrs(t, map[string]string{
 		"pi.retry.error":       "529 overloaded",
 		"pi.retry.final_error": "503",
-	} {
-		if got := retry.str(t, key); got != want {
-			t.Errorf("%s = %q, want %q", key, got, want)
-		}
-	}
-	comp := root.find("pi.compaction")[0]
-	if d := comp.s.Status().Description; d != "400 invalid_api_key" {
+	})
+	comp := root.Find("pi.compaction")[0]
+	if d := comp.Status.Message; d != "400 invalid_api_key" {
 		t.Errorf("compaction status %q", d)
 	}
-	if ev := comp.s.Events(); len(ev) != 1 || !hasAttr(ev[0].Attributes, "pi.retry.error", "terminated UND_ERR_SOCKET") {
+	if ev := comp.Events; len(ev) != 1 || ev[0].Str("pi.retry.error") != "terminated UND_ERR_SOCKET" {
 		t.Errorf("summarization retry events %v", ev)
 	}
 }
@@ -70,14 +62,14 @@ func TestErrorTextsRedactedWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _, _ := replay(t, []byte(secretStream), nil, mapper.WithContent(scrubOnly{r}))
-	root := one(t, f)
+	root := spantree.One(t, f)
 	assertNoText(t, root, secretKey)
 	assertNoText(t, root, secretWord)
-	chat := root.find("chat m")[0]
-	if d := chat.s.Status().Description; !strings.Contains(d, "Overloaded for key [REDACTED:anthropic-key]") {
+	chat := root.Find("chat m")[0]
+	if d := chat.Status.Message; !strings.Contains(d, "Overloaded for key [REDACTED:anthropic-key]") {
 		t.Errorf("chat status %q: want the whole text, redacted", d)
 	}
-	if d := root.s.Status().Description; d != chat.s.Status().Description {
+	if d := root.Status.Message; d != chat.Status.Message {
 		t.Errorf("root status %q, want the chat's", d)
 	}
 }
@@ -92,12 +84,3 @@ func (s scrubOnly) OutputMessages(msgs [][]byte) string  { return "" }
 func (s scrubOnly) SystemInstructions(msg []byte) string { return "" }
 func (s scrubOnly) ToolArguments(args []byte) string     { return "" }
 func (s scrubOnly) ToolResult(result []byte) string      { return "" }
-
-func hasAttr(kvs []attribute.KeyValue, key, want string) bool {
-	for _, kv := range kvs {
-		if string(kv.Key) == key {
-			return kv.Value.Emit() == want
-		}
-	}
-	return false
-}

@@ -160,7 +160,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{
+	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append([]telemetry.Option{
 		telemetry.WithStderr(env.Stderr),
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,13 +16,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/mapper"
-)
-
-// The records held back while looking for the stream's start time are
-// bounded in number and in bytes: records without a time can be huge.
-const (
-	anchorLookahead      = 64
-	anchorLookaheadBytes = 4 << 20
 )
 
 // Replay traces a captured JSONL stream from a file or stdin.
@@ -80,11 +72,7 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 		return 2
 	}
 	r := framing.NewReader(src)
-	// Hold back the first records until one says when the stream began,
-	// so that spans opened before it are not placed at "now".
-	var head [][]byte
-	var headBytes int
-	anchored := false
+	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	var rerr error
 	for {
 		rec, err := r.Next()
@@ -94,28 +82,9 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 			}
 			break
 		}
-		if anchored {
-			p.sink.Record(rec)
-			continue
-		}
-		head = append(head, bytes.Clone(rec))
-		headBytes += len(rec)
-		t, ok := ingest.Anchor(head[len(head)-1:])
-		if !ok && len(head) < anchorLookahead && headBytes < anchorLookaheadBytes {
-			continue
-		}
-		if ok {
-			clock.Reset(t)
-		}
-		anchored = true
-		for _, h := range head {
-			p.sink.Record(h)
-		}
-		head = nil
+		in.Record(rec)
 	}
-	for _, h := range head { // the stream ended before saying when
-		p.sink.Record(h)
-	}
+	in.Flush()
 	if rerr != nil && ctx.Err() == nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
 	}

@@ -3,9 +3,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,57 +52,17 @@ func Run(env Env, args []string) int {
 	return status.Code
 }
 
-// superviseSignals relays our terminating signals to Pi and makes a write
-// to a closed stdout return EPIPE instead of killing us, so the trace still
-// closes and exports. relayed reports the last signal passed on to Pi.
-func superviseSignals(proc *launch.Process) (relayed func() syscall.Signal, stop func()) {
-	var last atomic.Int32
-	stopForward := proc.ForwardSignals(launch.WithSignalObserver(func(ev launch.SignalEvent) {
-		if ev.Action == launch.SignalForwarded {
-			last.Store(int32(ev.Signal))
-		}
-	}))
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	return func() syscall.Signal { return syscall.Signal(last.Load()) }, func() {
-		signal.Stop(pipe)
-		stopForward()
-	}
-}
-
 // ending says why Pi's stream stopped, for a run that did not settle. Pi
 // handles SIGTERM and SIGHUP itself and exits with 128+N, so a relayed
 // signal followed by that code is a death by signal though Pi exited.
 func ending(s launch.Status, relayed syscall.Signal) mapper.Ending {
 	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(relayed)}
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
 	}
 	if s.Signal != 0 {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: signalName(s.Signal)}
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
 	}
 	return mapper.Ending{Reason: mapper.EndExit, ExitCode: s.Code}
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }
 
 // consumerWriter notices the first failed write to our stdout.

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,21 +10,16 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
 	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // `pi-otel run` with deterministic children instead of Pi: what a user
@@ -82,18 +76,12 @@ func TestRunPassesStdoutThrough(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	sameBytes(t, "stdout", stdout, in.Bytes())
+	proc.SameBytes(t, "stdout", stdout, in.Bytes())
 	tr := readTraces(t, traces)
 	if len(tr) != 1 {
 		t.Fatalf("%d traces, want 1", len(tr))
 	}
-	wantShape(t, tr[0], `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`)
-	wantAttr(t, tr[0].root, "pi.end_reason", "settled")
+	wantTree(t, tr, "text") // the tree names end_reason settled
 	if !bytes.Contains(stderr, []byte("not traced")) {
 		t.Errorf("no warning about the records that are not Pi's:\n%s", stderr)
 	}
@@ -123,12 +111,12 @@ func TestRunPassesA64MBLineThrough(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	sameBytes(t, "stdout", stdout, in.Bytes())
+	proc.SameBytes(t, "stdout", stdout, in.Bytes())
 	tr := readTraces(t, traces)
-	if len(tr) != 1 || len(tr[0].spans) != 4 {
+	if len(tr) != 1 || len(spantree.All(tr)) != 4 {
 		t.Fatalf("traces %v", tr)
 	}
-	wantAttr(t, tr[0].root, "pi.outcome", "ok")
+	tr[0].WantAttrs(t, map[string]string{"pi.outcome": "ok"})
 }
 
 // TestRunExitCodes: pi-otel exits as its child did, 128+N for a child
@@ -228,11 +216,7 @@ func TestRunChild(t *testing.T) {
 func childArgv() []string { return []string{os.Args[0], "-test.run=^TestRunChild$"} }
 
 func TestRunBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pi-otel")
-	build := exec.Command("go", "build", "-o", bin, "github.com/pi-otel/pi-otel/cmd/pi-otel")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building pi-otel: %v\n%s", err, out)
-	}
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 
 	// Stdout and stderr are the child's, byte for byte: with --quiet,
 	// pi-otel adds nothing, not even a warning about the garbage.
@@ -250,13 +234,13 @@ func TestRunBinary(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d", r.code)
 		}
-		sameBytes(t, "stdout", r.stdout, out)
-		sameBytes(t, "stderr", r.stderr, errb)
+		proc.SameBytes(t, "stdout", r.stdout, out)
+		proc.SameBytes(t, "stderr", r.stderr, errb)
 		tr := readTraces(t, filepath.Join(dir, "traces.jsonl"))
 		if len(tr) != 1 {
 			t.Fatalf("%d traces", len(tr))
 		}
-		wantShape(t, tr[0], toolThenAnswer)
+		wantTree(t, tr, "bash-tool")
 	})
 
 	// `cat log | pi-otel run -- cat`: the child reads pi-otel's stdin, and
@@ -273,14 +257,13 @@ func TestRunBinary(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
-		sameBytes(t, "stdout", r.stdout, log)
+		proc.SameBytes(t, "stdout", r.stdout, log)
 		tr := readTraces(t, traces)
 		if len(tr) != 1 {
 			t.Fatalf("%d traces", len(tr))
 		}
-		wantShape(t, tr[0], toolThenAnswer)
-		wantAttr(t, tr[0].root, "pi.end_reason", "settled")
-		if !strings.Contains(string(r.stderr), "pi-otel: 1 trace ("+tr[0].id+"), 7 spans → file "+traces) {
+		wantTree(t, tr, "bash-tool")
+		if !strings.Contains(string(r.stderr), "pi-otel: 1 trace ("+tr[0].TraceID+"), 7 spans → file "+traces) {
 			t.Errorf("summary:\n%s", r.stderr)
 		}
 	})
@@ -307,8 +290,8 @@ func TestRunBinary(t *testing.T) {
 			r := runBin(t, bin, binRun{
 				args: append([]string{"run", "--traces-exporter", "none", "--"}, childArgv()...),
 				env:  []string{childEnv + "=trap"},
-				onLine: func(line string, p *os.Process) {
-					if line == "ready\n" {
+				onLine: func(line []byte, p *os.Process) {
+					if string(line) == "ready\n" {
 						if err := p.Signal(sig); err != nil {
 							t.Error(err)
 						}
@@ -351,7 +334,7 @@ func TestRunBinary(t *testing.T) {
 		})
 		firstLine, _, _ := bytes.Cut(head, []byte("\n"))
 		for _, r := range []*binResult{direct, through} {
-			sameBytes(t, "head's output", r.stdout, append(firstLine, '\n'))
+			proc.SameBytes(t, "head's output", r.stdout, append(firstLine, '\n'))
 		}
 		if through.code != direct.code {
 			t.Errorf("through pi-otel the pipeline exits %d, directly %d\nstderr:\n%s", through.code, direct.code, through.stderr)
@@ -363,40 +346,28 @@ func TestRunBinary(t *testing.T) {
 		if len(tr) != 1 {
 			t.Fatalf("%d traces\nstderr:\n%s", len(tr), through.stderr)
 		}
-		root := tr[0].root
-		wantAttr(t, root, "pi.settled", "false")
-		wantAttr(t, root, "pi.exit_code", fmt.Sprint(direct.code))
+		root := tr[0]
+		root.WantAttrs(t, map[string]string{"pi.settled": "false", "pi.exit_code": fmt.Sprint(direct.code)})
 		if direct.code == 128+int(syscall.SIGPIPE) {
-			wantAttr(t, root, "pi.end_reason", "signal")
-			wantAttr(t, root, "pi.signal", "SIGPIPE")
+			root.WantAttrs(t, map[string]string{"pi.end_reason": "signal", "pi.signal": "SIGPIPE"})
 		}
-		if root.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
-			t.Errorf("root status %v", root.GetStatus())
+		if !root.Failed() {
+			t.Errorf("root status %v", root.Status)
 		}
-		for _, s := range tr[0].spans {
-			if s != root && attr(s, "pi.unfinished") != "true" {
-				t.Errorf("%s not closed as unfinished", s.GetName())
+		for _, s := range spantree.All(tr)[1:] {
+			if s.Str("pi.unfinished") != "true" {
+				t.Errorf("%s not closed as unfinished", s.Name)
 			}
 		}
 	})
 }
-
-const toolThenAnswer = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.turn
-      chat fake-model
-`
 
 // binRun is one run of a built program.
 type binRun struct {
 	args   []string
 	env    []string // added to this process's, minus OTEL_* and PI_OTEL_*
 	stdin  io.Reader
-	onLine func(line string, p *os.Process) // sees each stdout line as it comes
+	onLine func(line []byte, p *os.Process) // sees each stdout line as it comes
 }
 
 type binResult struct {
@@ -422,35 +393,18 @@ func runBin(t *testing.T, name string, r binRun) *binResult {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	stdout, err := proc.Run(cmd, nil, r.onLine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	br := bufio.NewReader(out)
-	for {
-		line, err := br.ReadBytes('\n')
-		stdout.Write(line)
-		if r.onLine != nil && len(line) > 0 {
-			r.onLine(string(line), cmd.Process)
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("%s %v did not finish\nstderr:\n%s", name, r.args, stderr.Bytes())
 	}
-	res := &binResult{stdout: stdout.Bytes(), stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.code = 128 + int(ws.Signal())
-		if name != "bash" {
-			t.Errorf("%s died of %v\nstderr:\n%s", name, ws.Signal(), stderr.Bytes())
-		}
+	res := &binResult{stdout: stdout, stderr: stderr.Bytes()}
+	var sig syscall.Signal
+	res.code, sig = proc.ExitCode(cmd.ProcessState)
+	if sig != 0 && name != "bash" {
+		t.Errorf("%s died of %v\nstderr:\n%s", name, sig, stderr.Bytes())
 	}
 	return res
 }
@@ -463,131 +417,25 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// trace is one trace read back from a --traces-file.
-type trace struct {
-	id    string
-	root  *tracepb.Span
-	spans []*tracepb.Span
-	kids  map[string][]*tracepb.Span // by parent span id
-}
-
-// readTraces parses an OTLP/JSON lines file into traces, in the order
-// their roots start; each must have exactly one root.
-func readTraces(t *testing.T, path string) []*trace {
+// readTraces parses an OTLP/JSON lines file into span trees, one a
+// trace, in the order their roots start.
+func readTraces(t *testing.T, path string) []*spantree.Node {
 	t.Helper()
-	b := readFile(t, path)
-	byID := map[string]*trace{}
-	var order []string
-	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
+	forest := spantree.ReadOTLPFile(t, path)
+	ids := map[string]bool{}
+	for _, r := range forest {
+		if ids[r.TraceID] {
+			t.Fatalf("trace %s has more than one root:\n%s", r.TraceID, spantree.Shape(forest))
 		}
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatalf("%s line %d: %v", path, i+1, err)
-		}
-		for _, s := range spansOf(req) {
-			id := fmt.Sprintf("%x", s.GetTraceId())
-			tr := byID[id]
-			if tr == nil {
-				tr = &trace{id: id, kids: map[string][]*tracepb.Span{}}
-				byID[id] = tr
-				order = append(order, id)
-			}
-			tr.spans = append(tr.spans, s)
-		}
+		ids[r.TraceID] = true
 	}
-	var out []*trace
-	for _, id := range order {
-		tr := byID[id]
-		ids := map[string]bool{}
-		for _, s := range tr.spans {
-			ids[fmt.Sprintf("%x", s.GetSpanId())] = true
-		}
-		for _, s := range tr.spans {
-			p := fmt.Sprintf("%x", s.GetParentSpanId())
-			if len(s.GetParentSpanId()) == 0 || !ids[p] {
-				if tr.root != nil {
-					t.Fatalf("trace %s has two roots: %s and %s", id, tr.root.GetName(), s.GetName())
-				}
-				tr.root = s
-				continue
-			}
-			tr.kids[p] = append(tr.kids[p], s)
-			if s.GetEndTimeUnixNano() < s.GetStartTimeUnixNano() {
-				t.Errorf("%s ends before it starts", s.GetName())
-			}
-		}
-		for _, ks := range tr.kids {
-			sort.SliceStable(ks, func(a, b int) bool { return ks[a].GetStartTimeUnixNano() < ks[b].GetStartTimeUnixNano() })
-		}
-		out = append(out, tr)
-	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].root.GetStartTimeUnixNano() < out[b].root.GetStartTimeUnixNano() })
-	return out
+	return forest
 }
 
-func spansOf(req *coltracepb.ExportTraceServiceRequest) []*tracepb.Span {
-	var out []*tracepb.Span
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			out = append(out, ss.GetSpans()...)
-		}
-	}
-	return out
-}
-
-// shape renders the tree as indented names, " !" marking error status.
-func (tr *trace) shape() string {
-	var b strings.Builder
-	var walk func(*tracepb.Span, int)
-	walk = func(s *tracepb.Span, depth int) {
-		mark := ""
-		if s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
-			mark = " !"
-		}
-		fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat("  ", depth), s.GetName(), mark)
-		for _, c := range tr.kids[fmt.Sprintf("%x", s.GetSpanId())] {
-			walk(c, depth+1)
-		}
-	}
-	walk(tr.root, 0)
-	return b.String()
-}
-
-func wantShape(t *testing.T, tr *trace, want string) {
+// wantTree compares the traces with the golden tree of a Pi 1.6.0 capture.
+func wantTree(t *testing.T, forest []*spantree.Node, capture string) {
 	t.Helper()
-	if got, want := tr.shape(), strings.TrimLeft(want, "\n"); got != want {
-		t.Fatalf("trace:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-// attr renders an attribute's value as text ("" when absent).
-func attr(s *tracepb.Span, key string) string {
-	for _, kv := range s.GetAttributes() {
-		if kv.GetKey() != key {
-			continue
-		}
-		switch v := kv.GetValue().GetValue().(type) {
-		case *commonpb.AnyValue_StringValue:
-			return v.StringValue
-		case *commonpb.AnyValue_IntValue:
-			return strconv.FormatInt(v.IntValue, 10)
-		case *commonpb.AnyValue_BoolValue:
-			return strconv.FormatBool(v.BoolValue)
-		case *commonpb.AnyValue_DoubleValue:
-			return strconv.FormatFloat(v.DoubleValue, 'g', -1, 64)
-		}
-		return fmt.Sprint(kv.GetValue())
-	}
-	return ""
-}
-
-func wantAttr(t *testing.T, s *tracepb.Span, key, want string) {
-	t.Helper()
-	if got := attr(s, key); got != want {
-		t.Errorf("%s: %s = %q, want %q", s.GetName(), key, got, want)
-	}
+	spantree.Want(t, spantree.CaptureTree("pi-1.6.0", capture), forest)
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -604,18 +452,4 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// sameBytes compares outputs byte for byte and says where they part.
-func sameBytes(t *testing.T, what string, got, want []byte) {
-	t.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	cut := func(b []byte) []byte { return b[i:min(i+40, len(b))] }
-	t.Errorf("%s: %d bytes, want %d; they differ from byte %d: %q, want %q", what, len(got), len(want), i, cut(got), cut(want))
 }

@@ -67,6 +67,14 @@
 // [Start] forks from a goroutine locked to its own OS thread that lives until
 // the child is reaped.
 //
+// # Pumping stdout and supervising
+//
+// [Process.Pump] runs the caller's copy loop over the child's stdout and
+// waits for the child, without waiting for an orphan that still holds the
+// pipe once the child has exited. [Process.Supervise] forwards signals and
+// keeps a consumer that left (SIGPIPE) from killing the caller, so that it
+// can still close and export its trace.
+//
 // # Platforms
 //
 // Linux is the target. The package builds on every unix. FreeBSD has the

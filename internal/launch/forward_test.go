@@ -67,8 +67,7 @@ func TestHarmlessSignalsAreForwarded(t *testing.T) {
 		h.expect("out: got " + sigNames[sig])
 		h.expect("err: signal " + sigNames[sig] + " forwarded")
 	}
-	h.signal(syscall.SIGINT)
-	h.expect("out: got INT")
+	h.send(syscall.SIGINT, "out: got INT")
 	checkExit(t, h, 130)
 }
 
@@ -101,19 +100,13 @@ func TestSecondSignalEscalates(t *testing.T) {
 // no escalation.
 func TestDuplicateWithinWindowIsDropped(t *testing.T) {
 	h := superviseTrap(t, "USR2", "SUP_WINDOW=1h")
-	h.signal(syscall.SIGTERM)
-	h.expect("out: got TERM")
-	h.expect("err: signal TERM forwarded")
-	h.signal(syscall.SIGTERM)
-	h.expect("err: signal TERM duplicate")
-	h.signal(syscall.SIGINT)
-	h.expect("err: signal INT duplicate")
+	h.send(syscall.SIGTERM, "out: got TERM", "err: signal TERM forwarded")
+	h.send(syscall.SIGTERM, "err: signal TERM duplicate")
+	h.send(syscall.SIGINT, "err: signal INT duplicate")
 	// Round trips through the child, so a wrongly forwarded copy would
 	// have been reported before the exit.
-	h.signal(syscall.SIGUSR1)
-	h.expect("out: got USR1")
-	h.signal(syscall.SIGUSR2)
-	h.expect("out: got USR2")
+	h.send(syscall.SIGUSR1, "out: got USR1")
+	h.send(syscall.SIGUSR2, "out: got USR2")
 	checkExit(t, h, 128+int(syscall.SIGUSR2))
 	if n := h.count("out: got TERM"); n != 1 {
 		t.Errorf("child got SIGTERM %d times, want 1", n)
@@ -126,9 +119,7 @@ func TestDuplicateWithinWindowIsDropped(t *testing.T) {
 // Once the child is gone, signals act on the wrapper again.
 func TestForwardingStopsWhenChildExits(t *testing.T) {
 	h := superviseTrap(t, "TERM", "SUP_LINGER=1")
-	h.signal(syscall.SIGTERM)
-	h.expect("err: status code=143 signal=0")
-	h.expect("err: lingering")
+	h.send(syscall.SIGTERM, "err: status code=143 signal=0", "err: lingering")
 	h.signal(syscall.SIGINT)
 	ws := h.finish()
 	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
@@ -146,10 +137,8 @@ func TestIgnoredSignalIsLeftToTheChild(t *testing.T) {
 	}
 	h := startHelper(t, "supervise", []string{"sleep", "1000"}, helperOpts{wrap: []string{nohup}})
 	h.expectPrefix("err: started ")
-	h.signal(syscall.SIGHUP)
-	h.expect("err: signal HUP forwarded")
-	h.signal(syscall.SIGTERM)
-	h.expect("err: status code=143 signal=15")
+	h.send(syscall.SIGHUP, "err: signal HUP forwarded")
+	h.send(syscall.SIGTERM, "err: status code=143 signal=15")
 	checkExit(t, h, 143)
 }
 

@@ -328,6 +328,15 @@ func (h *helper) signal(sig syscall.Signal) {
 	}
 }
 
+// send signals the helper and expects the lines it answers with.
+func (h *helper) send(sig syscall.Signal, want ...string) {
+	h.t.Helper()
+	h.signal(sig)
+	for _, w := range want {
+		h.expect(w)
+	}
+}
+
 // exit waits for the helper process to exit, without waiting for its
 // output to end (a grandchild may still hold its stderr).
 func (h *helper) exit() syscall.WaitStatus {

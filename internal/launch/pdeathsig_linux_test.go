@@ -102,9 +102,7 @@ func TestChildOutlivesCallerThread(t *testing.T) {
 	}
 	h := superviseTrap(t, "TERM", "SUP_LOCKED_CALLER=1", "SUP_PDEATHSIG=9")
 	h.expect("err: caller thread gone")
-	h.signal(syscall.SIGUSR1)
-	h.expect("out: got USR1")
-	h.signal(syscall.SIGTERM)
-	h.expect("out: got TERM")
+	h.send(syscall.SIGUSR1, "out: got USR1")
+	h.send(syscall.SIGTERM, "out: got TERM")
 	checkExit(t, h, 143)
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -77,8 +77,8 @@ invoke_agent pi
   pi.agent_run
     pi.turn
 `)
-	wantAttrs(t, f[0], map[string]string{"pi.rpc.disposition": "handled"})
-	wantAttrs(t, f[1], map[string]string{"pi.outcome": "ok"})
+	f[0].WantAttrs(t, map[string]string{"pi.rpc.disposition": "handled"})
+	f[1].WantAttrs(t, map[string]string{"pi.outcome": "ok"})
 }
 
 func TestPromptsWithoutIDsMatchInOrder(t *testing.T) {
@@ -92,13 +92,13 @@ func TestPromptsWithoutIDsMatchInOrder(t *testing.T) {
 	wantShapes(t, f, `
 invoke_agent pi
   pi.rpc prompt
-  pi.rpc prompt
+  pi.rpc prompt !
   pi.agent_run
     pi.turn
 `)
-	ps := f[0].find("pi.rpc prompt")
-	wantAttrs(t, ps[0], map[string]string{"pi.rpc.success": "true", "pi.rpc.disposition": "started", "pi.rpc.id": "<none>"})
-	wantAttrs(t, ps[1], map[string]string{"pi.rpc.success": "false", "error.type": "busy"})
+	ps := f[0].Find("pi.rpc prompt")
+	ps[0].WantAttrs(t, map[string]string{"pi.rpc.success": "true", "pi.rpc.disposition": "started", "pi.rpc.id": "<none>"})
+	ps[1].WantAttrs(t, map[string]string{"pi.rpc.success": "false", "error.type": "busy"})
 }
 
 func TestResponsesCorrelateByIDNotOrder(t *testing.T) {
@@ -109,9 +109,9 @@ func TestResponsesCorrelateByIDNotOrder(t *testing.T) {
 	h.wait(time.Second)
 	h.out(`{"id":"a","type":"response","command":"get_state","success":true,"data":{"sessionId":"S"}}`)
 	f := h.close(exit0)
-	a := byAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "a")
-	n := byAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "7")
-	if !n.s.EndTime().Before(a.s.EndTime()) || a.s.EndTime().Sub(a.s.StartTime()) < time.Second {
+	a := spantree.ByAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "a")
+	n := spantree.ByAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "7")
+	if !n.End.Before(a.End) || a.End.Sub(a.Start) < time.Second {
 		t.Error("responses matched by order, not id")
 	}
 	if h.tr.Stats().UnmatchedResponses != 0 {
@@ -142,9 +142,9 @@ invoke_agent pi
   pi.agent_run
     pi.turn
 `)
-	p2 := f[1].find("pi.rpc prompt")[0]
-	wantAttrs(t, p2, map[string]string{"pi.rpc.id": "p2"})
-	if !f[1].s.StartTime().Equal(p2.s.StartTime()) {
+	p2 := f[1].Find("pi.rpc prompt")[0]
+	p2.WantAttrs(t, map[string]string{"pi.rpc.id": "p2"})
+	if !f[1].Start.Equal(p2.Start) {
 		t.Error("the second root should start at its prompt")
 	}
 }
@@ -181,7 +181,7 @@ invoke_agent pi
 pi.rpc prompt
   pi.extension_ui input
 `)
-		wantAttrs(t, f[0].children[0], map[string]string{"pi.ui.outcome": "value"})
+		f[0].Children[0].WantAttrs(t, map[string]string{"pi.ui.outcome": "value"})
 	})
 	t.Run("bytes", func(t *testing.T) {
 		h := newHarness(t, rpc.WithLookahead(0, 100, 0))
@@ -204,21 +204,21 @@ func TestCloseTracesHeldRecordsAndEndsWhatIsOpen(t *testing.T) {
 	}
 	f := h.close(mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
 	wantShapes(t, f, `
-pi.rpc bash
+pi.rpc bash !
 ---
-pi.rpc prompt
+pi.rpc prompt !
   pi.extension_ui select
 `)
-	for _, n := range allSpans(f) {
-		if n.str("pi.unfinished") != "true" || n.str("pi.end_reason") != "signal" {
-			t.Errorf("%s: unfinished %s, end_reason %s", n.name(), n.str("pi.unfinished"), n.str("pi.end_reason"))
+	for _, n := range spantree.All(f) {
+		if n.Str("pi.unfinished") != "true" || n.Str("pi.end_reason") != "signal" {
+			t.Errorf("%s: unfinished %s, end_reason %s", n.Name, n.Str("pi.unfinished"), n.Str("pi.end_reason"))
 		}
 	}
-	wantAttrs(t, f[0], map[string]string{"pi.bash.output_chunks": "1", "pi.bash.output_bytes": "1"})
-	if f[0].s.Status().Code != codes.Error {
+	f[0].WantAttrs(t, map[string]string{"pi.bash.output_chunks": "1", "pi.bash.output_bytes": "1"})
+	if !f[0].Failed() {
 		t.Error("unanswered command without error status")
 	}
-	wantAttrs(t, f[1].children[0], map[string]string{"pi.ui.outcome": "unanswered"})
+	f[1].Children[0].WantAttrs(t, map[string]string{"pi.ui.outcome": "unanswered"})
 }
 
 func TestDialogTimeoutAndLateAnswer(t *testing.T) {
@@ -229,9 +229,9 @@ func TestDialogTimeoutAndLateAnswer(t *testing.T) {
 	h.in(`{"type":"extension_ui_response","id":"u1","confirmed":true}`) // too late: Pi already gave up
 	h.out(`{"id":"c","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}}`)
 	f := h.close(exit0)
-	d := f[0].children[0]
-	wantAttrs(t, d, map[string]string{"pi.ui.outcome": "timed_out", "pi.ui.timeout_ms": "1500", "pi.ui.confirmed": "<none>"})
-	if got := d.s.EndTime().Sub(d.s.StartTime()); got != 1500*time.Millisecond {
+	d := f[0].Children[0]
+	d.WantAttrs(t, map[string]string{"pi.ui.outcome": "timed_out", "pi.ui.timeout_ms": "1500", "pi.ui.confirmed": "<none>"})
+	if got := d.End.Sub(d.Start); got != 1500*time.Millisecond {
 		t.Errorf("dialog lasted %v", got)
 	}
 	if st := h.tr.Stats(); st.UnmatchedUI != 1 || st.TimedOut != 1 {
@@ -254,12 +254,10 @@ func TestDialogAnswers(t *testing.T) {
 	h.out(`{"id":"c","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}}`)
 	f := h.close(exit0)
 	var got []string
-	for _, d := range f[0].children {
-		got = append(got, d.str("pi.ui.outcome"))
-		for _, kv := range d.s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "secret") {
-				t.Errorf("dialog answer leaked into %s", kv.Key)
-			}
+	for _, d := range f[0].Children {
+		got = append(got, d.Str("pi.ui.outcome"))
+		for _, where := range spantree.Leaks([]*spantree.Node{d}, "secret") {
+			t.Errorf("dialog answer leaked into %s", where)
 		}
 	}
 	if want := "value cancelled confirmed value cancelled"; strings.Join(got, " ") != want {
@@ -273,7 +271,7 @@ func TestFireAndForgetUIWithNothingOpen(t *testing.T) {
 	h.out(`{"type":"extension_ui_request","id":"n","method":"notify","message":"hello"}`)
 	f := h.close(exit0)
 	if len(f) != 0 {
-		t.Errorf("spans %s", shapes(f))
+		t.Errorf("spans %s", spantree.Shape(f))
 	}
 	if h.tr.Stats().UIEvents != 1 {
 		t.Error("not counted")
@@ -295,11 +293,11 @@ func TestErrorTextNeverEchoesContent(t *testing.T) {
 	f := h.close(exit0)
 	want := []string{"rpc_error", "rpc_error", "parse_error", "401 authentication_error"}
 	if len(f) != len(want) {
-		t.Fatalf("spans %s", shapes(f))
+		t.Fatalf("spans %s", spantree.Shape(f))
 	}
 	for i, n := range f {
-		if got := n.s.Status().Description; got != want[i] {
-			t.Errorf("%s status %q, want %q", n.name(), got, want[i])
+		if got := n.Status.Message; got != want[i] {
+			t.Errorf("%s status %q, want %q", n.Name, got, want[i])
 		}
 	}
 }
@@ -316,12 +314,12 @@ func TestContentCaptureKeepsErrorTextsScrubbed(t *testing.T) {
 	h.out(`{"type":"extension_error","extensionPath":"command:boom","event":"command","error":"boom failed"}`)
 	h.out(`{"id":"x","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}}`)
 	f := h.close(exit0)
-	if got := f[0].s.Status().Description; got != "REJECTED: PLAN" {
+	if got := f[0].Status.Message; got != "REJECTED: PLAN" {
 		t.Errorf("status %q", got)
 	}
-	ev := f[1].events("pi.extension_error")
-	if len(ev) != 1 || eventAttr(ev[0], "pi.extension.error") != "BOOM FAILED" {
-		t.Errorf("events %v", f[1].s.Events())
+	ev := f[1].EventsNamed("pi.extension_error")
+	if len(ev) != 1 || ev[0].Str("pi.extension.error") != "BOOM FAILED" {
+		t.Errorf("events %v", f[1].Events)
 	}
 }
 
@@ -350,9 +348,9 @@ func TestSessionIdentity(t *testing.T) {
 	h.out(`{"type":"agent_end","messages":[],"willRetry":false}`)
 	h.out(settled)
 	f := h.close(exit0)
-	root := findAll(f, "invoke_agent pi")[0]
-	wantAttrs(t, root, map[string]string{"gen_ai.conversation.id": "B"})
-	wantAttrs(t, byAttr(t, f, "pi.rpc new_session", "pi.rpc.id", "n"), map[string]string{"pi.rpc.cancelled": "true"})
+	root := spantree.Find(f, "invoke_agent pi")[0]
+	root.WantAttrs(t, map[string]string{"gen_ai.conversation.id": "B"})
+	spantree.ByAttr(t, f, "pi.rpc new_session", "pi.rpc.id", "n").WantAttrs(t, map[string]string{"pi.rpc.cancelled": "true"})
 }
 
 func TestTablesAreBounded(t *testing.T) {
@@ -372,9 +370,9 @@ func TestTablesAreBounded(t *testing.T) {
 		t.Error("the response of an evicted command should count as unmatched")
 	}
 	f := h.close(exit0)
-	wantAttrs(t, byAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "g0"), map[string]string{"pi.end_reason": "evicted"})
-	u1 := byAttr(t, f, "pi.extension_ui input", "pi.ui.id", "u1")
-	wantAttrs(t, u1, map[string]string{"pi.end_reason": "evicted", "pi.ui.outcome": "unanswered"})
+	spantree.ByAttr(t, f, "pi.rpc get_state", "pi.rpc.id", "g0").WantAttrs(t, map[string]string{"pi.end_reason": "evicted"})
+	u1 := spantree.ByAttr(t, f, "pi.extension_ui input", "pi.ui.id", "u1")
+	u1.WantAttrs(t, map[string]string{"pi.end_reason": "evicted", "pi.ui.outcome": "unanswered"})
 }
 
 func TestBashWithoutID(t *testing.T) {
@@ -384,7 +382,7 @@ func TestBashWithoutID(t *testing.T) {
 	h.out(`{"type":"bash_execution_update","delta":"bc\n"}`)
 	h.out(`{"type":"response","command":"bash","success":true,"data":{"output":"a\nbc\n","exitCode":2,"cancelled":false,"truncated":false}}`)
 	f := h.close(exit0)
-	wantAttrs(t, f[0], map[string]string{
+	f[0].WantAttrs(t, map[string]string{
 		"pi.bash.output_chunks": "2", "pi.bash.output_bytes": "5", "pi.bash.exit_code": "2", "pi.bash.truncated": "false",
 	})
 }
@@ -408,7 +406,7 @@ func TestMalformedPiOutputIsCountedNotTraced(t *testing.T) {
 	h.out(`{"no":"type"}`)
 	f := h.close(exit0)
 	if st := h.tr.Stats(); st.PiMalformed != 3 || st.PiRecords != 0 || len(f) != 0 {
-		t.Errorf("stats %+v, spans %s", st, shapes(f))
+		t.Errorf("stats %+v, spans %s", st, spantree.Shape(f))
 	}
 }
 

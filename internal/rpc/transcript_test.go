@@ -9,18 +9,22 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
 )
 
-var update = flag.Bool("update", false, "run the real Pi through every rpctest scenario and rewrite testdata/transcripts")
+// -update (spantree's) rewrites the golden trees; re-recording needs the
+// real Pi, so it has a flag of its own.
+var record = flag.Bool("record", false, "run the real Pi through every rpctest scenario and rewrite testdata/transcripts")
 
 const transcriptDir = "testdata/transcripts"
 
 // transcript loads the recorded session of scenario name, recording it
-// first with -update.
+// first with -record.
 func transcript(t *testing.T, name string) []rpctest.Line {
 	t.Helper()
 	path := filepath.Join(transcriptDir, name+".jsonl")
-	if *update {
+	if *record {
 		s, ok := rpctest.ByName(name)
 		if !ok {
 			t.Fatalf("no scenario %q", name)
@@ -39,7 +43,7 @@ func transcript(t *testing.T, name string) []rpctest.Line {
 	}
 	lines, err := loadTranscript(name)
 	if err != nil {
-		t.Fatalf("%v (record with `go test ./rpc -run TestTranscript -args -update`)", err)
+		t.Fatalf("%v (record with `go test ./internal/rpc -run TestTranscript -args -record`)", err)
 	}
 	return lines
 }
@@ -53,13 +57,26 @@ func loadTranscript(name string) ([]rpctest.Line, error) {
 	return rpctest.ReadTranscript(f, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 }
 
-// TestTranscriptsRecorded makes sure every scenario has a transcript.
+// TestTranscriptsRecorded makes sure every scenario has a transcript, and
+// compares the traces of each with the golden NAME.tree beside it (-update
+// rewrites them). The end-to-end RPC suite holds live sessions to the same
+// files.
 func TestTranscriptsRecorded(t *testing.T) {
 	for _, s := range rpctest.Scenarios() {
 		t.Run(s.Name, func(t *testing.T) {
 			if lines := transcript(t, s.Name); len(lines) == 0 {
 				t.Fatal("empty transcript")
 			}
+			f, _ := play(t, s.Name, transcriptEnding(s.Name))
+			spantree.Golden(t, spantree.TranscriptTree(s.Name), f)
 		})
 	}
+}
+
+// transcriptEnding is how the recorded session of name ended.
+func transcriptEnding(name string) mapper.Ending {
+	if name == "sigterm-mid-tool" {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
+	}
+	return exit0
 }

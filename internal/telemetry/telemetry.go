@@ -1,5 +1,5 @@
-// Package telemetry builds pi-otel's OpenTelemetry pipeline from a
-// config.Config: a TracerProvider and a MeterProvider whose output goes to an
+// Package telemetry builds pi-otel's OpenTelemetry pipeline from its
+// Config: a TracerProvider and a MeterProvider whose output goes to an
 // OTLP collector (grpc or http/protobuf), to stderr (a tree of spans, a
 // compact metrics listing), to a file of OTLP/JSON lines, or nowhere.
 //
@@ -58,7 +58,13 @@ import (
 )
 
 // Option configures Setup.
-type Option func(*options)
+type Option interface {
+	apply(options) options
+}
+
+type optionFunc func(options) options
+
+func (f optionFunc) apply(o options) options { return f(o) }
 
 type options struct {
 	stderr io.Writer
@@ -78,38 +84,48 @@ type options struct {
 // is done (a signal), a full queue drops and counts again, so nothing
 // can keep pi-otel from exiting. run and rpc never use it: Pi comes first.
 func WithBackpressure(ctx context.Context) Option {
-	return func(o *options) { o.backpressure = ctx }
+	return optionFunc(func(o options) options { o.backpressure = ctx; return o })
 }
 
 // WithIDGenerator sets how span and trace ids are made (pi-otel reserves
 // the next root's ids to put them in Pi's TRACEPARENT).
-func WithIDGenerator(g sdktrace.IDGenerator) Option { return func(o *options) { o.ids = g } }
+func WithIDGenerator(g sdktrace.IDGenerator) Option {
+	return optionFunc(func(o options) options { o.ids = g; return o })
+}
 
 // WithSpanProcessor adds a processor built on the pipeline's meter provider,
 // such as the one that derives metrics from finished spans. It sees every
 // span before export.
 func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
-	return func(o *options) { o.procs = append(o.procs, build) }
+	return optionFunc(func(o options) options { o.procs = append(o.procs, build); return o })
 }
 
 // WithStderr sets where pi-otel's own output goes: the console exporters,
 // "-" files and the warnings. The default is os.Stderr.
-func WithStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
+func WithStderr(w io.Writer) Option {
+	return optionFunc(func(o options) options { o.stderr = w; return o })
+}
 
 // WithResource merges r over the resource built from the configuration.
-func WithResource(r *resource.Resource) Option { return func(o *options) { o.res = r } }
+func WithResource(r *resource.Resource) Option {
+	return optionFunc(func(o options) options { o.res = r; return o })
+}
 
 // WithRetry tunes the OTLP exporters' retry. The default is the exporters'
 // own: 5s initial interval, 30s at most between attempts, 1m in all.
-func WithRetry(r Retry) Option { return func(o *options) { o.retry = r } }
+func WithRetry(r Retry) Option {
+	return optionFunc(func(o options) options { o.retry = r; return o })
+}
 
 // WithColor forces colour in the console tree on or off. By default it is
 // on when stderr is a terminal and NO_COLOR is unset.
-func WithColor(on bool) Option { return func(o *options) { o.color = &on } }
+func WithColor(on bool) Option {
+	return optionFunc(func(o options) options { o.color = &on; return o })
+}
 
 // Telemetry is a running pipeline.
 type Telemetry struct {
-	cfg config.Config
+	cfg Config
 	rep *reporter
 
 	tp  *sdktrace.TracerProvider
@@ -137,10 +153,10 @@ type Telemetry struct {
 // Setup builds the pipeline. It does not connect to anything: OTLP
 // exporters connect on their first export, so a missing collector shows up
 // later, once, on stderr, rather than here.
-func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry, err error) {
+func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err error) {
 	o := options{stderr: os.Stderr, retry: defaultRetry}
 	for _, opt := range opts {
-		opt(&o)
+		o = opt.apply(o)
 	}
 	cfg = withDefaults(cfg)
 	t := &Telemetry{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
@@ -210,57 +226,7 @@ func Setup(ctx context.Context, cfg config.Config, opts ...Option) (_ *Telemetry
 	return t, nil
 }
 
-// withDefaults fills in settings a hand-made Config left at zero. A zero
-// FlushTimeout stays: it means "do not wait at exit".
-func withDefaults(cfg config.Config) config.Config {
-	d := config.Default()
-	if cfg.Batch.MaxQueueSize <= 0 {
-		cfg.Batch.MaxQueueSize = d.Batch.MaxQueueSize
-	}
-	if cfg.Batch.MaxExportBatchSize <= 0 {
-		cfg.Batch.MaxExportBatchSize = d.Batch.MaxExportBatchSize
-	}
-	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
-	if cfg.Batch.ScheduleDelay <= 0 {
-		cfg.Batch.ScheduleDelay = d.Batch.ScheduleDelay
-	}
-	if cfg.Batch.ExportTimeout <= 0 {
-		cfg.Batch.ExportTimeout = d.Batch.ExportTimeout
-	}
-	if cfg.MetricsInterval <= 0 {
-		cfg.MetricsInterval = d.MetricsInterval
-	}
-	if cfg.Temporality == "" {
-		cfg.Temporality = d.Temporality
-	}
-	if cfg.ServiceName == "" {
-		cfg.ServiceName = d.ServiceName
-	}
-	for _, sig := range []struct {
-		s    *config.Signal
-		path string
-	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}} {
-		o := &sig.s.OTLP
-		if o.Protocol == "" {
-			o.Protocol = config.ProtocolGRPC
-		}
-		if o.Endpoint == "" {
-			o.Endpoint = "http://localhost:4317"
-			if o.Protocol == config.ProtocolHTTPProtobuf {
-				o.Endpoint = "http://localhost:4318" + sig.path
-			}
-		}
-		if o.Timeout <= 0 {
-			o.Timeout = config.DefaultOTLPTimeout
-		}
-		if sig.s.Exporter == "" {
-			sig.s.Exporter = config.ExporterNone
-		}
-	}
-	return cfg
-}
-
-func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resource) (*resource.Resource, error) {
+func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*resource.Resource, error) {
 	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
 	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
 		// One metric stream per process: see the package comment.
@@ -285,7 +251,7 @@ func buildResource(ctx context.Context, cfg config.Config, extra *resource.Resou
 	return merged, nil
 }
 
-func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o options) (sdktrace.SpanProcessor, error) {
+func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
 	var exp sdktrace.SpanExporter
 	onError := func(err error) {
 		if !cancelled(err) {
@@ -341,7 +307,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg config.Config, o option
 	return t.batcher, nil
 }
 
-func (t *Telemetry) setupMetrics(ctx context.Context, cfg config.Config, o options) (sdkmetric.Reader, error) {
+func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sdkmetric.Reader, error) {
 	temporality := temporalitySelector(cfg.Temporality)
 	var exp sdkmetric.Exporter
 	var dest string

@@ -32,16 +32,20 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func loadConfig(t *testing.T, env map[string]string) config.Config {
+// loadConfig reads settings from env as the command line does and keeps
+// the pipeline's (internal/app maps them the same way).
+func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
 	t.Helper()
-	cfg, err := config.Load(nil, func(k string) string { return env[k] })
+	c, err := config.Load(nil, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics,
+		Batch: c.Batch, MetricsInterval: c.MetricsInterval, Temporality: c.Temporality, FlushTimeout: c.FlushTimeout, Quiet: c.Quiet, NoColor: c.NoColor,
+		AttributeValueLengthLimit: c.AttributeValueLengthLimit}
 }
 
-func setup(t *testing.T, cfg config.Config, opts ...telemetry.Option) (*telemetry.Telemetry, *syncBuffer) {
+func setup(t *testing.T, cfg telemetry.Config, opts ...telemetry.Option) (*telemetry.Telemetry, *syncBuffer) {
 	t.Helper()
 	stderr := newSyncBuffer()
 	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{telemetry.WithStderr(stderr)}, opts...)...)
@@ -212,7 +216,7 @@ func TestNoneExporter(t *testing.T) {
 func TestForceFlushAndHandMadeConfig(t *testing.T) {
 	// A Config built by hand, zero batch settings and all, still works.
 	path := t.TempDir() + "/t.jsonl"
-	tel, _ := setup(t, config.Config{Traces: config.Signal{Exporter: config.ExporterFile, File: path}})
+	tel, _ := setup(t, telemetry.Config{Traces: config.Signal{Exporter: config.ExporterFile, File: path}})
 	makeTrace(tel.TracerProvider())
 	if err := tel.ForceFlush(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -595,7 +599,7 @@ func captureStdout(t *testing.T) func() string {
 }
 
 func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
-	id := func(cfg config.Config) string {
+	id := func(cfg telemetry.Config) string {
 		tel, err := telemetry.Setup(context.Background(), cfg, telemetry.WithStderr(io.Discard))
 		if err != nil {
 			t.Fatal(err)
@@ -610,8 +614,7 @@ func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
 		v, _ := ro.Resource().Set().Value("service.instance.id")
 		return v.AsString()
 	}
-	cfg := config.Default()
-	cfg.Traces.Exporter, cfg.Metrics.Exporter = config.ExporterNone, config.ExporterNone
+	cfg := loadConfig(t, map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"})
 	a, b := id(cfg), id(cfg)
 	if a == "" || a == b {
 		t.Fatalf("instance ids %q and %q", a, b)

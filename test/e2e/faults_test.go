@@ -11,11 +11,11 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -31,8 +31,6 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
@@ -40,9 +38,11 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // faultPoll bounds every wait in these tests: a guard against a hang, not a
@@ -361,16 +361,6 @@ func faultLag(recs []faultRecord) (time.Duration, string) {
 	return worst, at
 }
 
-const faultToolThenAnswer = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.turn
-      chat fake-model
-`
-
 // TestCollectorDownAtStart: no collector when pi-otel starts. Pi runs as
 // usual, one line on stderr says what is wrong, the spans that end
 // meanwhile wait in the queue, and once a real Jaeger starts on the
@@ -427,7 +417,7 @@ func TestCollectorDownAtStart(t *testing.T) {
 	if len(traces) != 1 {
 		t.Fatalf("%d traces", len(traces))
 	}
-	wantShape(t, traces[0], faultToolThenAnswer)
+	wantTree(t, v160, "bash-tool", traces[0]) // a tool, then an answer
 }
 
 // TestCollectorKilledAndRestarted: a real Jaeger is killed (SIGKILL) in
@@ -896,18 +886,13 @@ func BenchmarkFaultThroughput(b *testing.B) {
 // BenchmarkFaultLatency: how long a record Pi writes takes to reach the
 // consumer while the exporter is busy. The child writes 20 MB of real
 // records at once (about 3,600 spans, more than the queue holds), then 2,000
-// stamped deltas one per millisecond (internal/streamgen -paced); the
+// stamped deltas one per millisecond (internal/testutil/streamgen -paced); the
 // consumer measures each stamped record's delay.
 //
-//	go test ./e2e -run XXX -bench FaultLatency -benchtime 3x
+//	go test -tags realstack ./test/e2e -run XXX -bench FaultLatency -benchtime 3x
 func BenchmarkFaultLatency(b *testing.B) {
 	dir := b.TempDir()
-	gen := filepath.Join(dir, "streamgen")
-	build := exec.Command("go", "build", "-o", gen, "./internal/streamgen/cmd/streamgen")
-	build.Dir = repo.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building streamgen: %v\n%s", err, out)
-	}
+	gen := proc.MustBuild(b, dir, "./internal/testutil/streamgen/cmd/streamgen")
 	file, _ := faultStream(b, dir, "captures", 20e6)
 	script := fmt.Sprintf("cat %s && exec %s -paced 2000 -interval 1ms", file, gen)
 	for _, tg := range faultTargets(b) {
@@ -1210,65 +1195,15 @@ func TestSecondSignalStopsWaiting(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 137 {
 		t.Fatalf("pi-otel exited %d, want 137:\n%s", code, errb.Bytes())
 	}
-	rt := faultFileRoot(t, traces)
-	for k, v := range map[string]any{"pi.end_reason": "signal", "pi.signal": "SIGKILL", "pi.exit_code": int64(137)} {
-		if rt[k] != v {
-			t.Errorf("root %s = %#v, want %#v", k, rt[k], v)
-		}
-	}
+	faultFileRoot(t, traces).WantAttrs(t, map[string]string{"pi.end_reason": "signal", "pi.signal": "SIGKILL", "pi.exit_code": "137"})
 	t.Logf("pi-otel exited %v after the second SIGTERM", time.Since(first).Round(time.Millisecond))
 }
 
-// faultFileRoot returns the attributes of the one root span in an
-// OTLP/JSON lines trace file.
-func faultFileRoot(t *testing.T, path string) map[string]any {
+// faultFileRoot returns the one root span in an OTLP/JSON lines trace
+// file.
+func faultFileRoot(t *testing.T, path string) *spantree.Node {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var roots []map[string]any
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
-					if len(sp.ParentSpanId) == 0 {
-						roots = append(roots, faultAttrs(sp.Attributes))
-					}
-				}
-			}
-		}
-	}
-	if len(roots) != 1 {
-		t.Fatalf("%d root spans in %s", len(roots), path)
-	}
-	return roots[0]
-}
-
-func faultAttrs(kvs []*commonpb.KeyValue) map[string]any {
-	out := map[string]any{}
-	for _, kv := range kvs {
-		switch v := kv.Value.Value.(type) {
-		case *commonpb.AnyValue_StringValue:
-			out[kv.Key] = v.StringValue
-		case *commonpb.AnyValue_IntValue:
-			out[kv.Key] = v.IntValue
-		case *commonpb.AnyValue_BoolValue:
-			out[kv.Key] = v.BoolValue
-		case *commonpb.AnyValue_DoubleValue:
-			out[kv.Key] = v.DoubleValue
-		default:
-			out[kv.Key] = kv.Value.String()
-		}
-	}
-	return out
+	return spantree.One(t, spantree.ReadOTLPFile(t, path))
 }
 
 // faultHead runs cmd with its stdout read by something like `head -1`:
@@ -1409,96 +1344,49 @@ func faultFuture(orig []byte) (out []byte, added, inRun int) {
 // events named skipEvent and, unless times is set, all times.
 func faultDump(t *testing.T, path, skipEvent string, times bool) (dump string, skipped int) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type node struct {
-		sp       *tracepb.Span
-		children []*node
-	}
-	nodes := map[string]*node{}
-	var all []*node
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
-					n := &node{sp: sp}
-					nodes[string(sp.SpanId)] = n
-					all = append(all, n)
-				}
-			}
-		}
-	}
-	var roots []*node
-	for _, n := range all {
-		if p := nodes[string(n.sp.ParentSpanId)]; p != nil {
-			p.children = append(p.children, n)
-		} else {
-			roots = append(roots, n)
-		}
-	}
-	less := func(a, b *node) int {
-		if a.sp.StartTimeUnixNano != b.sp.StartTimeUnixNano {
-			return cmp.Compare(a.sp.StartTimeUnixNano, b.sp.StartTimeUnixNano)
-		}
-		return strings.Compare(a.sp.Name, b.sp.Name)
-	}
 	var w strings.Builder
-	var walk func(n *node, depth int)
-	walk = func(n *node, depth int) {
-		ind := strings.Repeat("  ", depth)
-		sp := n.sp
-		fmt.Fprintf(&w, "%s%s kind=%v status=%v %q\n", ind, sp.Name, sp.Kind, sp.Status.GetCode(), sp.Status.GetMessage())
-		if times {
-			fmt.Fprintf(&w, "%s  @ %d..%d\n", ind, sp.StartTimeUnixNano, sp.EndTimeUnixNano)
-		}
-		fmt.Fprintf(&w, "%s  %s\n", ind, faultAttrText(sp.Attributes, times))
-		for _, e := range sp.Events {
-			if e.Name == skipEvent {
-				skipped++
-				continue
+	var walk func(nodes []*spantree.Node, depth int)
+	walk = func(nodes []*spantree.Node, depth int) {
+		nodes = slices.Clone(nodes)
+		slices.SortStableFunc(nodes, func(a, b *spantree.Node) int {
+			if c := a.Start.Compare(b.Start); c != 0 {
+				return c
 			}
-			at := ""
+			return strings.Compare(a.Name, b.Name)
+		})
+		for _, n := range nodes {
+			ind := strings.Repeat("  ", depth)
+			fmt.Fprintf(&w, "%s%s kind=%s status=%s %q\n", ind, n.Name, n.Kind, n.Status.Code, n.Status.Message)
 			if times {
-				at = fmt.Sprintf(" @ %d", e.TimeUnixNano)
+				fmt.Fprintf(&w, "%s  @ %d..%d\n", ind, n.Start.UnixNano(), n.End.UnixNano())
 			}
-			fmt.Fprintf(&w, "%s  event %s%s %s\n", ind, e.Name, at, faultAttrText(e.Attributes, times))
-		}
-		slices.SortFunc(n.children, less)
-		for _, c := range n.children {
-			walk(c, depth+1)
+			fmt.Fprintf(&w, "%s  %s\n", ind, faultAttrText(n.Attrs, times))
+			for _, e := range n.Events {
+				if e.Name == skipEvent {
+					skipped++
+					continue
+				}
+				at := ""
+				if times {
+					at = fmt.Sprintf(" @ %d", e.Time.UnixNano())
+				}
+				fmt.Fprintf(&w, "%s  event %s%s %s\n", ind, e.Name, at, faultAttrText(e.Attrs, times))
+			}
+			walk(n.Children, depth+1)
 		}
 	}
-	slices.SortFunc(roots, less)
-	for _, r := range roots {
-		walk(r, 0)
-	}
+	walk(spantree.ReadOTLPFile(t, path), 0)
 	return w.String(), skipped
 }
 
 // faultAttrText renders attributes sorted by key; without times it leaves
 // out the one measured by the clock (time to first chunk).
-func faultAttrText(kvs []*commonpb.KeyValue, times bool) string {
-	a := faultAttrs(kvs)
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		if !times && k == "gen_ai.response.time_to_first_chunk" {
-			continue
+func faultAttrText(a map[string]string, times bool) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if times || k != "gen_ai.response.time_to_first_chunk" {
+			parts = append(parts, k+"="+a[k])
 		}
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, a[k])
 	}
 	return strings.Join(parts, " ")
 }

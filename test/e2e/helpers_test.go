@@ -7,21 +7,18 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +26,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // piOtelBin is the pi-otel binary every test here runs: $PI_OTEL_BIN when
@@ -48,7 +47,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildPiOtel(dir)
+	bin, err := proc.Build(dir, "./cmd/pi-otel")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -60,22 +59,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// buildPiOtel builds ./cmd/pi-otel of this module into dir.
-func buildPiOtel(dir string) (string, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	bin := filepath.Join(dir, "pi-otel")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pi-otel")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building pi-otel: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // hangGuard bounds one pi-otel run, so a hung child fails the test instead
@@ -236,40 +219,31 @@ func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
 	cmd.Stdin = c.stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	var onLine func([]byte, *os.Process)
+	if c.onRecord != nil {
+		onLine = func(line []byte, p *os.Process) {
+			var rec map[string]any
+			if json.Unmarshal(line, &rec) == nil {
+				c.onRecord(rec, p)
+			}
+		}
+	}
+	stdout, err := proc.Run(cmd, func(p *os.Process) {
+		pi.Track(cmd)
+		if c.started != nil {
+			c.started(p)
+		}
+	}, onLine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pi.Track(cmd)
-	if c.started != nil {
-		c.started(cmd.Process)
-	}
-	var stdout bytes.Buffer
-	r := bufio.NewReaderSize(out, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		stdout.Write(line)
-		if c.onRecord != nil && len(line) > 0 {
-			var rec map[string]any
-			if json.Unmarshal(line, &rec) == nil {
-				c.onRecord(rec, cmd.Process)
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("pi-otel %v did not finish within %v\nstderr:\n%s", c.args, hangGuard, stderr.Bytes())
 	}
-	res := &result{stdout: stdout.Bytes(), stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	res := &result{stdout: stdout, stderr: stderr.Bytes(), code: cmd.ProcessState.ExitCode()}
+	if _, sig := proc.ExitCode(cmd.ProcessState); sig != 0 {
 		res.signaled = true
-		t.Errorf("pi-otel died of %v\nstderr:\n%s", ws.Signal(), stderr.Bytes())
+		t.Errorf("pi-otel died of %v\nstderr:\n%s", sig, stderr.Bytes())
 	}
 	if bytes.Contains(res.stderr, []byte("panic:")) {
 		t.Errorf("pi-otel panicked:\n%s", res.stderr)
@@ -284,19 +258,18 @@ func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
 // otlpGRPC is the environment that sends pi-otel's spans to j over OTLP/gRPC
 // as service. Jaeger takes no metrics, so they are off.
 func otlpGRPC(j *jaegertest.Jaeger, service string) []string {
-	return []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-		"OTEL_SERVICE_NAME=" + service,
-		"OTEL_METRICS_EXPORTER=none",
-	}
+	return otlpEnv("http://"+j.OTLPGRPC, "grpc", service)
 }
 
 // otlpHTTP is otlpGRPC over OTLP/HTTP with protobuf bodies.
 func otlpHTTP(j *jaegertest.Jaeger, service string) []string {
+	return otlpEnv(j.OTLPHTTP, "http/protobuf", service)
+}
+
+func otlpEnv(endpoint, protocol, service string) []string {
 	return []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + j.OTLPHTTP,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
 		"OTEL_SERVICE_NAME=" + service,
 		"OTEL_METRICS_EXPORTER=none",
 	}
@@ -388,45 +361,18 @@ func wellFormed(t *testing.T, tr *jaegertest.Trace) {
 	}
 }
 
-// shape renders a span tree as indented names, " !" marking error status;
-// children come in start order.
-func shape(s *jaegertest.Span) string {
-	var b strings.Builder
-	var walk func(*jaegertest.Span, int)
-	walk = func(s *jaegertest.Span, depth int) {
-		mark := ""
-		if s.Status.Code == "error" {
-			mark = " !"
-		}
-		fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat("  ", depth), s.Name, mark)
-		for _, c := range s.Children {
-			walk(c, depth+1)
-		}
-	}
-	walk(s, 0)
-	return b.String()
-}
-
-// wantShape compares a trace's tree with want (leading newline ignored).
-func wantShape(t *testing.T, tr *jaegertest.Trace, want string) {
+// wantTree compares traces with the golden tree of capture version/name
+// (testdata/captures): a live run must give the tree its capture gives.
+func wantTree(t *testing.T, version, name string, traces ...*jaegertest.Trace) {
 	t.Helper()
-	got := shape(root(t, tr))
-	want = strings.TrimLeft(want, "\n")
-	if got != want {
-		t.Fatalf("trace %s:\n%s\nwant:\n%s", tr.ID, got, want)
-	}
+	spantree.Want(t, spantree.CaptureTree(version, name), jaegertest.Forest(t, traces...))
 }
 
 // wantAttrs checks attributes by value: strings, int64, float64 or bool,
 // as Jaeger decodes them.
 func wantAttrs(t *testing.T, s *jaegertest.Span, want map[string]any) {
 	t.Helper()
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got, ok := s.Attrs[k]; !ok || got != want[k] {
 			t.Errorf("%s: %s = %#v, want %#v", s.Name, k, got, want[k])
 		}
@@ -471,33 +417,4 @@ func records(t *testing.T, b []byte) []map[string]any {
 		t.Fatalf("not JSONL: %v", err)
 	}
 	return recs
-}
-
-// recordTypes lists the type of each record.
-func recordTypes(recs []map[string]any) []string {
-	out := make([]string, 0, len(recs))
-	for _, r := range recs {
-		typ, _ := r["type"].(string)
-		out = append(out, typ)
-	}
-	return out
-}
-
-// sameBytes compares two outputs byte for byte and says where they part.
-func sameBytes(t *testing.T, what string, got, want []byte) {
-	t.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	t.Errorf("%s: %d bytes, want %d; they differ from byte %d: got %q, want %q",
-		what, len(got), len(want), i, excerpt(got, i), excerpt(want, i))
-}
-
-func excerpt(b []byte, i int) []byte {
-	end := min(i+40, len(b))
-	return b[i:end]
 }

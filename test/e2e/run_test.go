@@ -22,6 +22,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // TestRun runs the real Pi under `pi-otel run`, one scenario per subtest,
@@ -43,8 +45,8 @@ func TestRun(t *testing.T) {
 		{"sigterm-mid-tool", runSigterm},
 		{"traceparent-http", func(t *testing.T, j *jaegertest.Jaeger) { runTraceparent(t, j, true) }},
 		{"traceparent-reserved-grpc", func(t *testing.T, j *jaegertest.Jaeger) { runTraceparent(t, j, false) }},
-		{"pi-1.0.3", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi103, "settled") }},
-		{"pi-0.73", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi073, "agent_end") }},
+		{"pi-1.0.3", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi103, "pi-1.0.3", "settled") }},
+		{"pi-0.73", func(t *testing.T, j *jaegertest.Jaeger) { runOlderPi(t, j, pitest.EnvPi073, "pi-0.73.x", "agent_end") }},
 		{"console-default", func(t *testing.T, _ *jaegertest.Jaeger) { runConsoleDefault(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,32 +56,29 @@ func TestRun(t *testing.T) {
 	}
 }
 
-const oneCall = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`
+// v160 is the Pi whose captures' golden trees the live runs are held to.
+const v160 = "pi-1.6.0"
 
-const toolThenAnswer = `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.turn
-      chat fake-model
-`
+// tracedCapture runs capture scenario name under `pi-otel run` as
+// service (see traced), checks that Pi's stream still shows what the
+// scenario claims and that Jaeger holds the golden tree of the capture of
+// version's Pi, and returns the setup, the result and the traces, oldest
+// first.
+func tracedCapture(t *testing.T, j *jaegertest.Jaeger, version, name, service string, opts ...pitest.Option) (*setup, *result, []*jaegertest.Trace) {
+	t.Helper()
+	s := prepare(t, name, opts...)
+	r, traces := traced(t, j, s, service)
+	s.check(t, r)
+	wantTree(t, version, name, traces...)
+	return s, r, traces
+}
 
 // runText: a plain answer is root → run → turn → chat, with Pi's usage and
 // cost on the chat span and summed on the root; pi-otel's stdout holds the
 // records a direct run of the same script writes.
 func runText(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "text")
-	r, traces := traced(t, j, s, "e2e-text")
-	s.check(t, r)
+	_, r, traces := tracedCapture(t, j, v160, "text", "e2e-text")
 	tr := one(t, traces)
-	wantShape(t, tr, oneCall)
 	recs := records(t, r.stdout)
 	root := root(t, tr)
 	wantAttrs(t, root, map[string]any{
@@ -118,8 +117,8 @@ func runText(t *testing.T, j *jaegertest.Jaeger) {
 	noContent(t, tr, "Say hello", "Hello from the fake model")
 
 	// The same script run directly writes the same sequence of records.
-	want := recordTypes(records(t, direct(t, "text")))
-	if got := recordTypes(recs); !slices.Equal(got, want) {
+	want := capture.Types(records(t, direct(t, "text")))
+	if got := capture.Types(recs); !slices.Equal(got, want) {
 		t.Errorf("record types through pi-otel:\n%v\ndirect:\n%v", got, want)
 	}
 }
@@ -127,11 +126,8 @@ func runText(t *testing.T, j *jaegertest.Jaeger) {
 // runBashToolAndReplay: a bash call then an answer is two turns, the tool
 // under the first; replaying pi-otel's stdout gives the same tree.
 func runBashToolAndReplay(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "bash-tool")
-	r, traces := traced(t, j, s, "e2e-bash-tool")
-	s.check(t, r)
+	s, r, traces := tracedCapture(t, j, v160, "bash-tool", "e2e-bash-tool")
 	tr := one(t, traces)
-	wantShape(t, tr, toolThenAnswer)
 	tool := only(t, tr, "execute_tool bash")
 	wantAttrs(t, tool, map[string]any{
 		"gen_ai.operation.name": "execute_tool",
@@ -163,9 +159,7 @@ func runBashToolAndReplay(t *testing.T, j *jaegertest.Jaeger) {
 		t.Fatalf("replay exited %d\n%s", rr.code, rr.stderr)
 	}
 	replayed := one(t, stored(t, j, "e2e-bash-tool-replay", since, rr))
-	if got, want := shape(root(t, replayed)), shape(root(t, tr)); got != want {
-		t.Errorf("replayed tree:\n%s\nlive tree:\n%s", got, want)
-	}
+	wantTree(t, v160, "bash-tool", replayed)
 	if replayed.ID == tr.ID {
 		t.Error("the replay reused the live trace id")
 	}
@@ -201,9 +195,7 @@ func messageTimes(recs []map[string]any) []time.Time {
 // exit 3 among them: four tool spans under the first turn, two in error,
 // the run itself fine.
 func runParallelTools(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "parallel-tools")
-	r, traces := traced(t, j, s, "e2e-parallel-tools")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "parallel-tools", "e2e-parallel-tools")
 	tr := one(t, traces)
 	turns := tr.Named("pi.turn")
 	if len(turns) != 2 {
@@ -240,20 +232,8 @@ func runParallelTools(t *testing.T, j *jaegertest.Jaeger) {
 // runRetry529: one 529 then success is ONE trace: a failed run, the retry,
 // the run that worked; the root is fine.
 func runRetry529(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "retry-529")
-	r, traces := traced(t, j, s, "e2e-retry-529")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "retry-529", "e2e-retry-529")
 	tr := one(t, traces)
-	wantShape(t, tr, `
-invoke_agent pi
-  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-  pi.retry
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`)
 	retry := only(t, tr, "pi.retry")
 	wantAttrs(t, retry, map[string]any{"pi.retry.attempt": int64(1), "pi.retry.outcome": "success", "pi.retry.success": true})
 	positive(t, retry, "pi.retry.max_attempts")
@@ -270,15 +250,8 @@ invoke_agent pi
 // runRetriesExhausted: every attempt fails; the root is in error, closed by
 // agent_settled all the same.
 func runRetryExhausted(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "retry-exhausted")
-	r, traces := traced(t, j, s, "e2e-retry-exhausted")
-	s.check(t, r)
+	_, _, traces := tracedCapture(t, j, v160, "retry-exhausted", "e2e-retry-exhausted")
 	tr := one(t, traces)
-	failedRun := `  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-`
-	wantShape(t, tr, "invoke_agent pi !\n"+failedRun+"  pi.retry\n"+failedRun+"  pi.retry !\n"+failedRun)
 	retries := tr.Named("pi.retry")
 	wantAttrs(t, retries[0], map[string]any{"pi.retry.outcome": "failed", "pi.retry.attempt": int64(1)})
 	wantAttrs(t, retries[1], map[string]any{"pi.retry.outcome": "exhausted", "pi.retry.attempt": int64(2)})
@@ -292,24 +265,8 @@ func runRetryExhausted(t *testing.T, j *jaegertest.Jaeger) {
 // runOverflow: the second prompt overflows the context; the overflow
 // compaction and the retry stay in that prompt's trace.
 func runOverflow(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "overflow")
-	r, traces := traced(t, j, s, "e2e-overflow")
-	s.check(t, r)
-	if len(traces) != 2 {
-		t.Fatalf("%d traces, want one per prompt", len(traces))
-	}
-	wantShape(t, traces[0], oneCall)
+	_, _, traces := tracedCapture(t, j, v160, "overflow", "e2e-overflow")
 	tr := traces[1]
-	wantShape(t, tr, `
-invoke_agent pi
-  pi.agent_run !
-    pi.turn !
-      chat fake-model !
-  pi.compaction
-  pi.agent_run
-    pi.turn
-      chat fake-model
-`)
 	c := only(t, tr, "pi.compaction")
 	wantAttrs(t, c, map[string]any{"pi.compaction.reason": "overflow", "pi.compaction.outcome": "ok"})
 	wantAttrs(t, tr.Named("chat fake-model")[0], map[string]any{"error.type": "context_overflow"})
@@ -322,29 +279,7 @@ invoke_agent pi
 // runThresholdCompaction: the first prompt compacts after agent_end (under
 // the root), the second between two turns (under the run).
 func runThresholdCompaction(t *testing.T, j *jaegertest.Jaeger) {
-	s := prepare(t, "threshold-compaction")
-	r, traces := traced(t, j, s, "e2e-threshold")
-	s.check(t, r)
-	if len(traces) != 2 {
-		t.Fatalf("%d traces, want one per prompt", len(traces))
-	}
-	wantShape(t, traces[0], `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-  pi.compaction
-`)
-	wantShape(t, traces[1], `
-invoke_agent pi
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-    pi.compaction
-    pi.turn
-      chat fake-model
-`)
+	_, _, traces := tracedCapture(t, j, v160, "threshold-compaction", "e2e-threshold")
 	for i, tr := range traces {
 		c := only(t, tr, "pi.compaction")
 		wantAttrs(t, c, map[string]any{"pi.compaction.reason": "threshold", "pi.compaction.outcome": "ok", "pi.compaction.aborted": false})
@@ -362,24 +297,13 @@ invoke_agent pi
 // pi-otel's stdout must equal it.
 func runBigOutput(t *testing.T, j *jaegertest.Jaeger) {
 	s := prepare(t, "big-output")
-	raw := filepath.Join(t.TempDir(), "pi.stdout")
 	since := time.Now().Add(-time.Second)
-	args := append([]string{"run", "--"}, teed(s.piArgs())...)
-	r := runPiOtel(t, s.pi, call{args: args, env: append(otlpGRPC(j, "e2e-big-output"), "RAW="+raw)})
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	s.check(t, r)
-	want, err := os.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
+	r := runTeed(t, s, otlpGRPC(j, "e2e-big-output"))
 	if !strings.Contains(string(r.stdout), "\u2028") || !strings.Contains(string(r.stdout), "\u2029") {
 		t.Error("no raw U+2028/U+2029 in the stream")
 	}
 	tr := one(t, stored(t, j, "e2e-big-output", since, r))
-	wantShape(t, tr, toolThenAnswer)
+	wantTree(t, v160, "big-output", tr)
 	wantAttrs(t, root(t, tr), map[string]any{"pi.outcome": "ok", "pi.end_reason": "settled"})
 	positive(t, only(t, tr, "execute_tool bash"), "pi.tool.updates")
 }
@@ -419,13 +343,7 @@ func runSigterm(t *testing.T, j *jaegertest.Jaeger) {
 	}
 	s.check(t, r)
 	tr := one(t, stored(t, j, "e2e-sigterm", since, r))
-	wantShape(t, tr, `
-invoke_agent pi !
-  pi.agent_run
-    pi.turn
-      chat fake-model
-      execute_tool bash
-`)
+	wantTree(t, v160, "sigterm-mid-tool", tr)
 	rt := root(t, tr)
 	wantAttrs(t, rt, map[string]any{
 		"pi.end_reason": "signal", "pi.signal": "SIGTERM", "pi.exit_code": int64(143),
@@ -475,7 +393,7 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 		t.Errorf("summary %q does not name %s", r.summary.line, wantProto)
 	}
 	tr := one(t, stored(t, j, service, since, r))
-	wantShape(t, tr, toolThenAnswer)
+	wantTree(t, v160, "bash-tool", tr) // a tool, then an answer
 	rt := root(t, tr)
 	if caller {
 		if tr.ID != callerTrace || rt.ParentID != callerSpan {
@@ -497,12 +415,9 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 // runOlderPi: the text scenario on an older Pi gives a closed, correct tree.
 // Pi 0.73 never settles, so the root ends on the inferred settle, and that
 // is not an error.
-func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, endReason string) {
-	s := prepare(t, "text", pitest.WithPi(pitest.Lookup(t, piVar)))
-	r, traces := traced(t, j, s, "e2e-"+strings.ToLower(piVar))
-	s.check(t, r)
+func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason string) {
+	_, r, traces := tracedCapture(t, j, version, "text", "e2e-"+strings.ToLower(piVar), pitest.WithPi(pitest.Lookup(t, piVar)))
 	tr := one(t, traces)
-	wantShape(t, tr, oneCall)
 	rt := root(t, tr)
 	wantAttrs(t, rt, map[string]any{"pi.end_reason": endReason, "pi.settled": endReason == "settled", "pi.agent_runs": int64(1)})
 	if rt.Status.Code == "error" {
@@ -515,8 +430,23 @@ func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, endReason string) {
 // and stdout is exactly what Pi wrote (Pi runs inside `pi | tee RAW`).
 func runConsoleDefault(t *testing.T) {
 	s := prepare(t, "bash-tool")
+	r := runTeed(t, s, nil)
+	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
+		t.Errorf("summary %q", r.summary.line)
+	}
+	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
+	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
+		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
+	}
+}
+
+// runTeed runs the scenario under `pi-otel run` with env and Pi inside
+// `pi | tee RAW`, checks that pi-otel exits 0 and that its stdout is
+// exactly what Pi wrote, and returns the result.
+func runTeed(t *testing.T, s *setup, env []string) *result {
+	t.Helper()
 	raw := filepath.Join(t.TempDir(), "pi.stdout")
-	r := runPiOtel(t, s.pi, call{args: append([]string{"run", "--"}, teed(s.piArgs())...), env: []string{"RAW=" + raw}})
+	r := runPiOtel(t, s.pi, call{args: append([]string{"run", "--"}, teed(s.piArgs())...), env: append(env, "RAW="+raw)})
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -525,13 +455,8 @@ func runConsoleDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
-	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
-		t.Errorf("summary %q", r.summary.line)
-	}
-	if got := consoleTree(t, r.stderr, r.summary.traceID); got != strings.TrimLeft(toolThenAnswer, "\n") {
-		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, toolThenAnswer, r.stderr)
-	}
+	proc.SameBytes(t, "pi-otel's stdout against Pi's", r.stdout, want)
+	return r
 }
 
 // teed wraps a command in `bash -c 'CMD | tee "$RAW"'`, keeping its exit

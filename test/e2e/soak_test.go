@@ -21,7 +21,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/mapper"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
@@ -415,7 +415,7 @@ func TestSoakRPCPi(t *testing.T) {
 	defer cancel()
 	cmd := pi.Wrap(ctx, piOtelBin, append([]string{"rpc", "--", pi.Pi}, pi.Args("--mode", "rpc", "--no-session")...)...)
 	cmd.Env = append(scrubbed(cmd.Env), faultOTLP(col.addr, "soak-rpc")...)
-	var errb soakBuffer
+	var errb proc.Buffer
 	cmd.Stderr = &errb
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -485,22 +485,4 @@ func TestSoakRPCPi(t *testing.T) {
 	t.Logf("%d prompts in %v (%.1f prompts/s), %d compactions, %d records (%.1f MB) out, %d after the last; %s; collector got %d",
 		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), compactions, lines, float64(bytesOut)/1e6, rest, sum.line, got)
 	t.Logf("pi-otel RSS: %s", soakCurve(rss))
-}
-
-// soakBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type soakBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *soakBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *soakBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

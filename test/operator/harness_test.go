@@ -256,6 +256,20 @@ func (p *promServer) query(t *testing.T, q string) map[string]float64 {
 	return p.queryAt(t, q, time.Time{})
 }
 
+// one runs an instant query that must return exactly one series, and
+// returns its value.
+func (p *promServer) one(t *testing.T, q string) float64 {
+	t.Helper()
+	r := p.query(t, q)
+	if len(r) != 1 {
+		t.Fatalf("%s: %d results %v, want 1", q, len(r), r)
+	}
+	for _, v := range r {
+		return v
+	}
+	return 0
+}
+
 // queryAt evaluates an instant PromQL query at a time (zero: now).
 func (p *promServer) queryAt(t *testing.T, q string, at time.Time) map[string]float64 {
 	t.Helper()

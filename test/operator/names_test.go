@@ -216,17 +216,7 @@ func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSessi
 	t.Helper()
 	replays := fmt.Sprintf(`{job="pi", instance!=%q}`, rpcInstance)
 	session := fmt.Sprintf(`{job="pi", instance=%q}`, rpcInstance)
-	value := func(q string) float64 {
-		t.Helper()
-		r := prom.query(t, q)
-		if len(r) != 1 {
-			t.Fatalf("%s: %d results %v, want 1", q, len(r), r)
-		}
-		for _, v := range r {
-			return v
-		}
-		return 0
-	}
+	value := func(q string) float64 { return prom.one(t, q) }
 	// 0 while nothing is there yet, for waiting.
 	sofar := func(q string) float64 {
 		var v float64

@@ -87,17 +87,7 @@ func TestDeltaTemporalityThroughTheCollector(t *testing.T) {
 			len(prom.query(t, `traces_span_metrics_calls_total{span_name="chat sentinel"}`)) == 1
 	}, func() string { return "the sentinel never reached Prometheus" })
 
-	one := func(q string) float64 {
-		t.Helper()
-		r := prom.query(t, q)
-		if len(r) != 1 {
-			t.Fatalf("%s: %d results %v, want 1", q, len(r), r)
-		}
-		for _, v := range r {
-			return v
-		}
-		return 0
-	}
+	one := func(q string) float64 { return prom.one(t, q) }
 	byModel := func(m string) string { return fmt.Sprintf(`{gen_ai_request_model=%q}`, m) }
 
 	if v := one(`sum(pi_cost_total` + byModel("single-writer") + `)`); v != 3 {

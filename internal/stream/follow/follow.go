@@ -27,25 +27,36 @@ type Reader struct {
 	returned bool
 }
 
+type config struct{ poll time.Duration }
+
 // Option configures a Reader.
-type Option func(*Reader)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithPoll sets how often the file is checked at its end (default 250ms).
+// Values below 1 are ignored.
 func WithPoll(d time.Duration) Option {
-	return func(r *Reader) {
+	return optionFunc(func(c config) config {
 		if d > 0 {
-			r.poll = d
+			c.poll = d
 		}
-	}
+		return c
+	})
 }
 
 // Open follows path until ctx is done. A file that does not exist yet is
 // waited for, as tail -F does.
 func Open(ctx context.Context, path string, opts ...Option) (*Reader, error) {
-	r := &Reader{ctx: ctx, path: path, poll: 250 * time.Millisecond}
+	c := config{poll: 250 * time.Millisecond}
 	for _, o := range opts {
-		o(r)
+		c = o.apply(c)
 	}
+	r := &Reader{ctx: ctx, path: path, poll: c.poll}
 	f, err := OpenFile(ctx, path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err

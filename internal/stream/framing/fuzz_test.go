@@ -89,18 +89,20 @@ func FuzzSplit(f *testing.F) {
 // empty lines it skipped.
 func walk(t *testing.T, data []byte, records [][]byte) (empty int) {
 	t.Helper()
+	// lineEnd is the length of the line end data starts with: LF, CRLF, or
+	// a CR that ends the input; 0 for none.
+	lineEnd := func() int {
+		switch {
+		case bytes.HasPrefix(data, []byte("\n")), string(data) == "\r":
+			return 1
+		case bytes.HasPrefix(data, []byte("\r\n")):
+			return 2
+		}
+		return 0
+	}
 	skipEmpty := func() {
-		for {
-			switch {
-			case bytes.HasPrefix(data, []byte("\n")):
-				data = data[1:]
-			case bytes.HasPrefix(data, []byte("\r\n")):
-				data = data[2:]
-			case string(data) == "\r":
-				data = data[1:]
-			default:
-				return
-			}
+		for n := lineEnd(); n > 0; n = lineEnd() {
+			data = data[n:]
 			empty++
 		}
 	}
@@ -113,17 +115,11 @@ func walk(t *testing.T, data []byte, records [][]byte) (empty int) {
 			t.Fatalf("record %d %q is not next in the input %q", i, rec, data)
 		}
 		data = data[len(rec):]
-		switch {
-		case len(data) == 0:
-		case data[0] == '\n':
-			data = data[1:]
-		case bytes.HasPrefix(data, []byte("\r\n")):
-			data = data[2:]
-		case string(data) == "\r":
-			data = data[1:]
-		default:
+		n := lineEnd()
+		if n == 0 && len(data) > 0 {
 			t.Fatalf("record %d %q is followed by %q, not a line end", i, rec, data)
 		}
+		data = data[n:]
 	}
 	skipEmpty()
 	if len(data) > 0 {

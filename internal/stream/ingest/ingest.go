@@ -49,24 +49,43 @@ type Sink struct {
 	records, malformed, invalidUTF8, notObject, noType, fieldsDropped atomic.Int64
 }
 
+type config struct {
+	clock   Clock
+	warn    io.Writer
+	content bool
+}
+
 // Option configures a Sink.
-type Option func(*Sink)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithClock sets how events are timed (default: arrival time).
-func WithClock(c Clock) Option { return func(s *Sink) { s.clock = c } }
+func WithClock(clock Clock) Option {
+	return optionFunc(func(c config) config { c.clock = clock; return c })
+}
 
 // WithWarnings sets where bad records are reported (default: nowhere).
-func WithWarnings(w io.Writer) Option { return func(s *Sink) { s.warn = w } }
+func WithWarnings(w io.Writer) Option {
+	return optionFunc(func(c config) config { c.warn = w; return c })
+}
 
 // WithContent keeps message deltas for content capture.
-func WithContent(on bool) Option { return func(s *Sink) { s.opts.Content = on } }
+func WithContent(on bool) Option {
+	return optionFunc(func(c config) config { c.content = on; return c })
+}
 
 // New returns a Sink feeding m.
 func New(m *mapper.Mapper, opts ...Option) *Sink {
-	s := &Sink{m: m, clock: LiveClock{}, warn: io.Discard}
+	c := config{clock: LiveClock{}, warn: io.Discard}
 	for _, o := range opts {
-		o(s)
+		c = o.apply(c)
 	}
+	s := &Sink{m: m, clock: c.clock, warn: c.warn, opts: event.Options{Content: c.content}}
 	s.dec = event.NewDecoder(s.opts)
 	return s
 }

@@ -51,16 +51,30 @@ var DefaultFields = []Field{
 // maxValue bounds a shown attribute value; the tree is an overview.
 const maxValue = 60
 
+type config struct {
+	color  bool
+	fields []Field
+}
+
 // Option configures an Exporter.
-type Option func(*Exporter)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithColor turns ANSI colours on or off. The default is off; see
 // ColorFor.
-func WithColor(on bool) Option { return func(e *Exporter) { e.color = on } }
+func WithColor(on bool) Option {
+	return optionFunc(func(c config) config { c.color = on; return c })
+}
 
 // WithFields sets the attributes shown on each line, in order.
 func WithFields(fields ...Field) Option {
-	return func(e *Exporter) { e.fields = slices.Clone(fields) }
+	fields = slices.Clone(fields)
+	return optionFunc(func(c config) config { c.fields = fields; return c })
 }
 
 // ColorFor reports whether output to w should be coloured: only when w is a
@@ -91,11 +105,11 @@ var _ sdktrace.SpanExporter = (*Exporter)(nil)
 
 // New returns an exporter drawing on w (normally stderr).
 func New(w io.Writer, opts ...Option) *Exporter {
-	e := &Exporter{w: w, fields: DefaultFields, held: map[trace.TraceID][]sdktrace.ReadOnlySpan{}}
+	c := config{fields: DefaultFields}
 	for _, o := range opts {
-		o(e)
+		c = o.apply(c)
 	}
-	return e
+	return &Exporter{w: w, color: c.color, fields: c.fields, held: map[trace.TraceID][]sdktrace.ReadOnlySpan{}}
 }
 
 // ExportSpans holds spans and draws every subtree whose local root is among

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -16,30 +15,36 @@ import (
 // MetricExporter is an sdkmetric.Exporter that writes each collection as one
 // ExportMetricsServiceRequest line.
 type MetricExporter struct {
-	mu          sync.Mutex
-	w           io.Writer
+	lineWriter
 	temporality sdkmetric.TemporalitySelector
-	stopped     bool
 }
 
 var _ sdkmetric.Exporter = (*MetricExporter)(nil)
 
+type metricConfig struct{ temporality sdkmetric.TemporalitySelector }
+
 // MetricOption configures a MetricExporter.
-type MetricOption func(*MetricExporter)
+type MetricOption interface {
+	apply(metricConfig) metricConfig
+}
+
+type metricOptionFunc func(metricConfig) metricConfig
+
+func (f metricOptionFunc) apply(c metricConfig) metricConfig { return f(c) }
 
 // WithTemporalitySelector sets the temporality asked of the reader. The
 // default is the SDK's, cumulative.
 func WithTemporalitySelector(s sdkmetric.TemporalitySelector) MetricOption {
-	return func(e *MetricExporter) { e.temporality = s }
+	return metricOptionFunc(func(c metricConfig) metricConfig { c.temporality = s; return c })
 }
 
 // NewMetricExporter returns an exporter writing to w. It never closes w.
 func NewMetricExporter(w io.Writer, opts ...MetricOption) *MetricExporter {
-	e := &MetricExporter{w: w, temporality: sdkmetric.DefaultTemporalitySelector}
+	c := metricConfig{temporality: sdkmetric.DefaultTemporalitySelector}
 	for _, o := range opts {
-		o(e)
+		c = o.apply(c)
 	}
-	return e
+	return &MetricExporter{lineWriter: lineWriter{w: w}, temporality: c.temporality}
 }
 
 // Temporality implements sdkmetric.Exporter.
@@ -69,25 +74,11 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return nil
-	}
-	_, err = e.w.Write(line)
-	return err
+	return e.writeLine(line)
 }
 
 // ForceFlush has nothing to do: Export writes straight through.
 func (e *MetricExporter) ForceFlush(ctx context.Context) error { return ctx.Err() }
-
-// Shutdown stops further writes.
-func (e *MetricExporter) Shutdown(context.Context) error {
-	e.mu.Lock()
-	e.stopped = true
-	e.mu.Unlock()
-	return nil
-}
 
 // MetricRequest converts one collection to an export request. Scopes and
 // metrics without data points are left out, and so is the whole resource

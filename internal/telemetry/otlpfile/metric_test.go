@@ -3,6 +3,7 @@ package otlpfile_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,7 +120,7 @@ func TestMetricRoundTrip(t *testing.T) {
 	}
 	hp := h.DataPoints[0]
 	if hp.Count != 2 || hp.GetSum() != 2.55 || hp.GetMin() != 0.05 || hp.GetMax() != 2.5 ||
-		!equalFloats(hp.ExplicitBounds, []float64{0.1, 1, 10}) || !equalUints(hp.BucketCounts, []uint64{1, 0, 1, 0}) {
+		!slices.Equal(hp.ExplicitBounds, []float64{0.1, 1, 10}) || !slices.Equal(hp.BucketCounts, []uint64{1, 0, 1, 0}) {
 		t.Errorf("histogram point = %v", hp)
 	}
 
@@ -219,28 +220,4 @@ func TestMetricExporterSkipsEmpty(t *testing.T) {
 	if buf.writes != 0 {
 		t.Errorf("a collection without points wrote %q", buf.String())
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalUints(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

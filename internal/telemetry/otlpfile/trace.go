@@ -30,16 +30,14 @@ import (
 // TraceExporter is an sdktrace.SpanExporter that writes each batch as one
 // ExportTraceServiceRequest line.
 type TraceExporter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	stopped bool
+	lineWriter
 }
 
 var _ sdktrace.SpanExporter = (*TraceExporter)(nil)
 
 // NewTraceExporter returns an exporter writing to w. It never closes w.
 func NewTraceExporter(w io.Writer) *TraceExporter {
-	return &TraceExporter{w: w}
+	return &TraceExporter{lineWriter{w: w}}
 }
 
 // ExportSpans writes spans as one line. The line goes out in a single Write,
@@ -55,20 +53,32 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
+	return e.writeLine(line)
+}
+
+// lineWriter writes whole lines, each in a single Write, until it is shut
+// down; both exporters are one.
+type lineWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	stopped bool
+}
+
+func (l *lineWriter) writeLine(line []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
 		return nil
 	}
-	_, err = e.w.Write(line)
+	_, err := l.w.Write(line)
 	return err
 }
 
 // Shutdown stops further writes.
-func (e *TraceExporter) Shutdown(context.Context) error {
-	e.mu.Lock()
-	e.stopped = true
-	e.mu.Unlock()
+func (l *lineWriter) Shutdown(context.Context) error {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 	return nil
 }
 

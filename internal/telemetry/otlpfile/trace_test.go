@@ -52,20 +52,13 @@ func recordSpans(t testing.TB) []sdktrace.ReadOnlySpan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
-		SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
-		TraceFlags: trace.FlagsSampled,
-		TraceState: ts,
-		Remote:     true,
-	})
-	linked := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID:    trace.TraceID{0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-		SpanID:     trace.SpanID{0xbb, 1, 2, 3, 4, 5, 6, 7},
-		TraceFlags: trace.FlagsSampled,
-		TraceState: ts,
-		Remote:     true,
-	})
+	// Sampled remote span contexts with a trace state.
+	remoteSC := func(tid trace.TraceID, sid trace.SpanID) trace.SpanContext {
+		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true})
+	}
+	remote := remoteSC(trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7})
+	linked := remoteSC(trace.TraceID{0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, trace.SpanID{0xbb, 1, 2, 3, 4, 5, 6, 7})
 
 	tr := tp.Tracer("pi-otel/mapper", trace.WithInstrumentationVersion("0.1.0"),
 		trace.WithInstrumentationAttributes(attribute.String("scope.attr", "x")))

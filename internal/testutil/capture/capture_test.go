@@ -115,7 +115,7 @@ func verify(t *testing.T, s Scenario, c *Capture, piVar string) {
 	}
 	if s.Check != nil {
 		if err := s.Check(c, recs); err != nil {
-			t.Errorf("%s: %v\ntypes: %v", s.Name, err, types(recs))
+			t.Errorf("%s: %v\ntypes: %v", s.Name, err, Types(recs))
 		}
 	}
 }

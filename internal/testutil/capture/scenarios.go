@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/launch"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 )
@@ -51,7 +52,8 @@ func rpcArgs() []string { return []string{"--mode", "rpc", "--no-session"} }
 
 // Helpers over decoded records.
 
-func types(recs []map[string]any) []string {
+// Types lists the type of each record.
+func Types(recs []map[string]any) []string {
 	out := make([]string, 0, len(recs))
 	for _, r := range recs {
 		t, _ := r["type"].(string)
@@ -62,7 +64,7 @@ func types(recs []map[string]any) []string {
 
 func count(recs []map[string]any, typ string) int {
 	n := 0
-	for _, t := range types(recs) {
+	for _, t := range Types(recs) {
 		if t == typ {
 			n++
 		}
@@ -136,6 +138,24 @@ func signalOnTool(sig syscall.Signal) lineHook {
 				_ = p.Signal(sig)
 			}()
 		}
+	}
+}
+
+// midToolSignal is scenario name: sig to Pi while a bash sleep runs. exit
+// checks how Pi ended; the run never ends (no agent_end).
+func midToolSignal(name string, sig syscall.Signal, exit func(Meta) error) Scenario {
+	return Scenario{
+		Name:        name,
+		Description: launch.SignalName(sig) + " to pi while a bash sleep runs",
+		Script: []fakemodel.Response{
+			fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30")),
+			fakemodel.Text("unused", 1),
+		},
+		Args:   jsonArgs("Sleep"),
+		OnLine: signalOnTool(sig),
+		Check: func(c *Capture, recs []map[string]any) error {
+			return all(exit(c.Meta), expect(count(recs, "agent_end") == 0, "agent_end after %s", launch.SignalName(sig)))
+		},
 	}
 }
 
@@ -312,36 +332,14 @@ func Scenarios() []Scenario {
 					expect(strings.Contains(string(c.Stdout), paraSep), "no raw U+2029 in stdout"))
 			},
 		},
-		{
-			Name:        "sigterm-mid-tool",
-			Description: "SIGTERM to pi while a bash sleep runs",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30")),
-				fakemodel.Text("unused", 1),
-			},
-			Args:   jsonArgs("Sleep"),
-			OnLine: signalOnTool(syscall.SIGTERM),
-			Check: func(c *Capture, recs []map[string]any) error {
-				return all(expect(c.Meta.ExitCode == 143, "exit %d, want 143", c.Meta.ExitCode),
-					expect(count(recs, "agent_end") == 0, "agent_end after SIGTERM"))
-			},
-		},
-		{
-			Name:        "sigint-mid-tool",
-			Description: "SIGINT to pi while a bash sleep runs",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30")),
-				fakemodel.Text("unused", 1),
-			},
-			Args:   jsonArgs("Sleep"),
-			OnLine: signalOnTool(syscall.SIGINT),
-			Check: func(c *Capture, recs []map[string]any) error {
-				// Pi installs no SIGINT handler in json mode: Node dies of the
-				// signal, which a shell reports as 130.
-				return all(expect(c.Meta.Signal == "signal: interrupt", "exit %d %q, want death by SIGINT", c.Meta.ExitCode, c.Meta.Signal),
-					expect(count(recs, "agent_end") == 0, "agent_end after SIGINT"))
-			},
-		},
+		midToolSignal("sigterm-mid-tool", syscall.SIGTERM, func(m Meta) error {
+			return expect(m.ExitCode == 143, "exit %d, want 143", m.ExitCode)
+		}),
+		midToolSignal("sigint-mid-tool", syscall.SIGINT, func(m Meta) error {
+			// Pi installs no SIGINT handler in json mode: Node dies of the
+			// signal, which a shell reports as 130.
+			return expect(m.Signal == "signal: interrupt", "exit %d %q, want death by SIGINT", m.ExitCode, m.Signal)
+		}),
 		{
 			Name:        "two-prompts",
 			Description: "two prompt arguments in one json process",

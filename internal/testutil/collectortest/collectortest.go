@@ -12,11 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -67,7 +67,7 @@ func Port(addr string) string {
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *proc.Buffer
 	done chan struct{}
 }
 
@@ -124,7 +124,7 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	bin := Binary(t)
 	cmd := exec.Command(bin, append([]string{"--config=file:" + opts.Config}, opts.Args...)...)
 	cmd.Env = append(os.Environ(), envList(opts.Env)...)
-	logs := &lockedBuffer{}
+	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -218,23 +218,6 @@ func Eventually(t testing.TB, within time.Duration, cond func() bool, msg func()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Backend is a Jaeger instance receiving the gateway's sampled traces.

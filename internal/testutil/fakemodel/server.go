@@ -50,24 +50,36 @@ func (r Request) Chat() (ChatRequest, error) {
 	return c, err
 }
 
+type config struct {
+	queue  []Response
+	models []string
+	routes []route
+}
+
 // Option configures a Server.
-type Option func(*Server)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithScript queues responses, one per chat completion request, in order.
 func WithScript(rs ...Response) Option {
-	return func(s *Server) { s.queue = append(s.queue, rs...) }
+	return optionFunc(func(c config) config { c.queue = append(c.queue, rs...); return c })
 }
 
 // WithModels sets the model ids GET /v1/models lists (default "fake-model").
 func WithModels(ids ...string) Option {
-	return func(s *Server) { s.models = ids }
+	return optionFunc(func(c config) config { c.models = ids; return c })
 }
 
 // WithRoute answers requests for which match is true with respond, outside
 // the script. Pi's compaction summaries are the use: how many a run makes is
 // Pi's business, while the script stays about the agent's turns.
 func WithRoute(match func(Request) bool, respond func(Request) Response) Option {
-	return func(s *Server) { s.routes = append(s.routes, route{match, respond}) }
+	return optionFunc(func(c config) config { c.routes = append(c.routes, route{match, respond}); return c })
 }
 
 // WithSummaries answers every compaction or branch summary request (see
@@ -113,10 +125,11 @@ type Server struct {
 
 // New starts a server on a free loopback port.
 func New(opts ...Option) (*Server, error) {
-	s := &Server{models: []string{"fake-model"}, closed: make(chan struct{})}
+	c := config{models: []string{"fake-model"}}
 	for _, o := range opts {
-		o(s)
+		c = o.apply(c)
 	}
+	s := &Server{models: c.models, routes: c.routes, queue: c.queue, closed: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fakemodel: listen: %w", err)

@@ -6,7 +6,6 @@
 package jaegertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,10 +15,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // EnvJaeger names the Jaeger v2 binary.
@@ -40,13 +40,18 @@ type Jaeger struct {
 
 	cmd    *exec.Cmd
 	done   chan struct{}
-	logMu  sync.Mutex
-	log    bytes.Buffer
+	log    proc.Buffer
 	client *http.Client
 }
 
 // Option configures Start.
-type Option func(*options)
+type Option interface {
+	apply(options) options
+}
+
+type optionFunc func(options) options
+
+func (f optionFunc) apply(c options) options { return f(c) }
 
 type options struct {
 	binary  string
@@ -55,16 +60,22 @@ type options struct {
 }
 
 // WithBinary uses path instead of $PI_OTEL_JAEGER.
-func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+func WithBinary(path string) Option {
+	return optionFunc(func(o options) options { o.binary = path; return o })
+}
 
 // WithOTLPGRPC binds the OTLP gRPC receiver to addr (127.0.0.1:PORT)
 // instead of a free port, so a test can point pi-otel at a collector that
 // is not running yet, or start a second Jaeger where a killed one was.
-func WithOTLPGRPC(addr string) Option { return func(o *options) { o.otlp = addr } }
+func WithOTLPGRPC(addr string) Option {
+	return optionFunc(func(o options) options { o.otlp = addr; return o })
+}
 
 // WithStartTimeout bounds the wait for a healthy status (default 60s): a
 // guard against a hung binary, not a performance assertion.
-func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+func WithStartTimeout(d time.Duration) Option {
+	return optionFunc(func(o options) options { o.timeout = d; return o })
+}
 
 // Start runs Jaeger, waits until it reports healthy and stops it (waiting
 // for the process) on tb's cleanup. Failures end the test.
@@ -72,7 +83,7 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 	tb.Helper()
 	o := options{timeout: 60 * time.Second}
 	for _, opt := range opts {
-		opt(&o)
+		o = opt.apply(o)
 	}
 	if o.binary == "" {
 		o.binary = os.Getenv(EnvJaeger)
@@ -123,8 +134,8 @@ func start(dir string, o options) (*Jaeger, error) {
 	}
 	j.cmd = exec.Command(o.binary, "--config", cfgPath)
 	j.cmd.Dir = dir
-	j.cmd.Stdout = (*lockedWriter)(j)
-	j.cmd.Stderr = (*lockedWriter)(j)
+	j.cmd.Stdout = &j.log
+	j.cmd.Stderr = &j.log
 	// Pdeathsig: if the test binary dies without running cleanups (a panic
 	// or a -timeout), Jaeger must not outlive it.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -242,17 +253,7 @@ func (j *Jaeger) Kill() {
 
 // Log is what Jaeger wrote to stdout and stderr so far.
 func (j *Jaeger) Log() string {
-	j.logMu.Lock()
-	defer j.logMu.Unlock()
 	return j.log.String()
-}
-
-type lockedWriter Jaeger
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.logMu.Lock()
-	defer w.logMu.Unlock()
-	return w.log.Write(p)
 }
 
 // freePorts reserves n distinct loopback ports and releases them for Jaeger.

@@ -11,7 +11,16 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
+
+// Query reads back from a Jaeger this package did not start (one of
+// collectortest's backends, say) whose query service is at queryURL
+// (http://host:port). Only the query methods may be used on it.
+func Query(queryURL string) *Jaeger {
+	return &Jaeger{QueryURL: queryURL, client: &http.Client{Timeout: 10 * time.Second}}
+}
 
 // Trace fetches one trace by its hex id from /api/v3/traces/{id}.
 // It returns ErrNotFound while Jaeger has not stored it.
@@ -165,11 +174,8 @@ type Span struct {
 	Children                  []*Span
 }
 
-// Status is a span status.
-type Status struct {
-	Code    string // "unset", "ok", "error"
-	Message string
-}
+// Status is a span status: Code is "unset", "ok" or "error".
+type Status = spantree.Status
 
 // Event is a span event.
 type Event struct {

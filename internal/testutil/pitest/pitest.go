@@ -88,7 +88,13 @@ func DefaultModel() Model {
 const Provider = "fake"
 
 // Option configures an Env.
-type Option func(*config)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 type config struct {
 	model    Model
@@ -98,18 +104,24 @@ type config struct {
 }
 
 // WithModel replaces DefaultModel.
-func WithModel(m Model) Option { return func(c *config) { c.model = m } }
+func WithModel(m Model) Option {
+	return optionFunc(func(c config) config { c.model = m; return c })
+}
 
 // WithSettings deep-merges s over the default settings.json.
 func WithSettings(s map[string]any) Option {
-	return func(c *config) { merge(c.settings, s) }
+	return optionFunc(func(c config) config { merge(c.settings, s); return c })
 }
 
 // WithPi runs the Pi bin at path instead of $PI_OTEL_PI (older versions).
-func WithPi(path string) Option { return func(c *config) { c.pi = path } }
+func WithPi(path string) Option {
+	return optionFunc(func(c config) config { c.pi = path; return c })
+}
 
 // WithNodeDir uses the node in dir instead of $PI_OTEL_NODE_DIR.
-func WithNodeDir(dir string) Option { return func(c *config) { c.nodeDir = dir } }
+func WithNodeDir(dir string) Option {
+	return optionFunc(func(c config) config { c.nodeDir = dir; return c })
+}
 
 // Env is one prepared, hermetic Pi installation state.
 type Env struct {
@@ -180,7 +192,7 @@ func newConfig(opts []Option) *config {
 		},
 	}
 	for _, o := range opts {
-		o(c)
+		*c = o.apply(*c)
 	}
 	c.settings["defaultModel"] = c.model.ID
 	return c

@@ -29,30 +29,45 @@ type config struct {
 }
 
 // Option configures a [Generator].
-type Option func(*config)
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithSeed sets the random seed (default 1).
-func WithSeed(seed uint64) Option { return func(c *config) { c.seed = seed } }
+func WithSeed(seed uint64) Option {
+	return optionFunc(func(c config) config { c.seed = seed; return c })
+}
 
 // WithBigOutputs makes about one tool run in every print between minBytes
 // and maxBytes (default: one in 200, 1–8 MB). every ≤ 0 turns big outputs
 // off.
 func WithBigOutputs(every, minBytes, maxBytes int) Option {
-	return func(c *config) {
+	return optionFunc(func(c config) config {
 		c.bigEvery, c.bigMin, c.bigMax = every, max(1, minBytes), max(1, minBytes, maxBytes)
-	}
+		return c
+	})
 }
 
 // WithRetries makes about one prompt in every hit a provider overload and
 // retry (default 60; ≤ 0: never).
-func WithRetries(every int) Option { return func(c *config) { c.retryEvery = every } }
+func WithRetries(every int) Option {
+	return optionFunc(func(c config) config { c.retryEvery = every; return c })
+}
 
 // WithCompactions makes about one prompt in every end with a threshold
 // compaction (default 40; ≤ 0: never).
-func WithCompactions(every int) Option { return func(c *config) { c.compactEvery = every } }
+func WithCompactions(every int) Option {
+	return optionFunc(func(c config) config { c.compactEvery = every; return c })
+}
 
 // WithStart sets the session's start time (default 2026-11-29T21:44:14Z).
-func WithStart(t time.Time) Option { return func(c *config) { c.start = t } }
+func WithStart(t time.Time) Option {
+	return optionFunc(func(c config) config { c.start = t; return c })
+}
 
 // Stats describes what a Generator produced.
 type Stats struct {
@@ -98,7 +113,7 @@ func New(opts ...Option) *Generator {
 		retryEvery: 60, compactEvery: 40,
 	}
 	for _, o := range opts {
-		o(&c)
+		c = o.apply(c)
 	}
 	r := rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
 	return &Generator{cfg: c, r: r, out: newOutputBlock(r), now: c.start.UnixMilli(), stats: Stats{Types: map[string]TypeStats{}}}

@@ -1,0 +1,189 @@
+//go:build realstack
+
+// Package examples runs the examples that need the real Pi, Jaeger or the
+// Collector (examples/library's test needs none and lives beside it).
+package examples
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
+
+// hangGuard bounds one example's run; it is not a performance assertion.
+const hangGuard = 2 * time.Minute
+
+// run runs cmd with a hang guard, fails the test unless it exits 0, and
+// returns its stdout.
+func run(t *testing.T, cmd *exec.Cmd) []byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := proc.Run(cmd, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := proc.ExitCode(cmd.ProcessState); code != 0 {
+		t.Fatalf("%s exited %d\nstdout:\n%s\nstderr:\n%s", cmd.Path, code, out, stderr.Bytes())
+	}
+	return out
+}
+
+// otlp is the environment that sends spans to j over OTLP/gRPC as
+// service, with pi-otel's metrics off (Jaeger takes none) and no trace
+// context inherited from the test's own environment.
+func otlp(j *jaegertest.Jaeger, service string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_SERVICE_NAME=" + service,
+		"OTEL_METRICS_EXPORTER=none",
+		"TRACEPARENT=", "TRACESTATE=",
+	}
+}
+
+// withPath puts dir first in env's PATH.
+func withPath(env []string, dir string) []string {
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = p
+		}
+	}
+	return append(env, "PATH="+dir+string(os.PathListSeparator)+path)
+}
+
+// TestCIJob: jobspan wraps job.sh in a span; the two pi-otel runs inside
+// are its children, and each has the tree of a plain answer.
+func TestCIJob(t *testing.T) {
+	bins := t.TempDir()
+	proc.MustBuild(t, bins, "./cmd/pi-otel")
+	jobspan := proc.MustBuild(t, bins, "./examples/ci-traceparent/jobspan")
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Looks good.", 1), fakemodel.Text("Nothing to add.", 1)))
+	pi := pitest.New(t, model.URL())
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	since := time.Now().Add(-time.Second)
+	cmd := pi.Wrap(ctx, jobspan, "ci job", "--", "bash", repo.Path("examples/ci-traceparent/job.sh"))
+	cmd.Env = append(withPath(cmd.Env, bins), otlp(j, "example-ci")...)
+	cmd.Env = append(cmd.Env, "PI="+strings.Join(append([]string{pi.Pi}, pi.Args()...), " "))
+	run(t, cmd)
+
+	traces := j.WaitService(t, ctx, "example-ci", since, 9) // the job, and 4 spans a run
+	root := spantree.One(t, jaegertest.Forest(t, traces...))
+	if root.Name != "ci job" || len(root.Children) != 2 {
+		t.Fatalf("want the job's span over two runs:\n%s", root)
+	}
+	for _, run := range root.Children {
+		spantree.Want(t, spantree.CaptureTree("pi-1.6.0", "text"), []*spantree.Node{run})
+	}
+}
+
+// TestRPCController: the controller drives the real Pi through the built
+// pi-otel rpc; the prompt and the get_state are traced.
+func TestRPCController(t *testing.T) {
+	bins := t.TempDir()
+	piOtel := proc.MustBuild(t, bins, "./cmd/pi-otel")
+	controller := proc.MustBuild(t, bins, "./examples/rpc-controller")
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Hello there.", 1)))
+	pi := pitest.New(t, model.URL())
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	since := time.Now().Add(-time.Second)
+	args := append([]string{"-prompt", "Say hello", "--", piOtel, "rpc", "--", pi.Pi}, pi.Args("--mode", "rpc", "--no-session")...)
+	cmd := pi.Wrap(ctx, controller, args...)
+	cmd.Env = append(cmd.Env, otlp(j, "example-rpc")...)
+	out := run(t, cmd)
+	for _, want := range []string{"prompt ok\n", "agent_settled\n", "session "} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("controller output has no %q:\n%s", want, out)
+		}
+	}
+
+	traces := j.WaitService(t, ctx, "example-rpc", since, 6)
+	want := `invoke_agent pi
+  pi.rpc prompt
+  pi.agent_run
+    pi.turn
+      chat fake-model
+---
+pi.rpc get_state
+`
+	if got := spantree.Shape(jaegertest.Forest(t, traces...)); got != want {
+		t.Errorf("traces:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestComposeReplay: replay.sh sends to the address the compose file
+// publishes for the agent; run against the agent → gateway → Jaeger chain
+// started from the same config files, its trace arrives whole.
+func TestComposeReplay(t *testing.T) {
+	var compose struct {
+		Services map[string]struct {
+			Ports   []string
+			Volumes []string
+		}
+	}
+	b, err := os.ReadFile(repo.Path("docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(repo.Path("examples/compose-replay/replay.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(script, []byte("http://localhost:4317")) || !published(compose.Services["agent"].Ports, "4317:4317") {
+		t.Errorf("replay.sh's default endpoint is not the agent's published OTLP/gRPC port: %v", compose.Services["agent"].Ports)
+	}
+	for svc, file := range map[string]string{"agent": "collector/agent.yaml", "gateway": "collector/gateway.yaml", "jaeger": "collector/jaeger.yaml"} {
+		if !published(compose.Services[svc].Volumes, "./"+file+":") {
+			t.Errorf("compose service %s does not mount %s, the config this test runs", svc, file)
+		}
+	}
+
+	bins := t.TempDir()
+	piOtel := proc.MustBuild(t, bins, "./cmd/pi-otel")
+	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0"})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", repo.Path("examples/compose-replay/replay.sh"))
+	cmd.Env = append(os.Environ(), "PI_OTEL="+piOtel, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+stack.AgentOTLP,
+		"OTEL_SERVICE_NAME=example-compose", "OTEL_METRICS_EXPORTER=none", "TRACEPARENT=", "TRACESTATE=")
+	run(t, cmd)
+
+	// Replayed spans carry the stream's times: search from the epoch.
+	j := jaegertest.Query("http://" + stack.Jaeger.Query)
+	traces := j.WaitService(t, ctx, "example-compose", time.Unix(0, 0), 8)
+	spantree.Want(t, spantree.CaptureTree("pi-1.6.0", "retry-529"), jaegertest.Forest(t, traces...))
+}
+
+// published reports whether one of entries starts with prefix.
+func published(entries []string, prefix string) bool {
+	for _, e := range entries {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,26 @@
+package app
+
+import (
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
+
+// telemetryConfig maps the command line's settings onto the telemetry
+// pipeline's own Config; content capture and the rest stay here.
+func telemetryConfig(c config.Config) telemetry.Config {
+	return telemetry.Config{
+		ServiceName:        c.ServiceName,
+		ResourceAttributes: c.ResourceAttributes,
+		Traces:             c.Traces,
+		Metrics:            c.Metrics,
+		Batch:              c.Batch,
+		MetricsInterval:    c.MetricsInterval,
+		Temporality:        c.Temporality,
+		FlushTimeout:       c.FlushTimeout,
+		Quiet:              c.Quiet,
+		NoColor:            c.NoColor,
+
+		AttributeValueLengthLimit: c.AttributeValueLengthLimit,
+		Spool:                     c.Spool,
+	}
+}

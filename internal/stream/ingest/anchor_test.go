@@ -1,0 +1,50 @@
+package ingest_test
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// TestAnchoredWaitsForTheStreamsTime: untimed records that open a stream
+// are held back until a record says when it began, then placed there; a
+// stream that never says keeps the clock's start.
+func TestAnchoredWaitsForTheStreamsTime(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	began := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		records []string
+		want    time.Time
+	}{
+		{"anchored", []string{`{"type":"agent_start"}`, `{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}`}, began},
+		{"no time", []string{`{"type":"agent_start"}`, `{"type":"turn_start"}`}, start},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := ingest.NewStreamClock(start)
+			sink := ingest.New(mapper.New(noop.NewTracerProvider()), ingest.WithClock(clock))
+			in := ingest.NewAnchored(sink, clock)
+			for _, r := range tc.records {
+				in.Record([]byte(r))
+			}
+			held := int64(0) // an unanchored stream is held until Flush
+			if tc.want == began {
+				held = int64(len(tc.records))
+			}
+			if got := sink.Stats().Records; got != held {
+				t.Errorf("%d records passed on before Flush, want %d", got, held)
+			}
+			in.Flush()
+			if got := sink.Stats().Records; got != int64(len(tc.records)) {
+				t.Errorf("%d records passed on, want %d", got, len(tc.records))
+			}
+			if !clock.Now().Equal(tc.want) {
+				t.Errorf("clock at %v, want %v", clock.Now(), tc.want)
+			}
+		})
+	}
+}
