@@ -3,45 +3,63 @@ package app
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// A process Pi leaves behind can keep Pi's stdout open; pi-otel must not
-// wait for it once Pi has exited, and must lose none of Pi's output.
-func TestRunDoesNotWaitForAnOrphanHoldingStdout(t *testing.T) {
+// A process Pi leaves behind (`cmd &`) keeps Pi's stdout open. As with a
+// plain pipe, its late output still reaches the consumer; but the trace is
+// Pi's, so it is finished and flushed (the summary line) when Pi exits,
+// not when the leftover does.
+func TestRunForwardsALeftoverButFinishesWithPi(t *testing.T) {
 	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "orphan.pid")
-	script := `sleep 60 & echo $! > ` + pidFile + `; printf '{"type":"agent_start"}\n{"type":"agent_settled"}\nlast'`
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			_ = exec.Command("kill", strings.TrimSpace(string(b))).Run()
-		}
-	})
-	var stdout, stderr bytes.Buffer
+	release := filepath.Join(dir, "release")
+	script := `(while [ ! -e ` + release + ` ]; do sleep 0.05; done; echo late) &
+printf '{"type":"agent_start"}\n{"type":"agent_settled"}\n'`
+	var stdout bytes.Buffer
+	stderr := &lockedBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(Env{
 			Args:   []string{"run", "--traces-exporter", "none", "--", "sh", "-c", script},
-			Stdout: &stdout, Stderr: &stderr,
+			Stdout: &stdout, Stderr: stderr,
 			Getenv: func(string) string { return "" },
 		})
 	}()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
+	// The summary comes while the leftover still holds the pipe.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "1 trace") {
+		if time.Now().After(deadline) {
+			os.WriteFile(release, nil, 0o600)
+			t.Fatalf("no summary while the leftover ran: the trace waited for it\n%s", stderr.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("pi-otel waited for the orphan's end of the pipe")
+		time.Sleep(20 * time.Millisecond)
 	}
-	if want := "{\"type\":\"agent_start\"}\n{\"type\":\"agent_settled\"}\nlast"; stdout.String() != want {
+	os.WriteFile(release, nil, 0o600)
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if want := "{\"type\":\"agent_start\"}\n{\"type\":\"agent_settled\"}\nlate\n"; stdout.String() != want {
 		t.Fatalf("stdout %q, want %q", stdout.String(), want)
 	}
-	if !strings.Contains(stderr.String(), "1 trace") {
-		t.Fatalf("summary: %s", stderr.String())
-	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -55,12 +55,14 @@ func RPC(env Env, args []string) int {
 	relayed, stop := superviseSignals(proc)
 	defer stop()
 
+	var g gate // traces both directions until Pi has exited
+
 	// Controller → Pi. The controller's EOF becomes Pi's, which asks Pi to
 	// shut down. If Pi exits first this goroutine stays blocked reading
 	// our stdin; the process ends without it.
 	go func() {
 		stdin := proc.Stdin()
-		in := newTap(stdin, func(rec []byte) { tr.FromController(rec, time.Now()) })
+		in := newTap(stdin, func(rec []byte) { g.do(func() { tr.FromController(rec, time.Now()) }) })
 		_, err := framing.Forward(in, env.Stdin, nil)
 		in.flush()
 		if err != nil && !errors.Is(err, os.ErrClosed) {
@@ -76,7 +78,7 @@ func RPC(env Env, args []string) int {
 		// it would without the proxy.
 		_ = stdout.Close()
 	}}
-	piOut := newTap(out, func(rec []byte) { tr.FromPi(rec, time.Now()) })
+	piOut := newTap(out, func(rec []byte) { g.do(func() { tr.FromPi(rec, time.Now()) }) })
 	status := pumpStdout(env, proc, func(r io.Reader) error {
 		_, err := framing.Forward(piOut, r, nil)
 		piOut.flush()
@@ -84,11 +86,13 @@ func RPC(env Env, args []string) int {
 			return nil // the controller left; Pi's stdout was closed on purpose
 		}
 		return err
+	}, func(status launch.Status) {
+		g.close()
+		end := ending(status, relayed())
+		now := time.Now()
+		tr.Close(end, now)
+		p.finish(end, now)
 	})
-	end := ending(status, relayed())
-	now := time.Now()
-	tr.Close(end, now)
-	p.finish(end, now)
 	return status.Code
 }
 

@@ -41,14 +41,18 @@ func Run(env Env, args []string) int {
 		// Behave as Pi would in this pipe: its next write fails too.
 		_ = stdout.Close()
 	}}
+	var g gate
+	record := func(rec []byte) { g.do(func() { p.sink.Record(rec) }) }
 	status := pumpStdout(env, proc, func(r io.Reader) error {
-		_, err := framing.Forward(out, r, p.sink.Record)
+		_, err := framing.Forward(out, r, record)
 		if out.failed {
 			return nil // our consumer left; Pi's stdout was closed on purpose
 		}
 		return err
+	}, func(status launch.Status) {
+		g.close()
+		p.finish(ending(status, relayed()), time.Now())
 	})
-	p.finish(ending(status, relayed()), time.Now())
 	return status.Code
 }
 

@@ -14,21 +14,31 @@ import (
 )
 
 // orphanGrace is how long the reader may sit in an empty Read after the
-// child has exited before Pump stops waiting for the pipe's EOF.
+// child has exited before the child's own output counts as all read.
 const orphanGrace = 500 * time.Millisecond
 
-// Pump runs forward over the child's stdout and waits for the child to
-// exit. A process the child left behind (a bash tool's child after SIGINT)
-// can hold the pipe open long after the child is gone; once the child has
-// exited and the reader has waited in Read for orphanGrace with nothing to
-// read, the pipe is closed so the caller does not wait for that process. A
-// reader held up by a slow consumer is not in Read, so no data is ever cut
-// off. readErr is forward's error, unless it only saw that close; waitErr
-// is Wait's.
-func (p *Process) Pump(forward func(io.Reader) error) (s Status, readErr, waitErr error) {
+// Pump runs forward over the child's stdout until the pipe's EOF, as a
+// plain pipe would: a process the child left behind (a shell's `cmd &`)
+// may hold the pipe and write long after the child is gone, and its
+// output still reaches the consumer. drained, if set, is called once, on
+// the caller's goroutine, as soon as the child has exited and its output
+// is read: at EOF, or when the reader has waited in Read for orphanGrace
+// with nothing to read. The caller finishes its own work there (a trace
+// belongs to the child, not to its leftovers) while the pipe drains. A
+// reader held up by a slow consumer is not in Read, so it never counts as
+// drained early. readErr is forward's error; waitErr is Wait's.
+func (p *Process) Pump(forward func(io.Reader) error, drained func(Status)) (s Status, readErr, waitErr error) {
 	r := &watchedReader{r: p.Stdout()}
 	done := make(chan error, 1)
 	go func() { done <- forward(r) }()
+	called := false
+	notify := func() {
+		if !called && drained != nil {
+			called = true
+			st, _ := p.Wait()
+			drained(st)
+		}
+	}
 
 	select {
 	case readErr = <-done:
@@ -42,15 +52,16 @@ func (p *Process) Pump(forward func(io.Reader) error) (s Status, readErr, waitEr
 				break wait
 			case <-tick.C:
 				if r.idle() > orphanGrace {
-					_ = p.Stdout().Close()
+					notify()
 				}
 			}
 		}
 	}
 	if errors.Is(readErr, os.ErrClosed) {
-		readErr = nil
+		readErr = nil // the caller closed the pipe on purpose
 	}
 	s, waitErr = p.Wait()
+	notify()
 	return s, readErr, waitErr
 }
 
