@@ -400,3 +400,13 @@ func BenchmarkStartWait(b *testing.B) {
 		}
 	})
 }
+
+func TestSignalNames(t *testing.T) {
+	for sig, want := range map[syscall.Signal]string{
+		syscall.SIGTERM: "SIGTERM", syscall.SIGUSR1: "SIGUSR1", syscall.SIGWINCH: "SIGWINCH", syscall.Signal(200): "signal 200",
+	} {
+		if got := launch.SignalName(sig); got != want {
+			t.Errorf("SignalName(%d) = %q, want %q", int(sig), got, want)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // orphanGrace is how long the reader may sit in an empty Read after the
@@ -105,25 +107,11 @@ func (p *Process) Supervise() (relayed func() syscall.Signal, stop func()) {
 	}
 }
 
-// SignalName is the conventional name of s ("SIGTERM"), or "signal N".
+// SignalName is the conventional name of s ("SIGTERM", "SIGUSR1"), or
+// "signal N" for a number the system does not name.
 func SignalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
+	if n := unix.SignalName(s); n != "" {
+		return n
 	}
 	return fmt.Sprintf("signal %d", int(s))
 }
