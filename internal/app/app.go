@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -27,6 +28,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -165,6 +167,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp)
+		}),
+		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, spanlogs.Config{}), nil
 		})}, extra...)...)
 	if err != nil {
 		return nil, err

@@ -12,11 +12,13 @@
 // "console", so that someone trying pi-otel without a collector still sees the
 // trace as a tree on stderr. --metrics-exporter follows the same rule but ends
 // at "none" instead of "console", because a metrics dump on stderr is noise
-// unless asked for.
+// unless asked for. --logs-exporter ends at "none" too, and only its own
+// endpoint (--logs-endpoint, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) turns it to
+// "otlp": a collector reached for traces may have no logs pipeline.
 //
 // Endpoints follow the OTLP exporter specification. For http/protobuf an
 // endpoint given through the generic setting (--endpoint,
-// OTEL_EXPORTER_OTLP_ENDPOINT) gets the signal path (/v1/traces, /v1/metrics)
+// OTEL_EXPORTER_OTLP_ENDPOINT) gets the signal path (/v1/traces, /v1/metrics, /v1/logs)
 // appended, while a signal-specific one (--traces-endpoint,
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, and the metrics twins) is used as is.
 // The scheme decides transport security: http:// is plaintext, https:// is
@@ -97,6 +99,8 @@ type Spool struct {
 type Config struct {
 	Traces  Signal
 	Metrics Signal
+	// Logs carries Pi's events as OTLP log records (off unless asked for).
+	Logs Signal
 	// Warnings name environment values that were ignored (see Load).
 	Warnings []string
 	// Spool keeps spans an OTLP export could not deliver before exit, for

@@ -28,7 +28,12 @@ var flagDefs = []flagDef{
 	{name: "metrics-interval", usage: "metric export `period` (OTEL_METRIC_EXPORT_INTERVAL; default 60s; metrics are also flushed at exit)"},
 	{name: "metrics-temporality", usage: "metric `temporality`: delta|cumulative|lowmemory (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE; default cumulative)"},
 
-	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces or /v1/metrics (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
+	{name: "logs-exporter", usage: "where Pi's events go as log records: `otlp|console|file|none` (OTEL_LOGS_EXPORTER; default: file if --logs-file is set, otlp if --logs-endpoint is set, else none)"},
+	{name: "logs-file", usage: "write log records as OTLP/JSON lines to `PATH`, appending; - means stderr (PI_OTEL_LOGS_FILE)"},
+	{name: "logs-endpoint", usage: "OTLP endpoint `URL` for log records, used as is (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT)"},
+	{name: "logs-protocol", usage: "OTLP `protocol` for log records: grpc|http/protobuf (OTEL_EXPORTER_OTLP_LOGS_PROTOCOL)"},
+
+	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces, /v1/metrics or /v1/logs (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
 	{name: "protocol", usage: "OTLP `protocol`: grpc|http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL; default grpc)"},
 	{name: "headers", usage: "OTLP headers as `k=v,...`, values percent-encoded (OTEL_EXPORTER_OTLP_HEADERS)"},
 	{name: "insecure", boolean: true, usage: "plaintext to an endpoint given without a scheme (OTEL_EXPORTER_OTLP_INSECURE)"},

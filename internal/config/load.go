@@ -123,8 +123,9 @@ func (l *loader) load() Config {
 		},
 	}
 
-	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole)
-	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone)
+	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole, true)
+	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone, true)
+	cfg.Logs = l.signal("logs", "LOGS", ExporterNone, false)
 
 	l.duration(&cfg.MetricsInterval, true, flags("metrics-interval"), "OTEL_METRIC_EXPORT_INTERVAL")
 	if v, from, ok := l.s.lookup(flags("metrics-temporality"), "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"); ok {
@@ -164,7 +165,9 @@ func (l *loader) load() Config {
 
 // signal resolves the exporter, file and OTLP settings of one signal.
 // name is the flag prefix ("traces"), env the variable infix ("TRACES").
-func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
+// anyEndpoint says whether the generic endpoint, not only the signal's
+// own, turns an unnamed exporter to otlp.
+func (l *loader) signal(name, env string, fallback ExporterKind, anyEndpoint bool) Signal {
 	var sig Signal
 	file, fileFrom, hasFile := l.s.lookup(flags(name+"-file"), "PI_OTEL_"+env+"_FILE")
 	if hasFile && isStdout(file) {
@@ -173,8 +176,11 @@ func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 	if hasFile {
 		sig.File = file
 	}
-	_, _, hasEndpoint := l.s.lookup(flags(name+"-endpoint", "endpoint"),
-		"OTEL_EXPORTER_OTLP_"+env+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	endpointFlags, endpointEnvs := flags(name+"-endpoint"), []string{"OTEL_EXPORTER_OTLP_" + env + "_ENDPOINT"}
+	if anyEndpoint {
+		endpointFlags, endpointEnvs = append(endpointFlags, "endpoint"), append(endpointEnvs, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	_, _, hasEndpoint := l.s.lookup(endpointFlags, endpointEnvs...)
 
 	exporterEnv := "OTEL_" + env + "_EXPORTER"
 	v, expFrom, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv)

@@ -1,5 +1,6 @@
 // Package telemetry builds pi-otel's OpenTelemetry pipeline from its
-// Config: a TracerProvider and a MeterProvider whose output goes to an
+// Config: a TracerProvider, a MeterProvider and, when asked for, a
+// LoggerProvider (Pi's events as log records), whose output goes to an
 // OTLP collector (grpc or http/protobuf), to stderr (a tree of spans, a
 // compact metrics listing), to a file of OTLP/JSON lines, or nowhere.
 //
@@ -20,7 +21,7 @@
 // path stores correctly; the shipped recording rules count each new series
 // whole.
 //
-// Shutdown ends the traces first and the metrics second, so observable
+// Shutdown ends the traces first, the logs second and the metrics last, so observable
 // instruments reading Stats see the final counts in the last metric export.
 //
 // Nothing here writes to stdout, which belongs to Pi. The SDK reports some
@@ -38,11 +39,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -73,6 +77,8 @@ type options struct {
 	color  *bool
 	ids    sdktrace.IDGenerator
 	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// logProcs are built only when logs are on (see WithLogProcessor).
+	logProcs []func(log.LoggerProvider) (sdktrace.SpanProcessor, error)
 	// backpressure, when set, makes a full queue wait instead of drop
 	// while it is live (see WithBackpressure).
 	backpressure context.Context
@@ -131,12 +137,16 @@ type Telemetry struct {
 	tp  *sdktrace.TracerProvider
 	api trace.TracerProvider // tp, or tp cutting span event attributes too
 	mp  *sdkmetric.MeterProvider
+	lp  *sdklog.LoggerProvider // nil when logs are off
 
 	counters    *counters
 	batcher     *batcher // nil when spans are not exported
 	traceWatch  *watch   // nil unless traces go to OTLP
 	metricWatch *watch   // nil unless metrics go to OTLP
+	logWatch    *watch   // nil unless logs go to OTLP
 	traceDest   string
+	logDest     string
+	logCount    *atomic.Int64 // log records exported; nil when logs are off
 	closers     []io.Closer
 	files       []*outfile.Writer // output files, bounded by the flush at shutdown
 
@@ -167,6 +177,11 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 				cancel()
 				_ = t.batcher.Shutdown(stopped)
 			}
+			if t.lp != nil {
+				stopped, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = t.lp.Shutdown(stopped)
+			}
 			_ = t.closeAll()
 		}
 	}()
@@ -185,6 +200,10 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 		mopts = append(mopts, sdkmetric.WithReader(reader))
 	}
 	t.mp = sdkmetric.NewMeterProvider(mopts...)
+
+	if err := t.setupLogs(ctx, cfg, o, res); err != nil {
+		return nil, fmt.Errorf("setting up the %s logs exporter: %w", cfg.Logs.Exporter, err)
+	}
 
 	proc, err := t.setupTraces(ctx, cfg, o)
 	if err != nil {
@@ -216,6 +235,15 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 			return nil, err
 		}
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+	}
+	if t.lp != nil {
+		for _, build := range o.logProcs {
+			p, err := build(t.lp)
+			if err != nil {
+				return nil, err
+			}
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
 	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	t.api = t.tp
@@ -437,7 +465,11 @@ func (t *Telemetry) Stats() Stats {
 
 // ForceFlush exports what is buffered now, bounded by ctx.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
-	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
+	errs := []error{t.tp.ForceFlush(ctx)}
+	if t.lp != nil {
+		errs = append(errs, t.lp.ForceFlush(ctx))
+	}
+	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
 }
 
 // Handle implements otel.ErrorHandler. Errors the SDK reports this way are
@@ -491,6 +523,17 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	t.counters.freeze(t.batcher != nil)
 	t.stopSpool(ctx)
 
+	// Log records come from spans as they end, so they are flushed after
+	// the traces and before the metrics.
+	if t.lp != nil {
+		lctx, lcancel := context.WithCancel(ctx)
+		defer lcancel()
+		if t.logWatch != nil && t.logWatch.beginShutdown(lcancel) {
+			t.logWatch.reconnect(lctx)
+		}
+		errs = append(errs, t.lp.Shutdown(lctx))
+	}
+
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
 	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
@@ -539,6 +582,9 @@ func (t *Telemetry) Summary() string {
 	}
 	if len(problems) > 0 {
 		b.WriteString("; " + strings.Join(problems, ", "))
+	}
+	if t.logCount != nil {
+		fmt.Fprintf(&b, "; %s → %s", plural(t.logCount.Load(), "log record"), t.logDest)
 	}
 	return b.String()
 }
