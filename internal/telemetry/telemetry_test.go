@@ -6,14 +6,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc/credentials"
@@ -21,6 +24,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 )
 
 // testCtx bounds a test that waits on something; a hang fails the test
@@ -40,7 +44,7 @@ func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics,
+	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics, Logs: c.Logs,
 		Batch: c.Batch, MetricsInterval: c.MetricsInterval, Temporality: c.Temporality, FlushTimeout: c.FlushTimeout, Quiet: c.Quiet, NoColor: c.NoColor,
 		AttributeValueLengthLimit: c.AttributeValueLengthLimit}
 }
@@ -295,6 +299,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		// Percent-encoded, as the specification has header values.
 		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20t0k%2Cen",
 		"OTEL_METRICS_EXPORTER":      "otlp",
+		"OTEL_LOGS_EXPORTER":         "otlp",
 		"OTEL_EXPORTER_OTLP_TIMEOUT": "20000",
 	}
 	if tc.tls != "" {
@@ -329,7 +334,9 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		serveHTTP(t, rcv, lis, serverTLS)
 	}
 
-	tel, stderr := setup(t, loadConfig(t, env))
+	tel, stderr := setup(t, loadConfig(t, env), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+		return spanlogs.New(lp, spanlogs.Config{}), nil
+	}))
 	tid := makeTrace(tel.TracerProvider())
 	recordMetric(tel.MeterProvider())
 	if err := tel.Shutdown(ctx); err != nil {
@@ -337,6 +344,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	}
 	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
 	rcv.waitFor(t, ctx, "metrics", hasMetrics)
+	rcv.waitFor(t, ctx, "logs", hasLogs)
 
 	if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
 		t.Errorf("stats = %+v", s)
@@ -353,7 +361,8 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	}
 	if tc.protocol != "grpc" {
 		// The generic endpoint got the signal paths appended.
-		if strings.Join(rcv.paths, " ") != "/v1/traces /v1/metrics" {
+		paths := slices.Sorted(slices.Values(rcv.paths))
+		if strings.Join(paths, " ") != "/v1/logs /v1/metrics /v1/traces" {
 			t.Errorf("paths = %v", rcv.paths)
 		}
 		if tc.gzip && rcv.headers[0].Get("Content-Encoding") != "gzip" {
@@ -364,13 +373,19 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	if trace.TraceID(got.ScopeSpans[0].Spans[0].TraceId) != tid {
 		t.Errorf("trace id %x, want %s", got.ScopeSpans[0].Spans[0].TraceId, tid)
 	}
+	// The root, ended without settling, is a run cut short; its record
+	// carries the root's ids.
+	lr := rcv.logs[0].ResourceLogs[0].ScopeLogs[0].LogRecords[0]
+	if lr.EventName != "pi.run.cut" || trace.TraceID(lr.TraceId) != tid || trace.SpanID(lr.SpanId) != trace.SpanID(got.ScopeSpans[0].Spans[2].SpanId) {
+		t.Errorf("log record = %v", lr)
+	}
 	m := rcv.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
 	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE ||
 		m.GetSum().DataPoints[0].GetAsInt() != 3 {
 		t.Errorf("metric = %v", m)
 	}
 	wantSummary := fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → otlp %s ", tid, tc.protocol)
-	if !strings.HasPrefix(tel.Summary(), wantSummary) {
+	if !strings.HasPrefix(tel.Summary(), wantSummary) || !strings.Contains(tel.Summary(), "; 1 log record → otlp "+tc.protocol) {
 		t.Errorf("summary = %q, want prefix %q", tel.Summary(), wantSummary)
 	}
 }
