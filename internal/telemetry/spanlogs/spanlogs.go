@@ -86,6 +86,11 @@ func (s *SpanLogs) OnEnd(span sdktrace.ReadOnlySpan) {
 		s.emit(ctx, span.Name(), piconv.LogUserPrompt, ev.Time, log.SeverityInfo, a)
 	}
 	if name, sev := classify(span, attrs); name != "" {
+		if cut, _ := boolean(attrs, piconv.UnfinishedKey); cut {
+			// Closed by pi-otel, not by Pi (a signal, the end of the
+			// stream): whatever it was, it did not complete.
+			sev = max(sev, log.SeverityWarn)
+		}
 		s.emit(ctx, span.Name(), name, span.EndTime(), sev, attrs)
 	}
 }

@@ -183,7 +183,9 @@ func TestSeverities(t *testing.T) {
 	want := map[string]log.Severity{
 		piconv.LogModelCallFailed: log.SeverityError, piconv.LogModelCallFinished: log.SeverityInfo,
 		piconv.LogRetry: log.SeverityInfo, piconv.LogRunSettled: log.SeverityInfo, piconv.LogRunCut: log.SeverityWarn,
-		piconv.LogUserPrompt: log.SeverityInfo, piconv.LogToolResult: log.SeverityInfo,
+		piconv.LogUserPrompt: log.SeverityInfo,
+		// The bash call Ctrl-C cut short.
+		piconv.LogToolResult: log.SeverityWarn,
 	}
 	for i := range h.logs.records {
 		r := &h.logs.records[i]
