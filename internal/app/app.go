@@ -30,6 +30,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Env is the process environment, injected so tests need no globals.
@@ -162,15 +163,20 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append([]telemetry.Option{
-		telemetry.WithStderr(env.Stderr),
-		telemetry.WithIDGenerator(ids),
+	var mopts []metrics.Option
+	var lcfg spanlogs.Config
+	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr), telemetry.WithIDGenerator(ids)}
+	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
+		mopts, lcfg.Rename = append(mopts, metrics.WithGenAILatest()), piconv.Latest
+		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
+	}
+	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-			return metrics.NewSpanMetrics(mp)
+			return metrics.NewSpanMetrics(mp, mopts...)
 		}),
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
-			return spanlogs.New(lp, spanlogs.Config{}), nil
-		})}, extra...)...)
+			return spanlogs.New(lp, lcfg), nil
+		})), extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,11 @@
 // Durations are Go durations ("5s", "250ms") or, as in the OTEL_* variables,
 // a plain number of milliseconds.
 //
+// OTEL_SEMCONV_STABILITY_OPT_IN (--semconv-stability-opt-in) is the
+// conventions' own comma-separated list; pi-otel acts on
+// gen_ai_latest_experimental and leaves the other entries to other
+// instrumentations.
+//
 // PI_OTEL_REDACT holds one regular expression per line. A single line can
 // still hold several patterns joined with "|".
 package config
@@ -72,6 +77,10 @@ const (
 	TemporalityCumulative Temporality = "cumulative"
 	TemporalityLowMemory  Temporality = "lowmemory"
 )
+
+// GenAILatestOptIn is the OTEL_SEMCONV_STABILITY_OPT_IN entry that selects
+// the latest GenAI conventions.
+const GenAILatestOptIn = "gen_ai_latest_experimental"
 
 // Defaults for settings that have one.
 const (
@@ -143,6 +152,11 @@ type Config struct {
 
 	// Batch configures the span batching between producer and exporter.
 	Batch Batch
+
+	// GenAILatest selects the latest GenAI semantic conventions (after
+	// v1.41) for what leaves the process: OTEL_SEMCONV_STABILITY_OPT_IN
+	// holds gen_ai_latest_experimental. Off, the v1.41 names.
+	GenAILatest bool
 }
 
 // Signal says where one signal goes.

@@ -532,3 +532,25 @@ func TestLogsSignal(t *testing.T) {
 		t.Error("--logs-exporter file without a file: no error")
 	}
 }
+
+// TestSemconvOptIn: the conventions' own switch, a list whose other
+// entries belong to other instrumentations.
+func TestSemconvOptIn(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want bool
+	}{
+		{nil, "", false},
+		{nil, "gen_ai_latest_experimental", true},
+		{nil, "http/dup, gen_ai_latest_experimental", true},
+		{nil, "http/dup", false},
+		{[]string{"--semconv-stability-opt-in", "gen_ai_latest_experimental"}, "", true},
+		{[]string{"--semconv-stability-opt-in", "http"}, "gen_ai_latest_experimental", false}, // the flag wins
+	} {
+		cfg := mustLoad(t, tt.args, map[string]string{"OTEL_SEMCONV_STABILITY_OPT_IN": tt.env})
+		if cfg.GenAILatest != tt.want {
+			t.Errorf("%q %q: GenAILatest = %v", tt.args, tt.env, cfg.GenAILatest)
+		}
+	}
+}

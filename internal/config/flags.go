@@ -54,6 +54,8 @@ var flagDefs = []flagDef{
 	{name: "attribute-value-length-limit", usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default no limit)"},
 	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
 
+	{name: "semconv-stability-opt-in", usage: "semantic conventions opt-in, a comma-separated `list`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's (OTEL_SEMCONV_STABILITY_OPT_IN; default v1.41)"},
+
 	{name: "spool-dir", usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off (PI_OTEL_SPOOL_DIR; default $XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool)"},
 	{name: "spool-max-size", usage: "bound on the spool in `MiB`; the oldest spans go first (PI_OTEL_SPOOL_MAX_SIZE; default 64)"},
 	{name: "spool-max-age", usage: "spooled spans older than this `duration` are dropped (PI_OTEL_SPOOL_MAX_AGE; default 168h)"},

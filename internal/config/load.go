@@ -154,6 +154,14 @@ func (l *loader) load() Config {
 
 	l.spool(&cfg)
 
+	if v, _, ok := l.s.lookup(flags("semconv-stability-opt-in"), "OTEL_SEMCONV_STABILITY_OPT_IN"); ok {
+		for entry := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(entry), GenAILatestOptIn) {
+				cfg.GenAILatest = true
+			}
+		}
+	}
+
 	l.integer(&cfg.Batch.MaxQueueSize, 1, flags("queue-size"), "OTEL_BSP_MAX_QUEUE_SIZE")
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
 	l.duration(&cfg.Batch.ScheduleDelay, true, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")

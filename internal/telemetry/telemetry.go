@@ -77,6 +77,8 @@ type options struct {
 	color  *bool
 	ids    sdktrace.IDGenerator
 	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// rename rewrites the attributes of exported spans (WithExportedAttributes).
+	rename func([]attribute.KeyValue) []attribute.KeyValue
 	// logProcs are built only when logs are on (see WithLogProcessor).
 	logProcs []func(log.LoggerProvider) (sdktrace.SpanProcessor, error)
 	// backpressure, when set, makes a full queue wait instead of drop
@@ -208,6 +210,9 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 	proc, err := t.setupTraces(ctx, cfg, o)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s traces exporter: %w", cfg.Traces.Exporter, err)
+	}
+	if o.rename != nil {
+		proc = renaming{SpanProcessor: proc, f: o.rename}
 	}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),

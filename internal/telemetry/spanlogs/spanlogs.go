@@ -40,7 +40,7 @@ type Config struct {
 	// Rename, when set, rewrites each record's attributes the way the
 	// spans' own are rewritten on their way out (the semantic conventions
 	// mode), so that records and spans use the same names.
-	Rename func(spanName string, attrs []attribute.KeyValue) []attribute.KeyValue
+	Rename func([]attribute.KeyValue) []attribute.KeyValue
 	// Now is the observed time; time.Now when nil.
 	Now func() time.Time
 }
@@ -83,7 +83,7 @@ func (s *SpanLogs) OnEnd(span sdktrace.ReadOnlySpan) {
 		if v, ok := find(attrs, semconv.GenAIConversationIDKey); ok && !has(a, semconv.GenAIConversationIDKey) {
 			a = append(a[:len(a):len(a)], attribute.KeyValue{Key: semconv.GenAIConversationIDKey, Value: v})
 		}
-		s.emit(ctx, span.Name(), piconv.LogUserPrompt, ev.Time, log.SeverityInfo, a)
+		s.emit(ctx, piconv.LogUserPrompt, ev.Time, log.SeverityInfo, a)
 	}
 	if name, sev := classify(span, attrs); name != "" {
 		if cut, _ := boolean(attrs, piconv.UnfinishedKey); cut {
@@ -91,13 +91,13 @@ func (s *SpanLogs) OnEnd(span sdktrace.ReadOnlySpan) {
 			// stream): whatever it was, it did not complete.
 			sev = max(sev, log.SeverityWarn)
 		}
-		s.emit(ctx, span.Name(), name, span.EndTime(), sev, attrs)
+		s.emit(ctx, name, span.EndTime(), sev, attrs)
 	}
 }
 
-func (s *SpanLogs) emit(ctx context.Context, spanName, event string, at time.Time, sev log.Severity, attrs []attribute.KeyValue) {
+func (s *SpanLogs) emit(ctx context.Context, event string, at time.Time, sev log.Severity, attrs []attribute.KeyValue) {
 	if s.cfg.Rename != nil {
-		attrs = s.cfg.Rename(spanName, attrs)
+		attrs = s.cfg.Rename(attrs)
 	}
 	var r log.Record
 	r.SetEventName(event)

@@ -219,20 +219,32 @@ func TestDialogs(t *testing.T) {
 	}
 }
 
-// TestRename: the records take the names the spans leave with.
-func TestRename(t *testing.T) {
-	h := newHarness(spanlogs.Config{Rename: func(span string, kvs []attribute.KeyValue) []attribute.KeyValue {
-		out := []attribute.KeyValue{attribute.String("renamed.from", span)}
-		return append(out, kvs...)
-	}})
-	h.replay(t, "pi-1.6.0", "text", mapper.Ending{Reason: mapper.EndEOF})
-	if len(h.logs.records) == 0 {
-		t.Fatal("no records")
-	}
+// TestLatestNames: with the latest conventions the records take the names
+// the spans leave with.
+func TestLatestNames(t *testing.T) {
+	h := newHarness(spanlogs.Config{Rename: piconv.Latest})
+	h.replay(t, "pi-1.6.0", "bash-tool", mapper.Ending{Reason: mapper.EndEOF})
+	n := 0
 	for i := range h.logs.records {
 		r := &h.logs.records[i]
-		if attrsOf(r)["renamed.from"].AsString() == "" {
-			t.Errorf("%s not renamed", r.EventName())
+		a := attrsOf(r)
+		if _, ok := a[piconv.UsageCacheCreationKey]; ok {
+			t.Errorf("%s: v1.41 name %s", r.EventName(), piconv.UsageCacheCreationKey)
 		}
+		switch r.EventName() {
+		case piconv.LogModelCallFinished:
+			n++
+			if _, ok := a[piconv.UsageCacheWriteKey]; !ok {
+				t.Errorf("%s: no %s", r.EventName(), piconv.UsageCacheWriteKey)
+			}
+		case piconv.LogRunSettled:
+			n++
+			if _, ok := a[piconv.ProviderNameKey]; ok {
+				t.Errorf("%s: %s on invoke_agent", r.EventName(), piconv.ProviderNameKey)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("checked %d records, want 3", n)
 	}
 }

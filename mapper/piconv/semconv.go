@@ -1,0 +1,69 @@
+package piconv
+
+import "go.opentelemetry.io/otel/attribute"
+
+// The GenAI conventions moved after v1.41 to their own repository
+// (open-telemetry/semantic-conventions-genai; its
+// docs/gen-ai/non-normative/migration.md lists every change). pi-otel's
+// spans and metrics use the v1.41 names unless OTEL_SEMCONV_STABILITY_OPT_IN
+// holds gen_ai_latest_experimental; then what leaves the process uses the
+// latest names only. The mapper always writes the v1.41 names; Latest
+// rewrites a span's attributes on its way out, and the metrics pick their
+// instruments by mode. docs/span-model.md has a column per mode.
+
+// GenAI attribute keys whose name differs between the modes, or that only
+// the latest conventions have.
+const (
+	ProviderNameKey             = attribute.Key("gen_ai.provider.name")
+	OperationNameKey            = attribute.Key("gen_ai.operation.name")
+	UsageCacheReadKey           = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	UsageCacheCreationKey       = attribute.Key("gen_ai.usage.cache_creation.input_tokens") // v1.41
+	UsageCacheWriteKey          = attribute.Key("gen_ai.usage.cache_write.input_tokens")    // latest
+	TokenModalityKey            = attribute.Key("gen_ai.token.modality")                    // latest, metrics only
+	TokenModalityUnknown        = "unknown"
+	OperationInvokeAgent        = "invoke_agent"
+	MetricInferenceDuration     = "gen_ai.client.inference.duration"
+	MetricInferenceFirstChunk   = "gen_ai.client.inference.time_to_first_chunk"
+	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
+	MetricUsageOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
+	MetricUsageCacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
+	MetricUsageCacheWriteTokens = "gen_ai.client.inference.usage.cache_write.input_tokens"
+	MetricUsageReasoningTokens  = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	MetricOperationInputTokens  = "gen_ai.client.inference.operation.input_tokens"
+	MetricOperationOutputTokens = "gen_ai.client.inference.operation.output_tokens"
+	MetricInvokeAgentDuration   = "gen_ai.invoke_agent.duration"
+	MetricExecuteToolDuration   = "gen_ai.execute_tool.duration"
+	MetricInvokeAgentInferences = "gen_ai.invoke_agent.inference_calls"
+	MetricInvokeAgentToolCalls  = "gen_ai.invoke_agent.tool_calls"
+)
+
+// Latest rewrites one span's (or log record's) attributes, written with the
+// v1.41 names, into the latest conventions: the cache write count takes
+// its new name, and invoke_agent loses gen_ai.provider.name and the cache
+// counts, which the latest agent span no longer has (pi.provider stays).
+// It returns attrs itself when nothing changes, and never modifies attrs.
+func Latest(attrs []attribute.KeyValue) []attribute.KeyValue {
+	agent, touched := false, false
+	for _, kv := range attrs {
+		switch kv.Key {
+		case OperationNameKey:
+			agent = kv.Value.AsString() == OperationInvokeAgent
+		case UsageCacheCreationKey:
+			touched = true
+		}
+	}
+	if !touched && !agent {
+		return attrs
+	}
+	out := make([]attribute.KeyValue, 0, len(attrs))
+	for _, kv := range attrs {
+		switch {
+		case agent && (kv.Key == ProviderNameKey || kv.Key == UsageCacheReadKey || kv.Key == UsageCacheCreationKey):
+			continue
+		case kv.Key == UsageCacheCreationKey:
+			kv.Key = UsageCacheWriteKey
+		}
+		out = append(out, kv)
+	}
+	return out
+}
