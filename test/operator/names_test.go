@@ -89,6 +89,15 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 		if err != nil {
 			t.Fatalf("%s: %v", q.Source, err)
 		}
+		own := 0
+		for _, sel := range r.Selectors {
+			if !mode.isForeign(sel.Metric) {
+				own++
+			}
+		}
+		if own == 0 && len(r.Selectors) > 0 {
+			t.Errorf("%s reads only metrics that processes in conventions mode %s never send: it is empty in that mode", q.Source, mode.name)
+		}
 		for _, sel := range r.Selectors {
 			if _, ok := recorded[sel.Metric]; ok {
 				continue
