@@ -66,6 +66,11 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	for i := 6; i < 10; i++ {
 		evs = append(evs, toolEnd(fmt.Sprint(i)))
 	}
+	// The evicted ones end late: no second span, no orphan.
+	evs = append(evs, event.Event{Type: event.TypeToolExecutionUpdate, ToolCallID: "0"})
+	for i := range 6 {
+		evs = append(evs, toolEnd(fmt.Sprint(i)))
+	}
 	evs = append(evs, event.Event{Type: event.TypeTurnEnd}, event.Event{Type: event.TypeAgentEnd}, event.Event{Type: event.TypeAgentSettled})
 	spans, m := recorded(t, evs, mapper.WithMaxOpenTools(4))
 
@@ -85,6 +90,9 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	}
 	if got := m.Stats().ToolsEvicted; got != 6 {
 		t.Errorf("Stats.ToolsEvicted = %d, want 6", got)
+	}
+	if a := m.Stats().Anomalies; a["tool_execution_end after eviction"] != 6 || len(a) != 1 {
+		t.Errorf("anomalies %v, want 6 late ends after eviction only", a)
 	}
 	root := named(spans, piconv.SpanRoot)[0]
 	if v, _ := attrOf(root, piconv.ToolsEvictedKey); v.AsInt64() != 6 {
