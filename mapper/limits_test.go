@@ -2,6 +2,7 @@ package mapper_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -195,4 +196,22 @@ func TestSpanNamesAreBounded(t *testing.T) {
 			t.Errorf("no %s span", kind)
 		}
 	}
+}
+
+// With a cap of two open tools and three tool ids, random streams evict
+// and end evicted tools late all the time; the invariants still hold.
+func TestRandomInterleavingsSmallCap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		seq := make([]byte, rng.IntN(200))
+		for j := range seq {
+			seq[j] = byte(rng.UintN(256))
+		}
+		checkStream(t, seq, mapper.WithMaxOpenTools(2))
+	}
+}
+
+func FuzzMapperSmallCap(f *testing.F) {
+	f.Add([]byte{0, 0, 4, 0, 10, 0, 10, 1, 10, 2, 12, 0, 11, 0, 12, 1, 5, 0, 1, 0, 3, 0})
+	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq, mapper.WithMaxOpenTools(2)) })
 }
