@@ -177,7 +177,7 @@ func TestSpanNamesAreBounded(t *testing.T) {
 		{Type: event.TypeTurnEnd}, {Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
 	}
 	spans, _ := recorded(t, evs)
-	for _, kind := range []piconv.SpanKind{piconv.SpanChat, piconv.SpanTool} {
+	for _, kind := range []piconv.SpanFamily{piconv.SpanChat, piconv.SpanTool} {
 		found := false
 		for _, s := range spans {
 			name := s.Name()
