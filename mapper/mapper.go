@@ -28,21 +28,22 @@ import (
 // ScopeName is the instrumentation scope of every span the mapper makes.
 const ScopeName = "github.com/pi-otel/pi-otel/mapper"
 
-// End reasons for the root span (pi.end_reason), as in package piconv.
+// End reasons for the root span (pi.end_reason): package piconv's, as the
+// strings Ending.Reason takes.
 const (
-	EndSettled  = piconv.EndSettled
-	EndAgentEnd = piconv.EndAgentEnd
-	EndSignal   = piconv.EndSignal
-	EndExit     = piconv.EndExit
-	EndEOF      = piconv.EndEOF
+	EndSettled  = string(piconv.EndSettled)
+	EndAgentEnd = string(piconv.EndAgentEnd)
+	EndSignal   = string(piconv.EndSignal)
+	EndExit     = string(piconv.EndExit)
+	EndEOF      = string(piconv.EndEOF)
 )
 
-// Outcomes of a settled run (pi.outcome), as in package piconv.
+// Outcomes of a settled run (pi.outcome): package piconv's, as strings.
 const (
-	OutcomeOK        = piconv.OutcomeOK
-	OutcomeError     = piconv.OutcomeError
-	OutcomeAborted   = piconv.OutcomeAborted
-	OutcomeUnsettled = piconv.OutcomeUnsettled
+	OutcomeOK        = string(piconv.OutcomeOK)
+	OutcomeError     = string(piconv.OutcomeError)
+	OutcomeAborted   = string(piconv.OutcomeAborted)
+	OutcomeUnsettled = string(piconv.OutcomeUnsettled)
 )
 
 // Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
@@ -58,9 +59,9 @@ type Stats struct {
 
 // Ending says why a stream stopped without settling.
 type Ending struct {
-	Reason   piconv.EndReason // EndSignal, EndExit or EndEOF
-	ExitCode int              // set with EndSignal and EndExit
-	Signal   string           // e.g. "SIGTERM", with EndSignal
+	Reason   string // EndSignal, EndExit or EndEOF
+	ExitCode int    // set with EndSignal and EndExit
+	Signal   string // e.g. "SIGTERM", with EndSignal
 }
 
 // Mapper is not safe for concurrent use: feed it from one goroutine.

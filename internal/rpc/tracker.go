@@ -205,12 +205,12 @@ func (t *Tracker) Close(end mapper.Ending, at time.Time) {
 		d.span.SetAttributes(
 			piconv.UIUnanswered.Attr(),
 			piconv.UnfinishedKey.Bool(true),
-			end.Reason.Attr())
+			piconv.EndReason(end.Reason).Attr())
 		d.span.End(trace.WithTimestamp(at))
 	}
 	for _, c := range t.pending.all() {
 		t.pending.remove(c)
-		t.unanswered(c, end.Reason, at)
+		t.unanswered(c, piconv.EndReason(end.Reason), at)
 	}
 	t.m.Close(end, at)
 }
