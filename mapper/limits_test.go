@@ -215,3 +215,29 @@ func FuzzMapperSmallCap(f *testing.F) {
 	f.Add([]byte{0, 0, 4, 0, 10, 0, 10, 1, 10, 2, 12, 0, 11, 0, 12, 1, 5, 0, 1, 0, 3, 0})
 	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq, mapper.WithMaxOpenTools(2)) })
 }
+
+// TestEventNamesAreBounded: names Pi sends that end up in span events (an
+// unknown record type, a thinking level) are bounded like span names.
+func TestEventNamesAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	spans, _ := recorded(t, []event.Event{
+		{Type: event.TypeAgentStart},
+		{Type: huge},
+		{Type: event.TypeThinkingLevelChanged, Level: huge},
+		{Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
+	})
+	n := 0
+	for _, s := range spans {
+		for _, e := range s.Events() {
+			for _, kv := range e.Attributes {
+				n++
+				if l := len(kv.Value.Emit()); l > piconv.MaxNameDetail {
+					t.Errorf("%s: %s is %d bytes", e.Name, kv.Key, l)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d event attributes checked, want 2", n)
+	}
+}

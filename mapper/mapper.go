@@ -218,7 +218,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 			piconv.QueueSteeringKey.Int(len(ev.Steering)),
 			piconv.QueueFollowUpKey.Int(len(ev.FollowUp)))
 	case event.TypeThinkingLevelChanged:
-		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(ev.Level))
+		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(shortName(ev.Level)))
 	case event.TypeSessionInfoChanged:
 		attrs := []attribute.KeyValue{piconv.SessionNamedKey.Bool(ev.Name != nil)}
 		if c := m.cfg.content; c != nil && ev.Name != nil {
@@ -226,13 +226,13 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 		}
 		m.rootEvent(piconv.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(entryType(ev.Entry)))
+		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(shortName(entryType(ev.Entry))))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
 		// RPC records: the rpc package traces them; nothing to map here.
 	default:
 		m.stats.Unknown++
-		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(ev.Type))
+		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(shortName(ev.Type)))
 	}
 }

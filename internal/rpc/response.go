@@ -155,7 +155,7 @@ func (t *Tracker) extensionError(rec []byte, at time.Time) {
 		if c := t.pending.latestOpen(); c != nil {
 			attrs := []attribute.KeyValue{
 				piconv.ExtensionPathKey.String(ev.ExtensionPath),
-				piconv.ExtensionEventKey.String(ev.Event),
+				piconv.ExtensionEventKey.String(piconv.Clip(ev.Event, piconv.MaxNameDetail)),
 			}
 			if s := t.cfg.content; s != nil {
 				attrs = append(attrs, piconv.ExtensionErrorKey.String(s.Scrub(ev.Error)))
