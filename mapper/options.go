@@ -33,8 +33,9 @@ const defaultMaxOpenTools = 1024
 // WithMaxOpenTools bounds the tools open at once (default 1024). Past it
 // the oldest is ended unfinished with pi.end_reason=evicted and counted in
 // Stats.ToolsEvicted and on the root (pi.tools_evicted), as RPC tracing
-// bounds its pending commands. A later end of an evicted tool is an orphan
-// end (pi.orphan_end).
+// bounds its pending commands. The late records of the last 16n evicted
+// tools are recognised and dropped (counted as an anomaly); an older one's
+// end becomes an orphan end (pi.orphan_end).
 func WithMaxOpenTools(n int) Option {
 	return func(c *config) {
 		if n > 0 {

@@ -62,6 +62,38 @@ func (s *toolSet) add(t *tool) {
 	s.newest = t
 }
 
+// idRing remembers the last n ids added, in bounded memory.
+type idRing struct {
+	slots []string
+	next  int
+	at    map[string]int // id → its slot
+}
+
+func (r *idRing) add(id string, n int) {
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	if len(r.slots) < n {
+		r.at[id] = len(r.slots)
+		r.slots = append(r.slots, id)
+		return
+	}
+	if old := r.slots[r.next]; r.at[old] == r.next {
+		delete(r.at, old)
+	}
+	r.slots[r.next], r.at[id] = id, r.next
+	r.next = (r.next + 1) % n
+}
+
+// take reports whether id is remembered, and forgets it.
+func (r *idRing) take(id string) bool {
+	if _, ok := r.at[id]; ok {
+		delete(r.at, id)
+		return true
+	}
+	return false
+}
+
 func (s *toolSet) remove(t *tool) {
 	delete(s.byID, t.id)
 	if t.prev != nil {
@@ -86,7 +118,8 @@ type run struct {
 	turn      *span
 	chat      *chat
 	tools     toolSet
-	openComps int // open compactions that belong to this run
+	evicted   idRing // ids of tools the cap ended, for their late records
+	openComps int    // open compactions that belong to this run
 	retry     *span
 
 	agentRuns, turns, toolCalls, toolErrors, retries, compactions int

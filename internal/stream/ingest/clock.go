@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
@@ -95,7 +96,7 @@ func (c *StreamClock) Now() time.Time { return c.last }
 func Anchor(records [][]byte) (time.Time, bool) {
 	for _, rec := range records {
 		ev, err := event.Decode(rec, event.Options{})
-		if err != nil {
+		if err != nil && !errors.Is(err, event.ErrFieldDropped) {
 			continue
 		}
 		if t, ok := OwnTime(&ev); ok {

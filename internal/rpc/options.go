@@ -1,0 +1,64 @@
+package rpc
+
+import (
+	"time"
+)
+
+// Scrubber redacts and bounds one captured value. Giving one (content
+// capture) records error texts in full, redacted, instead of masked.
+type Scrubber interface {
+	Scrub(s string) string
+}
+
+type config struct {
+	content     Scrubber
+	maxPending  int
+	maxDialogs  int
+	holdRecords int
+	holdBytes   int
+	holdFor     time.Duration
+}
+
+// Option configures a Tracker.
+type Option func(*config)
+
+// WithContent turns on opt-in content capture: Pi's error texts and
+// extension error messages are recorded through s.
+func WithContent(s Scrubber) Option { return func(c *config) { c.content = s } }
+
+// WithMaxPending bounds the commands awaiting a response (default 1024).
+// Past it the oldest is ended unanswered and counted in Stats.Evicted.
+func WithMaxPending(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxPending = n
+		}
+	}
+}
+
+// WithMaxDialogs bounds the open extension dialogs (default 256).
+func WithMaxDialogs(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxDialogs = n
+		}
+	}
+}
+
+// WithLookahead bounds how long tracing may wait for a prompt's response
+// before deciding where the prompt's span goes (default 4096 records,
+// 16 MiB, or 30 s of stream time, whichever comes first). Forwarding never
+// waits; only span creation does.
+func WithLookahead(records, bytes int, d time.Duration) Option {
+	return func(c *config) {
+		if records > 0 {
+			c.holdRecords = records
+		}
+		if bytes > 0 {
+			c.holdBytes = bytes
+		}
+		if d > 0 {
+			c.holdFor = d
+		}
+	}
+}
