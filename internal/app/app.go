@@ -292,8 +292,10 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	add(in.FieldsDropped, "field out of range dropped", "fields out of range dropped")
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")
+	add(m.ToolsEvicted, "open tool over the cap closed early", "open tools over the cap closed early")
 	var anomalies int64
 	for _, n := range m.Anomalies {
 		anomalies += n
