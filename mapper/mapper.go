@@ -80,13 +80,15 @@ type Mapper struct {
 	// with no run open (RPC `compact`) hangs from idleParent when set.
 	comps      []*compaction
 	idleParent context.Context
+	// dec decodes for Record, made on first use.
+	dec *event.Decoder
 }
 
 // New returns a Mapper that writes spans through tp.
 func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
 	for _, o := range opts {
-		o(&cfg)
+		cfg = o.apply(cfg)
 	}
 	return &Mapper{
 		tracer: tp.Tracer(ScopeName),

@@ -126,7 +126,7 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 		holdFor:     30 * time.Second,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		cfg = o.apply(cfg)
 	}
 	return &Tracker{
 		m:       m,
