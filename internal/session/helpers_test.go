@@ -205,7 +205,9 @@ func traceStream(t *testing.T, stream []byte) []*node {
 	return forest(t, rec)
 }
 
-func sessionsDir(version string) string { return repo.Path(filepath.Join("testdata", "sessions", version)) }
+func sessionsDir(version string) string {
+	return repo.Path(filepath.Join("testdata", "sessions", version))
+}
 
 func readSession(t *testing.T, version, name string) []byte {
 	t.Helper()

@@ -482,4 +482,3 @@ func Classify(head []byte) Kind {
 	}
 	return KindUnknown
 }
-
