@@ -438,8 +438,10 @@ var streamTypes = map[string]bool{
 }
 
 // Classify tells a session file from an event stream by its first lines
-// (head: the start of the file; complete lines are read, a cut-off last
-// one is ignored). A file with only a session header counts as a session.
+// (head: the start of the file, whole lines; a cut-off last line is
+// ignored). Lines that are not Pi records are passed over; the first that
+// is decides: a session header followed by an entry, or a header alone, is
+// a session file; any record only streams have is a stream.
 func Classify(head []byte) Kind {
 	lines := bytes.Split(head, []byte("\n"))
 	if len(lines) > 1 {
@@ -448,33 +450,19 @@ func Classify(head []byte) Kind {
 	sawHeader := false
 	for _, l := range lines {
 		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
-			continue
-		}
 		var rec struct {
 			Type string `json:"type"`
 		}
-		if err := json.Unmarshal(l, &rec); err != nil || rec.Type == "" {
-			if sawHeader {
-				continue // a damaged entry; keep looking
-			}
-			return KindUnknown
+		if len(l) == 0 || json.Unmarshal(l, &rec) != nil {
+			continue
 		}
 		switch {
-		case !sawHeader && rec.Type == typeSession:
-			if !Sniff(l) {
-				return KindUnknown
-			}
+		case rec.Type == typeSession && Sniff(l):
 			sawHeader = true
 		case streamTypes[rec.Type]:
 			return KindStream
 		case knownEntry[rec.Type]:
-			if sawHeader {
-				return KindSession
-			}
-			return KindUnknown
-		case !sawHeader:
-			return KindUnknown
+			return KindSession
 		}
 	}
 	if sawHeader {
