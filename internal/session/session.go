@@ -197,8 +197,14 @@ func (t *Tracer) Line(off int64, b []byte) {
 		}
 	}
 	if t.prevID != "" && e.parent() != t.prevID {
+		// Pi appends to the current leaf: an entry that does not continue
+		// from the previous one was written after /tree moved the leaf. The
+		// run on the old branch is over; the next one starts a branch.
 		p := e.parent()
 		t.branchFrom = &p
+		if t.cur != nil {
+			t.finish(t.cur, t.cur.final(), mapper.Ending{Reason: mapper.EndEOF})
+		}
 	}
 	t.prevID = e.ID
 	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
@@ -276,8 +282,10 @@ func (t *Tracer) add(e *entry) {
 
 // open completes the open run, if any, and opens one at e.
 func (t *Tracer) open(e *entry) {
-	if t.cur != nil {
-		t.finish(t.cur, true, mapper.Ending{})
+	if r := t.cur; r != nil {
+		// A run that had not reached a final answer when the next began was
+		// cut short (Pi killed mid-run, then resumed): closed unsettled.
+		t.finish(r, r.final(), mapper.Ending{Reason: mapper.EndEOF})
 	}
 	t.flushBash()
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
@@ -444,9 +452,7 @@ var streamTypes = map[string]bool{
 // a session file; any record only streams have is a stream.
 func Classify(head []byte) Kind {
 	lines := bytes.Split(head, []byte("\n"))
-	if len(lines) > 1 {
-		lines = lines[:len(lines)-1] // the last piece may be cut off
-	}
+	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
 	sawHeader := false
 	for _, l := range lines {
 		l = bytes.TrimSpace(l)
