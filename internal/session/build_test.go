@@ -71,7 +71,9 @@ func (f *file) entry(typ string, fields map[string]any) string {
 	return id
 }
 
-func (f *file) message(m map[string]any) string { return f.entry("message", map[string]any{"message": m}) }
+func (f *file) message(m map[string]any) string {
+	return f.entry("message", map[string]any{"message": m})
+}
 
 // user is a prompt created 10 ms before it is persisted.
 func (f *file) user(text string) string {
