@@ -147,8 +147,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 			}
 			return
 		}
-		// No header: Pi would not load this file. Keep what entries there are.
-		t.stats.Damaged++
+		// No header (Pi would not load this file): keep what entries there are.
 	}
 	e, err := decodeEntry(b)
 	if err != nil || e.Type == typeSession {
