@@ -12,11 +12,13 @@ import (
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
-// FuzzDecode feeds arbitrary files to a Tracer (run it with
-// `go test ./internal/session -run ^$ -fuzz FuzzDecode -fuzzminimizetime 2s`:
-// minimising a multi-kilobyte seed at the default 60s takes the whole run). Whatever the bytes, it must
+// FuzzDecode feeds arbitrary files to a Tracer. Whatever the bytes, it must
 // not panic, must end every span it starts, must count every line, must not
 // commit past the input, and must give the same ids when run twice.
+//
+//	go test ./internal/session -run '^$' -fuzz FuzzDecode -fuzzminimizetime 2s
+//
+// (minimising a multi-kilobyte seed at the default 60s takes a whole run).
 func FuzzDecode(f *testing.F) {
 	for _, v := range []string{"pi-1.6.0", "pi-1.0.3", "pi-0.73.x"} {
 		files, _ := filepath.Glob(filepath.Join(sessionsDir(v), "*.jsonl"))
