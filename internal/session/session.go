@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper"
@@ -121,7 +122,7 @@ func New(cfg Config) *Tracer {
 		cfg:     cfg,
 		tap:     tp,
 		m:       mapper.New(tp, opts...),
-		tracer:  cfg.TracerProvider.Tracer(ScopeName),
+		tracer:  tp.Tracer(ScopeName),
 		version: 3,
 		runOf:   map[string]string{},
 	}
@@ -142,6 +143,9 @@ func (t *Tracer) Line(off int64, b []byte) {
 			t.hdr = h
 			t.version = h.version()
 			t.m.SetSessionID(h.ID)
+			if h.Cwd != "" {
+				t.tap.common = []attribute.KeyValue{attribute.String("pi.project", project(h.Cwd))}
+			}
 			if h.ParentSession != "" {
 				t.fork, _ = time.Parse(time.RFC3339Nano, h.Timestamp)
 			}

@@ -97,6 +97,9 @@ func TestTwoPromptsAndAToolCall(t *testing.T) {
 		t.Errorf("session info event: %q", v)
 	}
 	chat := r.find("chat")[0]
+	if chat.str("pi.project") != "proj" || r.find("execute_tool")[0].str("pi.project") != "proj" {
+		t.Error("pi.project is not on every span")
+	}
 	if got := chat.s.EndTime().Sub(chat.s.StartTime()); got != 80*time.Millisecond {
 		t.Errorf("chat lasted %v, want durationMs 80ms", got)
 	}
@@ -404,6 +407,9 @@ func TestBashExecution(t *testing.T) {
 	}
 	if bash[0].str("gen_ai.conversation.id") != "sess-1" || bash[0].s.SpanContext().TraceID() == bash[1].s.SpanContext().TraceID() {
 		t.Errorf("bash traces: %v %v", bash[0].s.SpanContext(), bash[1].s.SpanContext())
+	}
+	if bash[0].str("pi.project") != "proj" {
+		t.Error("no pi.project on pi.bash")
 	}
 	if _, ok := bash[0].attr("pi.bash.command"); ok {
 		t.Error("the command without --capture-content")

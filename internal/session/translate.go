@@ -80,11 +80,8 @@ func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
 // and the fork a run belongs to.
 func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
 	attrs := []attribute.KeyValue{attribute.String("pi.source", "session_file")}
-	if t.hdr.Cwd != "" {
-		attrs = append(attrs, attribute.String("pi.project", project(t.hdr.Cwd)))
-		if c := t.cfg.Content; c != nil {
-			attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
-		}
+	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
+		attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
 	}
 	if r.branch != nil {
 		attrs = append(attrs, attribute.Bool("pi.branch", true),
@@ -438,9 +435,6 @@ func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
 	}
 	if own {
 		attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID), attribute.String("pi.source", "session_file"))
-		if t.hdr.Cwd != "" {
-			attrs = append(attrs, attribute.String("pi.project", project(t.hdr.Cwd)))
-		}
 	}
 	_, s := t.tracer.Start(parent, "pi.bash", trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))
