@@ -618,3 +618,50 @@ func TestLongSession(t *testing.T) {
 		t.Errorf("%d compactions, %+v", n, tr.tracer.Stats())
 	}
 }
+
+// plain captures content as it is, to see what reaches spans.
+type plain struct{}
+
+func (plain) Scrub(s string) string { return s }
+func (plain) InputMessages(m [][]byte) string {
+	return string(bytes.Join(m, nil))
+}
+func (plain) OutputMessages(m [][]byte) string   { return string(bytes.Join(m, nil)) }
+func (plain) SystemInstructions(m []byte) string { return string(m) }
+func (plain) ToolArguments(a []byte) string      { return string(a) }
+func (plain) ToolResult(r []byte) string         { return string(r) }
+
+// With content capture, prompts, answers, tool arguments and results, the
+// command of a ! run and the full cwd reach the spans.
+func TestContentCapture(t *testing.T) {
+	f := newFile(nil)
+	f.message(map[string]any{"role": "bashExecution", "command": "secret-command", "output": "o", "exitCode": 0, "timestamp": ms(f.now)})
+	f.user("secret-prompt")
+	f.assistant("toolUse", usage{10, 1}, "bash:c1")
+	f.result("c1", false)
+	f.assistant("stop", usage{10, 1})
+	tr := traceBytes(t, f.bytes(), Config{Content: plain{}})
+	var all strings.Builder
+	var walk func(*node)
+	walk = func(n *node) {
+		for _, a := range n.s.Attributes() {
+			all.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+		}
+		for _, e := range n.s.Events() {
+			for _, a := range e.Attributes {
+				all.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+			}
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	for _, r := range tr.roots {
+		walk(r)
+	}
+	for _, want := range []string{"pi.bash.command=secret-command", "secret-prompt", "gen_ai.tool.call.arguments={\"command\":\"secret-arg\"}", "secret-output", "pi.cwd=/home/me/proj", "answer text"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("%q not captured", want)
+		}
+	}
+}

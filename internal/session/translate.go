@@ -214,13 +214,13 @@ func (x *translator) message(e *entry) {
 		if n := imageCount(msg.Content); n > 0 {
 			x.rootEvent("pi.user_images", at, attribute.Int("pi.message.images", n))
 		}
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, at)
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
 	case "assistant":
 		x.assistant(e)
 	case "toolResult":
 		x.toolResult(e)
 	case "system":
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, at(msg, e))
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
 		x.t.bashSpan(x.m.RootContext(), e, false)
 	case "custom":
@@ -312,8 +312,8 @@ func (x *translator) assistant(e *entry) {
 		x.turnOpen = true
 	}
 	x.turnHasAssistant = true
-	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message}, start)
-	x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, end)
+	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message, RawMessage: msg.Raw}, start)
+	x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, end)
 	x.assistantEnd = end
 	x.lastStop = msg.StopReason
 	if x.retryOpen && msg.StopReason != "error" {
