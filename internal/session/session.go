@@ -69,6 +69,7 @@ type Tracer struct {
 	tap    *tap
 	m      *mapper.Mapper
 	tracer trace.Tracer // for pi.bash
+	dec    *decoder
 
 	hdr     header
 	hdrSeen bool
@@ -125,6 +126,7 @@ func New(cfg Config) *Tracer {
 		tracer:  tp.Tracer(ScopeName),
 		version: 3,
 		runOf:   map[string]string{},
+		dec:     newDecoder(cfg.Content != nil),
 	}
 }
 
@@ -153,15 +155,13 @@ func (t *Tracer) Line(off int64, b []byte) {
 		}
 		// No header (Pi would not load this file): keep what entries there are.
 	}
-	e, err := decodeEntry(b)
+	e, err := t.dec.decode(b)
 	if err != nil || e.Type == typeSession {
 		t.stats.Damaged++
 		return
 	}
 	e.off, e.end = off, end
-	if t.cfg.Content != nil {
-		e.raw = bytes.Clone(b)
-	} else {
+	if t.cfg.Content == nil {
 		// Only what counts and ids need stays: a tool's output can be
 		// megabytes, and nothing reads it without capture.
 		if e.msg != nil && e.msg.Role == "toolResult" {
@@ -313,8 +313,7 @@ func (r *runBuf) final() bool {
 			if e.msg.StopReason == "error" && edited {
 				return false // Pi hid the failed attempt to retry it
 			}
-			ids, _ := toolCalls(e.msg.Content)
-			return len(ids) == 0 || e.msg.StopReason == "aborted"
+			return len(e.msg.callIDs) == 0 || e.msg.StopReason == "aborted"
 		case "user", "toolResult", "custom", "bashExecution":
 			return false
 		}

@@ -324,7 +324,7 @@ func (x *translator) assistant(e *entry) {
 	if msg.StopReason == "error" {
 		x.errHeld, x.errEnd = msg, end
 	}
-	ids, names := toolCalls(msg.Content)
+	ids, names := msg.callIDs, msg.callNames
 	for i, id := range ids {
 		c := call{id: id, name: names[i]}
 		if x.t.cfg.Content != nil {
