@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -84,10 +85,12 @@ type Tracer struct {
 	// branchFrom is set when an entry did not continue from the previous
 	// one: the next run starts a branch at that entry.
 	branchFrom *string
-	// runOf maps an entry id to the key of the run it belongs to, or of the
-	// run before it, so a branch can link to where it came from.
-	runOf   map[string]string
-	lastKey string
+	// runOf maps (a hash of) an entry id to the index in keys of the run it
+	// belongs to, or of the run before it, so a branch can link to where it
+	// came from; -1 for none. Hashes keep it small: a long file has a
+	// million entries.
+	runOf map[uint64]int32
+	keys  []string
 
 	// forkRun is the first entry id of the origin's run the fork was cut
 	// from; the fork's first run links to it once.
@@ -125,7 +128,7 @@ func New(cfg Config) *Tracer {
 		m:       mapper.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName),
 		version: 3,
-		runOf:   map[string]string{},
+		runOf:   map[uint64]int32{},
 		dec:     newDecoder(cfg.Content != nil),
 	}
 }
@@ -212,7 +215,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 	t.prevID = e.ID
 	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
 		// The origin's history, copied into the fork: traced there, not here.
-		t.runOf[e.ID] = ""
+		t.runOf[idHash(e.ID)] = -1
 		if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
 			t.forkRun = e.ID
 		}
@@ -221,11 +224,22 @@ func (t *Tracer) Line(off int64, b []byte) {
 		return
 	}
 	t.place(e)
-	if t.cur != nil {
-		t.runOf[e.ID] = t.cur.key
-	} else {
-		t.runOf[e.ID] = t.lastKey
+	t.runOf[idHash(e.ID)] = int32(len(t.keys)) - 1
+}
+
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// runKey is the key of the run entry id belongs to, "" if none.
+func (t *Tracer) runKey(id string) string {
+	i, ok := t.runOf[idHash(id)]
+	if !ok || i < 0 {
+		return ""
 	}
+	return t.keys[i]
 }
 
 // place puts an entry in the open run, a new run, or the pending list.
@@ -294,7 +308,7 @@ func (t *Tracer) open(e *entry) {
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
 	t.pending, t.branchFrom = nil, nil
 	t.cur = r
-	t.lastKey = r.key
+	t.keys = append(t.keys, r.key)
 	t.add(e)
 }
 
