@@ -3,22 +3,25 @@
 // (migrating version 1 and 2 files as Pi does), groups them into runs as
 // agent_settled groups them in the stream, and turns each run into the
 // same events the stream mapper reads, so a session file gives the very
-// span model, metrics and privacy rules of a live run.
+// span model, metrics and privacy rules of a live run. docs/sessions.md
+// has the mapping.
 //
-// CONTRACT (agreed between the session, watch and run-TUI work; the
-// bodies are filled in by the session work):
+// The contract a follower (pi-otel watch, the TUI mode of run) builds on:
 //
 //   - New(cfg) returns a Tracer for one session file.
 //   - Line(off, b) feeds one complete line (without its LF) that starts at
 //     byte offset off. Damaged lines are counted and skipped.
 //   - A run is traced (its root span ends) as soon as it is complete: the
-//     next run has begun. Idle(now, settle) traces the open run when its
-//     last entry is a final answer and it has been quiet for settle.
-//     Close(end) traces whatever is open, marking unfinished spans.
+//     next run has begun, or the file moved to another branch. Idle(now,
+//     settle) traces the open run when its last entry is a final answer and
+//     it has been quiet for settle. Close(end) traces whatever is open; a
+//     run that never reached a final answer is closed unsettled.
 //   - Committed() is the byte offset just past the last entry of the last
-//     traced run: a follower that restarts at 0 and skips runs ending at or
-//     before it traces nothing twice (ids are deterministic, see IDs).
-//   - Sniff(b) tells a session file from an event stream by its first line.
+//     traced run: a follower that restarts at 0 with Config.SkipThrough set
+//     to it traces nothing twice (ids are deterministic, see IDs).
+//   - Sniff(b) tells whether a first line is a session header; Pi's json
+//     mode starts its stdout with the same header, so Classify(head) tells
+//     a session file from an event stream by the lines that follow.
 package session
 
 import (
@@ -406,7 +409,9 @@ func (t *Tracer) flushBash() {
 			continue
 		}
 		t.withSeed(t.hdr.ID+"/"+e.ID, func() { t.bashSpan(t.cfg.Parent, e, true) })
-		if e.end > t.committed && t.cur == nil && len(kept) == 0 {
+		// Entries still pending belong to a later run, which ends after
+		// this: a restart re-reads them from the start anyway.
+		if e.end > t.committed {
 			t.committed = e.end
 		}
 	}
