@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -663,5 +664,32 @@ func TestContentCapture(t *testing.T) {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("%q not captured", want)
 		}
+	}
+}
+
+// A generated history (the benchmark's input) traces run for run: every
+// prompt a trace, every retry and compaction a span, nothing damaged.
+func TestGeneratedHistory(t *testing.T) {
+	var buf bytes.Buffer
+	gen, err := sessiongen.Write(&buf, sessiongen.Config{Size: 3e6, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := traceBytes(t, buf.Bytes(), Config{})
+	rs := runs(t, tr, int(gen.Runs))
+	var tools, retries, compactions int64
+	for _, r := range rs {
+		tools += int64(len(r.find("execute_tool")))
+		retries += int64(len(r.find("pi.retry")))
+		compactions += int64(len(r.find("pi.compaction")))
+		if r.str("pi.outcome") != "ok" {
+			t.Fatalf("run outcome %s:\n%s", r.str("pi.outcome"), r.shape())
+		}
+	}
+	if tools != gen.ToolCalls || retries != gen.Retries || compactions != gen.Compactions {
+		t.Errorf("traced %d tools, %d retries, %d compactions; generated %d, %d, %d", tools, retries, compactions, gen.ToolCalls, gen.Retries, gen.Compactions)
+	}
+	if st := tr.tracer.Stats(); st.Damaged != 0 || st.Lines != gen.Lines {
+		t.Errorf("stats %+v, generated %d lines", st, gen.Lines)
 	}
 }
