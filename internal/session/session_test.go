@@ -693,3 +693,31 @@ func TestGeneratedHistory(t *testing.T) {
 		t.Errorf("stats %+v, generated %d lines", st, gen.Lines)
 	}
 }
+
+// The session file the real Pi 1.6.0 TUI wrote in tmux (see
+// internal/testutil/capture's TestSessionCaptureTUI).
+func TestTUISession(t *testing.T) {
+	b := readSession(t, "pi-1.6.0", "tui")
+	tr := traceBytes(t, b, Config{})
+	rs := runs(t, tr, 2)
+	first, second := rs[0], rs[1]
+	if r := first.find("pi.retry"); len(r) != 1 || r[0].str("pi.retry.outcome") != "success" || first.str("pi.outcome") != "ok" {
+		t.Errorf("first run (529, then an answer):\n%s", first.shape())
+	}
+	tools := second.find("execute_tool")
+	if len(tools) != 2 || second.str("pi.tool_errors") != "1" || len(second.find("pi.compaction")) != 1 {
+		t.Errorf("second run (two tools, one failing, then /compact):\n%s", second.shape())
+	}
+	bash := roots(tr, "pi.bash")
+	if len(bash) != 1 || bash[0].str("pi.bash.exit_code") != "0" {
+		t.Fatalf("%d pi.bash traces for the ! command", len(bash))
+	}
+	if !bash[0].s.StartTime().After(first.s.EndTime()) || !bash[0].s.StartTime().Before(second.s.StartTime()) {
+		t.Error("the ! command is not between the two runs")
+	}
+	for _, r := range rs {
+		if r.str("gen_ai.conversation.id") != tr.tracer.SessionID() || tr.tracer.SessionID() == "" {
+			t.Errorf("conversation id %s, session %s", r.str("gen_ai.conversation.id"), tr.tracer.SessionID())
+		}
+	}
+}
