@@ -18,7 +18,8 @@
 //     run that never reached a final answer is closed unsettled.
 //   - Committed() is the byte offset just past the last entry of the last
 //     traced run: a follower that restarts at 0 with Config.SkipThrough set
-//     to it traces nothing twice (ids are deterministic, see IDs).
+//     to it traces nothing twice (runs that begin before it are skipped; ids
+//     are deterministic, see IDs).
 //   - Sniff(b) tells whether a first line is a session header; Pi's json
 //     mode starts its stdout with the same header, so Classify(head) tells
 //     a session file from an event stream by the lines that follow.
@@ -54,8 +55,10 @@ type Config struct {
 	Parent context.Context
 	// Content, if set, turns on content capture (mapper.WithContent).
 	Content mapper.Content
-	// SkipThrough: runs whose last entry ends at or before this offset are
-	// decoded (for state) but not traced: a restarted follower's place.
+	// SkipThrough: runs that begin before this offset are decoded (for
+	// state) but not traced: a restarted follower's place, its Committed().
+	// (Begin, not end: a run traced by Idle may gain entries, such as a
+	// compaction Pi writes later, that a re-read groups into it.)
 	SkipThrough int64
 	// Since: runs that began before it are decoded but not traced.
 	Since time.Time
@@ -374,7 +377,7 @@ func (t *Tracer) finish(r *runBuf, settled bool, end mapper.Ending) {
 	t.cur = nil
 	first := r.entries[0]
 	start := runStart(first)
-	if r.end <= t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
+	if first.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
 		t.stats.Skipped++
 	} else {
 		t.stats.Runs++
@@ -405,7 +408,7 @@ func (t *Tracer) flushBash() {
 			kept = append(kept, e)
 			continue
 		}
-		if e.end <= t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
+		if e.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
 			continue
 		}
 		t.withSeed(t.hdr.ID+"/"+e.ID, func() { t.bashSpan(t.cfg.Parent, e, true) })

@@ -721,3 +721,41 @@ func TestTUISession(t *testing.T) {
 		}
 	}
 }
+
+// A run traced by Idle, then a compaction Pi wrote after it: a follower
+// restarted at the committed offset traces neither again.
+func TestRestartAfterIdle(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	f.assistant("stop", usage{10, 1})
+	quiet := f.now.Add(time.Hour)
+	idleAt := len(f.bytes())
+	f.entry("compaction", map[string]any{"summary": "s", "firstKeptEntryId": f.prev, "tokensBefore": 100, "usage": usage{5, 1}.json()})
+	f.user("next")
+	f.assistant("stop", usage{10, 1})
+	b := f.bytes()
+
+	rec := tracetest.NewSpanRecorder()
+	ids := &IDs{}
+	tr := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids)), IDs: ids})
+	feed(tr, b[:idleAt])
+	if !tr.Idle(quiet, time.Minute) {
+		t.Fatal("Idle did not trace the answered run")
+	}
+	committed := tr.Committed()
+	// Restarted here: from the start, skipping what was committed.
+	restarted := traceBytes(t, b, Config{SkipThrough: committed})
+	rs := runs(t, restarted, 1)
+	if !strings.Contains(rs[0].str("gen_ai.conversation.id"), "sess-1") || restarted.tracer.Stats().Skipped != 1 {
+		t.Errorf("restart: %+v", restarted.tracer.Stats())
+	}
+	var first string
+	for _, s := range rec.Ended() {
+		if s.Name() == "invoke_agent pi" {
+			first = s.SpanContext().TraceID().String()
+		}
+	}
+	if rs[0].s.SpanContext().TraceID().String() == first {
+		t.Error("the restart traced the first run again")
+	}
+}
