@@ -758,4 +758,28 @@ func TestRestartAfterIdle(t *testing.T) {
 	if rs[0].s.SpanContext().TraceID().String() == first {
 		t.Error("the restart traced the first run again")
 	}
+	// The follower that was not restarted: the late compaction is a trace
+	// of its own, as the stream shows a compaction with no run open.
+	rec2 := tracetest.NewSpanRecorder()
+	tr2 := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec2))})
+	feed(tr2, b[:idleAt])
+	tr2.Idle(quiet, time.Minute)
+	rest := b[idleAt:]
+	off := int64(idleAt)
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		tr2.Line(off, rest[:i])
+		off += int64(i) + 1
+		rest = rest[i+1:]
+	}
+	tr2.Close(mapper.Ending{Reason: mapper.EndEOF})
+	var idle []sdktrace.ReadOnlySpan
+	for _, s := range rec2.Ended() {
+		if s.Name() == "pi.compaction" && !s.Parent().IsValid() {
+			idle = append(idle, s)
+		}
+	}
+	if len(idle) != 1 || tr2.Stats().Runs != 2 {
+		t.Errorf("%d compactions of their own, %d runs; want 1 and 2", len(idle), tr2.Stats().Runs)
+	}
 }
