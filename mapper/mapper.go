@@ -82,6 +82,8 @@ type Mapper struct {
 	idleParent context.Context
 	// dec decodes for Record, made on first use.
 	dec *event.Decoder
+	// project is pi.project, the last element of the session's cwd.
+	project string
 }
 
 // New returns a Mapper that writes spans through tp.
@@ -183,6 +185,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)
+		m.setProject(ev.Cwd)
 	case event.TypeAgentStart:
 		m.agentStart(at)
 	case event.TypeAgentEnd:

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Why a tool span whose result is missing from the file ends in error.
@@ -30,7 +30,8 @@ type translator struct {
 	errEnd              time.Time
 	retryOpen           bool
 	attempt             int
-	calls               []call // tool calls of the last assistant message still without a result
+	calls               []call   // tool calls of the last assistant message still without a result
+	missing             []string // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
 }
@@ -59,7 +60,6 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
-	t.tap.extra = event.Usage{}
 	x := &translator{t: t, m: t.m}
 	first := r.entries[0]
 	start := runStart(first)
@@ -79,7 +79,7 @@ func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
 // rootAttributes are what only the file tells: the project, the branch
 // and the fork a run belongs to.
 func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
-	attrs := []attribute.KeyValue{attribute.String("pi.source", "session_file")}
+	attrs := []attribute.KeyValue{piconv.SourceKey.String(piconv.SourceSessionFile)}
 	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
 		attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
 	}
@@ -182,14 +182,7 @@ func (x *translator) addUsage(u *event.Usage) []attribute.KeyValue {
 	if u == nil {
 		return nil
 	}
-	d := &x.t.tap.extra
-	d.Input += u.Input
-	d.Output += u.Output
-	d.CacheRead += u.CacheRead
-	d.CacheWrite += u.CacheWrite
-	d.Reasoning += u.Reasoning
-	d.TotalTokens += u.TotalTokens
-	d.Cost.Total += u.Cost.Total
+	x.m.AddUsage(u, x.now)
 	return []attribute.KeyValue{
 		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
 		semconv.GenAIUsageOutputTokens(int(u.Output)),
@@ -245,6 +238,7 @@ func (x *translator) ensureAgent(at time.Time) {
 }
 
 func (x *translator) endTurn() {
+	x.failMissing()
 	if x.turnOpen {
 		x.emit(&event.Event{Type: event.TypeTurnEnd}, x.now)
 		x.turnOpen = false
@@ -273,17 +267,21 @@ func (x *translator) resolveError() {
 	x.errHeld = nil
 }
 
-// missingResults opens a span for every tool call whose result never came
-// and marks it failed; the mapper closes it with its turn.
+// missingResults opens a span for every tool call whose result never
+// came; failMissing ends them in error when their turn ends.
 func (x *translator) missingResults() {
 	for _, c := range x.calls {
 		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args}, x.assistantEnd)
-		if s := x.t.tap.lastSpan; s != nil {
-			s.SetStatus(codes.Error, missingResult)
-			s.SetAttributes(semconv.ErrorTypeKey.String("tool_result_missing"))
-		}
+		x.missing = append(x.missing, c.id)
 	}
 	x.calls = nil
+}
+
+func (x *translator) failMissing() {
+	for _, id := range x.missing {
+		x.m.FailTool(id, "tool_result_missing", missingResult, x.now)
+	}
+	x.missing = nil
 }
 
 func (x *translator) assistant(e *entry) {
@@ -402,6 +400,7 @@ func (x *translator) compaction(e *entry) {
 func (x *translator) finish(settled bool, end mapper.Ending) {
 	if !settled {
 		x.missingResults()
+		x.failMissing()
 		if end.Reason == "" {
 			end.Reason = mapper.EndEOF
 		}
@@ -433,8 +432,13 @@ func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
 	if c := t.cfg.Content; c != nil {
 		attrs = append(attrs, attribute.String("pi.bash.command", c.Scrub(msg.Command)))
 	}
+	// Started here, not by the mapper: the run's common attributes too.
+	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
+	if t.hdr.Cwd != "" {
+		attrs = append(attrs, piconv.ProjectKey.String(project(t.hdr.Cwd)))
+	}
 	if own {
-		attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID), attribute.String("pi.source", "session_file"))
+		attrs = append(attrs, piconv.SourceKey.String(piconv.SourceSessionFile))
 	}
 	_, s := t.tracer.Start(parent, "pi.bash", trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))

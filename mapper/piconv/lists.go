@@ -31,7 +31,7 @@ func Keys() []attribute.Key {
 		SettledKey, AbortedKey, EndReasonKey, OutcomeKey, AgentRunsKey, TurnsKey, ToolCallsKey,
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
 		ToolsEvictedKey, ProviderKey,
-		UnfinishedKey, CostTotalKey,
+		UnfinishedKey, CostTotalKey, ProjectKey, SourceKey,
 		AgentRunIndexKey, WillRetryKey, TurnIndexKey, TurnToolCallsKey, StopReasonKey,
 		RawStopReasonKey, DurationMsKey, ToolDurationMsKey, ToolUpdatesKey, OrphanEndKey,
 		CompactionReasonKey, CompactionTokensBeforeKey, CompactionTokensAfterKey,
