@@ -3,12 +3,22 @@ package framing
 const (
 	defaultReadSize = 64 << 10
 	defaultRetain   = 4 << 20
+	// minPiece is the least of the largest buffer a long record is kept
+	// in, so that a tiny retain does not make a list of tiny pieces.
+	minPiece = 64 << 10
+	// firstPiece is the first buffer of a record that spans Splitter
+	// writes; the next ones double.
+	firstPiece = 4 << 10
 )
 
 type config struct {
 	readSize int
 	retain   int
 }
+
+// piece is the size of the largest buffers a long record is kept in, while
+// its LF has not arrived.
+func (c config) piece() int { return max(c.retain, c.readSize, minPiece) }
 
 func newConfig(opts []Option) config {
 	c := config{readSize: defaultReadSize, retain: defaultRetain}
