@@ -51,8 +51,10 @@ func WithReadSize(n int) Option {
 // WithRetain sets the largest buffer kept for reuse once a record is done
 // (default 4 MiB). A buffer that grew beyond it for one huge record is
 // released afterwards, so memory returns to a steady level; records up to
-// this size cost no allocation once the buffer has grown. Negative values
-// are ignored.
+// this size cost no allocation once the buffer has grown. It is also the
+// size of the pieces a longer record is read into before it is copied, once,
+// into a buffer of its own: such a record costs about twice its size.
+// Negative values are ignored.
 func WithRetain(n int) Option {
 	return optionFunc(func(c config) config {
 		if n >= 0 {
