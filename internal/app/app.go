@@ -50,7 +50,7 @@ const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
 Usage:
   pi-otel run [flags] -- pi --mode json ...     launch Pi and trace its event stream
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
-  pi-otel replay [flags] FILE|-                 trace a captured JSONL stream
+  pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
@@ -133,8 +133,11 @@ type pipeline struct {
 	mapper *mapper.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
-	cfg    config.Config
-	stderr io.Writer
+	// parentCtx holds parent; content is nil unless capture is on.
+	parentCtx context.Context
+	content   mapper.Content
+	cfg       config.Config
+	stderr    io.Writer
 	// flushSigs catches a signal during the exit flush (see finish); it
 	// is registered early so that none slips through before finish.
 	flushSigs chan os.Signal
@@ -157,26 +160,29 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 	return p.records
 }
 
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...telemetry.Option) (*pipeline, error) {
+// newPipeline builds the shared pipeline; opts come after the defaults, so
+// that e.g. a session file's replay can give its own id generator, or
+// replay its backpressure.
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
 	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var mopts []metrics.Option
+	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr), telemetry.WithIDGenerator(ids)}
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
-		mopts, lcfg.Rename = append(mopts, metrics.WithGenAILatest()), piconv.Latest
+		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
 		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
 	}
 	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-			return metrics.NewSpanMetrics(mp, mopts...)
+			return metrics.NewSpanMetrics(mp, metricOpts...)
 		}),
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
-		})), extra...)...)
+		})), opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,14 +191,14 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 	otel.SetErrorHandler(tel)
 	// The caller's TRACEPARENT makes each run a child of its trace.
 	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
-	opts := []mapper.Option{mapper.WithParent(parentCtx)}
+	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
 	if content != nil {
-		opts = append(opts, mapper.WithContent(content))
+		mopts = append(mopts, mapper.WithContent(content))
 	}
 	if clock != nil {
-		opts = append(opts, mapper.WithInexactTimes()) // replay: times are rebuilt
+		mopts = append(mopts, mapper.WithInexactTimes()) // replay: times are rebuilt
 	}
-	m := mapper.New(tel.TracerProvider(), opts...)
+	m := mapper.New(tel.TracerProvider(), mopts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
 	if !cfg.Quiet { // a bad-record warning is one of our status lines too
 		sinkOpts = append(sinkOpts, ingest.WithWarnings(env.Stderr))
@@ -206,9 +212,13 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 		mapper:    m,
 		sink:      ingest.New(m, sinkOpts...),
 		parent:    trace.SpanContextFromContext(parentCtx),
+		parentCtx: parentCtx,
 		cfg:       cfg,
 		stderr:    env.Stderr,
 		flushSigs: make(chan os.Signal, 1),
+	}
+	if content != nil {
+		p.content = content
 	}
 	signal.Notify(p.flushSigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	p.records = func() (int64, int64) {
@@ -303,8 +313,10 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	add(in.FieldsDropped, "field out of range dropped", "fields out of range dropped")
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")
+	add(m.ToolsEvicted, "open tool over the cap closed early", "open tools over the cap closed early")
 	var anomalies int64
 	for _, n := range m.Anomalies {
 		anomalies += n

@@ -11,9 +11,9 @@ func Spans() []string {
 	return []string{SpanRoot, SpanAgentRun, SpanTurn, SpanRetry, SpanCompaction}
 }
 
-// Kinds returns the span kinds whose names are completed by a detail.
-func Kinds() []SpanKind {
-	return []SpanKind{SpanChat, SpanTool, SpanRPC, SpanExtensionUI}
+// Families returns the span families, whose names a detail completes.
+func Families() []SpanFamily {
+	return []SpanFamily{SpanChat, SpanTool, SpanRPC, SpanExtensionUI}
 }
 
 // Events returns the span event names.
@@ -31,7 +31,7 @@ func Keys() []attribute.Key {
 		SettledKey, AbortedKey, EndReasonKey, OutcomeKey, AgentRunsKey, TurnsKey, ToolCallsKey,
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
 		ToolsEvictedKey, ProviderKey,
-		UnfinishedKey, CostTotalKey,
+		UnfinishedKey, CostTotalKey, ProjectKey, SourceKey,
 		AgentRunIndexKey, WillRetryKey, TurnIndexKey, TurnToolCallsKey, StopReasonKey,
 		RawStopReasonKey, DurationMsKey, ToolDurationMsKey, ToolUpdatesKey, OrphanEndKey,
 		CompactionReasonKey, CompactionTokensBeforeKey, CompactionTokensAfterKey,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -52,5 +53,17 @@ func TestOutOfRangeNumberKeepsTheRecord(t *testing.T) {
 	}
 	if !strings.Contains(warn.String(), "traced without a field") {
 		t.Errorf("warning %q", warn.String())
+	}
+}
+
+// TestAnchorUsesARecordWithADroppedField: a header whose version is out
+// of range still gives the replay its start time.
+func TestAnchorUsesARecordWithADroppedField(t *testing.T) {
+	got, ok := Anchor([][]byte{
+		[]byte(`{"type":"agent_start"}`),
+		[]byte(`{"type":"session","version":1e999,"id":"s","timestamp":"2026-11-29T10:00:00.000Z"}`),
+	})
+	if want := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC); !ok || !got.Equal(want) {
+		t.Errorf("Anchor = %v, %v; want %v", got, ok, want)
 	}
 }
