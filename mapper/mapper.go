@@ -84,6 +84,8 @@ type Mapper struct {
 	dec *event.Decoder
 	// project is pi.project, the last element of the session's cwd.
 	project string
+	// conv feeds the GenAI attributes that need earlier records.
+	conv conventionState
 }
 
 // New returns a Mapper that writes spans through tp.

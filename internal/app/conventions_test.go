@@ -101,7 +101,9 @@ func TestConventionsPerMode(t *testing.T) {
 							}
 						case piconv.SpanChat.Prefix() == name[:min(len(name), 5)]:
 							chats++
-							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite]) || mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite]) {
+							reasoning, thinking := k[string(piconv.ReasoningLevelKey)], k[string(piconv.ThinkingLevelKey)]
+							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite] || !reasoning || thinking) ||
+								mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite] || reasoning || !thinking) {
 								t.Errorf("%s chat keys %v", mode, k)
 							}
 						default:

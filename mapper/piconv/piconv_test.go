@@ -234,7 +234,7 @@ func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 	for _, k := range piconv.Keys() {
 		known[string(k)] = true
 	}
-	for _, s := range append(piconv.Spans(), piconv.Events()...) {
+	for _, s := range append(append(piconv.Spans(), piconv.Events()...), piconv.LogEvents()...) {
 		known[s] = true
 	}
 	for _, k := range piconv.Families() {

@@ -20,8 +20,11 @@ const (
 	UsageCacheCreationKey       = attribute.Key("gen_ai.usage.cache_creation.input_tokens") // v1.41
 	UsageCacheWriteKey          = attribute.Key("gen_ai.usage.cache_write.input_tokens")    // latest
 	TokenModalityKey            = attribute.Key("gen_ai.token.modality")                    // latest, metrics only
+	ReasoningLevelKey           = attribute.Key("gen_ai.request.reasoning.level")           // latest; pi.thinking_level in v1.41
+	ConversationCompactedKey    = attribute.Key("gen_ai.conversation.compacted")            // both modes: v1.41 has no name for it
 	TokenModalityUnknown        = "unknown"
 	OperationInvokeAgent        = "invoke_agent"
+	OperationChat               = "chat"
 	MetricInferenceDuration     = "gen_ai.client.inference.duration"
 	MetricInferenceFirstChunk   = "gen_ai.client.inference.time_to_first_chunk"
 	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
@@ -39,19 +42,22 @@ const (
 
 // Latest rewrites one span's (or log record's) attributes, written with the
 // v1.41 names, into the latest conventions: the cache write count takes
-// its new name, and invoke_agent loses gen_ai.provider.name and the cache
-// counts, which the latest agent span no longer has (pi.provider stays).
-// It returns attrs itself when nothing changes, and never modifies attrs.
+// its new name; a chat's thinking level becomes gen_ai.request.reasoning.level;
+// and invoke_agent loses gen_ai.provider.name and the cache counts, which
+// the latest agent span no longer has (pi.provider stays). It returns attrs
+// itself when nothing changes, and never modifies attrs.
 func Latest(attrs []attribute.KeyValue) []attribute.KeyValue {
-	agent, touched := false, false
+	var op string
+	touched := false
 	for _, kv := range attrs {
 		switch kv.Key {
 		case OperationNameKey:
-			agent = kv.Value.AsString() == OperationInvokeAgent
-		case UsageCacheCreationKey:
+			op = kv.Value.AsString()
+		case UsageCacheCreationKey, ThinkingLevelKey:
 			touched = true
 		}
 	}
+	agent := op == OperationInvokeAgent
 	if !touched && !agent {
 		return attrs
 	}
@@ -62,8 +68,23 @@ func Latest(attrs []attribute.KeyValue) []attribute.KeyValue {
 			continue
 		case kv.Key == UsageCacheCreationKey:
 			kv.Key = UsageCacheWriteKey
+		case kv.Key == ThinkingLevelKey && op == OperationChat:
+			kv.Key = ReasoningLevelKey
 		}
 		out = append(out, kv)
 	}
+	if len(out) == len(attrs) && !changed(out, attrs) {
+		return attrs
+	}
 	return out
+}
+
+// changed reports whether a rewrite differs from the original.
+func changed(a, b []attribute.KeyValue) bool {
+	for i := range a {
+		if a[i].Key != b[i].Key {
+			return true
+		}
+	}
+	return false
 }
