@@ -90,8 +90,8 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 			t.rep.once("logs "+dest, fmt.Sprintf("exporting log records to %s failed: %v", dest, err))
 		}
 	}
-	counted := &countedLogs{Exporter: exp, onError: onError}
-	t.logCount = &counted.exported
+	counted := &countedLogs{Exporter: exp, onError: onError, busy: make(chan struct{}, 1)}
+	t.logCount = counted
 	lopts := []sdklog.LoggerProviderOption{
 		sdklog.WithResource(res),
 		sdklog.WithProcessor(sdklog.NewBatchProcessor(counted,
@@ -107,17 +107,32 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 	return nil
 }
 
-// countedLogs counts the records exported, for the summary line, and
-// reports failures.
+// countedLogs counts the records exported and failed, for the summary
+// line, and reports failures.
 type countedLogs struct {
 	sdklog.Exporter
-	onError  func(error)
-	exported atomic.Int64
+	onError          func(error)
+	exported, failed atomic.Int64
+	// busy is held by the export in flight: the batch processor's Shutdown
+	// returns when its context ends, before that export has.
+	busy chan struct{}
+}
+
+// wait waits, within ctx, for the export in flight to be counted.
+func (e *countedLogs) wait(ctx context.Context) {
+	select {
+	case e.busy <- struct{}{}:
+		<-e.busy
+	case <-ctx.Done():
+	}
 }
 
 func (e *countedLogs) Export(ctx context.Context, records []sdklog.Record) error {
+	e.busy <- struct{}{} // the SDK never exports concurrently: this never waits long
+	defer func() { <-e.busy }()
 	err := e.Exporter.Export(ctx, records)
 	if err != nil {
+		e.failed.Add(int64(len(records)))
 		e.onError(err)
 		return err
 	}

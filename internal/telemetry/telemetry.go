@@ -39,7 +39,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -148,7 +147,7 @@ type Telemetry struct {
 	logWatch    *watch   // nil unless logs go to OTLP
 	traceDest   string
 	logDest     string
-	logCount    *atomic.Int64 // log records exported; nil when logs are off
+	logCount    *countedLogs // log records exported and failed; nil when logs are off
 	closers     []io.Closer
 	files       []*outfile.Writer // output files, bounded by the flush at shutdown
 
@@ -537,6 +536,7 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 			t.logWatch.reconnect(lctx)
 		}
 		errs = append(errs, t.lp.Shutdown(lctx))
+		t.logCount.wait(ctx)
 	}
 
 	mctx, mcancel := context.WithCancel(ctx)
@@ -564,6 +564,12 @@ func (t *Telemetry) Summary() string {
 	}
 	fmt.Fprintf(&b, ", %s → %s", plural(s.Ended, "span"), t.traceDest)
 	var problems []string
+	if t.logCount != nil {
+		fmt.Fprintf(&b, ", %s → %s", plural(t.logCount.exported.Load(), "log record"), t.logDest)
+		if n := t.logCount.failed.Load(); n > 0 {
+			problems = append(problems, plural(n, "log record")+" failed to export")
+		}
+	}
 	if s.Failed > 0 {
 		problems = append(problems, fmt.Sprintf("%d failed to export", s.Failed))
 	}
@@ -587,9 +593,6 @@ func (t *Telemetry) Summary() string {
 	}
 	if len(problems) > 0 {
 		b.WriteString("; " + strings.Join(problems, ", "))
-	}
-	if t.logCount != nil {
-		fmt.Fprintf(&b, "; %s → %s", plural(t.logCount.Load(), "log record"), t.logDest)
 	}
 	return b.String()
 }

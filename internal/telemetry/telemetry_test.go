@@ -385,7 +385,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		t.Errorf("metric = %v", m)
 	}
 	wantSummary := fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → otlp %s ", tid, tc.protocol)
-	if !strings.HasPrefix(tel.Summary(), wantSummary) || !strings.Contains(tel.Summary(), "; 1 log record → otlp "+tc.protocol) {
+	if !strings.HasPrefix(tel.Summary(), wantSummary) || !strings.Contains(tel.Summary(), ", 1 log record → otlp "+tc.protocol) || strings.Contains(tel.Summary(), ";") {
 		t.Errorf("summary = %q, want prefix %q", tel.Summary(), wantSummary)
 	}
 }
@@ -637,5 +637,37 @@ func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
 	cfg.ResourceAttributes = []attribute.KeyValue{attribute.String("service.instance.id", "mine")}
 	if got := id(cfg); got != "mine" {
 		t.Fatalf("user's instance id replaced by %q", got)
+	}
+}
+
+// TestLogsCollectorDown: log records a missing collector never got are
+// counted in the summary, the one stderr line names the collector, and the
+// flush at exit gives up instead of waiting out the retries.
+func TestLogsCollectorDown(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			addr := freePort(t)
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_TRACES_EXPORTER":                              "none",
+				"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":                  protocol,
+				"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":                  "http://" + addr,
+				"PI_OTEL_FLUSH_TIMEOUT":                             "1h", // a hang fails the test
+				"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":                   "30000",
+				"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative",
+			}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+				return spanlogs.New(lp, spanlogs.Config{}), nil
+			}))
+			makeTrace(tel.TracerProvider())
+			_ = tel.Shutdown(ctx)
+			out, sum := stderr.String(), tel.Summary()
+			t.Logf("%s%s", out, sum)
+			if !strings.Contains(out, "no collector at "+addr) || !strings.Contains(out, "--logs-exporter none") || strings.Count(out, "\n") != 1 {
+				t.Errorf("stderr = %q", out)
+			}
+			if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.Contains(sum, "; 1 log record failed to export") {
+				t.Errorf("summary = %q", sum)
+			}
+		})
 	}
 }

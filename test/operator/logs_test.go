@@ -165,7 +165,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("replay %s: %v\n%s", name, err, stderr.Bytes())
 		}
-		m := regexp.MustCompile(`1 trace \(([0-9a-f]{32})\).*; (\d+) log records → otlp grpc`).FindSubmatch(stderr.Bytes())
+		m := regexp.MustCompile(`1 trace \(([0-9a-f]{32})\).*, (\d+) log records → otlp grpc`).FindSubmatch(stderr.Bytes())
 		if m == nil {
 			t.Fatalf("replay %s: no summary with log records:\n%s", name, stderr.Bytes())
 		}
