@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
@@ -246,5 +249,60 @@ func TestLatestNames(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("checked %d records, want 3", n)
+	}
+}
+
+// TestRecordedRPCSessionDialogs: a recorded real `pi --mode rpc` session
+// with extension dialogs (internal/rpc's extension-ui transcript), played
+// through the RPC tracer: each dialog gives one record tied to its
+// pi.extension_ui span, answered or not as the human did.
+func TestRecordedRPCSessionDialogs(t *testing.T) {
+	h := newHarness(spanlogs.Config{})
+	f, err := os.Open(repo.Path("internal/rpc/testdata/transcripts/extension-ui.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines, err := rpctest.ReadTranscript(f, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := rpc.New(mapper.New(h.tp), h.tp)
+	var at time.Time
+	for _, l := range lines {
+		raw := bytes.TrimSuffix(l.Raw, []byte{'\r'})
+		at = l.At
+		if l.Dir == rpctest.In {
+			tr.FromController(raw, l.At)
+		} else {
+			tr.FromPi(raw, l.At)
+		}
+	}
+	tr.Close(mapper.Ending{Reason: mapper.EndExit}, at.Add(time.Millisecond))
+
+	spans := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range h.spans.Ended() {
+		spans[s.SpanContext().SpanID()] = s
+	}
+	var dialogs []string
+	for i := range h.logs.records {
+		r := &h.logs.records[i]
+		if !strings.HasPrefix(r.EventName(), "pi.dialog.") {
+			continue
+		}
+		s := spans[r.SpanID()]
+		if s == nil || !strings.HasPrefix(s.Name(), piconv.SpanExtensionUI.Prefix()) {
+			t.Errorf("%s tied to %v", r.EventName(), s)
+			continue
+		}
+		dialogs = append(dialogs, r.EventName()+" "+strings.TrimPrefix(s.Name(), piconv.SpanExtensionUI.Prefix())+" "+attrsOf(r)[piconv.UIOutcomeKey].AsString())
+	}
+	slices.Sort(dialogs)
+	want := []string{
+		"pi.dialog.answered confirm confirmed", "pi.dialog.answered confirm confirmed",
+		"pi.dialog.answered select cancelled", "pi.dialog.unanswered input timed_out",
+	}
+	if !slices.Equal(dialogs, want) {
+		t.Errorf("dialog records %q, want %q", dialogs, want)
 	}
 }
