@@ -671,3 +671,31 @@ func TestLogsCollectorDown(t *testing.T) {
 		})
 	}
 }
+
+// TestLogsConsole: --logs-exporter console writes one line per record on
+// stderr, with its event, ids and attributes; a value with a newline stays
+// on the record's line.
+func TestLogsConsole(t *testing.T) {
+	ctx := testCtx(t)
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "console",
+	}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+		return spanlogs.New(lp, spanlogs.Config{}), nil
+	}))
+	_, root := tel.TracerProvider().Tracer("t").Start(ctx, "invoke_agent pi", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.Bool("pi.settled", true),
+		attribute.String("pi.outcome", "ok"), attribute.String("note", "two\nlines")))
+	root.End()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc := root.SpanContext()
+	out := stderr.String()
+	want := fmt.Sprintf(`INFO pi.run.settled trace=%s span=%s gen_ai.operation.name=invoke_agent pi.settled=true pi.outcome=ok note="two\nlines"`+"\n", sc.TraceID(), sc.SpanID())
+	if !strings.HasPrefix(out, "pi-otel log ") || !strings.HasSuffix(out, want) || strings.Count(out, "\n") != 1 {
+		t.Errorf("stderr = %q, want a line ending %q", out, want)
+	}
+	if !strings.Contains(tel.Summary(), ", 1 log record → console (stderr)") {
+		t.Errorf("summary = %q", tel.Summary())
+	}
+}
