@@ -100,9 +100,15 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 			sdklog.WithExportInterval(logExportEvery),
 			sdklog.WithExportTimeout(logExportTimeout))),
 	}
+	// Explicit limits, as for spans: the SDK would otherwise read
+	// OTEL_LOGRECORD_ATTRIBUTE_* on its own, beside config's one parse path.
+	// A record has its span's attributes, so it gets the span's count limit.
+	valueLimit := -1 // none
 	if n := cfg.AttributeValueLengthLimit; n > 0 {
-		lopts = append(lopts, sdklog.WithAttributeValueLengthLimit(n))
+		valueLimit = n
 	}
+	lopts = append(lopts, sdklog.WithAttributeValueLengthLimit(valueLimit),
+		sdklog.WithAttributeCountLimit(sdktrace.DefaultAttributeCountLimit))
 	t.lp = sdklog.NewLoggerProvider(lopts...)
 	return nil
 }
