@@ -11,20 +11,26 @@ import "go.opentelemetry.io/otel/attribute"
 // rewrites a span's attributes on its way out, and the metrics pick their
 // instruments by mode. docs/span-model.md has a column per mode.
 
-// GenAI attribute keys whose name differs between the modes, or that only
-// the latest conventions have.
+// GenAI attribute keys and values the modes treat differently, or that
+// only the latest conventions have.
 const (
-	ProviderNameKey             = attribute.Key("gen_ai.provider.name")
-	OperationNameKey            = attribute.Key("gen_ai.operation.name")
-	UsageCacheReadKey           = attribute.Key("gen_ai.usage.cache_read.input_tokens")
-	UsageCacheCreationKey       = attribute.Key("gen_ai.usage.cache_creation.input_tokens") // v1.41
-	UsageCacheWriteKey          = attribute.Key("gen_ai.usage.cache_write.input_tokens")    // latest
-	TokenModalityKey            = attribute.Key("gen_ai.token.modality")                    // latest, metrics only
-	ReasoningLevelKey           = attribute.Key("gen_ai.request.reasoning.level")           // latest; pi.thinking_level in v1.41
-	ConversationCompactedKey    = attribute.Key("gen_ai.conversation.compacted")            // both modes: v1.41 has no name for it
-	TokenModalityUnknown        = "unknown"
-	OperationInvokeAgent        = "invoke_agent"
-	OperationChat               = "chat"
+	ProviderNameKey          = attribute.Key("gen_ai.provider.name")
+	OperationNameKey         = attribute.Key("gen_ai.operation.name")
+	UsageCacheReadKey        = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	UsageCacheCreationKey    = attribute.Key("gen_ai.usage.cache_creation.input_tokens") // v1.41
+	UsageCacheWriteKey       = attribute.Key("gen_ai.usage.cache_write.input_tokens")    // latest
+	ReasoningLevelKey        = attribute.Key("gen_ai.request.reasoning.level")           // latest; pi.thinking_level in v1.41
+	ConversationCompactedKey = attribute.Key("gen_ai.conversation.compacted")            // both modes: v1.41 has no name for it
+	TokenModalityKey         = attribute.Key("gen_ai.token.modality")                    // latest, metrics only
+
+	TokenModalityUnknown = "unknown" // Pi reports token totals, not per modality
+	OperationInvokeAgent = "invoke_agent"
+	OperationChat        = "chat"
+)
+
+// Metric names of the latest conventions (the v1.41 ones are in
+// internal/telemetry/metrics).
+const (
 	MetricInferenceDuration     = "gen_ai.client.inference.duration"
 	MetricInferenceFirstChunk   = "gen_ai.client.inference.time_to_first_chunk"
 	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
