@@ -94,11 +94,11 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 	t.logCount = counted
 	lopts := []sdklog.LoggerProviderOption{
 		sdklog.WithResource(res),
-		sdklog.WithProcessor(sdklog.NewBatchProcessor(counted,
+		sdklog.WithProcessor(emitCounter{sdklog.NewBatchProcessor(counted,
 			sdklog.WithMaxQueueSize(logQueueSize),
 			sdklog.WithExportMaxBatchSize(logBatchSize),
 			sdklog.WithExportInterval(logExportEvery),
-			sdklog.WithExportTimeout(logExportTimeout))),
+			sdklog.WithExportTimeout(logExportTimeout)), &counted.emitted}),
 	}
 	// Explicit limits, as for spans: the SDK would otherwise read
 	// OTEL_LOGRECORD_ATTRIBUTE_* on its own, beside config's one parse path.
@@ -117,8 +117,10 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 // line, and reports failures.
 type countedLogs struct {
 	sdklog.Exporter
-	onError          func(error)
-	exported, failed atomic.Int64
+	onError func(error)
+	// emitted, exported and failed records: after Shutdown, the rest were
+	// dropped (a full queue, or the flush timeout).
+	emitted, exported, failed atomic.Int64
 	// busy is held by the export in flight: the batch processor's Shutdown
 	// returns when its context ends, before that export has.
 	busy chan struct{}
@@ -144,6 +146,23 @@ func (e *countedLogs) Export(ctx context.Context, records []sdklog.Record) error
 	}
 	e.exported.Add(int64(len(records)))
 	return nil
+}
+
+// emitCounter counts the records handed to the batch processor.
+type emitCounter struct {
+	*sdklog.BatchProcessor
+	n *atomic.Int64
+}
+
+func (p emitCounter) OnEmit(ctx context.Context, r *sdklog.Record) error {
+	p.n.Add(1)
+	return p.BatchProcessor.OnEmit(ctx, r)
+}
+
+// dropped is how many records were emitted but neither exported nor
+// failed; only final after Shutdown.
+func (e *countedLogs) dropped() int64 {
+	return e.emitted.Load() - e.exported.Load() - e.failed.Load()
 }
 
 func newOTLPLogExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdklog.Exporter, error) {

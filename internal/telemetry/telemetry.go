@@ -39,6 +39,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -148,6 +149,7 @@ type Telemetry struct {
 	traceDest   string
 	logDest     string
 	logCount    *countedLogs // log records exported and failed; nil when logs are off
+	logsDone    atomic.Bool  // the logs are shut down: what was not exported is lost
 	closers     []io.Closer
 	files       []*outfile.Writer // output files, bounded by the flush at shutdown
 
@@ -537,6 +539,7 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 		}
 		errs = append(errs, t.lp.Shutdown(lctx))
 		t.logCount.wait(ctx)
+		t.logsDone.Store(true)
 	}
 
 	mctx, mcancel := context.WithCancel(ctx)
@@ -568,6 +571,9 @@ func (t *Telemetry) Summary() string {
 		fmt.Fprintf(&b, ", %s → %s", plural(t.logCount.exported.Load(), "log record"), t.logDest)
 		if n := t.logCount.failed.Load(); n > 0 {
 			problems = append(problems, plural(n, "log record")+" failed to export")
+		}
+		if n := t.logCount.dropped(); n > 0 && t.logsDone.Load() {
+			problems = append(problems, plural(n, "log record")+" dropped")
 		}
 	}
 	if s.Failed > 0 {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -665,7 +667,7 @@ func TestLogsCollectorDown(t *testing.T) {
 			if !strings.Contains(out, "no collector at "+addr) || !strings.Contains(out, "--logs-exporter none") || strings.Count(out, "\n") != 1 {
 				t.Errorf("stderr = %q", out)
 			}
-			if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.Contains(sum, "; 1 log record failed to export") {
+			if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.HasSuffix(sum, "; 1 log record failed to export") {
 				t.Errorf("summary = %q", sum)
 			}
 		})
@@ -697,5 +699,55 @@ func TestLogsConsole(t *testing.T) {
 	}
 	if !strings.Contains(tel.Summary(), ", 1 log record → console (stderr)") {
 		t.Errorf("summary = %q", tel.Summary())
+	}
+}
+
+// TestLogsLostAreCounted: records a collector never answers for, held up
+// past the flush timeout or refused by a full queue, are counted as
+// dropped in the summary, not lost quietly.
+func TestLogsLostAreCounted(t *testing.T) {
+	ctx := testCtx(t)
+	// A collector that accepts connections and never answers.
+	lis := listen(t)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	t.Cleanup(func() { lis.Close() })
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_TRACES_EXPORTER":             "none",
+		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://" + lis.Addr().String(),
+		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":  "100",
+		"PI_OTEL_FLUSH_TIMEOUT":            "200ms",
+	}), telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: 10 * time.Millisecond}),
+		telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, spanlogs.Config{}), nil
+		}))
+	const n = 5000 // more than the record queue holds
+	tr := tel.TracerProvider().Tracer("t")
+	for range n {
+		_, s := tr.Start(ctx, "invoke_agent pi")
+		s.End()
+	}
+	_ = tel.Shutdown(ctx)
+	sum := tel.Summary()
+	t.Log(stderr.String() + sum)
+	if !strings.Contains(stderr.String(), "the collector at "+lis.Addr().String()+" did not answer") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("stderr = %q, want one line about the collector", stderr.String())
+	}
+	m := regexp.MustCompile(`, (\d+) log records? → otlp grpc [^;]*; (?:(\d+) log records? failed to export, )?(\d+) log records? dropped$`).FindStringSubmatch(sum)
+	if m == nil {
+		t.Fatalf("summary = %q", sum)
+	}
+	exported, _ := strconv.Atoi(m[1])
+	failed, _ := strconv.Atoi(m[2])
+	dropped, _ := strconv.Atoi(m[3])
+	if exported != 0 || failed+dropped != n || dropped == 0 {
+		t.Errorf("exported %d, failed %d, dropped %d of %d", exported, failed, dropped, n)
 	}
 }
