@@ -520,3 +520,20 @@ func TestGrowthAfterAbandonIsNotLost(t *testing.T) {
 	h.want("s.jsonl@2", 1)
 	h.want("s.jsonl@6", 1)
 }
+
+func TestIsPiCommand(t *testing.T) {
+	for argv, want := range map[string]bool{
+		"pi":                              true,
+		"/home/u/.npm/bin/pi --mode json": true,
+		"node /x/node_modules/@earendil-works/pi-coding-agent/dist/cli.js": true,
+		"node /x/node_modules/.bin/pi":                                     true,
+		"cat pi":                                                           false,
+		"sh -c pi":                                                         false,
+		"pi-otel run -- pi":                                                false,
+		"node server.js":                                                   false,
+	} {
+		if got := IsPiCommand(strings.Fields(argv)); got != want {
+			t.Errorf("IsPiCommand(%q) = %v, want %v", argv, got, want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ type PiDirs struct {
 // AgentDir is PI_CODING_AGENT_DIR with "~" expanded, else ~/.pi/agent.
 func (d PiDirs) AgentDir() string {
 	if v := d.Getenv("PI_CODING_AGENT_DIR"); v != "" {
-		return d.abs(v)
+		return d.Abs(v)
 	}
 	return filepath.Join(d.Home, ".pi", "agent")
 }
@@ -38,7 +38,7 @@ func (d PiDirs) AgentDir() string {
 // in it, else in one folder per working directory.
 func (d PiDirs) SessionRoot() (dir string, custom bool, err error) {
 	if v := d.Getenv("PI_CODING_AGENT_SESSION_DIR"); v != "" {
-		return d.abs(v), true, nil
+		return d.Abs(v), true, nil
 	}
 	var settingsErr error
 	files := []string{filepath.Join(d.AgentDir(), "settings.json")}
@@ -52,7 +52,7 @@ func (d PiDirs) SessionRoot() (dir string, custom bool, err error) {
 			continue
 		}
 		if v != "" {
-			return d.abs(v), true, nil
+			return d.Abs(v), true, nil
 		}
 	}
 	return filepath.Join(d.AgentDir(), "sessions"), false, settingsErr
@@ -84,9 +84,9 @@ func sessionDirSetting(path string) (string, error) {
 	return s.SessionDir, nil
 }
 
-// abs expands "~" and resolves a relative path against Cwd, as Pi's
+// Abs expands "~" and resolves a relative path against Cwd, as Pi's
 // normalizePath and resolvePath do.
-func (d PiDirs) abs(p string) string {
+func (d PiDirs) Abs(p string) string {
 	switch {
 	case p == "~":
 		p = d.Home

@@ -1,0 +1,272 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// piMode is the --mode of a Pi command line ("" for the TUI or -p text).
+func piMode(argv []string) string {
+	for i, a := range argv {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--mode="); ok {
+			return v
+		}
+		if a == "--mode" && i+1 < len(argv) {
+			return argv[i+1]
+		}
+	}
+	return ""
+}
+
+// piFlag returns the value of a Pi flag given as "--name v" or
+// "--name=v", and whether it is there; boolean flags have no value.
+func piFlag(argv []string, boolean bool, names ...string) (string, bool) {
+	for i, a := range argv {
+		if a == "--" {
+			break
+		}
+		for _, n := range names {
+			if a == n {
+				if boolean {
+					return "", true
+				}
+				if i+1 < len(argv) {
+					return argv[i+1], true
+				}
+				return "", true
+			}
+			if v, ok := strings.CutPrefix(a, n+"="); ok && !boolean {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// runTUI runs Pi on the real terminal (its TUI, or -p text output) and
+// traces the session files it writes, each run as it completes, the rest
+// when Pi exits. pi-otel stays silent while Pi owns the terminal: its own
+// lines, and the console exporter's trees, come after Pi exits.
+func runTUI(env Env, cfg config.Config, argv []string) int {
+	if _, ok := piFlag(argv, true, "--no-session"); ok {
+		fmt.Fprintln(env.Stderr, "pi-otel: pi runs with --no-session and writes no session file: nothing to trace")
+		return runUntraced(env, argv)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	home := env.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	dirs := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd, Project: true}
+	dir, custom := "", true
+	if v, ok := piFlag(argv, false, "--session-dir"); ok && v != "" {
+		dir = dirs.Abs(v)
+	} else {
+		root, isCustom, _ := dirs.SessionRoot()
+		dir, custom = root, isCustom
+		if !isCustom {
+			dir = sessionwatch.ProjectDir(root, cwd)
+		}
+	}
+	owner := &sessionwatch.Owner{Dir: dir, Custom: custom, Cwd: cwd}
+	argv = pinSession(argv, dir, owner)
+
+	// Everything pi-otel writes waits until Pi gives the terminal back.
+	held := &heldWriter{}
+	quietEnv := env
+	quietEnv.Stderr = held
+	sp, err := newSessionPipeline(quietEnv, cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	proc, err := launch.Start(argv, launch.WithInheritStdout())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		_ = sp.flush(context.Background(), true)
+		return launch.ExitCodeForStartError(err)
+	}
+	owner.PID = proc.Pid()
+	relayed, stop := superviseSignals(proc)
+	defer stop()
+
+	var status launch.Status
+	fcfg := sp.followerConfig(quietEnv, cfg)
+	fcfg.Dirs = []string{dir}
+	fcfg.Accept = owner.Accept
+	fcfg.Settle = config.DefaultSettle
+	fcfg.CloseAfter = config.DefaultCloseAfter
+	fcfg.Ending = func() (mapper.Ending, bool) { return ending(status, relayed()), true }
+	ctx, cancel := context.WithCancel(context.Background())
+	f := sessionwatch.New(fcfg)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+
+	status, werr := proc.Wait()
+	if werr != nil {
+		fmt.Fprintf(held, "pi-otel: waiting for pi: %v\n", werr)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintf(held, "pi-otel: %v\n", err)
+	}
+	if n := len(owner.Ambiguous()); n > 0 && !cfg.Quiet {
+		fmt.Fprintf(held, "pi-otel: %d session files written while another Pi ran in %s were not traced: pi-otel cannot tell whose they are\n", n, dir)
+	}
+	sp.summary(f.Stats())
+	held.release(env.Stderr)
+	return status.Code
+}
+
+// pinSession notes the session file Pi will write first. A new session
+// gets an id from pi-otel (--session-id) when this Pi knows the flag, so
+// that its file is known for certain.
+func pinSession(argv []string, dir string, o *sessionwatch.Owner) []string {
+	if v, ok := piFlag(argv, false, "--session-id"); ok {
+		o.IDs = append(o.IDs, v)
+		return argv
+	}
+	if v, ok := piFlag(argv, false, "--session"); ok {
+		if strings.ContainsAny(v, `/\`) || strings.HasSuffix(v, ".jsonl") {
+			if abs, err := filepath.Abs(v); err == nil {
+				o.Paths = append(o.Paths, abs)
+			}
+		} else {
+			o.IDs = append(o.IDs, v)
+		}
+		return argv
+	}
+	if _, ok := piFlag(argv, true, "--continue", "-c"); ok {
+		if p := newestSession(dir); p != "" {
+			o.Paths = append(o.Paths, p)
+		}
+		return argv
+	}
+	if _, ok := piFlag(argv, true, "--resume", "-r"); ok {
+		return argv // picked in the TUI: rule 4 decides
+	}
+	if _, ok := piFlag(argv, false, "--fork"); ok {
+		return argv // its header names the parent, not ours
+	}
+	if !knowsSessionID(argv[0]) {
+		return argv
+	}
+	id := newUUID()
+	o.IDs = append(o.IDs, id)
+	// Pi's own flags end where "--" would; --session-id goes right after
+	// the command.
+	return append([]string{argv[0], "--session-id", id}, argv[1:]...)
+}
+
+// newestSession is the file --continue resumes: the most recently
+// modified session in dir.
+func newestSession(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var best string
+	var at time.Time
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		fi, err := e.Info()
+		if err == nil && fi.ModTime().After(at) {
+			best, at = filepath.Join(dir, e.Name()), fi.ModTime()
+		}
+	}
+	return best
+}
+
+// knowsSessionID reports whether the Pi that cmd runs takes --session-id
+// (Pi 1.x; 0.x does not): its package.json, next to the script the command
+// resolves to, says which version it is. Anything not recognisably Pi gets
+// no extra flag.
+func knowsSessionID(cmd string) bool {
+	path, err := exec.LookPath(cmd)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	for d := filepath.Dir(real); d != filepath.Dir(d); d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "package.json"))
+		if err != nil {
+			continue
+		}
+		var pkg struct{ Name, Version string }
+		if json.Unmarshal(b, &pkg) != nil || !strings.HasSuffix(pkg.Name, "/pi-coding-agent") {
+			return false
+		}
+		major, _, _ := strings.Cut(pkg.Version, ".")
+		return major != "" && major != "0"
+	}
+	return false
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// runUntraced runs Pi on the terminal and returns its exit code.
+func runUntraced(env Env, argv []string) int {
+	proc, err := launch.Start(argv, launch.WithInheritStdout())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return launch.ExitCodeForStartError(err)
+	}
+	_, stop := superviseSignals(proc)
+	defer stop()
+	status, err := proc.Wait()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", err)
+	}
+	return status.Code
+}
+
+// heldWriter keeps what is written until release.
+type heldWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.buf.Write(p)
+}
+
+func (h *heldWriter) release(w io.Writer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, _ = h.buf.WriteTo(w)
+}
