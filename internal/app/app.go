@@ -44,7 +44,7 @@ Usage:
   pi-otel run [flags] -- pi ...                 launch Pi (its terminal UI, -p or --mode json) and trace it
   pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
-  pi-otel replay [flags] FILE|-                 trace a captured JSONL stream
+  pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
@@ -119,8 +119,11 @@ type pipeline struct {
 	mapper *mapper.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
-	cfg    config.Config
-	stderr io.Writer
+	// parentCtx holds parent; content is nil unless capture is on.
+	parentCtx context.Context
+	content   mapper.Content
+	cfg       config.Config
+	stderr    io.Writer
 	// records counts what was read from Pi, for the health metrics; rpc
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
@@ -140,31 +143,33 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 	return p.records
 }
 
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, error) {
+// newPipeline builds the shared pipeline; opts come after the defaults, so
+// that e.g. a session file's replay can give its own id generator.
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
 	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetry.Setup(context.Background(), cfg,
+	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{
 		telemetry.WithStderr(env.Stderr),
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp)
-		}))
+		})}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	// The caller's TRACEPARENT makes each run a child of its trace.
 	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
-	opts := []mapper.Option{mapper.WithParent(parentCtx)}
+	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
 	if content != nil {
-		opts = append(opts, mapper.WithContent(content))
+		mopts = append(mopts, mapper.WithContent(content))
 	}
 	if clock != nil {
-		opts = append(opts, mapper.WithInexactTimes()) // replay: times are rebuilt
+		mopts = append(mopts, mapper.WithInexactTimes()) // replay: times are rebuilt
 	}
-	m := mapper.New(tel.TracerProvider(), opts...)
+	m := mapper.New(tel.TracerProvider(), mopts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
 	if !cfg.Quiet { // a bad-record warning is one of our status lines too
 		sinkOpts = append(sinkOpts, ingest.WithWarnings(env.Stderr))
@@ -173,13 +178,17 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock) (*pipeline, err
 		sinkOpts = append(sinkOpts, ingest.WithClock(clock))
 	}
 	p := &pipeline{
-		tel:    tel,
-		ids:    ids,
-		mapper: m,
-		sink:   ingest.New(m, sinkOpts...),
-		parent: trace.SpanContextFromContext(parentCtx),
-		cfg:    cfg,
-		stderr: env.Stderr,
+		tel:       tel,
+		ids:       ids,
+		mapper:    m,
+		sink:      ingest.New(m, sinkOpts...),
+		parent:    trace.SpanContextFromContext(parentCtx),
+		parentCtx: parentCtx,
+		cfg:       cfg,
+		stderr:    env.Stderr,
+	}
+	if content != nil {
+		p.content = content
 	}
 	p.records = func() (int64, int64) {
 		s := p.sink.Stats()

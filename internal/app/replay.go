@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -22,7 +25,8 @@ import (
 // stream's start time.
 const anchorLookahead = 64
 
-// Replay traces a captured JSONL stream from a file or stdin.
+// Replay traces a Pi session file or a captured JSONL stream, from a file
+// or stdin; it tells which by the content.
 func Replay(env Env, args []string) int {
 	var followFile bool
 	var poll time.Duration
@@ -65,22 +69,144 @@ func Replay(env Env, args []string) int {
 	return replay(env, cfg, src, rest[0], ctx)
 }
 
-// replay traces the records of src, placing spans by the stream's own times.
+// replay traces src: a Pi session file, or a captured event stream.
 func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
+	r := framing.NewReader(src)
+	head, kind, herr := sniff(r)
+	switch kind {
+	case session.KindSession:
+		return replaySession(env, cfg, r, head, herr, name, ctx)
+	case session.KindUnknown:
+		if herr != nil && herr != io.EOF {
+			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+			return 1
+		}
+		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
+		return 1
+	}
+	return replayStream(env, cfg, records(r, head, herr), name, ctx)
+}
+
+// sniffLines bounds how many lines decide what a file is.
+const sniffLines = 64
+
+// sniff reads the first records until they tell what src is.
+func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
+	var joined []byte
+	for len(head) < sniffLines {
+		rec, err := r.Next()
+		if err != nil {
+			return head, session.Classify(joined), err
+		}
+		head = append(head, bytes.Clone(rec))
+		joined = append(append(joined, rec...), '\n')
+		switch k := session.Classify(joined); {
+		case k == session.KindStream, k == session.KindSession && len(head) > 1:
+			return head, k, nil
+		}
+	}
+	return head, session.Classify(joined), nil
+}
+
+// records yields the sniffed head, then the rest of r; err is a read
+// error met while sniffing.
+func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if len(head) > 0 {
+			rec := head[0]
+			head = head[1:]
+			return rec, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.Next()
+	}
+}
+
+// followSettle is how long a followed session file must be quiet after a
+// final answer before its run is traced (the next prompt traces it sooner).
+const followSettle = 30 * time.Second
+
+// replaySession traces a session file through internal/session.
+func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, ctx context.Context) int {
+	ids := &session.IDs{}
+	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content})
+	var lines, damaged atomic.Int64
+	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
+	// Lines come from a reader goroutine so that a followed file's quiet
+	// run can be traced while the read blocks.
+	next := records(r, head, herr)
+	ch := make(chan []byte, 64)
+	var rerr error
+	go func() {
+		defer close(ch)
+		for {
+			rec, err := next()
+			if err != nil {
+				if err != io.EOF {
+					rerr = err
+				}
+				return
+			}
+			ch <- bytes.Clone(rec)
+		}
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var off int64
+	for done := false; !done; {
+		select {
+		case rec, ok := <-ch:
+			if !ok {
+				done = true
+				break
+			}
+			tr.Line(off, rec)
+			off += int64(len(rec)) + 1
+			st := tr.Stats()
+			lines.Store(st.Lines)
+			damaged.Store(st.Damaged)
+		case now := <-tick.C:
+			tr.Idle(now, followSettle)
+		}
+	}
+	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	st := tr.Stats()
+	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
+	}
+	if rerr != nil && ctx.Err() == nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
+	}
+	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
+	if rerr != nil && ctx.Err() == nil {
+		return 1
+	}
+	return 0
+}
+
+// replayStream traces the records of a Pi event stream, placing spans by
+// the stream's own times.
+func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
 	p, err := newPipeline(env, cfg, clock)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	r := framing.NewReader(src)
 	// Hold back the first records until one says when the stream began,
 	// so that spans opened before it are not placed at "now".
 	var head [][]byte
 	anchored := false
 	var rerr error
 	for {
-		rec, err := r.Next()
+		rec, err := next()
 		if err != nil {
 			if err != io.EOF {
 				rerr = err

@@ -1,0 +1,98 @@
+//go:build realstack
+
+package capture
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+var sessionsDir = flag.String("sessions", repo.Path("testdata/sessions"), "directory of the session captures")
+
+// sessionVersions: the older releases keep a few scenarios, enough to
+// compare their file format with 1.6.0's.
+var sessionVersions = map[string][]string{
+	"text":      {pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073},
+	"bash-tool": {pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073},
+	"retry-529": {pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073},
+}
+
+// TestSessionCapture records (with -update) or checks the session captures:
+// each scenario run with --session-dir, keeping stdout and the session file.
+func TestSessionCapture(t *testing.T) {
+	for _, s := range SessionScenarios() {
+		vs := sessionVersions[s.Name]
+		if vs == nil {
+			vs = []string{pitest.EnvPi}
+		}
+		for _, v := range vs {
+			dir := filepath.Join(*sessionsDir, versionDirs[v])
+			t.Run(versionDirs[v]+"/"+s.Name, func(t *testing.T) {
+				var c *SessionCapture
+				if *update {
+					c = recordSession(t, s, v, dir)
+				} else {
+					var err error
+					if c, err = LoadSession(dir, s.Name); err != nil {
+						t.Fatalf("session capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run TestSessionCapture -args -update`): %v", err)
+					}
+				}
+				verify(t, s, &c.Capture, v)
+				recs, err := decodeLines(c.Session)
+				if err != nil {
+					t.Fatalf("session file is not JSONL: %v", err)
+				}
+				if len(recs) < 2 || recs[0]["type"] != "session" {
+					t.Fatalf("session file: %d lines, first %v; want a header and entries", len(recs), firstType(recs))
+				}
+			})
+		}
+	}
+}
+
+func recordSession(t *testing.T, s Scenario, piVar, dir string) *SessionCapture {
+	model, err := modelServer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	m := pitest.DefaultModel()
+	if s.Model != nil {
+		s.Model(&m)
+	}
+	env := pitest.New(t, model.URL(), pitest.WithModel(m), pitest.WithSettings(s.Settings), pitest.WithPi(pitest.Lookup(t, piVar)))
+	ver, err := piVersion(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := env.Args(withSessionDir(s.Args, env.SessionDir)...)
+	res, err := run(runSpec{env: env, args: args, onLine: s.OnLine, rpc: s.RPC})
+	if err != nil {
+		t.Fatalf("%v\nstdout so far:\n%s", err, tail(res.stdout))
+	}
+	sess, err := sessionFile(env.SessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &SessionCapture{
+		Capture: Capture{
+			Meta: Meta{
+				Scenario: s.Name, Description: s.Description, PiVersion: ver, Mode: s.Mode(),
+				Args: append([]string{"pi"}, args...), ExitCode: res.exitCode, Signal: res.signal,
+				Stderr: res.stderr, ModelRequests: len(model.ChatRequests()), Requests: describe(model.ChatRequests()), ScriptErrors: model.ScriptErrors(),
+			},
+			Stdout: res.stdout,
+			Stdin:  res.stdin,
+		},
+		Session: sess,
+	}
+	if err := writeSession(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: exit %d, %d model requests, session %d bytes", s.Name, res.exitCode, c.Meta.ModelRequests, len(sess))
+	return c
+}
