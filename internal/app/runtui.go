@@ -105,6 +105,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	proc, err := launch.Start(argv, launch.WithInheritStdout())
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		cleanPrecreated(owner.Created)
 		_ = sp.flush(context.Background(), true)
 		return launch.ExitCodeForStartError(err)
 	}
@@ -135,7 +136,8 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	if n := len(owner.Ambiguous()); n > 0 && !cfg.Quiet {
 		fmt.Fprintf(held, "pi-otel: %d session files written while another Pi ran in %s were not traced: pi-otel cannot tell whose they are\n", n, dir)
 	}
-	sp.summary(f.Stats())
+	cleanPrecreated(owner.Created)
+	sp.summary(nil)
 	held.release(env.Stderr)
 	return status.Code
 }
@@ -173,11 +175,66 @@ func pinSession(argv []string, dir string, o *sessionwatch.Owner) []string {
 	if !knowsSessionID(argv[0]) {
 		return argv
 	}
-	id := newUUID()
+	// A new session: pi-otel writes its header first, under an id of its
+	// own, and has Pi open it with --session-id. Pi then appends to a file
+	// known for certain, exactly as it would to one it made itself.
+	id, path, err := precreate(dir, o.Cwd)
+	if err != nil {
+		return argv
+	}
 	o.IDs = append(o.IDs, id)
-	// Pi's own flags end where "--" would; --session-id goes right after
-	// the command.
+	o.Paths = append(o.Paths, path)
+	o.Created = path
 	return append([]string{argv[0], "--session-id", id}, argv[1:]...)
+}
+
+// precreate writes a session header in dir as Pi 1.x would for a new
+// session, in a file named as Pi names them.
+func precreate(dir, cwd string) (id, path string, err error) {
+	now := time.Now().UTC()
+	id = newUUIDv7(now)
+	stamp := now.Format("2006-01-02T15:04:05.000Z")
+	hdr, err := json.Marshal(struct {
+		Type      string `json:"type"`
+		Version   int    `json:"version"`
+		ID        string `json:"id"`
+		Timestamp string `json:"timestamp"`
+		Cwd       string `json:"cwd"`
+	}{"session", 3, id, stamp, cwd})
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	name := strings.NewReplacer(":", "-", ".", "-").Replace(stamp) + "_" + id + ".jsonl"
+	path = filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", "", err
+	}
+	_, err = f.Write(append(hdr, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", "", err
+	}
+	return id, path, nil
+}
+
+// cleanPrecreated removes the file precreate wrote if Pi never put a
+// message in it: Pi itself leaves no file for a session without one.
+func cleanPrecreated(path string) {
+	if path == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || bytes.Contains(b, []byte(`"type":"message"`)) {
+		return
+	}
+	os.Remove(path)
 }
 
 // newestSession is the file --continue resumes: the most recently
@@ -229,10 +286,15 @@ func knowsSessionID(cmd string) bool {
 	return false
 }
 
-func newUUID() string {
+// newUUIDv7 is a time-ordered UUID, the kind Pi gives its sessions.
+func newUUIDv7(t time.Time) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -88,7 +88,8 @@ func Watch(env Env, args []string) int {
 	}
 	f := sessionwatch.New(fcfg)
 	runErr := f.Run(ctx)
-	sp.summary(f.Stats())
+	st := f.Stats()
+	sp.summary(&st)
 	if runErr != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
 		return 1
@@ -235,13 +236,18 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	return nil
 }
 
-// summary prints the one exit line.
-func (sp *sessionPipeline) summary(st sessionwatch.Stats) {
+// summary prints the one exit line; watch adds how many files it
+// followed.
+func (sp *sessionPipeline) summary(st *sessionwatch.Stats) {
 	if !sp.stopped {
 		_ = sp.flush(context.Background(), true)
 	}
 	if sp.cfg.Quiet {
 		return
 	}
-	fmt.Fprintf(sp.stderr, "%s; %s\n", sp.tel.Summary(), st)
+	line := sp.tel.Summary()
+	if st != nil {
+		line += fmt.Sprintf(" (%s)", st)
+	}
+	fmt.Fprintln(sp.stderr, line)
 }

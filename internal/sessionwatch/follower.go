@@ -749,5 +749,8 @@ func fileID(st os.FileInfo) (dev, ino uint64) {
 
 // String describes a follower's stats for the summary line.
 func (s Stats) String() string {
+	if s.Files == 1 {
+		return "1 session file followed"
+	}
 	return fmt.Sprintf("%d session files followed", s.Files)
 }

@@ -1,0 +1,311 @@
+//go:build realstack
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// tui is one real Pi terminal UI under pi-otel run, in a detached tmux
+// session of its own (its own tmux server too, so tests never share one).
+type tui struct {
+	t        *testing.T
+	socket   string
+	name     string
+	dir      string
+	pi       *pitest.Env
+	stderr   string // pi-otel's stderr (Pi's too): the TUI draws on stdout
+	exitFile string
+}
+
+// startTUI runs `pi-otel run -- pi ARGS` on a 160x48 terminal. env is added
+// to Pi's hermetic environment.
+func startTUI(t *testing.T, pi *pitest.Env, env []string, args ...string) *tui {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is needed for the TUI tests (apt-get install tmux)")
+	}
+	dir := t.TempDir()
+	u := &tui{t: t, socket: filepath.Join(dir, "tmux.sock"), name: "pi", dir: dir, pi: pi,
+		stderr: filepath.Join(dir, "stderr"), exitFile: filepath.Join(dir, "exit")}
+	// The command runs through a script so that the environment is exactly
+	// Pi's hermetic one plus env, whatever tmux's server has.
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\ncd " + shellQuote(pi.WorkDir) + "\n")
+	b.WriteString("exec env -i")
+	for _, kv := range append(append(scrubbed(pi.Environ()), "TERM=xterm-256color"), env...) {
+		b.WriteString(" " + shellQuote(kv))
+	}
+	b.WriteString(" sh -c " + shellQuote(`"$0" "$@" 2>`+shellQuote(u.stderr)+`; echo $? >`+shellQuote(u.exitFile)))
+	for _, a := range append([]string{piOtelBin, "run", "--", pi.Pi}, args...) {
+		b.WriteString(" " + shellQuote(a))
+	}
+	b.WriteString("\n")
+	script := filepath.Join(dir, "run.sh")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u.tmux("new-session", "-d", "-x", "160", "-y", "48", "-s", u.name, script)
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-S", u.socket, "kill-server").Run()
+	})
+	return u
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (u *tui) tmux(args ...string) string {
+	u.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", u.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		u.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// screen is what the terminal shows now.
+func (u *tui) screen() string {
+	out, _ := exec.Command("tmux", "-S", u.socket, "capture-pane", "-p", "-t", u.name).CombinedOutput()
+	return string(out)
+}
+
+// waitScreen waits until the terminal shows text; the guard only keeps a
+// hung Pi from hanging the suite.
+func (u *tui) waitScreen(text string) {
+	u.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !strings.Contains(u.screen(), text) {
+		if time.Now().After(deadline) {
+			u.t.Fatalf("the TUI never showed %q; screen:\n%s\nstderr:\n%s", text, u.screen(), u.readStderr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// prompt types a prompt and submits it.
+func (u *tui) prompt(text string) {
+	u.t.Helper()
+	u.tmux("send-keys", "-t", u.name, "-l", text)
+	// Input that arrives at once reads as a paste, whose Enter is a new
+	// line: pace the Enter as a person would.
+	time.Sleep(300 * time.Millisecond)
+	u.tmux("send-keys", "-t", u.name, "Enter")
+}
+
+func (u *tui) keys(keys ...string) {
+	u.t.Helper()
+	u.tmux(append([]string{"send-keys", "-t", u.name}, keys...)...)
+}
+
+// wait waits for pi-otel to exit and returns its exit code.
+func (u *tui) wait() int {
+	u.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		b, err := os.ReadFile(u.exitFile)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				u.t.Fatalf("exit file %q", b)
+			}
+			return code
+		}
+		if time.Now().After(deadline) {
+			u.t.Fatalf("pi-otel did not exit; screen:\n%s\nstderr:\n%s", u.screen(), u.readStderr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (u *tui) readStderr() string {
+	b, _ := os.ReadFile(u.stderr)
+	return string(b)
+}
+
+// TestTUI drives the real Pi 1.6.0 terminal UI under `pi-otel run -- pi`:
+// three prompts (a compaction after the first, a tool that works and one
+// that fails, a 529 retry), then Ctrl-D. Each run is one trace in Jaeger,
+// all with the session's conversation id.
+func TestTUI(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t,
+		fakemodel.WithSummaries("Summary: earlier work, compacted.", 3),
+		fakemodel.WithScript(
+			// 7000 prompt tokens in an 8000 window: compaction after the run.
+			fakemodel.Text(strings.Repeat("First answer, filling context. ", 30), 3).
+				WithUsage(fakemodel.Usage{PromptTokens: 7000, CompletionTokens: 200}),
+			fakemodel.Tools(
+				fakemodel.Bash("call_ok", "echo hello from bash"),
+				fakemodel.Call("call_missing", "read", map[string]any{"path": "does-not-exist.txt"}),
+			),
+			fakemodel.Text("One tool worked, one failed.", 2),
+			fakemodel.Overloaded(),
+			fakemodel.Text("Recovered after overload.", 2),
+		))
+	m := pitest.DefaultModel()
+	m.ContextWindow, m.MaxTokens = 8000, 1024
+	pi := pitest.New(t, model.URL(), pitest.WithModel(m), pitest.WithSettings(map[string]any{
+		"quietStartup": true,
+		"compaction":   map[string]any{"reserveTokens": 2000, "keepRecentTokens": 200},
+	}))
+	service := "e2e-tui"
+	since := time.Now().Add(-time.Second)
+	u := startTUI(t, pi, otlpGRPC(j, service), pi.Args()...)
+	u.waitScreen("fake-model") // the footer: the TUI is up
+
+	u.prompt("First prompt")
+	u.waitScreen("First answer, filling context.")
+	u.waitScreen("Compacted from") // the compaction after the first run
+	u.prompt("Run two tools")
+	u.waitScreen("One tool worked, one failed.")
+	u.prompt("Try again")
+	u.waitScreen("Recovered after overload.")
+	// Ctrl-D on an empty editor quits.
+	u.keys("C-d")
+	code := u.wait()
+	stderr := u.readStderr()
+	if code != 0 {
+		t.Fatalf("pi-otel exited %d\nstderr:\n%s\nscreen:\n%s", code, stderr, u.screen())
+	}
+	r := &result{stderr: []byte(stderr)}
+	var ok bool
+	if r.summary, ok = parseSummary(r.stderr); !ok {
+		t.Fatalf("no summary line:\n%s", stderr)
+	}
+	if r.summary.traces != 3 {
+		t.Fatalf("%d traces, want one per prompt: %s", r.summary.traces, r.summary.line)
+	}
+	traces := stored(t, j, service, since, r)
+	if len(traces) != 3 {
+		t.Fatalf("Jaeger holds %d traces, want 3", len(traces))
+	}
+	conv := ""
+	var compactions, tools, failedTools, retries int
+	for _, tr := range traces {
+		rt := root(t, tr)
+		if rt.Name != "invoke_agent pi" {
+			t.Errorf("root %q", rt.Name)
+		}
+		id := rt.Str("gen_ai.conversation.id")
+		if id == "" || (conv != "" && id != conv) {
+			t.Errorf("conversation ids %q and %q: want one session id", conv, id)
+		}
+		conv = id
+		compactions += len(tr.Named("pi.compaction"))
+		retries += len(tr.Named("pi.retry"))
+		for _, s := range tr.Spans {
+			if strings.HasPrefix(s.Name, "execute_tool") {
+				tools++
+				if s.Status.Code == "error" {
+					failedTools++
+				}
+			}
+		}
+	}
+	if compactions != 1 || tools != 2 || failedTools != 1 || retries != 1 {
+		files, _ := filepath.Glob(filepath.Join(pi.AgentDir, "sessions", "*", "*.jsonl"))
+		var types []string
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for _, l := range strings.Split(string(b), "\n") {
+				if len(l) > 120 {
+					l = l[:120]
+				}
+				types = append(types, l)
+			}
+		}
+		t.Errorf("compactions %d, tools %d (failed %d), retries %d: want 1, 2 (1), 1\n%s\nsession file:\n%s",
+			compactions, tools, failedTools, retries, treeOf(traces), strings.Join(types, "\n"))
+	}
+	// The session file is there, and its id is the conversation id.
+	files, _ := filepath.Glob(filepath.Join(pi.AgentDir, "sessions", "*", "*.jsonl"))
+	if len(files) != 1 || !strings.Contains(files[0], conv) {
+		t.Errorf("session files %v, want one named for %s", files, conv)
+	}
+}
+
+// TestTUIPrintModeIsTraced: -p text output (no --mode) goes to pi-otel's
+// stdout untouched, and the run is traced from the session file.
+func TestTUIPrintModeIsTraced(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Printed answer.", 2)))
+	pi := pitest.New(t, model.URL())
+	service := "e2e-print"
+	since := time.Now().Add(-time.Second)
+	r := runPiOtel(t, pi, call{
+		args: append([]string{"run", "--", pi.Pi}, pi.Args("-p", "Say something")...),
+		env:  otlpGRPC(j, service),
+	})
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(string(r.stdout), "Printed answer.") {
+		t.Errorf("Pi's text output did not come through: %q", r.stdout)
+	}
+	traces := stored(t, j, service, since, r)
+	tr := one(t, traces)
+	wantShape(t, tr, oneCall)
+}
+
+// TestTUINoSession: nothing to trace, one line says so, Pi runs as usual.
+func TestTUINoSession(t *testing.T) {
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("No session here.", 2)))
+	pi := pitest.New(t, model.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := pi.Wrap(ctx, piOtelBin, append([]string{"run", "--", pi.Pi}, pi.Args("--no-session", "-p", "Hi")...)...)
+	cmd.Env = scrubbed(cmd.Env)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "No session here.") {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "nothing to trace") {
+		t.Errorf("stderr %q: want the one line saying there is nothing to trace", stderr.String())
+	}
+}
+
+// TestTUIQuitWithoutPrompt: Pi leaves no session file when nothing was
+// said, and neither does the header pi-otel wrote for it.
+func TestTUIQuitWithoutPrompt(t *testing.T) {
+	model := fakemodel.Start(t)
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	u := startTUI(t, pi, []string{"OTEL_TRACES_EXPORTER=none"}, pi.Args()...)
+	u.waitScreen("fake-model")
+	u.keys("C-d")
+	if code := u.wait(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.readStderr())
+	}
+	files, _ := filepath.Glob(filepath.Join(pi.AgentDir, "sessions", "*", "*.jsonl"))
+	if len(files) != 0 {
+		t.Errorf("session files left behind: %v", files)
+	}
+	if !strings.Contains(u.readStderr(), "pi-otel: 0 traces") {
+		t.Errorf("stderr %q: want the summary", u.readStderr())
+	}
+}
+
+// treeOf renders traces for a failure message.
+func treeOf(ts []*jaegertest.Trace) string {
+	var b strings.Builder
+	for _, tr := range ts {
+		fmt.Fprintln(&b, tr.Tree())
+	}
+	return b.String()
+}
