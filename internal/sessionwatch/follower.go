@@ -142,7 +142,11 @@ type file struct {
 	at        time.Time
 	since     time.Time
 	tr        Tracer
-	idled     bool // Idle was called since the last line
+	// nextIdle is when Idle is due: settle after the last line, then
+	// again every settle while a run stays open (Pi's entry times and
+	// the file's coarse mtime may differ by a clock tick); zero when
+	// nothing is open.
+	nextIdle time.Time
 	retry     bool // read again from committed once retryAt has come
 	closed    bool // the tracer was closed; it goes once committed
 	accept    int8 // 1 followed, -1 ignored, 0 not decided
@@ -296,13 +300,13 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 		if fi.tr == nil {
 			continue
 		}
-		switch closeAt := fi.mtime.Add(f.cfg.CloseAfter); {
-		case !fi.idled:
-			next = earlier(next, fi.mtime.Add(f.cfg.Settle))
-		case closeAt.After(f.cfg.Now()):
+		if !fi.nextIdle.IsZero() {
+			next = earlier(next, fi.nextIdle)
+		}
+		if closeAt := fi.mtime.Add(f.cfg.CloseAfter); closeAt.After(f.cfg.Now()) {
 			next = earlier(next, closeAt)
 		}
-		// A tracer past both is waiting for a commit: retryAt.
+		// A tracer past its close is waiting for a commit: retryAt.
 	}
 	if !f.retryAt.IsZero() {
 		next = earlier(next, f.retryAt)
@@ -541,7 +545,7 @@ func (f *Follower) read(fi *file) {
 			line := bytes.TrimSuffix(f.buf[start:start+i], []byte{'\r'})
 			fi.tr.Line(fi.readOff, line)
 			f.stats.Lines++
-			fi.idled = false
+			fi.nextIdle = time.Time{} // set below, from the new mtime
 			fi.readOff += int64(i + 1)
 			start += i + 1
 		}
@@ -549,6 +553,9 @@ func (f *Follower) read(fi *file) {
 		if err != nil || n == 0 {
 			break // the rest, if any, is a line still being written
 		}
+	}
+	if fi.nextIdle.IsZero() {
+		fi.nextIdle = fi.mtime.Add(f.cfg.Settle)
 	}
 	f.progress(fi)
 }
@@ -603,7 +610,7 @@ func (f *Follower) forget(fi *file) {
 }
 
 func (f *Follower) dropTracer(fi *file) {
-	fi.tr, fi.readOff, fi.idled, fi.closed = nil, 0, false, false
+	fi.tr, fi.readOff, fi.nextIdle, fi.closed = nil, 0, time.Time{}, false
 }
 
 // work runs what is due: files to read again after a failed export,
@@ -625,20 +632,24 @@ func (f *Follower) work(ctx context.Context) {
 			continue
 		}
 		quiet := now.Sub(fi.mtime)
-		if !fi.idled && quiet >= f.cfg.Settle {
+		if !fi.nextIdle.IsZero() && !now.Before(fi.nextIdle) && !fi.closed {
 			fi.tr.Idle(now, f.cfg.Settle)
-			fi.idled = true
 			f.progress(fi)
+			if fi.tr.Committed() >= fi.readOff {
+				fi.nextIdle = time.Time{} // nothing open
+			} else {
+				fi.nextIdle = now.Add(f.cfg.Settle)
+			}
 		}
-		if fi.idled && !fi.closed && quiet >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
+		if !fi.closed && quiet >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
 			fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
-			fi.closed = true
+			fi.closed, fi.nextIdle = true, time.Time{}
 			f.progress(fi)
 		}
 	}
 	f.commit(ctx, false)
 	for _, fi := range f.files {
-		if fi.tr != nil && fi.idled && now.Sub(fi.mtime) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
+		if fi.tr != nil && now.Sub(fi.mtime) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
 			f.dropTracer(fi) // quiet: free its memory until it grows again
 			f.refresh(fi)    // unless it grew while closed
 		}
