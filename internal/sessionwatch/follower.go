@@ -147,10 +147,10 @@ type file struct {
 	// the file's coarse mtime may differ by a clock tick); zero when
 	// nothing is open.
 	nextIdle time.Time
-	retry     bool // read again from committed once retryAt has come
-	closed    bool // the tracer was closed; it goes once committed
-	accept    int8 // 1 followed, -1 ignored, 0 not decided
-	notSess   bool
+	retry    bool // read again from committed once retryAt has come
+	closed   bool // the tracer was closed; it goes once committed
+	accept   int8 // 1 followed, -1 ignored, 0 not decided
+	notSess  bool
 }
 
 // New returns a Follower.
