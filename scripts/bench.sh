@@ -17,6 +17,8 @@
 #                    first 100 are left out as start-up; 0 skips the test)
 #   LATENCY_INTERVAL time between them (default 1ms)
 #   BIG_RECORD       tool output size for the large-record memory test (default 40MB; 0 skips it)
+#   WATCH_FILES      session files for the pi-otel watch measurement (default 10000; 0
+#                    skips it; see scripts/bench-watch.sh)
 #   BASELINE         another pi-otel binary to measure alongside, e.g. one built
 #                    from an earlier commit (git archive REV | tar -x -C DIR; go build)
 set -euo pipefail
@@ -168,4 +170,10 @@ if [[ $BIG_RECORD != 0 ]]; then
 			else printf "%-52s %8.3f %9s %12s\n", n, s, "n/a", "n/a"
 		}'
 	done
+fi
+
+# pi-otel watch over many session files (WATCH_FILES, default 10000; 0 skips it).
+if [[ ${WATCH_FILES:-10000} != 0 ]]; then
+	echo
+	FILES="${WATCH_FILES:-10000}" BENCH_DIR="$DIR" "$ROOT/scripts/bench-watch.sh"
 fi

@@ -127,6 +127,8 @@ type Follower struct {
 	backoff     time.Duration
 	stats       Stats
 	said        map[string]bool
+	ctx         context.Context // Run's, for the commits of the first scan
+	batch       []*file         // files of the first scan since its last commit
 }
 
 // file is one followed file. Without a tracer, readOff is 0 and the next
@@ -202,6 +204,7 @@ func (f *Follower) Stats() Stats {
 // and returns. Its error is a setup failure (the state file); problems with
 // single files are logged and the follower carries on.
 func (f *Follower) Run(ctx context.Context) error {
+	f.ctx = ctx
 	if f.cfg.StatePath != "" {
 		st, first, err := LoadState(f.cfg.StatePath)
 		if err != nil {
@@ -398,9 +401,38 @@ func (f *Follower) walk(dir string, initial bool) []string {
 		}
 		found = append(found, p)
 		f.touch(p, initial)
+		if fi := f.files[p]; initial && fi != nil && fi.tr != nil {
+			// History (--since): trace and commit as the scan goes, so
+			// that a quiet file's tracer is gone before the next is read.
+			now := f.cfg.Now()
+			f.due(fi, now)
+			f.batch = append(f.batch, fi)
+			if len(f.uncommitted) >= scanBatch {
+				f.commitBatch(now)
+			}
+		}
 		return nil
 	})
+	if initial {
+		f.commitBatch(f.cfg.Now())
+	}
 	return found
+}
+
+// scanBatch is how many files with traced history the first scan holds
+// before a commit frees their tracers.
+const scanBatch = 256
+
+func (f *Follower) commitBatch(now time.Time) {
+	ctx := f.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	f.commit(ctx, false)
+	for _, fi := range f.batch {
+		f.dropQuiet(fi, now)
+	}
+	f.batch = nil
 }
 
 // touch notes that path may have changed, and reads it.
@@ -628,31 +660,42 @@ func (f *Follower) work(ctx context.Context) {
 		}
 	}
 	for _, fi := range f.files {
-		if fi.tr == nil {
-			continue
-		}
-		quiet := now.Sub(fi.mtime)
-		if !fi.nextIdle.IsZero() && !now.Before(fi.nextIdle) && !fi.closed {
-			fi.tr.Idle(now, f.cfg.Settle)
-			f.progress(fi)
-			if fi.tr.Committed() >= fi.readOff {
-				fi.nextIdle = time.Time{} // nothing open
-			} else {
-				fi.nextIdle = now.Add(f.cfg.Settle)
-			}
-		}
-		if !fi.closed && quiet >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
-			fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
-			fi.closed, fi.nextIdle = true, time.Time{}
-			f.progress(fi)
-		}
+		f.due(fi, now)
 	}
 	f.commit(ctx, false)
 	for _, fi := range f.files {
-		if fi.tr != nil && now.Sub(fi.mtime) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
-			f.dropTracer(fi) // quiet: free its memory until it grows again
-			f.refresh(fi)    // unless it grew while closed
+		f.dropQuiet(fi, now)
+	}
+}
+
+// due runs what is due for one file: Idle once it has been quiet for
+// settle, Close once it has been quiet for CloseAfter with a run open.
+func (f *Follower) due(fi *file, now time.Time) {
+	if fi.tr == nil || fi.closed {
+		return
+	}
+	if !fi.nextIdle.IsZero() && !now.Before(fi.nextIdle) {
+		fi.tr.Idle(now, f.cfg.Settle)
+		f.progress(fi)
+		if fi.tr.Committed() >= fi.readOff {
+			fi.nextIdle = time.Time{} // nothing open
+		} else {
+			fi.nextIdle = now.Add(f.cfg.Settle)
 		}
+	}
+	if now.Sub(fi.mtime) >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
+		fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+		fi.closed, fi.nextIdle = true, time.Time{}
+		f.progress(fi)
+	}
+}
+
+// dropQuiet frees the tracer of a file quiet for CloseAfter whose runs are
+// committed, until the file grows again.
+func (f *Follower) dropQuiet(fi *file, now time.Time) {
+	if fi.tr != nil && now.Sub(fi.mtime) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
+		f.dropTracer(fi)
+		f.refresh(fi) // unless it grew while closed
 	}
 }
 
