@@ -34,6 +34,12 @@ type tui struct {
 // to Pi's hermetic environment.
 func startTUI(t *testing.T, pi *pitest.Env, env []string, args ...string) *tui {
 	t.Helper()
+	return startTerminal(t, pi, env, append([]string{piOtelBin, "run", "--", pi.Pi}, args...))
+}
+
+// startTerminal runs argv on a terminal of its own.
+func startTerminal(t *testing.T, pi *pitest.Env, env []string, argv []string) *tui {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is needed for the TUI tests (apt-get install tmux)")
 	}
@@ -49,7 +55,7 @@ func startTUI(t *testing.T, pi *pitest.Env, env []string, args ...string) *tui {
 		b.WriteString(" " + shellQuote(kv))
 	}
 	b.WriteString(" sh -c " + shellQuote(`"$0" "$@" 2>`+shellQuote(u.stderr)+`; echo $? >`+shellQuote(u.exitFile)))
-	for _, a := range append([]string{piOtelBin, "run", "--", pi.Pi}, args...) {
+	for _, a := range argv {
 		b.WriteString(" " + shellQuote(a))
 	}
 	b.WriteString("\n")
@@ -153,6 +159,7 @@ func TestTUI(t *testing.T) {
 			fakemodel.Text("One tool worked, one failed.", 2),
 			fakemodel.Overloaded(),
 			fakemodel.Text("Recovered after overload.", 2),
+			fakemodel.Text("A new session answers.", 2),
 		))
 	m := pitest.DefaultModel()
 	m.ContextWindow, m.MaxTokens = 8000, 1024
@@ -172,6 +179,11 @@ func TestTUI(t *testing.T) {
 	u.waitScreen("One tool worked, one failed.")
 	u.prompt("Try again")
 	u.waitScreen("Recovered after overload.")
+	// /new: a session file pi-otel did not pin, traced since no other Pi
+	// runs in this folder.
+	u.prompt("/new")
+	u.prompt("In a new session")
+	u.waitScreen("A new session answers.")
 	// Ctrl-D on an empty editor quits.
 	u.keys("C-d")
 	code := u.wait()
@@ -184,13 +196,15 @@ func TestTUI(t *testing.T) {
 	if r.summary, ok = parseSummary(r.stderr); !ok {
 		t.Fatalf("no summary line:\n%s", stderr)
 	}
-	if r.summary.traces != 3 {
+	if r.summary.traces != 4 {
 		t.Fatalf("%d traces, want one per prompt: %s", r.summary.traces, r.summary.line)
 	}
 	traces := stored(t, j, service, since, r)
-	if len(traces) != 3 {
-		t.Fatalf("Jaeger holds %d traces, want 3", len(traces))
+	if len(traces) != 4 {
+		t.Fatalf("Jaeger holds %d traces, want 4", len(traces))
 	}
+	newSession := traces[3]
+	traces = traces[:3]
 	conv := ""
 	var compactions, tools, failedTools, retries int
 	for _, tr := range traces {
@@ -229,11 +243,82 @@ func TestTUI(t *testing.T) {
 		t.Errorf("compactions %d, tools %d (failed %d), retries %d: want 1, 2 (1), 1\n%s\nsession file:\n%s",
 			compactions, tools, failedTools, retries, treeOf(traces), strings.Join(types, "\n"))
 	}
-	// The session file is there, and its id is the conversation id.
+	// The session files are there, named for their conversation ids.
 	files, _ := filepath.Glob(filepath.Join(pi.AgentDir, "sessions", "*", "*.jsonl"))
-	if len(files) != 1 || !strings.Contains(files[0], conv) {
-		t.Errorf("session files %v, want one named for %s", files, conv)
+	conv2 := root(t, newSession).Str("gen_ai.conversation.id")
+	if len(files) != 2 || conv2 == conv || !strings.Contains(strings.Join(files, " "), conv) || !strings.Contains(strings.Join(files, " "), conv2) {
+		t.Errorf("session files %v, want two, named for %s and %s", files, conv, conv2)
 	}
+	wantShape(t, newSession, oneCall)
+}
+
+// TestTUITwoPisInOneFolder: a second Pi, not under pi-otel, works in the
+// same folder at the same time. pi-otel traces its own Pi's pinned
+// session, never the other's; its own /new meanwhile cannot be told from
+// the other's files and is left alone, and one line says so.
+func TestTUITwoPisInOneFolder(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Text("Answer for A.", 2),
+		fakemodel.Text("Answer for B.", 2),
+		fakemodel.Text("Second answer for A.", 2),
+	))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	service := "e2e-two-pis"
+	since := time.Now().Add(-time.Second)
+	a := startTUI(t, pi, otlpGRPC(j, service), pi.Args()...)
+	a.waitScreen("fake-model")
+	b := startTerminal(t, pi, nil, append([]string{pi.Pi}, pi.Args()...))
+	b.waitScreen("fake-model")
+
+	a.prompt("Prompt A")
+	a.waitScreen("Answer for A.")
+	b.prompt("Prompt B")
+	b.waitScreen("Answer for B.")
+	a.prompt("/new")
+	a.prompt("Prompt A2")
+	a.waitScreen("Second answer for A.")
+	a.keys("C-d")
+	if code := a.wait(); code != 0 {
+		t.Fatalf("pi-otel exited %d\n%s", code, a.readStderr())
+	}
+	b.keys("C-d")
+	b.wait()
+
+	stderr := a.readStderr()
+	r := &result{stderr: []byte(stderr)}
+	var ok bool
+	if r.summary, ok = parseSummary(r.stderr); !ok || r.summary.traces != 1 {
+		t.Fatalf("want one trace, A's first prompt:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "2 session files written while another Pi ran") {
+		t.Errorf("no line about the files left alone:\n%s", stderr)
+	}
+	traces := stored(t, j, service, since, r)
+	if len(traces) != 1 {
+		t.Fatalf("Jaeger holds %d traces, want 1", len(traces))
+	}
+	files, _ := filepath.Glob(filepath.Join(pi.AgentDir, "sessions", "*", "*.jsonl"))
+	if len(files) != 3 {
+		t.Fatalf("session files %v, want 3 (A, B, A after /new)", files)
+	}
+	conv := root(t, traces[0]).Str("gen_ai.conversation.id")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "Prompt A\"") != strings.Contains(f, conv) {
+			t.Errorf("trace of conversation %s, but %s holds %q", conv, f, firstUserText(b))
+		}
+	}
+}
+
+// firstUserText finds the first prompt in a session file, for messages.
+func firstUserText(b []byte) string {
+	i := strings.Index(string(b), `"text":"Prompt`)
+	if i < 0 {
+		return ""
+	}
+	rest := string(b[i+8:])
+	return rest[:strings.IndexByte(rest, '"')]
 }
 
 // TestTUIPrintModeIsTraced: -p text output (no --mode) goes to pi-otel's
