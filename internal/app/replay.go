@@ -66,8 +66,15 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
+	if followFile {
+		// A followed session file's quiet run is traced without waiting
+		// for the next prompt.
+		ctx = context.WithValue(ctx, followKey{}, true)
+	}
 	return replay(env, cfg, src, rest[0], ctx)
 }
+
+type followKey struct{}
 
 // replay traces src: a Pi session file, or a captured event stream.
 func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
@@ -157,9 +164,14 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 			ch <- bytes.Clone(rec)
 		}
 	}()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	var tickC <-chan time.Time
+	if follow, _ := ctx.Value(followKey{}).(bool); follow {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		tickC = tick.C
+	}
 	var off int64
+	var last time.Time
 	for done := false; !done; {
 		select {
 		case rec, ok := <-ch:
@@ -169,11 +181,16 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 			}
 			tr.Line(off, rec)
 			off += int64(len(rec)) + 1
+			last = time.Now()
 			st := tr.Stats()
 			lines.Store(st.Lines)
 			damaged.Store(st.Damaged)
-		case now := <-tick.C:
-			tr.Idle(now, followSettle)
+		case now := <-tickC:
+			// Only once the follower has caught up and the file is quiet:
+			// while it reads, the next line may still belong to the run.
+			if now.Sub(last) >= time.Second {
+				tr.Idle(now, followSettle)
+			}
 		}
 	}
 	tr.Close(mapper.Ending{Reason: mapper.EndEOF})

@@ -68,6 +68,9 @@ type message struct {
 	ExcludeCtx bool   `json:"excludeFromContext"`
 	CustomType string `json:"customType"`
 	Display    *bool  `json:"display"`
+
+	// callIDs and callNames are an assistant message's tool calls, read once.
+	callIDs, callNames []string
 }
 
 // entry is one decoded session entry.
@@ -105,7 +108,6 @@ type entry struct {
 	persist time.Time // the entry's timestamp: when Pi wrote it
 	off     int64     // byte offset of the line
 	end     int64     // offset just past the line and its LF
-	raw     []byte    // the line, kept only with content capture
 }
 
 // parent is the entry's parentId, "" for a root.
@@ -130,8 +132,126 @@ func decodeHeader(b []byte) (header, bool) {
 	return h, true
 }
 
-// decodeEntry decodes one entry line. A line that is not one JSON object
-// (two objects on a line, a broken escape, a cut-off write) is errDamaged.
+// decoder decodes entry lines. Message entries, nearly all of a file's
+// bytes, go through the event package's single-pass decoder; the rest, and
+// lines of unusual shape, through encoding/json.
+type decoder struct {
+	ev      *event.Decoder
+	content bool // keep raw messages, for content capture
+}
+
+func newDecoder(content bool) *decoder {
+	return &decoder{ev: event.NewDecoder(event.Options{}), content: content}
+}
+
+// decode decodes one entry line. A line that is not one JSON object (two
+// objects on a line, a broken escape, a cut-off write) is errDamaged.
+// Nothing returned aliases b.
+func (d *decoder) decode(b []byte) (*entry, error) {
+	b = bytes.TrimRight(b, "\r")
+	ev, err := d.ev.Decode(b)
+	if err != nil {
+		if errors.Is(err, event.ErrInvalidJSON) || errors.Is(err, event.ErrInvalidUTF8) {
+			return nil, errDamaged
+		}
+		return nil, errNoObject
+	}
+	if e, ok := d.fast(b, ev); ok {
+		return e, nil
+	}
+	return decodeEntry(b)
+}
+
+// fast builds a message entry of the common roles from the event decoder's
+// result; ok is false when the line needs the full decoder.
+func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
+	if ev.Type != typeMessage || ev.Message == nil {
+		return nil, false
+	}
+	switch ev.Message.Role {
+	case "user", "assistant", "toolResult", "system":
+	default:
+		return nil, false // bashExecution, custom: fields the event decoder skips
+	}
+	parent, ok := leadingParent(b)
+	if !ok {
+		return nil, false
+	}
+	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
+	m := e.msg
+	// The decoder's raw fields point into b, which the caller reuses.
+	if d.content {
+		m.Raw = bytes.Clone(m.Raw)
+		m.Content = bytes.Clone(m.Content)
+	} else {
+		m.Raw = nil
+		if m.Role == "toolResult" || m.Role == "system" {
+			m.Content = nil
+		} else {
+			m.Content = bytes.Clone(m.Content)
+		}
+	}
+	if m.Role == "assistant" {
+		m.callIDs, m.callNames = toolCalls(m.Content)
+	}
+	// Without capture only the number of tool declarations is read.
+	m.ToolsAdded, m.Tools = d.raws(m.ToolsAdded), d.raws(m.Tools)
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		e.persist = t
+	}
+	return e, true
+}
+
+func (d *decoder) raws(in []json.RawMessage) []json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(in))
+	if d.content {
+		for i := range in {
+			out[i] = bytes.Clone(in[i])
+		}
+	}
+	return out
+}
+
+// leadingParent reads parentId from the keys Pi writes before "message"
+// (type, id, parentId, timestamp): only there is a match surely top-level,
+// since no object precedes it. ok is false if it is not there.
+func leadingParent(b []byte) (*string, bool) {
+	i := bytes.Index(b, []byte(`"message":`))
+	if i < 0 {
+		return nil, false
+	}
+	head := b[:i]
+	j := bytes.Index(head, []byte(`"parentId":`))
+	if j < 0 {
+		return nil, false
+	}
+	v := bytes.TrimLeft(head[j+len(`"parentId":`):], " \t")
+	if bytes.HasPrefix(v, []byte("null")) {
+		return nil, true
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return nil, false
+	}
+	end := bytes.IndexByte(v[1:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	raw := v[:end+2]
+	if bytes.IndexByte(raw[1:len(raw)-1], '\\') >= 0 {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		return &s, true
+	}
+	s := string(raw[1 : len(raw)-1])
+	return &s, true
+}
+
+// decodeEntry decodes one entry line with encoding/json.
 func decodeEntry(b []byte) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !json.Valid(b) {
@@ -151,6 +271,9 @@ func decodeEntry(b []byte) (*entry, error) {
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
+		if m.Role == "assistant" {
+			m.callIDs, m.callNames = toolCalls(m.Content)
+		}
 		e.msg = m
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
@@ -172,7 +295,7 @@ func durMs(ms float64) time.Duration { return time.Duration(ms * float64(time.Mi
 
 // toolCalls lists the ids and names of an assistant message's tool calls.
 func toolCalls(content json.RawMessage) (ids, names []string) {
-	if len(content) == 0 || content[0] != '[' {
+	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte(`"toolCall"`)) {
 		return nil, nil
 	}
 	var blocks []struct {

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper"
@@ -68,6 +69,7 @@ type Tracer struct {
 	tap    *tap
 	m      *mapper.Mapper
 	tracer trace.Tracer // for pi.bash
+	dec    *decoder
 
 	hdr     header
 	hdrSeen bool
@@ -121,9 +123,10 @@ func New(cfg Config) *Tracer {
 		cfg:     cfg,
 		tap:     tp,
 		m:       mapper.New(tp, opts...),
-		tracer:  cfg.TracerProvider.Tracer(ScopeName),
+		tracer:  tp.Tracer(ScopeName),
 		version: 3,
 		runOf:   map[string]string{},
+		dec:     newDecoder(cfg.Content != nil),
 	}
 }
 
@@ -142,23 +145,23 @@ func (t *Tracer) Line(off int64, b []byte) {
 			t.hdr = h
 			t.version = h.version()
 			t.m.SetSessionID(h.ID)
+			if h.Cwd != "" {
+				t.tap.common = []attribute.KeyValue{attribute.String("pi.project", project(h.Cwd))}
+			}
 			if h.ParentSession != "" {
 				t.fork, _ = time.Parse(time.RFC3339Nano, h.Timestamp)
 			}
 			return
 		}
-		// No header: Pi would not load this file. Keep what entries there are.
-		t.stats.Damaged++
+		// No header (Pi would not load this file): keep what entries there are.
 	}
-	e, err := decodeEntry(b)
+	e, err := t.dec.decode(b)
 	if err != nil || e.Type == typeSession {
 		t.stats.Damaged++
 		return
 	}
 	e.off, e.end = off, end
-	if t.cfg.Content != nil {
-		e.raw = bytes.Clone(b)
-	} else {
+	if t.cfg.Content == nil {
 		// Only what counts and ids need stays: a tool's output can be
 		// megabytes, and nothing reads it without capture.
 		if e.msg != nil && e.msg.Role == "toolResult" {
@@ -197,8 +200,14 @@ func (t *Tracer) Line(off int64, b []byte) {
 		}
 	}
 	if t.prevID != "" && e.parent() != t.prevID {
+		// Pi appends to the current leaf: an entry that does not continue
+		// from the previous one was written after /tree moved the leaf. The
+		// run on the old branch is over; the next one starts a branch.
 		p := e.parent()
 		t.branchFrom = &p
+		if t.cur != nil {
+			t.finish(t.cur, t.cur.final(), mapper.Ending{Reason: mapper.EndEOF})
+		}
 	}
 	t.prevID = e.ID
 	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
@@ -276,8 +285,10 @@ func (t *Tracer) add(e *entry) {
 
 // open completes the open run, if any, and opens one at e.
 func (t *Tracer) open(e *entry) {
-	if t.cur != nil {
-		t.finish(t.cur, true, mapper.Ending{})
+	if r := t.cur; r != nil {
+		// A run that had not reached a final answer when the next began was
+		// cut short (Pi killed mid-run, then resumed): closed unsettled.
+		t.finish(r, r.final(), mapper.Ending{Reason: mapper.EndEOF})
 	}
 	t.flushBash()
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
@@ -302,8 +313,7 @@ func (r *runBuf) final() bool {
 			if e.msg.StopReason == "error" && edited {
 				return false // Pi hid the failed attempt to retry it
 			}
-			ids, _ := toolCalls(e.msg.Content)
-			return len(ids) == 0 || e.msg.StopReason == "aborted"
+			return len(e.msg.callIDs) == 0 || e.msg.StopReason == "aborted"
 		case "user", "toolResult", "custom", "bashExecution":
 			return false
 		}
@@ -444,9 +454,7 @@ var streamTypes = map[string]bool{
 // a session file; any record only streams have is a stream.
 func Classify(head []byte) Kind {
 	lines := bytes.Split(head, []byte("\n"))
-	if len(lines) > 1 {
-		lines = lines[:len(lines)-1] // the last piece may be cut off
-	}
+	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
 	sawHeader := false
 	for _, l := range lines {
 		l = bytes.TrimSpace(l)

@@ -21,6 +21,9 @@ type tap struct {
 	root     *rootSpan
 	// extra is usage the mapper does not see, added to the root's totals.
 	extra event.Usage
+	// common goes on every span: the project, so that a backend can group
+	// any span (chat costs above all) by it.
+	common []attribute.KeyValue
 }
 
 func (t *tap) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
@@ -33,6 +36,9 @@ type tapTracer struct {
 }
 
 func (t *tapTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if len(t.tap.common) > 0 {
+		opts = append(opts, trace.WithAttributes(t.tap.common...))
+	}
 	ctx, s := t.Tracer.Start(ctx, name, opts...)
 	t.tap.lastSpan = s
 	if name == "invoke_agent pi" {

@@ -80,11 +80,8 @@ func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
 // and the fork a run belongs to.
 func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
 	attrs := []attribute.KeyValue{attribute.String("pi.source", "session_file")}
-	if t.hdr.Cwd != "" {
-		attrs = append(attrs, attribute.String("pi.project", project(t.hdr.Cwd)))
-		if c := t.cfg.Content; c != nil {
-			attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
-		}
+	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
+		attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
 	}
 	if r.branch != nil {
 		attrs = append(attrs, attribute.Bool("pi.branch", true),
@@ -217,13 +214,13 @@ func (x *translator) message(e *entry) {
 		if n := imageCount(msg.Content); n > 0 {
 			x.rootEvent("pi.user_images", at, attribute.Int("pi.message.images", n))
 		}
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, at)
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
 	case "assistant":
 		x.assistant(e)
 	case "toolResult":
 		x.toolResult(e)
 	case "system":
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, at(msg, e))
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
 		x.t.bashSpan(x.m.RootContext(), e, false)
 	case "custom":
@@ -315,8 +312,8 @@ func (x *translator) assistant(e *entry) {
 		x.turnOpen = true
 	}
 	x.turnHasAssistant = true
-	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message}, start)
-	x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message}, end)
+	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message, RawMessage: msg.Raw}, start)
+	x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, end)
 	x.assistantEnd = end
 	x.lastStop = msg.StopReason
 	if x.retryOpen && msg.StopReason != "error" {
@@ -327,7 +324,7 @@ func (x *translator) assistant(e *entry) {
 	if msg.StopReason == "error" {
 		x.errHeld, x.errEnd = msg, end
 	}
-	ids, names := toolCalls(msg.Content)
+	ids, names := msg.callIDs, msg.callNames
 	for i, id := range ids {
 		c := call{id: id, name: names[i]}
 		if x.t.cfg.Content != nil {
@@ -438,9 +435,6 @@ func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
 	}
 	if own {
 		attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID), attribute.String("pi.source", "session_file"))
-		if t.hdr.Cwd != "" {
-			attrs = append(attrs, attribute.String("pi.project", project(t.hdr.Cwd)))
-		}
 	}
 	_, s := t.tracer.Start(parent, "pi.bash", trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))
