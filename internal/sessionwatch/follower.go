@@ -378,6 +378,9 @@ func (f *Follower) scan(initial bool) {
 func (f *Follower) walk(dir string, initial bool) []string {
 	var found []string
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if initial && f.ctx != nil && f.ctx.Err() != nil {
+			return filepath.SkipAll // stopping: the rest waits for the next start
+		}
 		if err != nil {
 			if p == dir && !errors.Is(err, fs.ErrNotExist) {
 				f.logOnce("dir "+p, "reading %s: %v", p, err)
