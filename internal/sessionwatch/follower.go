@@ -230,6 +230,11 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 
 	f.scan(true)
+	if ctx.Err() != nil {
+		// Stopped mid-scan: a partial state would make the files not yet
+		// seen look new at the next start.
+		return f.stop()
+	}
 	f.saveState() // the first start's places, so a restart knows what was there
 	f.work(ctx)
 
