@@ -429,7 +429,7 @@ func (f *Follower) walk(dir string, initial bool) []string {
 
 // scanBatch is how many files with traced history the first scan holds
 // before a commit frees their tracers.
-const scanBatch = 256
+const scanBatch = 1024
 
 func (f *Follower) commitBatch(now time.Time) {
 	ctx := f.ctx
