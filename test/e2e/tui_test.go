@@ -344,6 +344,57 @@ func TestTUIPrintModeIsTraced(t *testing.T) {
 	wantShape(t, tr, oneCall)
 }
 
+// TestTUIPrintModeOlderPis: -p text output of Pi 1.0.3 and 0.73.1 (which
+// has no --session-id, so its file is found by rule 4 of docs/watch.md).
+func TestTUIPrintModeOlderPis(t *testing.T) {
+	j := jaegertest.Start(t)
+	for _, v := range []string{pitest.EnvPi103, pitest.EnvPi073} {
+		t.Run(v, func(t *testing.T) {
+			model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Printed answer.", 2)))
+			pi := pitest.New(t, model.URL(), pitest.WithPi(pitest.Lookup(t, v)))
+			service := "e2e-print-" + strings.ToLower(v)
+			since := time.Now().Add(-time.Second)
+			r := runPiOtel(t, pi, call{
+				args: append([]string{"run", "--", pi.Pi}, pi.Args("-p", "Say something")...),
+				env:  otlpGRPC(j, service),
+			})
+			if r.code != 0 || !strings.Contains(string(r.stdout), "Printed answer.") {
+				t.Fatalf("exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+			}
+			wantShape(t, one(t, stored(t, j, service, since, r)), oneCall)
+		})
+	}
+}
+
+// TestTUIContinue: --continue resumes the newest session; only the new
+// run is traced, under the same conversation id.
+func TestTUIContinue(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("First.", 2), fakemodel.Text("Second.", 2)))
+	pi := pitest.New(t, model.URL())
+	service := "e2e-continue"
+	since := time.Now().Add(-time.Second)
+	var convs []string
+	for _, args := range [][]string{{"-p", "one"}, {"--continue", "-p", "two"}} {
+		r := runPiOtel(t, pi, call{
+			args: append([]string{"run", "--", pi.Pi}, pi.Args(args...)...),
+			env:  otlpGRPC(j, service),
+		})
+		if r.code != 0 || r.summary.traces != 1 {
+			t.Fatalf("%v: exit %d, %s\n%s", args, r.code, r.summary.line, r.stderr)
+		}
+		tr := j.WaitTrace(t, context.Background(), r.summary.traceID, 4)
+		convs = append(convs, root(t, tr).Str("gen_ai.conversation.id"))
+	}
+	if convs[0] == "" || convs[0] != convs[1] {
+		t.Errorf("conversation ids %v: want the one resumed session", convs)
+	}
+	traces := j.WaitService(t, context.Background(), service, since, 8)
+	if len(traces) != 2 {
+		t.Errorf("%d traces, want 2: the resumed run was traced again?\n%s", len(traces), treeOf(traces))
+	}
+}
+
 // TestTUINoSession: nothing to trace, one line says so, Pi runs as usual.
 func TestTUINoSession(t *testing.T) {
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("No session here.", 2)))
