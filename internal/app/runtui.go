@@ -204,12 +204,13 @@ func precreate(dir, cwd string) (id, path string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Modes as Pi's own mkdirSync and openSync give them: the umask decides.
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", "", err
 	}
 	name := strings.NewReplacer(":", "-", ".", "-").Replace(stamp) + "_" + id + ".jsonl"
 	path = filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return "", "", err
 	}

@@ -136,18 +136,14 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 	if c != nil { // a nil *content would be a non-nil interface
 		sp.content = c
 	}
-	opts := []telemetry.Option{
+	tel, err := telemetry.Setup(context.Background(), cfg,
 		telemetry.WithStderr(env.Stderr),
+		// Trace and span ids derive from the session and entry ids, so a
+		// run traced again (after a failed export) keeps its ids.
+		telemetry.WithIDGenerator(sp.ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp)
-		}),
-	}
-	// Trace and span ids derive from the session and entry ids, so a run
-	// traced again (after a failed export) keeps its ids.
-	if g, ok := any(sp.ids).(sdktrace.IDGenerator); ok {
-		opts = append(opts, telemetry.WithIDGenerator(g))
-	}
-	tel, err := telemetry.Setup(context.Background(), cfg, opts...)
+		}))
 	if err != nil {
 		return nil, err
 	}
