@@ -66,6 +66,9 @@ func piFlag(argv []string, boolean bool, names ...string) (string, bool) {
 // when Pi exits. pi-otel stays silent while Pi owns the terminal: its own
 // lines, and the console exporter's trees, come after Pi exits.
 func runTUI(env Env, cfg config.Config, argv []string) int {
+	if writesNoSession(argv[1:]) {
+		return runUntraced(env, argv) // help, version, package commands: no run to trace
+	}
 	if _, ok := piFlag(argv, true, "--no-session"); ok {
 		fmt.Fprintln(env.Stderr, "pi-otel: pi runs with --no-session and writes no session file: nothing to trace")
 		return runUntraced(env, argv)
@@ -140,6 +143,20 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	sp.summary(nil)
 	held.release(env.Stderr)
 	return status.Code
+}
+
+// writesNoSession reports Pi command lines that run no agent: its package
+// and config commands (the first argument), help, version, the model list
+// and HTML export.
+func writesNoSession(args []string) bool {
+	if len(args) > 0 {
+		switch args[0] {
+		case "install", "uninstall", "remove", "update", "list", "config":
+			return true
+		}
+	}
+	_, ok := piFlag(args, true, "--help", "-h", "--version", "-v", "--list-models", "--export")
+	return ok
 }
 
 // pinSession notes the session file Pi will write first. A new session

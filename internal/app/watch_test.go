@@ -110,3 +110,22 @@ func TestPrecreateAndClean(t *testing.T) {
 		t.Error("a session with a message was removed")
 	}
 }
+
+func TestWritesNoSession(t *testing.T) {
+	for args, want := range map[string]bool{
+		"install npm:x":         true,
+		"config":                true,
+		"--version":             true,
+		"--provider p --help":   true,
+		"--list-models":         true,
+		"":                      false,
+		"-p hello":              false,
+		"--continue":            false,
+		"-- --help":             false, // after --, a prompt
+		"--model m list things": false, // a prompt, not the list command
+	} {
+		if got := writesNoSession(strings.Fields(args)); got != want {
+			t.Errorf("writesNoSession(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
