@@ -236,3 +236,34 @@ func TestWatchCollectorOutage(t *testing.T) {
 		wantShape(t, tr, oneCall)
 	}
 }
+
+// TestWatchDefaultDir: without DIR, pi-otel watch follows Pi's own session
+// root (here under PI_CODING_AGENT_DIR), project folders that appear after
+// its start included.
+func TestWatchDefaultDir(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("An answer.", 2)))
+	pi := pitest.New(t, model.URL())
+	state := filepath.Join(t.TempDir(), "watch.json")
+	service := "e2e-watch-default"
+	since := time.Now().Add(-time.Second)
+	w := startWatch(t, pi, otlpGRPC(j, service), "--state", state, "--settle", "500ms")
+	waitFile(t, state)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	res, err := pi.Run(pi.Command(ctx, pi.Args("--mode", "json", "hello")...))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("pi: %v %d\n%s", err, res.ExitCode, res.Stderr)
+	}
+	root := filepath.Join(pi.AgentDir, "sessions")
+	files, _ := filepath.Glob(filepath.Join(root, "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("Pi's session files: %v", files)
+	}
+	waitCommitted(t, w, state, filepath.Dir(files[0]))
+	s := w.stop(syscall.SIGTERM)
+	if !strings.Contains(w.stderr.String(), "watching "+root+" ") || s.traces != 1 {
+		t.Errorf("want the run traced from %s:\n%s", root, w.stderr.String())
+	}
+	wantShape(t, one(t, j.WaitService(t, context.Background(), service, since, 4)), oneCall)
+}
