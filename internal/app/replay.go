@@ -146,9 +146,48 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
-	// Lines come from a reader goroutine so that a followed file's quiet
-	// run can be traced while the read blocks.
 	next := records(r, head, herr)
+	var off int64
+	feed := func(rec []byte) {
+		tr.Line(off, rec)
+		off += int64(len(rec)) + 1
+		st := tr.Stats()
+		lines.Store(st.Lines)
+		damaged.Store(st.Damaged)
+	}
+	var rerr error
+	if follow, _ := ctx.Value(followKey{}).(bool); !follow {
+		for {
+			rec, err := next()
+			if err != nil {
+				if err != io.EOF {
+					rerr = err
+				}
+				break
+			}
+			feed(rec)
+		}
+	} else {
+		rerr = followSession(tr, next, feed)
+	}
+	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	st := tr.Stats()
+	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
+	}
+	if rerr != nil && ctx.Err() == nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
+	}
+	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
+	if rerr != nil && ctx.Err() == nil {
+		return 1
+	}
+	return 0
+}
+
+// followSession feeds a followed file's lines from a reader goroutine, so
+// that a quiet run can be traced while the read blocks.
+func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]byte)) error {
 	ch := make(chan []byte, 64)
 	var rerr error
 	go func() {
@@ -164,28 +203,18 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 			ch <- bytes.Clone(rec)
 		}
 	}()
-	var tickC <-chan time.Time
-	if follow, _ := ctx.Value(followKey{}).(bool); follow {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		tickC = tick.C
-	}
-	var off int64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	var last time.Time
-	for done := false; !done; {
+	for {
 		select {
 		case rec, ok := <-ch:
 			if !ok {
-				done = true
-				break
+				return rerr // written before close(ch)
 			}
-			tr.Line(off, rec)
-			off += int64(len(rec)) + 1
+			feed(rec)
 			last = time.Now()
-			st := tr.Stats()
-			lines.Store(st.Lines)
-			damaged.Store(st.Damaged)
-		case now := <-tickC:
+		case now := <-tick.C:
 			// Only once the follower has caught up and the file is quiet:
 			// while it reads, the next line may still belong to the run.
 			if now.Sub(last) >= time.Second {
@@ -193,19 +222,6 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 			}
 		}
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
-	st := tr.Stats()
-	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
-		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
-	}
-	if rerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
-	}
-	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
-	if rerr != nil && ctx.Err() == nil {
-		return 1
-	}
-	return 0
 }
 
 // replayStream traces the records of a Pi event stream, placing spans by

@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -76,6 +78,9 @@ func TestDifferential(t *testing.T) {
 	n := 0
 	for _, v := range []string{"pi-1.6.0", "pi-1.0.3", "pi-0.73.x"} {
 		for _, name := range captured(t, v) {
+			if _, err := os.Stat(filepath.Join(sessionsDir(v), name+".stream.jsonl")); err != nil {
+				continue // the TUI writes no stream
+			}
 			t.Run(v+"/"+name, func(t *testing.T) {
 				file := summarise(traceBytes(t, readSession(t, v, name), Config{}).roots)
 				stream := summarise(traceStream(t, readStream(t, v, name)))

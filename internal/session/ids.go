@@ -16,8 +16,10 @@ import (
 // traced twice gives the same ids. Without a seed it is random.
 //
 // A Tracer seeds it with the session id and the run's first entry id, then
-// creates the run's spans in one call: Tracers that share an IDs (a
-// follower of many files) serialise on it, see lockRun.
+// creates the run's spans in one call, holding run: Tracers that share an
+// IDs (a follower of many files) may run in different goroutines. Spans
+// that other code starts meanwhile take ids from the sequence and shift it,
+// so only session tracers should share a TracerProvider with it.
 type IDs struct {
 	run sync.Mutex // held by a Tracer while it creates one run's spans
 

@@ -3,28 +3,33 @@
 // (migrating version 1 and 2 files as Pi does), groups them into runs as
 // agent_settled groups them in the stream, and turns each run into the
 // same events the stream mapper reads, so a session file gives the very
-// span model, metrics and privacy rules of a live run.
+// span model, metrics and privacy rules of a live run. docs/sessions.md
+// has the mapping.
 //
-// CONTRACT (agreed between the session, watch and run-TUI work; the
-// bodies are filled in by the session work):
+// The contract a follower (pi-otel watch, the TUI mode of run) builds on:
 //
 //   - New(cfg) returns a Tracer for one session file.
 //   - Line(off, b) feeds one complete line (without its LF) that starts at
 //     byte offset off. Damaged lines are counted and skipped.
 //   - A run is traced (its root span ends) as soon as it is complete: the
-//     next run has begun. Idle(now, settle) traces the open run when its
-//     last entry is a final answer and it has been quiet for settle.
-//     Close(end) traces whatever is open, marking unfinished spans.
+//     next run has begun, or the file moved to another branch. Idle(now,
+//     settle) traces the open run when its last entry is a final answer and
+//     it has been quiet for settle. Close(end) traces whatever is open; a
+//     run that never reached a final answer is closed unsettled.
 //   - Committed() is the byte offset just past the last entry of the last
-//     traced run: a follower that restarts at 0 and skips runs ending at or
-//     before it traces nothing twice (ids are deterministic, see IDs).
-//   - Sniff(b) tells a session file from an event stream by its first line.
+//     traced run: a follower that restarts at 0 with Config.SkipThrough set
+//     to it traces nothing twice (runs that begin before it are skipped; ids
+//     are deterministic, see IDs).
+//   - Sniff(b) tells whether a first line is a session header; Pi's json
+//     mode starts its stdout with the same header, so Classify(head) tells
+//     a session file from an event stream by the lines that follow.
 package session
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -50,8 +55,10 @@ type Config struct {
 	Parent context.Context
 	// Content, if set, turns on content capture (mapper.WithContent).
 	Content mapper.Content
-	// SkipThrough: runs whose last entry ends at or before this offset are
-	// decoded (for state) but not traced: a restarted follower's place.
+	// SkipThrough: runs that begin before this offset are decoded (for
+	// state) but not traced: a restarted follower's place, its Committed().
+	// (Begin, not end: a run traced by Idle may gain entries, such as a
+	// compaction Pi writes later, that a re-read groups into it.)
 	SkipThrough int64
 	// Since: runs that began before it are decoded but not traced.
 	Since time.Time
@@ -84,10 +91,12 @@ type Tracer struct {
 	// branchFrom is set when an entry did not continue from the previous
 	// one: the next run starts a branch at that entry.
 	branchFrom *string
-	// runOf maps an entry id to the key of the run it belongs to, or of the
-	// run before it, so a branch can link to where it came from.
-	runOf   map[string]string
-	lastKey string
+	// runOf maps (a hash of) an entry id to the index in keys of the run it
+	// belongs to, or of the run before it, so a branch can link to where it
+	// came from; -1 for none. Hashes keep it small: a long file has a
+	// million entries.
+	runOf map[uint64]int32
+	keys  []string
 
 	// forkRun is the first entry id of the origin's run the fork was cut
 	// from; the fork's first run links to it once.
@@ -125,7 +134,7 @@ func New(cfg Config) *Tracer {
 		m:       mapper.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName),
 		version: 3,
-		runOf:   map[string]string{},
+		runOf:   map[uint64]int32{},
 		dec:     newDecoder(cfg.Content != nil),
 	}
 }
@@ -212,7 +221,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 	t.prevID = e.ID
 	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
 		// The origin's history, copied into the fork: traced there, not here.
-		t.runOf[e.ID] = ""
+		t.runOf[idHash(e.ID)] = -1
 		if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
 			t.forkRun = e.ID
 		}
@@ -221,11 +230,22 @@ func (t *Tracer) Line(off int64, b []byte) {
 		return
 	}
 	t.place(e)
-	if t.cur != nil {
-		t.runOf[e.ID] = t.cur.key
-	} else {
-		t.runOf[e.ID] = t.lastKey
+	t.runOf[idHash(e.ID)] = int32(len(t.keys)) - 1
+}
+
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// runKey is the key of the run entry id belongs to, "" if none.
+func (t *Tracer) runKey(id string) string {
+	i, ok := t.runOf[idHash(id)]
+	if !ok || i < 0 {
+		return ""
 	}
+	return t.keys[i]
 }
 
 // place puts an entry in the open run, a new run, or the pending list.
@@ -294,7 +314,7 @@ func (t *Tracer) open(e *entry) {
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
 	t.pending, t.branchFrom = nil, nil
 	t.cur = r
-	t.lastKey = r.key
+	t.keys = append(t.keys, r.key)
 	t.add(e)
 }
 
@@ -357,7 +377,7 @@ func (t *Tracer) finish(r *runBuf, settled bool, end mapper.Ending) {
 	t.cur = nil
 	first := r.entries[0]
 	start := runStart(first)
-	if r.end <= t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
+	if first.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
 		t.stats.Skipped++
 	} else {
 		t.stats.Runs++
@@ -388,11 +408,13 @@ func (t *Tracer) flushBash() {
 			kept = append(kept, e)
 			continue
 		}
-		if e.end <= t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
+		if e.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
 			continue
 		}
 		t.withSeed(t.hdr.ID+"/"+e.ID, func() { t.bashSpan(t.cfg.Parent, e, true) })
-		if e.end > t.committed && t.cur == nil && len(kept) == 0 {
+		// Entries still pending belong to a later run, which ends after
+		// this: a restart re-reads them from the start anyway.
+		if e.end > t.committed {
 			t.committed = e.end
 		}
 	}

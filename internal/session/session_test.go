@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -663,5 +664,98 @@ func TestContentCapture(t *testing.T) {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("%q not captured", want)
 		}
+	}
+}
+
+// A generated history (the benchmark's input) traces run for run: every
+// prompt a trace, every retry and compaction a span, nothing damaged.
+func TestGeneratedHistory(t *testing.T) {
+	var buf bytes.Buffer
+	gen, err := sessiongen.Write(&buf, sessiongen.Config{Size: 3e6, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := traceBytes(t, buf.Bytes(), Config{})
+	rs := runs(t, tr, int(gen.Runs))
+	var tools, retries, compactions int64
+	for _, r := range rs {
+		tools += int64(len(r.find("execute_tool")))
+		retries += int64(len(r.find("pi.retry")))
+		compactions += int64(len(r.find("pi.compaction")))
+		if r.str("pi.outcome") != "ok" {
+			t.Fatalf("run outcome %s:\n%s", r.str("pi.outcome"), r.shape())
+		}
+	}
+	if tools != gen.ToolCalls || retries != gen.Retries || compactions != gen.Compactions {
+		t.Errorf("traced %d tools, %d retries, %d compactions; generated %d, %d, %d", tools, retries, compactions, gen.ToolCalls, gen.Retries, gen.Compactions)
+	}
+	if st := tr.tracer.Stats(); st.Damaged != 0 || st.Lines != gen.Lines {
+		t.Errorf("stats %+v, generated %d lines", st, gen.Lines)
+	}
+}
+
+// The session file the real Pi 1.6.0 TUI wrote in tmux (see
+// internal/testutil/capture's TestSessionCaptureTUI).
+func TestTUISession(t *testing.T) {
+	b := readSession(t, "pi-1.6.0", "tui")
+	tr := traceBytes(t, b, Config{})
+	rs := runs(t, tr, 2)
+	first, second := rs[0], rs[1]
+	if r := first.find("pi.retry"); len(r) != 1 || r[0].str("pi.retry.outcome") != "success" || first.str("pi.outcome") != "ok" {
+		t.Errorf("first run (529, then an answer):\n%s", first.shape())
+	}
+	tools := second.find("execute_tool")
+	if len(tools) != 2 || second.str("pi.tool_errors") != "1" || len(second.find("pi.compaction")) != 1 {
+		t.Errorf("second run (two tools, one failing, then /compact):\n%s", second.shape())
+	}
+	bash := roots(tr, "pi.bash")
+	if len(bash) != 1 || bash[0].str("pi.bash.exit_code") != "0" {
+		t.Fatalf("%d pi.bash traces for the ! command", len(bash))
+	}
+	if !bash[0].s.StartTime().After(first.s.EndTime()) || !bash[0].s.StartTime().Before(second.s.StartTime()) {
+		t.Error("the ! command is not between the two runs")
+	}
+	for _, r := range rs {
+		if r.str("gen_ai.conversation.id") != tr.tracer.SessionID() || tr.tracer.SessionID() == "" {
+			t.Errorf("conversation id %s, session %s", r.str("gen_ai.conversation.id"), tr.tracer.SessionID())
+		}
+	}
+}
+
+// A run traced by Idle, then a compaction Pi wrote after it: a follower
+// restarted at the committed offset traces neither again.
+func TestRestartAfterIdle(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	f.assistant("stop", usage{10, 1})
+	quiet := f.now.Add(time.Hour)
+	idleAt := len(f.bytes())
+	f.entry("compaction", map[string]any{"summary": "s", "firstKeptEntryId": f.prev, "tokensBefore": 100, "usage": usage{5, 1}.json()})
+	f.user("next")
+	f.assistant("stop", usage{10, 1})
+	b := f.bytes()
+
+	rec := tracetest.NewSpanRecorder()
+	ids := &IDs{}
+	tr := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids)), IDs: ids})
+	feed(tr, b[:idleAt])
+	if !tr.Idle(quiet, time.Minute) {
+		t.Fatal("Idle did not trace the answered run")
+	}
+	committed := tr.Committed()
+	// Restarted here: from the start, skipping what was committed.
+	restarted := traceBytes(t, b, Config{SkipThrough: committed})
+	rs := runs(t, restarted, 1)
+	if !strings.Contains(rs[0].str("gen_ai.conversation.id"), "sess-1") || restarted.tracer.Stats().Skipped != 1 {
+		t.Errorf("restart: %+v", restarted.tracer.Stats())
+	}
+	var first string
+	for _, s := range rec.Ended() {
+		if s.Name() == "invoke_agent pi" {
+			first = s.SpanContext().TraceID().String()
+		}
+	}
+	if rs[0].s.SpanContext().TraceID().String() == first {
+		t.Error("the restart traced the first run again")
 	}
 }

@@ -86,7 +86,7 @@ func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
 	if r.branch != nil {
 		attrs = append(attrs, attribute.Bool("pi.branch", true),
 			attribute.String("pi.branch.parent_entry_id", *r.branch))
-		if key := t.runOf[*r.branch]; key != "" && key != r.key {
+		if key := t.runKey(*r.branch); key != "" && key != r.key {
 			root.AddLink(trace.Link{
 				SpanContext: linkTo(key),
 				Attributes:  []attribute.KeyValue{attribute.String("pi.link", "branch_parent")},

@@ -157,3 +157,12 @@ func SessionNames(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// writeMetaOnly writes NAME.meta.json for a capture with no stream (TUI).
+func writeMetaOnly(dir string, c *Capture) error {
+	meta, err := json.MarshalIndent(c.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, c.Meta.Scenario+".meta.json"), append(meta, '\n'), 0o644)
+}
