@@ -86,7 +86,7 @@ func (t *fakeTracer) Line(off int64, l []byte) {
 func (t *fakeTracer) trace() {
 	start, end := t.offs[t.open], t.ends[len(t.ends)-1]
 	t.open = -1
-	if end > t.spec.SkipThrough {
+	if start >= t.spec.SkipThrough { // as internal/session: runs begun before it are skipped
 		key := fmt.Sprintf("%s@%d", filepath.Base(t.spec.Path), start)
 		t.b.mu.Lock()
 		t.b.traced = append(t.b.traced, key)
