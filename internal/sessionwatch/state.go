@@ -26,7 +26,7 @@ type FileState struct {
 	Dev uint64 `json:"dev"`
 	Ino uint64 `json:"ino"`
 	// Committed is the offset past the last run whose spans the exporter
-	// accepted; runs ending at or before it are never traced again.
+	// accepted; runs begun before it are never traced again.
 	Committed int64 `json:"committed"`
 	// At is when Committed last moved (Unix seconds): a file rewritten in
 	// place is traced again only from runs begun after it.
