@@ -129,6 +129,7 @@ type Follower struct {
 	said        map[string]bool
 	ctx         context.Context // Run's, for the commits of the first scan
 	batch       []*file         // files of the first scan since its last commit
+	degraded    bool            // a directory could not be watched: scan often
 }
 
 // file is one followed file. Without a tracer, readOff is 0 and the next
@@ -292,6 +293,9 @@ func (f *Follower) scanInterval() time.Duration {
 	if f.cfg.Poll > 0 {
 		return f.cfg.Poll
 	}
+	if f.degraded {
+		return 2 * time.Second
+	}
 	for _, d := range f.cfg.Dirs {
 		if !f.watched[filepath.Clean(d)] {
 			return 2 * time.Second // a root that does not exist yet
@@ -395,7 +399,9 @@ func (f *Follower) walk(dir string, initial bool) []string {
 		if d.IsDir() {
 			if f.watcher != nil && !f.watched[p] {
 				if err := f.watcher.Add(p); err != nil {
-					f.logOnce("watch "+p, "cannot watch %s (%v); it is scanned every %s instead", p, err, f.cfg.Rescan)
+					// Out of inotify watches, most likely: scan instead.
+					f.logOnce("watch", "cannot watch %s (%v); session directories are scanned every 2s instead", p, err)
+					f.degraded = true
 				} else {
 					f.watched[p] = true
 				}
