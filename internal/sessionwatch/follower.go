@@ -731,13 +731,14 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 		f.stats.Failures++
 		f.backoff = min(max(2*f.backoff, 5*time.Second), 5*time.Minute)
 		f.retryAt = now.Add(f.backoff)
-		if final && f.cfg.StatePath == "" {
-			// Nothing to come back to: the summary line counts the loss.
-		} else if final {
-			f.cfg.Logf("the exporter did not accept every span (%v); those runs are traced at the next start", err)
-		} else {
+		switch {
+		case !final:
 			f.cfg.Logf("the exporter did not accept every span (%v); the runs are traced again in %s", err, f.backoff)
+		case f.cfg.StatePath != "":
+			f.cfg.Logf("the exporter did not accept every span (%v); those runs are traced at the next start", err)
 		}
+		// Without a state file there is no next start: the summary line
+		// counts the loss.
 		for fi := range f.uncommitted {
 			fi.pending = fi.committed
 			f.dropTracer(fi)
