@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/config"
@@ -105,28 +106,47 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	proc, err := launch.Start(argv, launch.WithInheritStdout())
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-		cleanPrecreated(owner.Created)
-		_ = sp.flush(context.Background(), true)
-		return launch.ExitCodeForStartError(err)
-	}
-	owner.PID = proc.Pid()
-	relayed, stop := superviseSignals(proc)
-	defer stop()
-
+	// The follower takes its bearings before Pi starts, so that nothing
+	// Pi writes is mistaken for history.
 	var status launch.Status
+	var relayed func() syscall.Signal
 	fcfg := sp.followerConfig(quietEnv, cfg)
 	fcfg.Dirs = []string{dir}
 	fcfg.Accept = owner.Accept
 	fcfg.Settle = config.DefaultSettle
 	fcfg.CloseAfter = config.DefaultCloseAfter
-	fcfg.Ending = func() (mapper.Ending, bool) { return ending(status, relayed()), true }
+	fcfg.Ending = func() (mapper.Ending, bool) {
+		if relayed == nil { // Pi never started
+			return mapper.Ending{}, false
+		}
+		return ending(status, relayed()), true
+	}
+	ready := make(chan struct{})
+	fcfg.Ready = func() { close(ready) }
 	ctx, cancel := context.WithCancel(context.Background())
 	f := sessionwatch.New(fcfg)
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		done <- err
+	}
+
+	proc, err := launch.Start(argv, launch.WithInheritStdout())
+	if err != nil {
+		cancel()
+		<-done
+		cleanPrecreated(owner.Created)
+		fmt.Fprintf(held, "pi-otel: %v\n", err)
+		sp.summary(nil)
+		held.release(env.Stderr)
+		return launch.ExitCodeForStartError(err)
+	}
+	owner.SetPID(proc.Pid())
+	var stop func()
+	relayed, stop = superviseSignals(proc)
+	defer stop()
 
 	status, werr := proc.Wait()
 	if werr != nil {

@@ -129,3 +129,28 @@ func TestWritesNoSession(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTUIPiNotFound: the TUI path reports a missing Pi as the shell
+// would, after the summary, and leaves nothing behind.
+func TestRunTUIPiNotFound(t *testing.T) {
+	sessions := t.TempDir()
+	var stdout, stderr strings.Builder
+	code := Main(Env{
+		Args:   []string{"run", "--traces-exporter", "none", "--", "/nonexistent/pi"},
+		Stdin:  strings.NewReader(""),
+		Stdout: &stdout,
+		Stderr: &stderr,
+		Getenv: func(k string) string {
+			return map[string]string{"PI_CODING_AGENT_SESSION_DIR": sessions, "HOME": t.TempDir()}[k]
+		},
+	})
+	if code != 127 {
+		t.Errorf("exit %d, want 127\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "/nonexistent/pi") || !strings.Contains(stderr.String(), "pi-otel: 0 traces") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if ents, _ := os.ReadDir(sessions); len(ents) != 0 {
+		t.Errorf("left behind in the session dir: %v", ents)
+	}
+}

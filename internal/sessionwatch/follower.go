@@ -94,6 +94,10 @@ type Config struct {
 	// left for the next start.
 	Ending func() (end mapper.Ending, ok bool)
 
+	// Ready, if set, is called once the first scan is done: what changes
+	// after it is new activity.
+	Ready func()
+
 	// Now and Logf default to time.Now and discarding.
 	Now  func() time.Time
 	Logf func(format string, args ...any)
@@ -237,6 +241,9 @@ func (f *Follower) Run(ctx context.Context) error {
 		return f.stop()
 	}
 	f.saveState() // the first start's places, so a restart knows what was there
+	if f.cfg.Ready != nil {
+		f.cfg.Ready()
+	}
 	f.work(ctx)
 
 	timer := time.NewTimer(time.Hour)

@@ -52,10 +52,21 @@ type Owner struct {
 	ambiguous []string
 }
 
-// Accept implements Config.Accept.
+// SetPID names the Pi process once it runs.
+func (o *Owner) SetPID(pid int) {
+	o.mu.Lock()
+	o.PID = pid
+	o.mu.Unlock()
+}
+
+// Accept implements Config.Accept. Until the Pi process is known, nothing
+// is decided.
 func (o *Owner) Accept(path string) (ok, decided bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.PID <= 0 {
+		return false, false
+	}
 	if o.mine == nil {
 		o.mine = map[string]bool{}
 	}
