@@ -479,13 +479,13 @@ func (f *Follower) place(path string, st os.FileInfo, initial bool) *file {
 	dev, ino := fileID(st)
 	fi := &file{path: path, dev: dev, ino: ino, mtime: st.ModTime()}
 	s, ok := f.state.Files[path]
-	if ok && s.Dev == dev && s.Ino == ino {
+	if ok && s.Dev == dev && s.Ino == ino && s.Committed <= st.Size() {
 		fi.committed, fi.pending = s.Committed, s.Committed
 		fi.at = time.Unix(s.At, 0)
 		fi.size = min(s.Committed, st.Size())
 		return fi
 	}
-	if ok && s.At != 0 { // replaced under the same name: only runs begun since
+	if ok && s.At != 0 { // replaced or shrunk while we were down: only runs begun since
 		fi.since = time.Unix(s.At, 0)
 	}
 	// A file not in the state is new since the last run, or everything

@@ -537,3 +537,24 @@ func TestIsPiCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestFileRewrittenWhileDown(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := h.write("s.jsonl", "H\nU\nA\nU\nA\n")
+	h.later(time.Minute)
+	h.want("s.jsonl@6", 1)
+	_ = h.f.stop()
+	// Shorter than the committed place, same inode: rewritten in place.
+	h.clk.t = h.clk.t.Add(time.Hour)
+	must(t, os.WriteFile(p, []byte("H\nU\nA\n"), 0o644))
+	_ = os.Chtimes(p, h.clk.t, h.clk.t)
+	h.start(Config{StatePath: h.state})
+	h.write("s.jsonl", "U\nA\n") // a run begun after the rewrite
+	h.later(time.Minute)
+	if h.f.files[p].tr == nil && h.f.files[p].committed == 0 {
+		t.Fatal("the rewritten file was never read")
+	}
+	if h.f.files[p].committed != int64(len("H\nU\nA\nU\nA\n")) {
+		t.Errorf("committed %d: the run begun after the rewrite was not traced", h.f.files[p].committed)
+	}
+}
