@@ -100,6 +100,23 @@ func (u *tui) waitScreen(text string) {
 	}
 }
 
+// waitLine waits until a whole line of the terminal reads line.
+func (u *tui) waitLine(line string) {
+	u.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		for _, l := range strings.Split(u.screen(), "\n") {
+			if strings.TrimSpace(l) == line {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			u.t.Fatalf("no line %q; screen:\n%s", line, u.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // prompt types a prompt and submits it.
 func (u *tui) prompt(text string) {
 	u.t.Helper()
@@ -175,6 +192,9 @@ func TestTUI(t *testing.T) {
 	u.prompt("First prompt")
 	u.waitScreen("First answer, filling context.")
 	u.waitScreen("Compacted from") // the compaction after the first run
+	// A resized terminal reaches Pi: its rules are redrawn to the new width.
+	u.tmux("resize-window", "-t", u.name, "-x", "120", "-y", "40")
+	u.waitLine(strings.Repeat("─", 120))
 	u.prompt("Run two tools")
 	u.waitScreen("One tool worked, one failed.")
 	u.prompt("Try again")
