@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,6 +272,71 @@ func TestTUI(t *testing.T) {
 		t.Errorf("session files %v, want two, named for %s and %s", files, conv, conv2)
 	}
 	wantShape(t, newSession, oneCall)
+}
+
+// TestTUISigterm: SIGTERM to pi-otel mid-tool reaches Pi as today: pi-otel
+// exits with the code Pi itself exits with when signalled directly (in the
+// TUI, Pi handles SIGTERM itself and exits 0), and the run it stopped is
+// traced as Pi recorded it.
+func TestTUISigterm(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Bash("call_sleep_1", "sleep 30")),
+		fakemodel.Tools(fakemodel.Bash("call_sleep_2", "sleep 30")),
+	))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	service := "e2e-tui-sigterm"
+
+	// sigterm signals the terminal's command (its command line holding
+	// want) once the tool's sleep runs, and returns its exit code.
+	sigterm := func(u *tui, want string) int {
+		t.Helper()
+		u.waitScreen("fake-model")
+		u.prompt("Sleep a while")
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		pane, err := strconv.Atoi(strings.TrimSpace(u.tmux("display-message", "-p", "-t", u.name, "#{pane_pid}")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := waitDescendant(ctx, pane, "sleep", "30"); err != nil {
+			t.Fatal(err)
+		}
+		// The terminal runs sh, and sh the command: Pi, or pi-otel.
+		target := 0
+		for _, p := range descendants(pane) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(pane) {
+				target = p
+			}
+		}
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", target)); target == 0 || !strings.Contains(string(b), want) {
+			t.Fatalf("the terminal's command is %q, want %q", b, want)
+		}
+		if err := syscall.Kill(target, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		return u.wait()
+	}
+	direct := sigterm(startTerminal(t, pi, nil, append([]string{pi.Pi}, pi.Args()...)), "pi")
+	since := time.Now().Add(-time.Second)
+	u := startTUI(t, pi, otlpGRPC(j, service), pi.Args()...)
+	if code := sigterm(u, piOtelBin+"\x00run\x00"); code != direct {
+		t.Fatalf("pi-otel exited %d; Pi alone exits %d on SIGTERM\n%s", code, direct, u.readStderr())
+	}
+	r := &result{stderr: []byte(u.readStderr())}
+	var ok bool
+	if r.summary, ok = parseSummary(r.stderr); !ok {
+		t.Fatalf("no summary:\n%s", r.stderr)
+	}
+	// Pi records the stop itself: the tool's result in error, then an
+	// aborted answer. The trace shows the run aborted there.
+	tr := one(t, stored(t, j, service, since, r))
+	wantAttrs(t, root(t, tr), map[string]any{"pi.aborted": true})
+	tool := only(t, tr, "execute_tool bash")
+	if tool.Status.Code != "error" {
+		t.Errorf("the tool call Pi was stopped in: status %+v", tool.Status)
+	}
 }
 
 // TestTUITwoPisInOneFolder: a second Pi, not under pi-otel, works in the
