@@ -610,6 +610,9 @@ func (f *Follower) read(fi *file) {
 	if fi.nextIdle.IsZero() {
 		fi.nextIdle = fi.mtime.Add(f.cfg.Settle)
 	}
+	if len(f.buf) > 1<<20 {
+		f.buf = nil // a huge line (an image) is not kept for the next read
+	}
 	f.progress(fi)
 }
 

@@ -558,3 +558,16 @@ func TestFileRewrittenWhileDown(t *testing.T) {
 		t.Errorf("committed %d: the run begun after the rewrite was not traced", h.f.files[p].committed)
 	}
 }
+
+func TestLongLineIsReadWhole(t *testing.T) {
+	h := newHarness(t, Config{})
+	long := "X" + strings.Repeat("y", 3<<20) // longer than the read buffer
+	h.write("s.jsonl", "H\nU\n"+long[:1<<20])
+	h.step() // a part of the line: nothing fed yet
+	h.write("s.jsonl", long[1<<20:]+"\nA\nU\n")
+	h.step()
+	h.want("s.jsonl@2", 1)
+	if h.f.buf != nil {
+		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
+	}
+}
