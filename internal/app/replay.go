@@ -175,6 +175,9 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
 	}
+	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
+	}
 	if rerr != nil && ctx.Err() == nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
 	}

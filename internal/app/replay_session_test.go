@@ -96,3 +96,30 @@ func TestReplayRejectsOtherFiles(t *testing.T) {
 		}
 	}
 }
+
+// Damaged lines are reported and skipped; a session with no prompt says so.
+func TestReplaySessionFileDamagedAndEmpty(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/text.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	damaged := strings.Join(lines[:2], "") + `{"type":"message","id":"x","parentId":null,"message":{"role":"us` + "\n" + strings.Join(lines[2:], "")
+	p := filepath.Join(dir, "damaged.jsonl")
+	if err := os.WriteFile(p, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, spans, stderr := replayArgs(t, p)
+	if code != 0 || !strings.Contains(stderr, "1 damaged lines skipped") || !strings.Contains(spans, `"invoke_agent pi"`) {
+		t.Errorf("damaged file: exit %d, stderr %q", code, stderr)
+	}
+	p = filepath.Join(dir, "header.jsonl")
+	if err := os.WriteFile(p, []byte(lines[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = replayArgs(t, p)
+	if code != 0 || !strings.Contains(stderr, "no prompt in it") {
+		t.Errorf("header-only file: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -150,11 +150,13 @@ func newDecoder(content bool) *decoder {
 func (d *decoder) decode(b []byte) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	ev, err := d.ev.Decode(b)
+	if errors.Is(err, event.ErrInvalidUTF8) {
+		return nil, errDamaged // Pi writes UTF-8: this line was cut or corrupted
+	}
 	if err != nil {
-		if errors.Is(err, event.ErrInvalidJSON) || errors.Is(err, event.ErrInvalidUTF8) {
-			return nil, errDamaged
-		}
-		return nil, errNoObject
+		// Fields of shapes a stream record would not have (an entry is not
+		// one): encoding/json decides.
+		return decodeEntry(b)
 	}
 	if e, ok := d.fast(b, ev); ok {
 		return e, nil

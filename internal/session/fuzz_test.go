@@ -2,9 +2,11 @@ package session
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -74,6 +76,57 @@ func FuzzDecode(f *testing.F) {
 			if a[i] != c[i] {
 				t.Fatalf("span %d: %s then %s", i, a[i], c[i])
 			}
+		}
+	})
+}
+
+// FuzzFastDecodeMatches checks the fast path for message entries against
+// encoding/json: the same entry, or the same refusal, for any line.
+func FuzzFastDecodeMatches(f *testing.F) {
+	for _, v := range []string{"pi-1.6.0", "pi-0.73.x"} {
+		files, _ := filepath.Glob(filepath.Join(sessionsDir(v), "*.jsonl"))
+		for _, p := range files {
+			if bytes.HasSuffix([]byte(p), []byte(".stream.jsonl")) || bytes.HasSuffix([]byte(p), []byte(".in.jsonl")) {
+				continue
+			}
+			b, _ := os.ReadFile(p)
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				if len(line) > 0 && len(line) < 8<<10 {
+					f.Add(line)
+				}
+			}
+		}
+	}
+	f.Add([]byte(`{"type":"message","id":"a\"b","parentId":"p\u0041","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n"}],"stopReason":"toolUse"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		d := newDecoder(false)
+		fast, ferr := d.decode(line)
+		slow, serr := decodeEntry(line)
+		switch {
+		case ferr == nil && serr != nil:
+			t.Fatalf("fast accepted what encoding/json refuses (%v)", serr)
+		case ferr != nil && serr == nil && utf8.Valid(line):
+			// Only invalid UTF-8, which encoding/json replaces, is a line
+			// the fast path alone calls damaged.
+			t.Fatalf("fast refused a valid line: %v", ferr)
+		case ferr != nil || serr != nil:
+			return
+		}
+		sum := func(e *entry) string {
+			s := fmt.Sprintf("%s|%s|%v|%s", e.Type, e.ID, e.ParentID != nil, e.Timestamp)
+			if e.ParentID != nil {
+				s += "|" + *e.ParentID
+			}
+			if m := e.msg; m != nil {
+				s += fmt.Sprintf("|%s|%s|%s|%s|%v|%s|%v|%v|%s|%v", m.Role, m.StopReason, m.Model, m.ErrorMessage, m.Timestamp, m.ToolCallID, m.IsError, m.callIDs, m.Provider, m.DurationMs != nil)
+				if m.Usage != nil {
+					s += fmt.Sprintf("|%+v", *m.Usage)
+				}
+			}
+			return s
+		}
+		if a, b := sum(fast), sum(slow); a != b {
+			t.Fatalf("fast %s\nslow %s", a, b)
 		}
 	})
 }

@@ -399,19 +399,29 @@ func (t *Tracer) withSeed(key string, f func()) {
 	f()
 }
 
-// flushBash traces the pending bash commands (run with ! between runs) as
-// traces of their own.
+// flushBash traces what happened between runs on its own: bash commands
+// (run with !) and compactions with no run open (a manual /compact after
+// the answer was traced), each a trace of its own, as the stream shows an
+// idle compaction.
 func (t *Tracer) flushBash() {
 	kept := t.pending[:0]
 	for _, e := range t.pending {
-		if e.msg == nil || e.msg.Role != "bashExecution" {
+		bash := e.msg != nil && e.msg.Role == "bashExecution"
+		if !bash && e.Type != typeCompaction {
 			kept = append(kept, e)
 			continue
 		}
 		if e.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
 			continue
 		}
-		t.withSeed(t.hdr.ID+"/"+e.ID, func() { t.bashSpan(t.cfg.Parent, e, true) })
+		t.withSeed(t.hdr.ID+"/"+e.ID, func() {
+			if bash {
+				t.bashSpan(t.cfg.Parent, e, true)
+				return
+			}
+			x := &translator{t: t, m: t.m, now: e.persist}
+			x.compaction(e)
+		})
 		// Entries still pending belong to a later run, which ends after
 		// this: a restart re-reads them from the start anyway.
 		if e.end > t.committed {

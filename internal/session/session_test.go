@@ -2,7 +2,9 @@ package session
 
 import (
 	"bytes"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -758,4 +760,116 @@ func TestRestartAfterIdle(t *testing.T) {
 	if rs[0].s.SpanContext().TraceID().String() == first {
 		t.Error("the restart traced the first run again")
 	}
+	// The follower that was not restarted: the late compaction is a trace
+	// of its own, as the stream shows a compaction with no run open.
+	rec2 := tracetest.NewSpanRecorder()
+	tr2 := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec2))})
+	feed(tr2, b[:idleAt])
+	tr2.Idle(quiet, time.Minute)
+	rest := b[idleAt:]
+	off := int64(idleAt)
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		tr2.Line(off, rest[:i])
+		off += int64(i) + 1
+		rest = rest[i+1:]
+	}
+	tr2.Close(mapper.Ending{Reason: mapper.EndEOF})
+	var idle []sdktrace.ReadOnlySpan
+	for _, s := range rec2.Ended() {
+		if s.Name() == "pi.compaction" && !s.Parent().IsValid() {
+			idle = append(idle, s)
+		}
+	}
+	if len(idle) != 1 || tr2.Stats().Runs != 2 {
+		t.Errorf("%d compactions of their own, %d runs; want 1 and 2", len(idle), tr2.Stats().Runs)
+	}
+}
+
+// Tracers that share one IDs (a follower of many files) may trace in
+// parallel and still give each file its own ids.
+func TestSharedIDsConcurrently(t *testing.T) {
+	names := []string{"threshold-compaction", "parallel-tools", "rpc-steer-follow-up", "two-prompts"}
+	alone := map[string]string{}
+	// Every span of the traces whose root names the session.
+	idsOf := func(spans []sdktrace.ReadOnlySpan, session string) string {
+		traces := map[string]bool{}
+		for _, s := range spans {
+			for _, a := range s.Attributes() {
+				if string(a.Key) == "gen_ai.conversation.id" && a.Value.AsString() == session {
+					traces[s.SpanContext().TraceID().String()] = true
+				}
+			}
+		}
+		var out []string
+		for _, s := range spans {
+			if traces[s.SpanContext().TraceID().String()] {
+				out = append(out, s.Name()+s.SpanContext().TraceID().String()+s.SpanContext().SpanID().String())
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	for _, n := range names {
+		tr := traceBytes(t, readSession(t, "pi-1.6.0", n), Config{})
+		var spans []sdktrace.ReadOnlySpan
+		var walk func(*node)
+		walk = func(x *node) {
+			spans = append(spans, x.s)
+			for _, c := range x.children {
+				walk(c)
+			}
+		}
+		for _, r := range tr.roots {
+			walk(r)
+		}
+		alone[n] = idsOf(spans, tr.tracer.SessionID())
+	}
+	rec := tracetest.NewSpanRecorder()
+	ids := &IDs{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
+	var wg sync.WaitGroup
+	sessions := make([]string, len(names))
+	for i, n := range names {
+		b := readSession(t, "pi-1.6.0", n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Over and over, so that the goroutines do overlap.
+			for range 30 {
+				tr := New(Config{TracerProvider: tp, IDs: ids})
+				feed(tr, b)
+				tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+				sessions[i] = tr.SessionID()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, n := range names {
+		if got := idsOf(rec.Ended(), sessions[i]); !sameSet(got, alone[n]) || alone[n] == "" {
+			t.Errorf("%s: ids traced in parallel differ from ids traced alone", n)
+		}
+	}
+}
+
+// sameSet reports whether the comma-separated lists hold the same items,
+// counting repeats once.
+func sameSet(a, b string) bool {
+	set := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range strings.Split(s, ",") {
+			m[x] = true
+		}
+		return m
+	}
+	sa, sb := set(a), set(b)
+	if len(sa) != len(sb) {
+		return false
+	}
+	for k := range sa {
+		if !sb[k] {
+			return false
+		}
+	}
+	return true
 }
