@@ -70,6 +70,12 @@ func (o *Owner) Accept(path string) (ok, decided bool) {
 	if o.mine == nil {
 		o.mine = map[string]bool{}
 	}
+	// Pi holds a file open only while it writes: look first, while it
+	// may still be writing.
+	if o.fdOpen(o.PID, path) {
+		o.mine[filepath.Clean(path)] = true
+		return true, true
+	}
 	h, complete := readHeader(path)
 	if !complete {
 		return false, false
@@ -135,16 +141,24 @@ func (o *Owner) proc() string {
 
 // holdsOpen reports whether this Pi or a process below it has path open.
 func (o *Owner) holdsOpen(path string) bool {
-	tree := o.tree()
-	for pid := range tree {
-		fds, err := os.ReadDir(filepath.Join(o.proc(), strconv.Itoa(pid), "fd"))
-		if err != nil {
-			continue
+	for pid := range o.tree() {
+		if o.fdOpen(pid, path) {
+			return true
 		}
-		for _, fd := range fds {
-			if t, err := os.Readlink(filepath.Join(o.proc(), strconv.Itoa(pid), "fd", fd.Name())); err == nil && t == path {
-				return true
-			}
+	}
+	return false
+}
+
+// fdOpen reports whether process pid has path open.
+func (o *Owner) fdOpen(pid int, path string) bool {
+	dir := filepath.Join(o.proc(), strconv.Itoa(pid), "fd")
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if t, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && t == path {
+			return true
 		}
 	}
 	return false
