@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -41,7 +42,7 @@ const mixedEmpty = 4
 
 func checkRecords(t *testing.T, what string, got, want [][]byte) {
 	t.Helper()
-	if !equalRecords(got, want) {
+	if !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("%s: got %d records %q, want %d records %q", what, len(got), quote(got), len(want), quote(want))
 	}
 }

@@ -110,18 +110,6 @@ func readAll(r recordReader) ([][]byte, error) {
 
 type recordReader interface{ Next() ([]byte, error) }
 
-func equalRecords(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 func quote(recs [][]byte) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {

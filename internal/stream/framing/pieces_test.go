@@ -3,6 +3,7 @@ package framing
 import (
 	"bytes"
 	"io"
+	"slices"
 	"testing"
 )
 
@@ -36,7 +37,7 @@ func FuzzPieces(f *testing.F) {
 		}
 		s.Write(rest)
 		s.Flush()
-		if !sameRecords(got, want) {
+		if !slices.EqualFunc(got, want, bytes.Equal) {
 			t.Fatalf("Splitter (retain %d, pieces %d..%d): %q, want %q", retain, first, piece, got, want)
 		}
 		if s.parts.n != 0 || cap(s.carry) > max(retain, s.piece) {
@@ -50,17 +51,10 @@ func FuzzPieces(f *testing.F) {
 		r := NewReader(&sizedReader{data: data, sizes: sizes}, WithReadSize(first), WithRetain(retain))
 		r.piece = max(first, piece)
 		got = got[:0]
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, bytes.Clone(rec))
+		if err := drain(r, func(rec []byte) { got = append(got, bytes.Clone(rec)) }); err != nil {
+			t.Fatal(err)
 		}
-		if !sameRecords(got, want) {
+		if !slices.EqualFunc(got, want, bytes.Equal) {
 			t.Fatalf("Reader (retain %d, read %d, pieces up to %d): %q, want %q", retain, first, r.piece, got, want)
 		}
 	})
@@ -84,18 +78,6 @@ func lines(data []byte) [][]byte {
 		}
 	}
 	return out
-}
-
-func sameRecords(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // sizedReader returns data in reads of at most the given sizes, in turn.

@@ -53,6 +53,28 @@ func TestCapture(t *testing.T) {
 }
 
 func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
+	c := recordRun(t, s, piVar, func(env *pitest.Env) []string {
+		args := env.Args(s.Args...)
+		if s.Prepare != nil {
+			extra, err := s.Prepare(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = env.Args(append(extra, s.Args...)...)
+		}
+		return args
+	}, nil)
+	if err := (Recorder{Dir: dir}).write(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: exit %d, %d model requests, %d bytes", s.Name, c.Meta.ExitCode, c.Meta.ModelRequests, len(c.Stdout))
+	return c
+}
+
+// recordRun runs scenario s with the Pi in $piVar against its scripted fake
+// model and returns what it wrote; argsFor gives Pi's arguments in the
+// prepared environment, and after (if set) runs once Pi has exited.
+func recordRun(t *testing.T, s Scenario, piVar string, argsFor func(*pitest.Env) []string, after func(*pitest.Env)) *Capture {
 	model, err := modelServer(s)
 	if err != nil {
 		t.Fatal(err)
@@ -67,19 +89,15 @@ func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := env.Args(s.Args...)
-	if s.Prepare != nil {
-		extra, err := s.Prepare(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = env.Args(append(extra, s.Args...)...)
-	}
+	args := argsFor(env)
 	res, err := run(runSpec{env: env, args: args, onLine: s.OnLine, rpc: s.RPC})
 	if err != nil {
 		t.Fatalf("%v\nstdout so far:\n%s", err, tail(res.stdout))
 	}
-	c := &Capture{
+	if after != nil {
+		after(env)
+	}
+	return &Capture{
 		Meta: Meta{
 			Scenario: s.Name, Description: s.Description, PiVersion: ver, Mode: s.Mode(),
 			Args: append([]string{"pi"}, args...), ExitCode: res.exitCode, Signal: res.signal,
@@ -88,11 +106,6 @@ func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
 		Stdout: res.stdout,
 		Stdin:  res.stdin,
 	}
-	if err := (Recorder{Dir: dir}).write(c); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: exit %d, %d model requests, %d bytes", s.Name, res.exitCode, c.Meta.ModelRequests, len(res.stdout))
-	return c
 }
 
 func verify(t *testing.T, s Scenario, c *Capture, piVar string) {
