@@ -44,7 +44,7 @@ func FuzzSplit(f *testing.F) {
 			bufSize += int(cuts[0]) % 16
 		}
 
-		r := framing.NewReader(&chunkReader{data: data, sizes: readSizes}, framing.WithReadSize(bufSize))
+		r := framing.NewReader(framing.ChunkReader(data, readSizes...), framing.WithReadSize(bufSize))
 		rrecs, err := readAll(r)
 		if err != io.EOF {
 			t.Fatalf("Reader error %v", err)
@@ -55,7 +55,7 @@ func FuzzSplit(f *testing.F) {
 
 		var fc collector
 		var dst bytes.Buffer
-		fst, err := framing.Forward(&dst, &chunkReader{data: data, sizes: readSizes}, fc.emit, framing.WithReadSize(bufSize))
+		fst, err := framing.Forward(&dst, framing.ChunkReader(data, readSizes...), fc.emit, framing.WithReadSize(bufSize))
 		if err != nil || fst.DstErr != nil {
 			t.Fatalf("Forward = %v, DstErr %v", err, fst.DstErr)
 		}

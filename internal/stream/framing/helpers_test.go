@@ -3,7 +3,6 @@ package framing_test
 import (
 	"bytes"
 	"errors"
-	"io"
 
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
@@ -47,29 +46,6 @@ func splitChunks(data []byte, sizes ...int) ([][]byte, *collector) {
 	s.Write(data)
 	s.Flush()
 	return c.records, &c
-}
-
-// chunkReader returns data in reads of the given sizes, cycling through
-// them; a size of 0 makes a (0, nil) read.
-type chunkReader struct {
-	data  []byte
-	sizes []int
-	i     int
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	n := len(r.data)
-	if len(r.sizes) > 0 {
-		n = r.sizes[r.i%len(r.sizes)]
-		r.i++
-	}
-	n = min(n, len(p), len(r.data))
-	copy(p, r.data[:n])
-	r.data = r.data[n:]
-	return n, nil
 }
 
 var errBroken = errors.New("broken pipe (test)")

@@ -48,7 +48,7 @@ func FuzzPieces(f *testing.F) {
 		for _, c := range cuts {
 			sizes = append(sizes, 1+int(c)%13)
 		}
-		r := NewReader(&sizedReader{data: data, sizes: sizes}, WithReadSize(first), WithRetain(retain))
+		r := NewReader(&chunkReader{data: data, sizes: sizes}, WithReadSize(first), WithRetain(retain))
 		r.piece = max(first, piece)
 		got = got[:0]
 		if err := drain(r, func(rec []byte) { got = append(got, bytes.Clone(rec)) }); err != nil {
@@ -80,23 +80,27 @@ func lines(data []byte) [][]byte {
 	return out
 }
 
-// sizedReader returns data in reads of at most the given sizes, in turn.
-type sizedReader struct {
+// chunkReader returns data in reads of the given sizes, cycling through
+// them; a size of 0 makes a (0, nil) read.
+type chunkReader struct {
 	data  []byte
 	sizes []int
 	i     int
 }
 
-func (r *sizedReader) Read(p []byte) (int, error) {
+func (r *chunkReader) Len() int { return len(r.data) }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
 	if len(r.data) == 0 {
 		return 0, io.EOF
 	}
-	n := len(p)
+	n := len(r.data)
 	if len(r.sizes) > 0 {
-		n = min(n, r.sizes[r.i%len(r.sizes)])
+		n = r.sizes[r.i%len(r.sizes)]
 		r.i++
 	}
-	n = copy(p, r.data[:min(n, len(r.data))])
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
 	r.data = r.data[n:]
 	return n, nil
 }
