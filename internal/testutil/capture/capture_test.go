@@ -37,19 +37,28 @@ func TestCapture(t *testing.T) {
 		for _, v := range versions(s) {
 			dir := filepath.Join(*capturesDir, versionDirs[v])
 			t.Run(versionDirs[v]+"/"+s.Name, func(t *testing.T) {
-				var c *Capture
-				if *update {
-					c = record(t, s, v, dir)
-				} else {
-					var err error
-					if c, err = Load(dir, s.Name); err != nil {
-						t.Fatalf("capture missing (re-record with `go test ./internal/capture -run TestCapture -args -update`): %v", err)
-					}
-				}
+				c := recordOrLoad(t, "TestCapture",
+					func() *Capture { return record(t, s, v, dir) },
+					func() (*Capture, error) { return Load(dir, s.Name) })
 				verify(t, s, c, v)
 			})
 		}
 	}
+}
+
+// recordOrLoad records a capture with -update, or else loads the one on
+// disk; a missing one fails and says how test (a test of this package)
+// records it.
+func recordOrLoad[C any](t *testing.T, test string, record func() C, load func() (C, error)) C {
+	t.Helper()
+	if *update {
+		return record()
+	}
+	c, err := load()
+	if err != nil {
+		t.Fatalf("capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run %s -args -update`): %v", test, err)
+	}
+	return c
 }
 
 func record(t *testing.T, s Scenario, piVar, dir string) *Capture {

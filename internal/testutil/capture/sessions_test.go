@@ -32,15 +32,9 @@ func TestSessionCapture(t *testing.T) {
 		for _, v := range vs {
 			dir := filepath.Join(*sessionsDir, versionDirs[v])
 			t.Run(versionDirs[v]+"/"+s.Name, func(t *testing.T) {
-				var c *SessionCapture
-				if *update {
-					c = recordSession(t, s, v, dir)
-				} else {
-					var err error
-					if c, err = LoadSession(dir, s.Name); err != nil {
-						t.Fatalf("session capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run TestSessionCapture -args -update`): %v", err)
-					}
-				}
+				c := recordOrLoad(t, "TestSessionCapture",
+					func() *SessionCapture { return recordSession(t, s, v, dir) },
+					func() (*SessionCapture, error) { return LoadSession(dir, s.Name) })
 				verify(t, s, &c.Capture, v)
 				recs, err := decodeLines(c.Session)
 				if err != nil {
