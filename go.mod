@@ -3,6 +3,7 @@ module github.com/pi-otel/pi-otel
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0

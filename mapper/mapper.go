@@ -15,6 +15,7 @@ package mapper
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -104,10 +105,7 @@ func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 // Stats returns a copy of the counters.
 func (m *Mapper) Stats() Stats {
 	s := m.stats
-	s.Anomalies = make(map[string]int64, len(m.stats.Anomalies))
-	for k, v := range m.stats.Anomalies {
-		s.Anomalies[k] = v
-	}
+	s.Anomalies = maps.Clone(m.stats.Anomalies)
 	return s
 }
 

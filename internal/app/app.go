@@ -48,7 +48,8 @@ type Env struct {
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
 
 Usage:
-  pi-otel run [flags] -- pi --mode json ...     launch Pi and trace its event stream
+  pi-otel run [flags] -- pi ...                 launch Pi (its terminal UI, -p or --mode json) and trace it
+  pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
   pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
@@ -81,6 +82,8 @@ func Main(env Env) int {
 		return RPC(env, args)
 	case "replay":
 		return Replay(env, args)
+	case "watch":
+		return Watch(env, args)
 	case "demo":
 		return Demo(env, args)
 	case "version", "--version":

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -23,12 +24,20 @@ import (
 func declared(t *testing.T, pick func(name, typ string) bool) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, repo.Path("mapper/piconv/piconv.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob(repo.Path("mapper/piconv/*.go"))
+	var decls []ast.Decl
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
 	}
 	var out []string
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
 			continue

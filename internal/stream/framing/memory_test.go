@@ -137,18 +137,26 @@ func TestMemorySplitter(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
-func TestMemoryReader(t *testing.T) {
-	p := &memProbe{t: t, base: liveHeap()}
-	r := NewReader(generated())
+// drain hands every record of r to f, which must not keep it, until r
+// fails or ends; the end is not an error.
+func drain(r *Reader, f func(rec []byte)) error {
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		p.emit(rec)
+		f(rec)
+	}
+}
+
+func TestMemoryReader(t *testing.T) {
+	p := &memProbe{t: t, base: liveHeap()}
+	r := NewReader(generated())
+	if err := drain(r, p.emit); err != nil {
+		t.Fatal(err)
 	}
 	if cap(r.buf) > defaultRetain {
 		t.Fatalf("buffer kept %d bytes after the huge record", cap(r.buf))

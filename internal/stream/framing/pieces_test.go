@@ -3,6 +3,7 @@ package framing
 import (
 	"bytes"
 	"io"
+	"slices"
 	"testing"
 )
 
@@ -36,7 +37,7 @@ func FuzzPieces(f *testing.F) {
 		}
 		s.Write(rest)
 		s.Flush()
-		if !sameRecords(got, want) {
+		if !slices.EqualFunc(got, want, bytes.Equal) {
 			t.Fatalf("Splitter (retain %d, pieces %d..%d): %q, want %q", retain, first, piece, got, want)
 		}
 		if s.parts.n != 0 || cap(s.carry) > max(retain, s.piece) {
@@ -47,20 +48,13 @@ func FuzzPieces(f *testing.F) {
 		for _, c := range cuts {
 			sizes = append(sizes, 1+int(c)%13)
 		}
-		r := NewReader(&sizedReader{data: data, sizes: sizes}, WithReadSize(first), WithRetain(retain))
+		r := NewReader(&chunkReader{data: data, sizes: sizes}, WithReadSize(first), WithRetain(retain))
 		r.piece = max(first, piece)
 		got = got[:0]
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, bytes.Clone(rec))
+		if err := drain(r, func(rec []byte) { got = append(got, bytes.Clone(rec)) }); err != nil {
+			t.Fatal(err)
 		}
-		if !sameRecords(got, want) {
+		if !slices.EqualFunc(got, want, bytes.Equal) {
 			t.Fatalf("Reader (retain %d, read %d, pieces up to %d): %q, want %q", retain, first, r.piece, got, want)
 		}
 	})
@@ -86,35 +80,27 @@ func lines(data []byte) [][]byte {
 	return out
 }
 
-func sameRecords(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// sizedReader returns data in reads of at most the given sizes, in turn.
-type sizedReader struct {
+// chunkReader returns data in reads of the given sizes, cycling through
+// them; a size of 0 makes a (0, nil) read.
+type chunkReader struct {
 	data  []byte
 	sizes []int
 	i     int
 }
 
-func (r *sizedReader) Read(p []byte) (int, error) {
+func (r *chunkReader) Len() int { return len(r.data) }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
 	if len(r.data) == 0 {
 		return 0, io.EOF
 	}
-	n := len(p)
+	n := len(r.data)
 	if len(r.sizes) > 0 {
-		n = min(n, r.sizes[r.i%len(r.sizes)])
+		n = r.sizes[r.i%len(r.sizes)]
 		r.i++
 	}
-	n = copy(p, r.data[:min(n, len(r.data))])
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
 	r.data = r.data[n:]
 	return n, nil
 }
