@@ -103,10 +103,10 @@ func same(t *testing.T, what string, got, want []string) {
 // against, so a new constant cannot be forgotten there.
 func TestListsAreComplete(t *testing.T) {
 	keys := make([]string, 0)
-	for _, k := range piconv.Keys() {
+	for _, k := range append(piconv.Keys(), piconv.GenAIKeys()...) {
 		keys = append(keys, string(k))
 	}
-	same(t, "Keys()", keys, declared(t, func(_, typ string) bool { return typ == "Key" }))
+	same(t, "Keys() and GenAIKeys()", keys, declared(t, func(_, typ string) bool { return typ == "Key" }))
 	same(t, "Spans()", piconv.Spans(), declared(t, func(name, typ string) bool {
 		return strings.HasPrefix(name, "Span") && typ == ""
 	}))

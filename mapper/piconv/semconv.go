@@ -28,6 +28,14 @@ const (
 	OperationChat        = "chat"
 )
 
+// GenAIKeys returns the GenAI attribute keys above; Keys has the pi.* ones.
+func GenAIKeys() []attribute.Key {
+	return []attribute.Key{
+		ProviderNameKey, OperationNameKey, UsageCacheReadKey, UsageCacheCreationKey, UsageCacheWriteKey,
+		ReasoningLevelKey, ConversationCompactedKey, TokenModalityKey,
+	}
+}
+
 // Metric names of the latest conventions (the v1.41 ones are in
 // internal/telemetry/metrics).
 const (
