@@ -1,8 +1,6 @@
 package telemetry
 
 import (
-	"context"
-
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -20,10 +18,6 @@ func WithExportedAttributes(f func([]attribute.KeyValue) []attribute.KeyValue) O
 type renaming struct {
 	sdktrace.SpanProcessor
 	f func([]attribute.KeyValue) []attribute.KeyValue
-}
-
-func (r renaming) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
-	r.SpanProcessor.OnStart(ctx, s)
 }
 
 func (r renaming) OnEnd(s sdktrace.ReadOnlySpan) {
