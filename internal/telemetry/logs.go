@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,11 +238,11 @@ func (e *consoleLogs) Export(ctx context.Context, records []sdklog.Record) error
 func (e *consoleLogs) ForceFlush(ctx context.Context) error { return ctx.Err() }
 func (e *consoleLogs) Shutdown(context.Context) error       { return nil }
 
-// oneLine keeps a record on one line of the console: captured content may
-// span many.
+// oneLine keeps a record on one line of the console, and each value one
+// word: captured content may span many lines, an error summary has spaces.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\n\r") {
+	if s != "" && !strings.ContainsAny(s, " \t\n\r\"") {
 		return s
 	}
-	return fmt.Sprintf("%q", s)
+	return strconv.Quote(s)
 }

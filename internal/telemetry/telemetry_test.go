@@ -686,14 +686,14 @@ func TestLogsConsole(t *testing.T) {
 	}))
 	_, root := tel.TracerProvider().Tracer("t").Start(ctx, "invoke_agent pi", trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.Bool("pi.settled", true),
-		attribute.String("pi.outcome", "ok"), attribute.String("note", "two\nlines")))
+		attribute.String("pi.outcome", "ok"), attribute.String("note", "two\nlines"), attribute.String("why", "529 overloaded")))
 	root.End()
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sc := root.SpanContext()
 	out := stderr.String()
-	want := fmt.Sprintf(`INFO pi.run.settled trace=%s span=%s gen_ai.operation.name=invoke_agent pi.settled=true pi.outcome=ok note="two\nlines"`+"\n", sc.TraceID(), sc.SpanID())
+	want := fmt.Sprintf(`INFO pi.run.settled trace=%s span=%s gen_ai.operation.name=invoke_agent pi.settled=true pi.outcome=ok note="two\nlines" why="529 overloaded"`+"\n", sc.TraceID(), sc.SpanID())
 	if !strings.HasPrefix(out, "pi-otel log ") || !strings.HasSuffix(out, want) || strings.Count(out, "\n") != 1 {
 		t.Errorf("stderr = %q, want a line ending %q", out, want)
 	}
