@@ -350,11 +350,12 @@ func TestGatewayKilledMidStream(t *testing.T) {
 	// what they do with the down gateway's share while it is down.
 	time.Sleep(20 * time.Second)
 	tap1During := s.tap(t, 0)
-	rerouted, waiting := 0, 0
+	rerouted, waiting, singles := 0, 0, 0
 	for _, r := range during {
 		if r.TraceID == "" {
 			continue
 		}
+		singles++
 		if _, ok := tap1During[r.TraceID]; ok {
 			continue
 		}
@@ -375,7 +376,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 			}
 		}
 	}
-	dup := spanCount(taps[0]) + spanCount(taps[1]) - distinctSpans(taps[0]) - distinctSpans(taps[1])
+	dups := [2]int{spanCount(taps[0]) - distinctSpans(taps[0]), spanCount(taps[1]) - distinctSpans(taps[1])}
 
 	// The killed gateway's sampled output: wave-1 traces it had received and not yet decided.
 	var lost, sampledBefore int
@@ -390,8 +391,8 @@ func TestGatewayKilledMidStream(t *testing.T) {
 			lost++
 		}
 	}
-	t.Logf("gateway-2 down %.1fs; %d replays in all, %d traces whole at exactly one gateway, %d spans delivered twice", down.Seconds(), len(all), whole, dup)
-	t.Logf("while down: %d of the %d wave-2 traces were not at gateway-1 after 20s (gateway-2's share, held by the agent), %d more reached gateway-1 only later", waiting, len(during), rerouted)
+	t.Logf("gateway-2 down %.1fs; %d replays in all, %d single-trace replays whole at exactly one gateway; spans delivered twice: %d to gateway-1, %d to gateway-2", down.Seconds(), len(all), whole, dups[0], dups[1])
+	t.Logf("while down: %d of the %d single-trace wave-2 replays were not at gateway-1 after 20s (gateway-2's share, held by the agent); %d of them reached gateway-1 later (re-routed)", waiting, singles, rerouted)
 	t.Logf("gateway-2 had received %d traces before the kill; %d of them never left it through tail sampling (lost with its decision_wait buffer)", sampledBefore, lost)
 }
 
