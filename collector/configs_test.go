@@ -1,8 +1,11 @@
 package collector_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -98,5 +101,47 @@ func TestAgentRoutesByTraceID(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestKubernetesExampleMatchesAgentDNS: the DNS name agent-dns.yaml resolves by default is the
+// example's headless Service, on the port the gateway pods listen on.
+func TestKubernetesExampleMatchesAgentDNS(t *testing.T) {
+	raw, err := os.ReadFile(repo.Path("collector/kubernetes/gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc struct {
+		Kind     string
+		Metadata struct{ Name, Namespace string }
+		Spec     struct {
+			ClusterIP string `yaml:"clusterIP"`
+			Ports     []struct {
+				Port       int `yaml:"port"`
+				TargetPort int `yaml:"targetPort"`
+			} `yaml:"ports"`
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for dec.Decode(&svc) == nil && svc.Kind != "Service" {
+	}
+	if svc.Kind != "Service" {
+		t.Fatal("collector/kubernetes/gateway.yaml has no Service")
+	}
+	if svc.Spec.ClusterIP != "None" {
+		t.Errorf("the gateway Service has clusterIP %q: only a headless one resolves to every pod", svc.Spec.ClusterIP)
+	}
+	text, err := os.ReadFile(repo.Path("collector/agent-dns.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := svc.Metadata.Name + "." + svc.Metadata.Namespace + ".svc.cluster.local"
+	if !strings.Contains(string(text), "${env:PI_OTEL_GATEWAY_DNS:-"+host+"}") {
+		t.Errorf("agent-dns.yaml does not resolve %s by default", host)
+	}
+	d := dig(t, loadConfig(t, "collector/agent-dns.yaml"), "exporters", "load_balancing/traces", "resolver", "dns")
+	port := fmt.Sprint(d["port"])
+	if len(svc.Spec.Ports) != 1 || fmt.Sprint(svc.Spec.Ports[0].Port) != port || fmt.Sprint(svc.Spec.Ports[0].TargetPort) != port {
+		t.Errorf("Service ports %+v, the agent sends to port %s", svc.Spec.Ports, port)
 	}
 }
