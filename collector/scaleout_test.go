@@ -4,6 +4,7 @@ package collector_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -450,4 +451,41 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 	dup := spanCount(taps[0]) + spanCount(taps[1]) - distinctSpans(taps[0]) - distinctSpans(taps[1])
 	t.Logf("%d replays, %d spans accepted while both gateways were down, queue size %v requests at the SIGKILL; after the restart %d traces whole at exactly one gateway, %d spans lost, %d delivered twice",
 		len(reps), sent, queued, whole, sent-(distinctSpans(taps[0])+distinctSpans(taps[1])), dup)
+}
+
+// TestGatewayRemovedFromRing: gateway-2 dies for good while replays go on; the operator removes
+// it from PI_OTEL_GATEWAYS and restarts the agent gracefully (SIGTERM), as the DNS resolver would
+// drop a pod that left. The share the agent held for gateway-2 is re-routed to gateway-1 from the
+// persistent queue: every trace sent after the death arrives whole at gateway-1.
+func TestGatewayRemovedFromRing(t *testing.T) {
+	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
+		AgentEnv: map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"}})
+	bin := collectortest.PiOtel(t)
+	s.Gateways[1].Proc.Kill(t)
+	reps := replayAll(t, bin, s, copies(captureFiles(t), 2), replayParallel)
+	sent := sumSpans(reps)
+	// Wait until gateway-1 has its own share, so what is missing is gateway-2's, held by the agent.
+	held, last := sent, -1
+	collectortest.Eventually(t, time.Minute, func() bool {
+		time.Sleep(time.Second) // gateway-1's count is settled when it holds across a second
+		now := distinctSpans(s.tap(t, 0))
+		settled := now == last && now > 0
+		last, held = now, sent-now
+		return settled && metricAt(t, s.AgentTelemetry, "otelcol_exporter_queue_size", `exporter="load_balancing/traces"`) > 0
+	}, func() string { return "gateway-1 got nothing, or the agent holds nothing" })
+
+	s.Agent.Stop(t)
+	opts := s.Agent.Opts
+	opts.Env = maps.Clone(opts.Env)
+	opts.Env["PI_OTEL_GATEWAYS"] = "[" + s.Gateways[0].OTLP + "]"
+	s.Agent = collectortest.Start(t, opts)
+
+	collectortest.Eventually(t, 2*time.Minute, func() bool { return distinctSpans(s.tap(t, 0)) >= sent },
+		func() string {
+			return fmt.Sprintf("gateway-1 holds %d of %d spans\nagent:\n%s", distinctSpans(s.tap(t, 0)), sent, s.Agent.Logs())
+		})
+	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), {}}
+	whole := checkWhole(t, "after the re-route", reps, taps)
+	t.Logf("%d replays, %d spans; the agent held %d spans for the dead gateway-2; after it left the ring all reached gateway-1: %d single-trace replays whole, %d spans twice",
+		len(reps), sent, held, whole, spanCount(taps[0])-distinctSpans(taps[0]))
 }
