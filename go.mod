@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0

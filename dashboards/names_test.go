@@ -36,7 +36,7 @@ func newVocabulary() vocabulary {
 	for _, s := range piconv.Spans() {
 		v.spans[s] = true
 	}
-	for _, k := range piconv.Kinds() {
+	for _, k := range piconv.Families() {
 		v.kinds = append(v.kinds, k.Prefix())
 	}
 	for _, k := range piconv.Keys() {

@@ -23,7 +23,7 @@ func (m *Mapper) Close(end Ending, at time.Time) {
 	// Pi before 1.x: a run whose last agent_end left nothing pending has
 	// finished as far as that protocol can say.
 	if m.legacy && r.agentRun == nil && !r.expectingContinuation() {
-		m.closeRoot(r.lastEnd, EndAgentEnd, false)
+		m.closeRoot(r.lastEnd, piconv.EndAgentEnd, false)
 		return
 	}
 	r.root.SetAttributes(piconv.UnfinishedKey.Bool(true))
@@ -33,13 +33,13 @@ func (m *Mapper) Close(end Ending, at time.Time) {
 	if end.Signal != "" {
 		r.root.SetAttributes(piconv.SignalKey.String(end.Signal))
 	}
-	m.closeRoot(at, end.Reason, false)
+	m.closeRoot(at, piconv.EndReason(end.Reason), false)
 }
 
 // closeRoot ends everything open, innermost first, then the root.
 func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) {
 	r := m.run
-	unfinished := reason != EndSettled && reason != EndAgentEnd
+	unfinished := reason != piconv.EndSettled && reason != piconv.EndAgentEnd
 	if r.agentRun != nil {
 		m.endAgentRun(at, unfinished)
 	} else {
@@ -55,14 +55,14 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 		m.endRetry(at, outcome, "")
 	}
 
-	outcome := OutcomeOK
+	outcome := piconv.OutcomeOK
 	switch {
 	case unfinished:
-		outcome = OutcomeUnsettled
+		outcome = piconv.OutcomeUnsettled
 	case r.aborted || r.lastStop == "aborted":
-		outcome = OutcomeAborted
+		outcome = piconv.OutcomeAborted
 	case r.lastStop == "error":
-		outcome = OutcomeError
+		outcome = piconv.OutcomeError
 	}
 	root := r.root
 	attrs := []attribute.KeyValue{
@@ -93,9 +93,9 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	}
 	root.SetAttributes(attrs...)
 	switch outcome {
-	case OutcomeError:
+	case piconv.OutcomeError:
 		root.SetStatus(codes.Error, r.lastError)
-	case OutcomeUnsettled:
+	case piconv.OutcomeUnsettled:
 		root.SetStatus(codes.Error, "run did not settle: "+string(reason))
 	}
 	root.End(trace.WithTimestamp(at))

@@ -14,7 +14,7 @@ import (
 func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
 	attrs := []attribute.KeyValue{
 		piconv.ExtensionPathKey.String(ev.ExtensionPath),
-		piconv.ExtensionEventKey.String(ev.Event),
+		piconv.ExtensionEventKey.String(shortName(ev.Event)),
 	}
 	if c := m.cfg.content; c != nil {
 		attrs = append(attrs, piconv.ExtensionErrorKey.String(c.Scrub(ev.Error)))

@@ -77,10 +77,10 @@ func randomEvent(b byte, arg byte) *event.Event {
 // checkStream feeds a sequence and checks the invariants every stream must
 // keep, however disordered: every span ends, children stay in their
 // parent's trace, and each trace has one root.
-func checkStream(t *testing.T, seq []byte) {
+func checkStream(t *testing.T, seq []byte, opts ...mapper.Option) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	m := mapper.New(tp)
+	m := mapper.New(tp, opts...)
 	at := time.Unix(0, 0)
 	for i := 0; i+1 < len(seq); i += 2 {
 		at = at.Add(time.Millisecond)
@@ -129,7 +129,7 @@ func TestRandomInterleavings(t *testing.T) {
 func FuzzMapper(f *testing.F) {
 	f.Add([]byte{0, 0, 4, 0, 6, 0, 8, 1, 5, 0, 1, 0, 3, 0})
 	f.Add([]byte{0, 0, 15, 0, 1, 1, 0, 0, 16, 1, 3, 0})
-	f.Fuzz(checkStream)
+	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq) })
 }
 
 func TestAnomaliesAreCounted(t *testing.T) {

@@ -2,6 +2,7 @@ package mapper_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,11 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	for i := 6; i < 10; i++ {
 		evs = append(evs, toolEnd(fmt.Sprint(i)))
 	}
+	// The evicted ones end late: no second span, no orphan.
+	evs = append(evs, event.Event{Type: event.TypeToolExecutionUpdate, ToolCallID: "0"})
+	for i := range 6 {
+		evs = append(evs, toolEnd(fmt.Sprint(i)))
+	}
 	evs = append(evs, event.Event{Type: event.TypeTurnEnd}, event.Event{Type: event.TypeAgentEnd}, event.Event{Type: event.TypeAgentSettled})
 	spans, m := recorded(t, evs, mapper.WithMaxOpenTools(4))
 
@@ -85,6 +91,9 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	}
 	if got := m.Stats().ToolsEvicted; got != 6 {
 		t.Errorf("Stats.ToolsEvicted = %d, want 6", got)
+	}
+	if a := m.Stats().Anomalies; a["tool_execution_end after eviction"] != 6 || len(a) != 1 {
+		t.Errorf("anomalies %v, want 6 late ends after eviction only", a)
 	}
 	root := named(spans, piconv.SpanRoot)[0]
 	if v, _ := attrOf(root, piconv.ToolsEvictedKey); v.AsInt64() != 6 {
@@ -168,7 +177,7 @@ func TestSpanNamesAreBounded(t *testing.T) {
 		{Type: event.TypeTurnEnd}, {Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
 	}
 	spans, _ := recorded(t, evs)
-	for _, kind := range []piconv.SpanKind{piconv.SpanChat, piconv.SpanTool} {
+	for _, kind := range []piconv.SpanFamily{piconv.SpanChat, piconv.SpanTool} {
 		found := false
 		for _, s := range spans {
 			name := s.Name()
@@ -186,5 +195,49 @@ func TestSpanNamesAreBounded(t *testing.T) {
 		if !found {
 			t.Errorf("no %s span", kind)
 		}
+	}
+}
+
+// With a cap of two open tools and three tool ids, random streams evict
+// and end evicted tools late all the time; the invariants still hold.
+func TestRandomInterleavingsSmallCap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		seq := make([]byte, rng.IntN(200))
+		for j := range seq {
+			seq[j] = byte(rng.UintN(256))
+		}
+		checkStream(t, seq, mapper.WithMaxOpenTools(2))
+	}
+}
+
+func FuzzMapperSmallCap(f *testing.F) {
+	f.Add([]byte{0, 0, 4, 0, 10, 0, 10, 1, 10, 2, 12, 0, 11, 0, 12, 1, 5, 0, 1, 0, 3, 0})
+	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq, mapper.WithMaxOpenTools(2)) })
+}
+
+// TestEventNamesAreBounded: names Pi sends that end up in span events (an
+// unknown record type, a thinking level) are bounded like span names.
+func TestEventNamesAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	spans, _ := recorded(t, []event.Event{
+		{Type: event.TypeAgentStart},
+		{Type: huge},
+		{Type: event.TypeThinkingLevelChanged, Level: huge},
+		{Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
+	})
+	n := 0
+	for _, s := range spans {
+		for _, e := range s.Events() {
+			for _, kv := range e.Attributes {
+				n++
+				if l := len(kv.Value.Emit()); l > piconv.MaxNameDetail {
+					t.Errorf("%s: %s is %d bytes", e.Name, kv.Key, l)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d event attributes checked, want 2", n)
 	}
 }

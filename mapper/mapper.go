@@ -15,6 +15,7 @@ package mapper
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,21 +29,22 @@ import (
 // ScopeName is the instrumentation scope of every span the mapper makes.
 const ScopeName = "github.com/pi-otel/pi-otel/mapper"
 
-// End reasons for the root span (pi.end_reason), as in package piconv.
+// End reasons for the root span (pi.end_reason): package piconv's, as the
+// strings Ending.Reason takes.
 const (
-	EndSettled  = piconv.EndSettled
-	EndAgentEnd = piconv.EndAgentEnd
-	EndSignal   = piconv.EndSignal
-	EndExit     = piconv.EndExit
-	EndEOF      = piconv.EndEOF
+	EndSettled  = string(piconv.EndSettled)
+	EndAgentEnd = string(piconv.EndAgentEnd)
+	EndSignal   = string(piconv.EndSignal)
+	EndExit     = string(piconv.EndExit)
+	EndEOF      = string(piconv.EndEOF)
 )
 
-// Outcomes of a settled run (pi.outcome), as in package piconv.
+// Outcomes of a settled run (pi.outcome): package piconv's, as strings.
 const (
-	OutcomeOK        = piconv.OutcomeOK
-	OutcomeError     = piconv.OutcomeError
-	OutcomeAborted   = piconv.OutcomeAborted
-	OutcomeUnsettled = piconv.OutcomeUnsettled
+	OutcomeOK        = string(piconv.OutcomeOK)
+	OutcomeError     = string(piconv.OutcomeError)
+	OutcomeAborted   = string(piconv.OutcomeAborted)
+	OutcomeUnsettled = string(piconv.OutcomeUnsettled)
 )
 
 // Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
@@ -58,9 +60,9 @@ type Stats struct {
 
 // Ending says why a stream stopped without settling.
 type Ending struct {
-	Reason   piconv.EndReason // EndSignal, EndExit or EndEOF
-	ExitCode int              // set with EndSignal and EndExit
-	Signal   string           // e.g. "SIGTERM", with EndSignal
+	Reason   string // EndSignal, EndExit or EndEOF
+	ExitCode int    // set with EndSignal and EndExit
+	Signal   string // e.g. "SIGTERM", with EndSignal
 }
 
 // Mapper is not safe for concurrent use: feed it from one goroutine.
@@ -79,13 +81,17 @@ type Mapper struct {
 	// with no run open (RPC `compact`) hangs from idleParent when set.
 	comps      []*compaction
 	idleParent context.Context
+	// dec decodes for Record, made on first use.
+	dec *event.Decoder
+	// project is pi.project, the last element of the session's cwd.
+	project string
 }
 
 // New returns a Mapper that writes spans through tp.
 func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
 	for _, o := range opts {
-		o(&cfg)
+		cfg = o.apply(cfg)
 	}
 	return &Mapper{
 		tracer: tp.Tracer(ScopeName),
@@ -97,10 +103,7 @@ func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 // Stats returns a copy of the counters.
 func (m *Mapper) Stats() Stats {
 	s := m.stats
-	s.Anomalies = make(map[string]int64, len(m.stats.Anomalies))
-	for k, v := range m.stats.Anomalies {
-		s.Anomalies[k] = v
-	}
+	s.Anomalies = maps.Clone(m.stats.Anomalies)
 	return s
 }
 
@@ -180,6 +183,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)
+		m.setProject(ev.Cwd)
 	case event.TypeAgentStart:
 		m.agentStart(at)
 	case event.TypeAgentEnd:
@@ -217,7 +221,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 			piconv.QueueSteeringKey.Int(len(ev.Steering)),
 			piconv.QueueFollowUpKey.Int(len(ev.FollowUp)))
 	case event.TypeThinkingLevelChanged:
-		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(ev.Level))
+		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(shortName(ev.Level)))
 	case event.TypeSessionInfoChanged:
 		attrs := []attribute.KeyValue{piconv.SessionNamedKey.Bool(ev.Name != nil)}
 		if c := m.cfg.content; c != nil && ev.Name != nil {
@@ -225,13 +229,13 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 		}
 		m.rootEvent(piconv.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(entryType(ev.Entry)))
+		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(shortName(entryType(ev.Entry))))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
 		// RPC records: the rpc package traces them; nothing to map here.
 	default:
 		m.stats.Unknown++
-		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(ev.Type))
+		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(shortName(ev.Type)))
 	}
 }

@@ -33,23 +33,31 @@ const defaultMaxOpenTools = 1024
 // WithMaxOpenTools bounds the tools open at once (default 1024). Past it
 // the oldest is ended unfinished with pi.end_reason=evicted and counted in
 // Stats.ToolsEvicted and on the root (pi.tools_evicted), as RPC tracing
-// bounds its pending commands. A later end of an evicted tool is an orphan
-// end (pi.orphan_end).
+// bounds its pending commands. The late records of the last 16n evicted
+// tools are recognised and dropped (counted as an anomaly); an older one's
+// end becomes an orphan end (pi.orphan_end).
 func WithMaxOpenTools(n int) Option {
-	return func(c *config) {
+	return optionFunc(func(c config) config {
 		if n > 0 {
 			c.maxTools = n
 		}
-	}
+		return c
+	})
 }
 
-// Option configures a Mapper.
-type Option func(*config)
+// Option configures a Mapper, in the OpenTelemetry SDK's style.
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
 
 // WithParent makes every root a child of the span in ctx, e.g. the caller's
 // TRACEPARENT, so that a CI job's trace contains the agent.
 func WithParent(ctx context.Context) Option {
-	return func(c *config) { c.parent = ctx }
+	return optionFunc(func(c config) config { c.parent = ctx; return c })
 }
 
 // WithInexactTimes says event times are reconstructed from the stream, as
@@ -57,10 +65,10 @@ func WithParent(ctx context.Context) Option {
 // gen_ai.response.time_to_first_chunk, which no record carries, is left out
 // instead of reported as zero.
 func WithInexactTimes() Option {
-	return func(c *config) { c.inexact = true }
+	return optionFunc(func(c config) config { c.inexact = true; return c })
 }
 
 // WithContent turns on opt-in content capture.
 func WithContent(c Content) Option {
-	return func(cfg *config) { cfg.content = c }
+	return optionFunc(func(cfg config) config { cfg.content = c; return cfg })
 }

@@ -42,7 +42,7 @@ func (m *Mapper) ensureRun(at time.Time, what string) *run {
 func (m *Mapper) agentStart(at time.Time) {
 	if r := m.run; r != nil && m.legacy && r.agentRun == nil && !r.expectingContinuation() {
 		// Pi before 1.x: nothing pending, so the previous run settled.
-		m.closeRoot(r.lastEnd, EndAgentEnd, false)
+		m.closeRoot(r.lastEnd, piconv.EndAgentEnd, false)
 	}
 	if m.run == nil {
 		m.openRoot(at)
@@ -111,5 +111,5 @@ func (m *Mapper) agentSettled(ev *event.Event, at time.Time) {
 	if ev.Aborted != nil && *ev.Aborted {
 		r.aborted = true
 	}
-	m.closeRoot(at, EndSettled, true)
+	m.closeRoot(at, piconv.EndSettled, true)
 }

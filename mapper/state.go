@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // span is one open span and the context that holds it.
@@ -62,6 +63,38 @@ func (s *toolSet) add(t *tool) {
 	s.newest = t
 }
 
+// idRing remembers the last n ids added, in bounded memory.
+type idRing struct {
+	slots []string
+	next  int
+	at    map[string]int // id → its slot
+}
+
+func (r *idRing) add(id string, n int) {
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	if len(r.slots) < n {
+		r.at[id] = len(r.slots)
+		r.slots = append(r.slots, id)
+		return
+	}
+	if old := r.slots[r.next]; r.at[old] == r.next {
+		delete(r.at, old)
+	}
+	r.slots[r.next], r.at[id] = id, r.next
+	r.next = (r.next + 1) % n
+}
+
+// take reports whether id is remembered, and forgets it.
+func (r *idRing) take(id string) bool {
+	if _, ok := r.at[id]; ok {
+		delete(r.at, id)
+		return true
+	}
+	return false
+}
+
 func (s *toolSet) remove(t *tool) {
 	delete(s.byID, t.id)
 	if t.prev != nil {
@@ -86,7 +119,8 @@ type run struct {
 	turn      *span
 	chat      *chat
 	tools     toolSet
-	openComps int // open compactions that belong to this run
+	evicted   idRing // ids of tools the cap ended, for their late records
+	openComps int    // open compactions that belong to this run
 	retry     *span
 
 	agentRuns, turns, toolCalls, toolErrors, retries, compactions int
@@ -137,6 +171,10 @@ func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind,
 	if m.session != "" {
 		// On every span, not only the root: backends group spans by it.
 		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+	}
+	if m.project != "" {
+		// On every span too: cost per project is summed over chat spans.
+		attrs = append(attrs, piconv.ProjectKey.String(m.project))
 	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))

@@ -16,6 +16,11 @@ import (
 // is still counted in pi.tool.updates.
 const maxToolUpdateEvents = 16
 
+// evictedMemory is how many times the cap of evicted tool ids the mapper
+// remembers, to drop their late records rather than trace a call twice:
+// enough for a burst of parallel tools far past the cap, in a few MB.
+const evictedMemory = 16
+
 func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	r := m.ensureRun(at, "tool_execution_start")
 	if old := r.tools.get(ev.ToolCallID); old != nil {
@@ -36,9 +41,11 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	r.toolCalls++
 	r.turnToolCalls++
 	for r.tools.len() > m.cfg.maxTools {
+		old := r.tools.oldest
 		m.stats.ToolsEvicted++
 		r.toolsEvicted++
-		m.endTool(r.tools.oldest, at, piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
+		r.evicted.add(old.id, evictedMemory*m.cfg.maxTools)
+		m.endTool(old, at, piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
 	}
 	return t
 }
@@ -50,7 +57,9 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 	}
 	t := r.tools.get(ev.ToolCallID)
 	if t == nil {
-		m.anomaly("tool_execution_update without start")
+		if _, evicted := r.evicted.at[ev.ToolCallID]; !evicted {
+			m.anomaly("tool_execution_update without start")
+		}
 		return
 	}
 	if t.updates < maxToolUpdateEvents {
@@ -62,6 +71,15 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "tool_execution_end")
 	t := r.tools.get(ev.ToolCallID)
+	if t == nil && r.evicted.take(ev.ToolCallID) {
+		// Its span ended when the cap evicted it; a second span for the
+		// same call would count it twice.
+		m.anomaly("tool_execution_end after eviction")
+		if ev.IsError {
+			r.toolErrors++
+		}
+		return
+	}
 	if t == nil {
 		// Keep the tool visible: place it where its duration says it ran.
 		m.anomaly("tool_execution_end without start")

@@ -17,6 +17,10 @@
 #                    first 100 are left out as start-up; 0 skips the test)
 #   LATENCY_INTERVAL time between them (default 1ms)
 #   BIG_RECORD       tool output size for the large-record memory test (default 40MB; 0 skips it)
+#   SESSION_SIZE     size of the generated session history traced by `pi-otel replay`
+#                    (default $SIZE; 0 skips it)
+#   WATCH_FILES      session files for the pi-otel watch measurement (default 10000; 0
+#                    skips it; see scripts/bench-watch.sh)
 #   BASELINE         another pi-otel binary to measure alongside, e.g. one built
 #                    from an earlier commit (git archive REV | tar -x -C DIR; go build)
 set -euo pipefail
@@ -168,4 +172,39 @@ if [[ $BIG_RECORD != 0 ]]; then
 			else printf "%-52s %8.3f %9s %12s\n", n, s, "n/a", "n/a"
 		}'
 	done
+fi
+
+SESSION_SIZE="${SESSION_SIZE:-$SIZE}"
+if [[ $SESSION_SIZE != 0 ]]; then
+	# Months of Pi session history in one file (internal/session/sessiongen),
+	# traced from Pi's session format rather than its event stream.
+	(cd "$ROOT" && go build -o "$DIR/sessiongen" ./internal/session/sessiongen/cmd/sessiongen)
+	HIST="$DIR/history-$SESSION_SIZE.jsonl"
+	if [[ ! -s $HIST || ! -s $HIST.stats ]]; then
+		log "bench: generating $HIST"
+		"$DIR/sessiongen" -size "$SESSION_SIZE" -stats >"$HIST.tmp" 2>"$HIST.stats"
+		mv "$HIST.tmp" "$HIST"
+	fi
+	cat "$HIST" >/dev/null
+	HBYTES=$(stat -c %s "$HIST")
+	HLINES=$(wc -l <"$HIST")
+	echo
+	echo "Session history: $(cat "$HIST.stats") ($HIST)"
+	printf "%-52s %8s %9s %12s %7s %8s\n" "command" "seconds" "MB/s" "entries/s" "CPU s" "RSS MB"
+	for c in "cat (pipe copy)|cat '$HIST' | cat >/dev/null" \
+		"jq -c .type|jq -c .type <'$HIST' >/dev/null" \
+		"pi-otel replay --traces-exporter none|'$PIOTEL' replay --quiet --traces-exporter none '$HIST'" \
+		"pi-otel replay --traces-exporter file (/dev/null)|'$PIOTEL' replay --quiet --traces-exporter file --traces-file /dev/null '$HIST'"; do
+		measure "${c%%|*} (session)" "${c#*|}"
+		awk -v n="${c%%|*}" -v s="$SECS" -v cpu="$CPU" -v r="$RSS_KB" -v b="$HBYTES" -v l="$HLINES" 'BEGIN {
+			rss = (r > 0) ? sprintf("%.1f", r / 1024) : "n/a"
+			printf "%-52s %8.3f %9.1f %12.0f %7s %8s\n", n, s, b / 1e6 / s, l / s, cpu, rss
+		}'
+	done
+fi
+
+# pi-otel watch over many session files (WATCH_FILES, default 10000; 0 skips it).
+if [[ ${WATCH_FILES:-10000} != 0 ]]; then
+	echo
+	FILES="${WATCH_FILES:-10000}" BENCH_DIR="$DIR" "$ROOT/scripts/bench-watch.sh"
 fi

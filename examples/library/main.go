@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -58,11 +57,9 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 	for {
 		line, err := r.ReadBytes('\n') // Pi ends records with LF only
 		if rec := bytes.TrimSpace(line); len(rec) > 0 {
-			ev, derr := event.Decode(rec, event.Options{})
-			if derr == nil {
-				at = at.Add(time.Millisecond)
-				m.Handle(&ev, at)
-			}
+			at = at.Add(time.Millisecond)
+			// A line that is not a Pi record is skipped; its error says why.
+			_ = m.Record(rec, at)
 		}
 		if errors.Is(err, io.EOF) {
 			break

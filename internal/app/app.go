@@ -45,9 +45,10 @@ type Env struct {
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
 
 Usage:
-  pi-otel run [flags] -- pi --mode json ...     launch Pi and trace its event stream
+  pi-otel run [flags] -- pi ...                 launch Pi (its terminal UI, -p or --mode json) and trace it
+  pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
-  pi-otel replay [flags] FILE|-                 trace a captured JSONL stream
+  pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
@@ -78,6 +79,8 @@ func Main(env Env) int {
 		return RPC(env, args)
 	case "replay":
 		return Replay(env, args)
+	case "watch":
+		return Watch(env, args)
 	case "demo":
 		return Demo(env, args)
 	case "version", "--version":
@@ -130,8 +133,11 @@ type pipeline struct {
 	mapper *mapper.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
-	cfg    config.Config
-	stderr io.Writer
+	// parentCtx holds parent; content is nil unless capture is on.
+	parentCtx context.Context
+	content   mapper.Content
+	cfg       config.Config
+	stderr    io.Writer
 	// flushSigs catches a signal during the exit flush (see finish); it
 	// is registered early so that none slips through before finish.
 	flushSigs chan os.Signal
@@ -154,7 +160,10 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 	return p.records
 }
 
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...telemetry.Option) (*pipeline, error) {
+// newPipeline builds the shared pipeline; opts come after the defaults, so
+// that e.g. a session file's replay can give its own id generator, or
+// replay its backpressure.
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
 	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
@@ -165,7 +174,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 		telemetry.WithIDGenerator(ids),
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp)
-		})}, extra...)...)
+		})}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -174,14 +183,14 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 	otel.SetErrorHandler(tel)
 	// The caller's TRACEPARENT makes each run a child of its trace.
 	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
-	opts := []mapper.Option{mapper.WithParent(parentCtx)}
+	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
 	if content != nil {
-		opts = append(opts, mapper.WithContent(content))
+		mopts = append(mopts, mapper.WithContent(content))
 	}
 	if clock != nil {
-		opts = append(opts, mapper.WithInexactTimes()) // replay: times are rebuilt
+		mopts = append(mopts, mapper.WithInexactTimes()) // replay: times are rebuilt
 	}
-	m := mapper.New(tel.TracerProvider(), opts...)
+	m := mapper.New(tel.TracerProvider(), mopts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
 	if !cfg.Quiet { // a bad-record warning is one of our status lines too
 		sinkOpts = append(sinkOpts, ingest.WithWarnings(env.Stderr))
@@ -195,9 +204,13 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, extra ...teleme
 		mapper:    m,
 		sink:      ingest.New(m, sinkOpts...),
 		parent:    trace.SpanContextFromContext(parentCtx),
+		parentCtx: parentCtx,
 		cfg:       cfg,
 		stderr:    env.Stderr,
 		flushSigs: make(chan os.Signal, 1),
+	}
+	if content != nil {
+		p.content = content
 	}
 	signal.Notify(p.flushSigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	p.records = func() (int64, int64) {
@@ -292,8 +305,10 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	add(in.FieldsDropped, "field out of range dropped", "fields out of range dropped")
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")
+	add(m.ToolsEvicted, "open tool over the cap closed early", "open tools over the cap closed early")
 	var anomalies int64
 	for _, n := range m.Anomalies {
 		anomalies += n

@@ -1,16 +1,19 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
@@ -18,7 +21,8 @@ import (
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
-// Replay traces a captured JSONL stream from a file or stdin.
+// Replay traces a Pi session file or a captured JSONL stream, from a file
+// or stdin; it tells which by the content.
 func Replay(env Env, args []string) int {
 	var followFile bool
 	var poll time.Duration
@@ -59,11 +63,170 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
-	return replay(env, cfg, src, rest[0], ctx)
+	return replay(env, cfg, src, rest[0], followFile, ctx)
 }
 
-// replay traces the records of src, placing spans by the stream's own times.
-func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
+// replay traces src: a Pi session file, or a captured event stream. follow
+// says src is followed: a session file's quiet run is then traced without
+// waiting for the next prompt.
+func replay(env Env, cfg config.Config, src io.Reader, name string, follow bool, ctx context.Context) int {
+	r := framing.NewReader(src)
+	head, kind, herr := sniff(r)
+	switch kind {
+	case session.KindSession:
+		return replaySession(env, cfg, r, head, herr, name, follow, ctx)
+	case session.KindUnknown:
+		if herr != nil && herr != io.EOF {
+			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+			return 1
+		}
+		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
+		return 1
+	}
+	return replayStream(env, cfg, records(r, head, herr), name, ctx)
+}
+
+// sniffLines and sniffBytes bound what is held to decide what a file is:
+// records can be huge.
+const (
+	sniffLines = 64
+	sniffBytes = 4 << 20
+)
+
+// sniff reads the first records until they tell what src is.
+func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
+	var joined []byte
+	for len(head) < sniffLines && len(joined) < sniffBytes {
+		rec, err := r.Next()
+		if err != nil {
+			return head, session.Classify(joined), err
+		}
+		head = append(head, bytes.Clone(rec))
+		joined = append(append(joined, rec...), '\n')
+		switch k := session.Classify(joined); {
+		case k == session.KindStream, k == session.KindSession && len(head) > 1:
+			return head, k, nil
+		}
+	}
+	return head, session.Classify(joined), nil
+}
+
+// records yields the sniffed head, then the rest of r; err is a read
+// error met while sniffing.
+func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if len(head) > 0 {
+			rec := head[0]
+			head = head[1:]
+			return rec, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.Next()
+	}
+}
+
+// followSettle is how long a followed session file must be quiet after a
+// final answer before its run is traced (the next prompt traces it sooner).
+const followSettle = 30 * time.Second
+
+// replaySession traces a session file through internal/session.
+func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool, ctx context.Context) int {
+	ids := &session.IDs{}
+	// Deterministic ids; and no live Pi to protect, so no drops either.
+	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content})
+	var lines, damaged atomic.Int64
+	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
+	next := records(r, head, herr)
+	var off int64
+	feed := func(rec []byte) {
+		tr.Line(off, rec)
+		off += int64(len(rec)) + 1
+		st := tr.Stats()
+		lines.Store(st.Lines)
+		damaged.Store(st.Damaged)
+	}
+	var rerr error
+	if !follow {
+		for {
+			rec, err := next()
+			if err != nil {
+				if err != io.EOF {
+					rerr = err
+				}
+				break
+			}
+			feed(rec)
+		}
+	} else {
+		rerr = followSession(tr, next, feed)
+	}
+	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	st := tr.Stats()
+	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
+	}
+	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
+	}
+	if rerr != nil && ctx.Err() == nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
+	}
+	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
+	if rerr != nil && ctx.Err() == nil {
+		return 1
+	}
+	return 0
+}
+
+// followSession feeds a followed file's lines from a reader goroutine, so
+// that a quiet run can be traced while the read blocks.
+func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]byte)) error {
+	ch := make(chan []byte, 64)
+	var rerr error
+	go func() {
+		defer close(ch)
+		for {
+			rec, err := next()
+			if err != nil {
+				if err != io.EOF {
+					rerr = err
+				}
+				return
+			}
+			ch <- bytes.Clone(rec)
+		}
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case rec, ok := <-ch:
+			if !ok {
+				return rerr // written before close(ch)
+			}
+			feed(rec)
+			last = time.Now()
+		case now := <-tick.C:
+			// Only once the follower has caught up and the file is quiet:
+			// while it reads, the next line may still belong to the run.
+			if now.Sub(last) >= time.Second {
+				tr.Idle(now, followSettle)
+			}
+		}
+	}
+}
+
+// replayStream traces the records of a Pi event stream, placing spans by
+// the stream's own times.
+func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
 	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx))
@@ -71,11 +234,10 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	r := framing.NewReader(src)
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	var rerr error
 	for {
-		rec, err := r.Next()
+		rec, err := next()
 		if err != nil {
 			if err != io.EOF {
 				rerr = err

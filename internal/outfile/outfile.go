@@ -64,7 +64,10 @@ func Open(path string) (*Writer, error) {
 		flags |= syscall.O_NOFOLLOW | os.O_EXCL
 	case err != nil:
 		return nil, err
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case fi.Mode()&fs.ModeSymlink == 0:
+		// Not a symlink now: one swapped in before the open is not followed.
+		flags |= syscall.O_NOFOLLOW
+	default:
 		if owner(fi) != os.Getuid() {
 			return nil, fmt.Errorf("%s is a symlink owned by uid %d, not by you: refusing to write through it", path, owner(fi))
 		}

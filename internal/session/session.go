@@ -3,32 +3,45 @@
 // (migrating version 1 and 2 files as Pi does), groups them into runs as
 // agent_settled groups them in the stream, and turns each run into the
 // same events the stream mapper reads, so a session file gives the very
-// span model, metrics and privacy rules of a live run.
+// span model, metrics and privacy rules of a live run. docs/sessions.md
+// has the mapping.
 //
-// CONTRACT (agreed between the session, watch and run-TUI work; the
-// bodies are filled in by the session work):
+// The contract a follower (pi-otel watch, the TUI mode of run) builds on:
 //
 //   - New(cfg) returns a Tracer for one session file.
 //   - Line(off, b) feeds one complete line (without its LF) that starts at
 //     byte offset off. Damaged lines are counted and skipped.
 //   - A run is traced (its root span ends) as soon as it is complete: the
-//     next run has begun. Idle(now, settle) traces the open run when its
-//     last entry is a final answer and it has been quiet for settle.
-//     Close(end) traces whatever is open, marking unfinished spans.
+//     next run has begun, or the file moved to another branch. Idle(now,
+//     settle) traces the open run when its last entry is a final answer and
+//     it has been quiet for settle. Close(end) traces whatever is open; a
+//     run that never reached a final answer is closed unsettled.
 //   - Committed() is the byte offset just past the last entry of the last
-//     traced run: a follower that restarts at 0 and skips runs ending at or
-//     before it traces nothing twice (ids are deterministic, see IDs).
-//   - Sniff(b) tells a session file from an event stream by its first line.
+//     traced run: a follower that restarts at 0 with Config.SkipThrough set
+//     to it traces nothing twice (runs that begin before it are skipped; ids
+//     are deterministic, see IDs).
+//   - Sniff(b) tells whether a first line is a session header; Pi's json
+//     mode starts its stdout with the same header, so Classify(head) tells
+//     a session file from an event stream by the lines that follow.
 package session
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
 )
+
+// ScopeName is the instrumentation scope of the spans only session files
+// give (pi.bash); the rest come from the mapper's scope.
+const ScopeName = "github.com/pi-otel/pi-otel/internal/session"
 
 // Config is a Tracer's configuration.
 type Config struct {
@@ -42,8 +55,10 @@ type Config struct {
 	Parent context.Context
 	// Content, if set, turns on content capture (mapper.WithContent).
 	Content mapper.Content
-	// SkipThrough: runs whose last entry ends at or before this offset are
-	// decoded (for state) but not traced: a restarted follower's place.
+	// SkipThrough: runs that begin before this offset are decoded (for
+	// state) but not traced: a restarted follower's place, its Committed().
+	// (Begin, not end: a run traced by Idle may gain entries, such as a
+	// compaction Pi writes later, that a re-read groups into it.)
 	SkipThrough int64
 	// Since: runs that began before it are decoded but not traced.
 	Since time.Time
@@ -57,47 +72,438 @@ type Stats struct {
 
 // Tracer traces one session file. Not safe for concurrent use.
 type Tracer struct {
-	cfg Config
+	cfg    Config
+	m      *mapper.Mapper
+	tracer trace.Tracer // for pi.bash
+	dec    *decoder
+
+	hdr     header
+	hdrSeen bool
+	version int
+	fork    time.Time // a fork's entries persisted before this are its origin's history
+
+	prevID string // the previous entry in file order
+	cur    *runBuf
+	// pending are entries between runs (settings, system prompts, bash
+	// commands); they belong to the next run.
+	pending []*entry
+	// branchFrom is set when an entry did not continue from the previous
+	// one: the next run starts a branch at that entry.
+	branchFrom *string
+	// runOf maps (a hash of) an entry id to the index in keys of the run it
+	// belongs to, or of the run before it, so a branch can link to where it
+	// came from; -1 for none. Hashes keep it small: a long file has a
+	// million entries.
+	runOf map[uint64]int32
+	keys  []string
+
+	// forkRun is the first entry id of the origin's run the fork was cut
+	// from; the fork's first run links to it once.
+	forkRun    string
+	forkLinked bool
+	forkPrev   time.Time
+
+	committed int64
+	stats     Stats
+}
+
+// runBuf is an open run: its entries, held until it is complete.
+type runBuf struct {
+	key         string
+	entries     []*entry
+	pending     []*entry
+	branch      *string
+	lastPersist time.Time // of its last entry
+	end         int64     // offset just past its last entry
 }
 
 // New returns a Tracer.
-func New(cfg Config) *Tracer { return &Tracer{cfg: cfg} }
+func New(cfg Config) *Tracer {
+	if cfg.Parent == nil {
+		cfg.Parent = context.Background()
+	}
+	tp := cfg.TracerProvider
+	opts := []mapper.Option{mapper.WithParent(cfg.Parent), mapper.WithInexactTimes()}
+	if cfg.Content != nil {
+		opts = append(opts, mapper.WithContent(cfg.Content))
+	}
+	return &Tracer{
+		cfg:     cfg,
+		m:       mapper.New(tp, opts...),
+		tracer:  tp.Tracer(ScopeName),
+		version: 3,
+		runOf:   map[uint64]int32{},
+		dec:     newDecoder(cfg.Content != nil),
+	}
+}
 
-// Line feeds one complete line that starts at byte offset off.
-func (t *Tracer) Line(off int64, b []byte) { panic("session: not implemented yet") }
+// Line feeds one complete line (without its LF) that starts at byte offset
+// off. Damaged lines are counted and skipped.
+func (t *Tracer) Line(off int64, b []byte) {
+	t.stats.Lines++
+	end := off + int64(len(b)) + 1
+	b = bytes.TrimRight(b, "\r")
+	if len(bytes.TrimSpace(b)) == 0 {
+		return
+	}
+	if !t.hdrSeen {
+		t.hdrSeen = true
+		if h, ok := decodeHeader(b); ok {
+			t.hdr = h
+			t.version = h.version()
+			// As the stream's own header: the session id and the
+			// project go on every span.
+			t.m.Handle(&event.Event{Type: event.TypeSession, ID: h.ID, Cwd: h.Cwd}, time.Time{})
+			if h.ParentSession != "" {
+				t.fork, _ = time.Parse(time.RFC3339Nano, h.Timestamp)
+			}
+			return
+		}
+		// No header (Pi would not load this file): keep what entries there are.
+	}
+	e, err := t.dec.decode(b)
+	if err != nil || e.Type == typeSession {
+		t.stats.Damaged++
+		return
+	}
+	e.off, e.end = off, end
+	if t.cfg.Content == nil {
+		// Only what counts and ids need stays: a tool's output can be
+		// megabytes, and nothing reads it without capture.
+		if e.msg != nil && e.msg.Role == "toolResult" {
+			e.msg.Content = nil
+		}
+		if e.msg != nil {
+			e.msg.Raw = nil
+		}
+		e.RawMsg = nil
+	}
+	t.stats.Entries++
+	if !knownEntry[e.Type] {
+		t.stats.Unknown++
+	}
+	// Version 1 files are a linear list: ids follow the file, as Pi's
+	// migration makes them (Pi's are random; ours derive from the offset so
+	// that tracing the file twice gives the same trace).
+	if t.version < 2 || e.ID == "" {
+		e.ID = "L" + strconv.FormatInt(off, 10)
+		p := t.prevID
+		if p == "" {
+			e.ParentID = nil
+		} else {
+			e.ParentID = &p
+		}
+	}
+	if t.version < 2 && e.msg != nil && e.msg.Role == "assistant" {
+		if e.msg.Provider == "" {
+			e.msg.Provider = t.hdr.Provider
+		}
+		if e.msg.Model == "" {
+			e.msg.Model = t.hdr.ModelID
+			if e.msg.Model == "" {
+				e.msg.Model = t.hdr.Model
+			}
+		}
+	}
+	if t.prevID != "" && e.parent() != t.prevID {
+		// Pi appends to the current leaf: an entry that does not continue
+		// from the previous one was written after /tree moved the leaf. The
+		// run on the old branch is over; the next one starts a branch.
+		p := e.parent()
+		t.branchFrom = &p
+		if t.cur != nil {
+			t.finish(t.cur, t.cur.final(), mapper.Ending{Reason: mapper.EndEOF})
+		}
+	}
+	t.prevID = e.ID
+	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
+		// The origin's history, copied into the fork: traced there, not here.
+		t.runOf[idHash(e.ID)] = -1
+		if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
+			t.forkRun = e.ID
+		}
+		t.forkPrev = e.persist
+		t.committed = end
+		return
+	}
+	t.place(e)
+	t.runOf[idHash(e.ID)] = int32(len(t.keys)) - 1
+}
+
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// runKey is the key of the run entry id belongs to, "" if none.
+func (t *Tracer) runKey(id string) string {
+	i, ok := t.runOf[idHash(id)]
+	if !ok || i < 0 {
+		return ""
+	}
+	return t.keys[i]
+}
+
+// place puts an entry in the open run, a new run, or the pending list.
+func (t *Tracer) place(e *entry) {
+	role := ""
+	if e.msg != nil {
+		role = e.msg.Role
+	}
+	switch {
+	case role == "user":
+		created := msgTime(e.msg.Timestamp)
+		// Steering and follow-up messages were created while the run was
+		// busy, before its last entry was written: they join it.
+		if t.cur != nil && !created.IsZero() && created.Before(t.cur.lastPersist) {
+			t.add(e)
+			return
+		}
+		t.open(e)
+	case role == "bashExecution":
+		if t.cur != nil && msgTime(e.msg.Timestamp).Before(t.cur.lastPersist) {
+			t.add(e)
+			return
+		}
+		t.pending = append(t.pending, e)
+	case role == "assistant" || role == "toolResult":
+		if t.cur == nil {
+			t.open(e) // a file that starts mid-run
+			return
+		}
+		t.add(e)
+	case e.Type == typeCompaction || e.Type == typeContextEdit || e.Type == typeUsage ||
+		e.Type == typeBranchSummary || e.Type == typeCustomMessage || role == "custom":
+		if t.cur != nil {
+			t.add(e)
+			return
+		}
+		t.pending = append(t.pending, e)
+	default:
+		// Settings, labels, names, extension state, system prompts: part of
+		// a busy run, else of the next one.
+		if t.cur != nil && !t.cur.final() {
+			t.add(e)
+			return
+		}
+		t.pending = append(t.pending, e)
+	}
+}
+
+func (t *Tracer) add(e *entry) {
+	r := t.cur
+	r.entries = append(r.entries, e)
+	if !e.persist.IsZero() {
+		r.lastPersist = e.persist
+	}
+	r.end = e.end
+}
+
+// open completes the open run, if any, and opens one at e.
+func (t *Tracer) open(e *entry) {
+	if r := t.cur; r != nil {
+		// A run that had not reached a final answer when the next began was
+		// cut short (Pi killed mid-run, then resumed): closed unsettled.
+		t.finish(r, r.final(), mapper.Ending{Reason: mapper.EndEOF})
+	}
+	t.flushBash()
+	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
+	t.pending, t.branchFrom = nil, nil
+	t.cur = r
+	t.keys = append(t.keys, r.key)
+	t.add(e)
+}
+
+// final reports whether the run's last message is a final answer: an
+// assistant message that asked for no tool.
+func (r *runBuf) final() bool {
+	edited := false
+	for i := len(r.entries) - 1; i >= 0; i-- {
+		e := r.entries[i]
+		if e.msg == nil {
+			edited = edited || e.Type == typeContextEdit
+			continue
+		}
+		switch e.msg.Role {
+		case "assistant":
+			if e.msg.StopReason == "error" && edited {
+				return false // Pi hid the failed attempt to retry it
+			}
+			return len(e.msg.callIDs) == 0 || e.msg.StopReason == "aborted"
+		case "user", "toolResult", "custom", "bashExecution":
+			return false
+		}
+	}
+	return false
+}
 
 // Idle traces the open run if its last entry is a final answer (an
 // assistant message that stopped without tool calls, or an error or abort
 // with nothing after it) and no entry came for settle before now.
 // It reports whether a run was traced.
 func (t *Tracer) Idle(now time.Time, settle time.Duration) bool {
-	panic("session: not implemented yet")
+	r := t.cur
+	if r == nil || !r.final() || now.Sub(r.lastPersist) < settle {
+		return false
+	}
+	t.finish(r, true, mapper.Ending{})
+	return true
 }
 
 // Close traces whatever is open: the input ended (file deleted, Pi exited,
 // end of a replayed file).
-func (t *Tracer) Close(end mapper.Ending) { panic("session: not implemented yet") }
+func (t *Tracer) Close(end mapper.Ending) {
+	if r := t.cur; r != nil {
+		t.finish(r, r.final(), end)
+	}
+	t.flushBash()
+}
 
 // Committed is the offset just past the last entry of the last traced run.
-func (t *Tracer) Committed() int64 { panic("session: not implemented yet") }
+func (t *Tracer) Committed() int64 { return t.committed }
 
 // SessionID is the header's id, once seen.
-func (t *Tracer) SessionID() string { panic("session: not implemented yet") }
+func (t *Tracer) SessionID() string { return t.hdr.ID }
 
 // Stats returns the counters.
-func (t *Tracer) Stats() Stats { panic("session: not implemented yet") }
+func (t *Tracer) Stats() Stats { return t.stats }
+
+// finish traces r (or skips it, see Config) and forgets it.
+func (t *Tracer) finish(r *runBuf, settled bool, end mapper.Ending) {
+	t.cur = nil
+	first := r.entries[0]
+	start := runStart(first)
+	if first.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
+		t.stats.Skipped++
+	} else {
+		t.stats.Runs++
+		t.withSeed(r.key, func() { t.translate(r, settled, end) })
+	}
+	if r.end > t.committed {
+		t.committed = r.end
+	}
+}
+
+// withSeed creates spans with ids derived from key.
+func (t *Tracer) withSeed(key string, f func()) {
+	if g := t.cfg.IDs; g != nil {
+		g.run.Lock()
+		defer g.run.Unlock()
+		g.Seed(key)
+		defer g.unseed()
+	}
+	f()
+}
+
+// flushBash traces what happened between runs on its own: bash commands
+// (run with !) and compactions with no run open (a manual /compact after
+// the answer was traced), each a trace of its own, as the stream shows an
+// idle compaction.
+func (t *Tracer) flushBash() {
+	kept := t.pending[:0]
+	for _, e := range t.pending {
+		bash := e.msg != nil && e.msg.Role == "bashExecution"
+		if !bash && e.Type != typeCompaction {
+			kept = append(kept, e)
+			continue
+		}
+		if e.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
+			continue
+		}
+		t.withSeed(t.hdr.ID+"/"+e.ID, func() {
+			if bash {
+				t.bashSpan(t.cfg.Parent, e, true)
+				return
+			}
+			x := &translator{t: t, m: t.m, now: e.persist}
+			x.compaction(e)
+		})
+		// Entries still pending belong to a later run, which ends after
+		// this: a restart re-reads them from the start anyway.
+		if e.end > t.committed {
+			t.committed = e.end
+		}
+	}
+	t.pending = kept
+}
+
+func runStart(e *entry) time.Time {
+	if e.msg != nil && e.msg.Role == "user" {
+		if ts := msgTime(e.msg.Timestamp); !ts.IsZero() {
+			return ts
+		}
+	}
+	return e.persist
+}
 
 // Sniff reports whether first, the first line of a file, is a Pi session
 // header ({"type":"session",...} with a version, or a version-1 header).
-// An event stream's first record is also {"type":"session"} in json mode,
-// so Sniff must tell them apart by the fields that differ.
-func Sniff(first []byte) bool { panic("session: not implemented yet") }
+// Pi's json mode starts its event stream with the very same header, so a
+// true answer means "a session file or a json-mode stream": Classify tells
+// them apart from the lines that follow.
+func Sniff(first []byte) bool {
+	h, ok := decodeHeader(bytes.TrimRight(first, "\r\n"))
+	return ok && h.ID != ""
+}
 
-// IDs is an sdktrace.IDGenerator whose ids, after Seed(key), are a pure
-// function of key and the order of the spans that follow, so the same file
-// traced twice gives the same ids. Without a seed it is random.
-type IDs struct{}
+// Kind is what Classify found a file to be.
+type Kind int
 
-// Seed makes the ids that follow derive from key (e.g. session id + the
-// run's first entry id).
-func (g *IDs) Seed(key string) { panic("session: not implemented yet") }
+const (
+	KindUnknown Kind = iota // neither: not a Pi file
+	KindSession             // a session file (or only its header so far)
+	KindStream              // a Pi event stream (json or rpc mode stdout)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindSession:
+		return "session file"
+	case KindStream:
+		return "event stream"
+	}
+	return "unknown"
+}
+
+// streamTypes are records that only an event stream has.
+var streamTypes = map[string]bool{
+	"agent_start": true, "agent_end": true, "agent_settled": true, "turn_start": true, "turn_end": true,
+	"message_start": true, "message_update": true, "message_end": true, "tool_execution_start": true,
+	"tool_execution_update": true, "tool_execution_end": true, "queue_update": true, "entry_appended": true,
+	"compaction_start": true, "compaction_end": true, "auto_retry_start": true, "auto_retry_end": true,
+	"session_info_changed": true, "thinking_level_changed": true, "response": true, "extension_error": true,
+	"extension_ui_request": true, "bash_execution_update": true,
+}
+
+// Classify tells a session file from an event stream by its first lines
+// (head: the start of the file, whole lines; a cut-off last line is
+// ignored). Lines that are not Pi records are passed over; the first that
+// is decides: a session header followed by an entry, or a header alone, is
+// a session file; any record only streams have is a stream.
+func Classify(head []byte) Kind {
+	lines := bytes.Split(head, []byte("\n"))
+	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
+	sawHeader := false
+	for _, l := range lines {
+		l = bytes.TrimSpace(l)
+		var rec struct {
+			Type string `json:"type"`
+		}
+		if len(l) == 0 || json.Unmarshal(l, &rec) != nil {
+			continue
+		}
+		switch {
+		case rec.Type == typeSession && Sniff(l):
+			sawHeader = true
+		case streamTypes[rec.Type]:
+			return KindStream
+		case knownEntry[rec.Type]:
+			return KindSession
+		}
+	}
+	if sawHeader {
+		return KindSession
+	}
+	return KindUnknown
+}

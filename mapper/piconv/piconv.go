@@ -23,17 +23,18 @@ const (
 	SpanCompaction = "pi.compaction"
 )
 
-// A SpanKind is the fixed part of a span name that is completed by a
-// model, tool, command or method name: "chat claude-x", "execute_tool bash".
-type SpanKind string
+// A SpanFamily is the fixed part of the span names that a model, tool,
+// command or method name completes: "chat claude-x", "execute_tool bash".
+// (Not a trace.SpanKind: that is CLIENT, INTERNAL and so on.)
+type SpanFamily string
 
-// Span kinds. Each has its operation alone as the name when the variable
-// part is unknown ("chat", "execute_tool").
+// Span families. Each is the whole name when the variable part is unknown
+// ("chat", "execute_tool").
 const (
-	SpanChat        SpanKind = "chat"
-	SpanTool        SpanKind = "execute_tool"
-	SpanRPC         SpanKind = "pi.rpc"
-	SpanExtensionUI SpanKind = "pi.extension_ui"
+	SpanChat        SpanFamily = "chat"
+	SpanTool        SpanFamily = "execute_tool"
+	SpanRPC         SpanFamily = "pi.rpc"
+	SpanExtensionUI SpanFamily = "pi.extension_ui"
 )
 
 // MaxNameDetail bounds the variable part of a span name. A span name is an
@@ -41,14 +42,14 @@ const (
 // is not would otherwise be copied into every span name.
 const MaxNameDetail = 128
 
-// Prefix is the kind with its separator, what every completed name starts
+// Prefix is the family with its separator, what every completed name starts
 // with ("chat ").
-func (k SpanKind) Prefix() string { return string(k) + " " }
+func (k SpanFamily) Prefix() string { return string(k) + " " }
 
 // Name completes the span name with detail, cut to MaxNameDetail bytes on a
-// UTF-8 boundary so that the kind always survives; an empty detail gives
-// the kind alone.
-func (k SpanKind) Name(detail string) string {
+// UTF-8 boundary so that the family always survives; an empty detail gives
+// the family alone.
+func (k SpanFamily) Name(detail string) string {
 	if detail == "" {
 		return string(k)
 	}
@@ -89,7 +90,15 @@ const (
 const (
 	UnfinishedKey = attribute.Key("pi.unfinished")
 	CostTotalKey  = attribute.Key("pi.cost.total")
+	// ProjectKey is the last element of the session's cwd, on every span
+	// of a run: cost per project without a full path.
+	ProjectKey = attribute.Key("pi.project")
+	// SourceKey says a trace was rebuilt from a session file.
+	SourceKey = attribute.Key("pi.source")
 )
+
+// SourceSessionFile is the pi.source of traces from a session file.
+const SourceSessionFile = "session_file"
 
 // Attribute keys of pi.agent_run and pi.turn.
 const (

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -23,12 +24,20 @@ import (
 func declared(t *testing.T, pick func(name, typ string) bool) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, repo.Path("mapper/piconv/piconv.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob(repo.Path("mapper/piconv/*.go"))
+	var decls []ast.Decl
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
 	}
 	var out []string
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
 			continue
@@ -101,7 +110,7 @@ func TestListsAreComplete(t *testing.T) {
 	same(t, "Spans()", piconv.Spans(), declared(t, func(name, typ string) bool {
 		return strings.HasPrefix(name, "Span") && typ == ""
 	}))
-	same(t, "Kinds()", sorted(piconv.Kinds()), declared(t, func(_, typ string) bool { return typ == "SpanKind" }))
+	same(t, "Families()", sorted(piconv.Families()), declared(t, func(_, typ string) bool { return typ == "SpanFamily" }))
 	same(t, "Events()", piconv.Events(), declared(t, func(name, typ string) bool { return strings.HasPrefix(name, "Event") && typ == "" }))
 	for key, typ := range map[string]string{
 		"pi.outcome": "Outcome", "pi.end_reason": "EndReason", "pi.retry.outcome": "RetryOutcome",
@@ -184,8 +193,8 @@ func TestSpanModelDocument(t *testing.T) {
 		spans = append(spans, ticks(row[0])...)
 	}
 	want := piconv.Spans()
-	for _, k := range piconv.Kinds() {
-		want = append(want, k.Prefix()+"{"+map[piconv.SpanKind]string{
+	for _, k := range piconv.Families() {
+		want = append(want, k.Prefix()+"{"+map[piconv.SpanFamily]string{
 			piconv.SpanChat: "model", piconv.SpanTool: "name", piconv.SpanRPC: "command", piconv.SpanExtensionUI: "method",
 		}[k]+"}")
 	}
@@ -227,7 +236,7 @@ func TestSpanModelDocument(t *testing.T) {
 }
 
 // TestDocumentsNameOnlyTheVocabulary: any `pi.…` word in the span-model and
-// RPC documents is a span, an event, a kind or an attribute key, so a
+// RPC documents is a span, an event, a span family or an attribute key, so a
 // renamed attribute cannot live on in the prose.
 func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 	known := map[string]bool{}
@@ -237,7 +246,7 @@ func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 	for _, s := range append(piconv.Spans(), piconv.Events()...) {
 		known[s] = true
 	}
-	for _, k := range piconv.Kinds() {
+	for _, k := range piconv.Families() {
 		known[string(k)] = true
 	}
 	word := regexp.MustCompile(`^pi\.[a-z_.]+`)

@@ -1,24 +1,16 @@
 package ingest
 
 import (
-	"bytes"
 	"strings"
 	"testing"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/pi-otel/pi-otel/mapper"
+	"time"
 )
 
 // TestOutOfRangeNumberKeepsTheRecord: a tool end whose durationMs is 1e999
 // still ends its tool, counted as a dropped field, not as a lost record
 // that would leave the tool open and add a nameless one.
 func TestOutOfRangeNumberKeepsTheRecord(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	var warn bytes.Buffer
-	s := New(m, WithWarnings(&warn))
+	s, m, rec, warn := recorded()
 	for _, r := range []string{
 		`{"type":"agent_start"}`,
 		`{"type":"turn_start"}`,
@@ -52,5 +44,17 @@ func TestOutOfRangeNumberKeepsTheRecord(t *testing.T) {
 	}
 	if !strings.Contains(warn.String(), "traced without a field") {
 		t.Errorf("warning %q", warn.String())
+	}
+}
+
+// TestAnchorUsesARecordWithADroppedField: a header whose version is out
+// of range still gives the replay its start time.
+func TestAnchorUsesARecordWithADroppedField(t *testing.T) {
+	got, ok := Anchor([][]byte{
+		[]byte(`{"type":"agent_start"}`),
+		[]byte(`{"type":"session","version":1e999,"id":"s","timestamp":"2026-11-29T10:00:00.000Z"}`),
+	})
+	if want := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC); !ok || !got.Equal(want) {
+		t.Errorf("Anchor = %v, %v; want %v", got, ok, want)
 	}
 }

@@ -42,19 +42,6 @@ const (
 	DefaultMaxAge   = 7 * 24 * time.Hour
 )
 
-// DefaultDir is the spool under the user's state directory:
-// $XDG_STATE_HOME/pi-otel/spool, else ~/.local/state/pi-otel/spool.
-func DefaultDir(getenv func(string) string) string {
-	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "pi-otel", "spool")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".local", "state", "pi-otel", "spool")
-}
-
 // Stats counts spans through the spool over this process's life.
 type Stats struct {
 	Spooled int64 // spans written for a later process

@@ -19,6 +19,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Node is one span with its children, in a form that does not depend on
@@ -210,15 +214,15 @@ func Forest(tb testing.TB, nodes []*Node) []*Node {
 // a run went and that a live run and a replay of its capture agree on.
 // Ids, times, token counts and costs differ from run to run and stay out.
 var Keys = []string{
-	"error.type",
-	"pi.compaction.reason",
-	"pi.end_reason",
-	"pi.outcome",
-	"pi.retry.outcome",
-	"pi.rpc.disposition",
-	"pi.rpc.id",
-	"pi.ui.outcome",
-	"pi.unfinished",
+	string(semconv.ErrorTypeKey),
+	string(piconv.CompactionReasonKey),
+	string(piconv.EndReasonKey),
+	string(piconv.OutcomeKey),
+	string(piconv.RetryOutcomeKey),
+	string(piconv.RPCDispositionKey),
+	string(piconv.RPCIDKey),
+	string(piconv.UIOutcomeKey),
+	string(piconv.UnfinishedKey),
 }
 
 // Canonical renders a forest the way the golden files hold it: Render

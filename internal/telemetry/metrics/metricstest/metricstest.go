@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper/piconv"
@@ -75,10 +76,10 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 	tick := func(d time.Duration) time.Time { now = now.Add(d); return now }
 
 	ctx, root := tracer.Start(ctx, piconv.SpanRoot, trace.WithTimestamp(now), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", "pi"),
-		attribute.String("gen_ai.provider.name", r.Provider),
-		attribute.String("gen_ai.request.model", r.Model),
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(piconv.AgentName),
+		semconv.GenAIProviderNameKey.String(r.Provider),
+		semconv.GenAIRequestModel(r.Model),
 	))
 	runCtx, run := tracer.Start(ctx, piconv.SpanAgentRun, trace.WithTimestamp(tick(time.Millisecond)),
 		trace.WithAttributes(piconv.AgentRunIndexKey.Int(0)))
@@ -87,19 +88,19 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 			trace.WithAttributes(piconv.TurnIndexKey.Int(i), piconv.TurnToolCallsKey.Int(len(tu.Tools))))
 		c := tu.Chat
 		attrs := []attribute.KeyValue{
-			attribute.String("gen_ai.operation.name", "chat"),
-			attribute.String("gen_ai.provider.name", r.Provider),
-			attribute.String("gen_ai.request.model", r.Model),
-			attribute.Int64("gen_ai.usage.input_tokens", c.InputTokens),
-			attribute.Int64("gen_ai.usage.output_tokens", c.OutputTokens),
+			semconv.GenAIOperationNameChat,
+			semconv.GenAIProviderNameKey.String(r.Provider),
+			semconv.GenAIRequestModel(r.Model),
+			semconv.GenAIUsageInputTokensKey.Int64(c.InputTokens),
+			semconv.GenAIUsageOutputTokensKey.Int64(c.OutputTokens),
 			piconv.CostTotalKey.Float64(c.Cost),
 			piconv.DurationMsKey.Int64(c.Duration.Milliseconds()),
 		}
 		if c.TimeToFirstChunk > 0 {
-			attrs = append(attrs, attribute.Float64("gen_ai.response.time_to_first_chunk", c.TimeToFirstChunk.Seconds()))
+			attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(c.TimeToFirstChunk.Seconds()))
 		}
 		if c.ErrorType != "" {
-			attrs = append(attrs, attribute.String("error.type", c.ErrorType))
+			attrs = append(attrs, semconv.ErrorTypeKey.String(c.ErrorType))
 		}
 		_, chat := tracer.Start(turnCtx, piconv.SpanChat.Name(r.Model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(tick(time.Millisecond)), trace.WithAttributes(attrs...))
@@ -110,14 +111,14 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		for j, tl := range tu.Tools {
 			_, tool := tracer.Start(turnCtx, piconv.SpanTool.Name(tl.Name), trace.WithTimestamp(tick(time.Millisecond)),
 				trace.WithAttributes(
-					attribute.String("gen_ai.operation.name", "execute_tool"),
-					attribute.String("gen_ai.tool.name", tl.Name),
-					attribute.String("gen_ai.tool.call.id", fmt.Sprintf("call_%d_%d", i, j)),
-					attribute.String("gen_ai.tool.type", "function"),
+					semconv.GenAIOperationNameExecuteTool,
+					semconv.GenAIToolName(tl.Name),
+					semconv.GenAIToolCallID(fmt.Sprintf("call_%d_%d", i, j)),
+					semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
 					piconv.ToolDurationMsKey.Int64(tl.Duration.Milliseconds()),
 				))
 			if tl.Error {
-				tool.SetAttributes(attribute.String("error.type", "tool_error"))
+				tool.SetAttributes(semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 				tool.SetStatus(codes.Error, "tool_error")
 			}
 			tool.End(trace.WithTimestamp(tick(tl.Duration)))
@@ -133,7 +134,7 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 				piconv.CompactionReasonKey.String(co.Reason),
 				piconv.CompactionOutcomeKey.String(co.Outcome),
 			))
-		if co.Outcome != "ok" {
+		if co.Outcome != string(piconv.CompactionOK) {
 			sp.SetStatus(codes.Error, "compaction "+co.Outcome)
 		}
 		sp.End(trace.WithTimestamp(tick(200 * time.Millisecond)))
@@ -146,7 +147,7 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 				piconv.RetryMaxAttemptsKey.Int(3),
 				piconv.RetryOutcomeKey.String(outcome),
 			))
-		if outcome == "exhausted" || outcome == "unfinished" {
+		if outcome == string(piconv.RetryExhausted) || outcome == string(piconv.RetryUnfinished) {
 			sp.SetStatus(codes.Error, "retry "+outcome)
 		}
 		sp.End(trace.WithTimestamp(tick(100 * time.Millisecond)))
@@ -177,7 +178,7 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		piconv.RetriesKey.Int(len(r.Retries)),
 		piconv.CompactionsKey.Int(len(r.Compactions)),
 	)
-	if r.Outcome == "error" || r.Outcome == "unsettled" {
+	if r.Outcome == string(piconv.OutcomeError) || r.Outcome == string(piconv.OutcomeUnsettled) {
 		root.SetStatus(codes.Error, r.Outcome)
 	}
 	root.End(trace.WithTimestamp(tick(time.Millisecond)))

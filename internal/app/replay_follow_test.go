@@ -1,0 +1,82 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// A followed session file: a run that has answered and gone quiet is traced
+// while the follower waits for more, before the next prompt arrives.
+func TestFollowSessionTracesAQuietRun(t *testing.T) {
+	b, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	second := -1
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"text":"Second prompt"`)) {
+			second = i
+		}
+	}
+	if second < 0 {
+		t.Fatal("no second prompt in the capture")
+	}
+	rec := tracetest.NewSpanRecorder()
+	tr := session.New(session.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	ch := make(chan []byte)
+	next := func() ([]byte, error) {
+		l, ok := <-ch
+		if !ok {
+			return nil, io.EOF
+		}
+		return bytes.TrimSuffix(l, []byte("\n")), nil
+	}
+	var off int64
+	feed := func(l []byte) { tr.Line(off, l); off += int64(len(l)) + 1 }
+	done := make(chan error)
+	go func() { done <- followSession(tr, next, feed) }()
+	for _, l := range lines[:second] {
+		ch <- l
+	}
+	roots := func() int {
+		n := 0
+		for _, s := range rec.Ended() {
+			if s.Name() == "invoke_agent pi" {
+				n++
+			}
+		}
+		return n
+	}
+	// The file's answer is long past its settle time: the next ticks trace it.
+	deadline := time.Now().Add(30 * time.Second)
+	for roots() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if roots() != 1 {
+		t.Fatal("the quiet, answered run was not traced while following")
+	}
+	for _, l := range lines[second:] {
+		if len(l) > 0 {
+			ch <- l
+		}
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	if roots() != 2 {
+		t.Errorf("%d runs traced, want 2", roots())
+	}
+}

@@ -1,0 +1,384 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+)
+
+// Entry types of Pi's session format (docs/session-format.md).
+const (
+	typeSession       = "session"
+	typeMessage       = "message"
+	typeModelChange   = "model_change"
+	typeThinking      = "thinking_level_change"
+	typeUsage         = "usage"
+	typeCompaction    = "compaction"
+	typeContextEdit   = "context_edit"
+	typeBranchSummary = "branch_summary"
+	typeCustom        = "custom"
+	typeCustomMessage = "custom_message"
+	typeLabel         = "label"
+	typeSessionInfo   = "session_info"
+)
+
+// knownEntry lists the entry types this version understands; others are
+// counted in Stats.Unknown and kept in the tree (they still have ids).
+var knownEntry = map[string]bool{
+	typeMessage: true, typeModelChange: true, typeThinking: true, typeUsage: true,
+	typeCompaction: true, typeContextEdit: true, typeBranchSummary: true, typeCustom: true,
+	typeCustomMessage: true, typeLabel: true, typeSessionInfo: true,
+}
+
+// header is the first line of a session file.
+type header struct {
+	Type          string `json:"type"`
+	Version       *int   `json:"version"`
+	ID            string `json:"id"`
+	Timestamp     string `json:"timestamp"`
+	Cwd           string `json:"cwd"`
+	ParentSession string `json:"parentSession"`
+	// Version 1 headers carried the session's model and thinking level.
+	Provider      string `json:"provider"`
+	Model         string `json:"model"`
+	ModelID       string `json:"modelId"`
+	ThinkingLevel string `json:"thinkingLevel"`
+}
+
+func (h *header) version() int {
+	if h.Version == nil {
+		return 1 // Pi reads a missing version as 1
+	}
+	return *h.Version
+}
+
+// message is the AgentMessage of a message entry: what the stream decoder
+// reads, plus the fields of message kinds only the file has.
+type message struct {
+	event.Message
+	// bashExecution: a command the user ran with ! in the TUI (or RPC bash).
+	Command    string `json:"command"`
+	ExitCode   *int   `json:"exitCode"`
+	Cancelled  bool   `json:"cancelled"`
+	Truncated  bool   `json:"truncated"`
+	ExcludeCtx bool   `json:"excludeFromContext"`
+	CustomType string `json:"customType"`
+	Display    *bool  `json:"display"`
+
+	// callIDs and callNames are an assistant message's tool calls, read once.
+	callIDs, callNames []string
+}
+
+// entry is one decoded session entry.
+type entry struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	ParentID  *string         `json:"parentId"`
+	Timestamp string          `json:"timestamp"`
+	RawMsg    json.RawMessage `json:"message"`
+
+	// model_change, usage
+	Provider string `json:"provider"`
+	ModelID  string `json:"modelId"`
+	Model    string `json:"model"`
+	Kind     string `json:"kind"`
+	// thinking_level_change
+	ThinkingLevel string `json:"thinkingLevel"`
+	// compaction, branch_summary, usage
+	Usage        *event.Usage `json:"usage"`
+	TokensBefore *int64       `json:"tokensBefore"`
+	FromHook     *bool        `json:"fromHook"`
+	FromID       string       `json:"fromId"`
+	// context_edit, label
+	TargetID string  `json:"targetId"`
+	Label    *string `json:"label"`
+	// session_info
+	Name *string `json:"name"`
+	// custom, custom_message
+	CustomType string          `json:"customType"`
+	Content    json.RawMessage `json:"content"`
+	Display    *bool           `json:"display"`
+
+	// Filled in after decoding.
+	msg     *message
+	persist time.Time // the entry's timestamp: when Pi wrote it
+	off     int64     // byte offset of the line
+	end     int64     // offset just past the line and its LF
+}
+
+// parent is the entry's parentId, "" for a root.
+func (e *entry) parent() string {
+	if e.ParentID == nil {
+		return ""
+	}
+	return *e.ParentID
+}
+
+var (
+	errDamaged  = errors.New("damaged line")
+	errNoObject = errors.New("not a JSON object with a type")
+)
+
+// decodeHeader reads a header line; ok is false if it is not one.
+func decodeHeader(b []byte) (header, bool) {
+	var h header
+	if json.Unmarshal(b, &h) != nil || h.Type != typeSession {
+		return header{}, false
+	}
+	return h, true
+}
+
+// decoder decodes entry lines. Message entries, nearly all of a file's
+// bytes, go through the event package's single-pass decoder; the rest, and
+// lines of unusual shape, through encoding/json.
+type decoder struct {
+	ev      *event.Decoder
+	content bool // keep raw messages, for content capture
+}
+
+func newDecoder(content bool) *decoder {
+	return &decoder{ev: event.NewDecoder(event.Options{}), content: content}
+}
+
+// decode decodes one entry line. A line that is not one JSON object (two
+// objects on a line, a broken escape, a cut-off write) is errDamaged.
+// Nothing returned aliases b.
+func (d *decoder) decode(b []byte) (*entry, error) {
+	b = bytes.TrimRight(b, "\r")
+	ev, err := d.ev.Decode(b)
+	if errors.Is(err, event.ErrInvalidUTF8) {
+		return nil, errDamaged // Pi writes UTF-8: this line was cut or corrupted
+	}
+	if err != nil {
+		// Fields of shapes a stream record would not have (an entry is not
+		// one): encoding/json decides.
+		return decodeEntry(b)
+	}
+	if e, ok := d.fast(b, ev); ok {
+		return e, nil
+	}
+	return decodeEntry(b)
+}
+
+// fast builds a message entry of the common roles from the event decoder's
+// result; ok is false when the line needs the full decoder.
+func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
+	if ev.Type != typeMessage || ev.Message == nil {
+		return nil, false
+	}
+	switch ev.Message.Role {
+	case "user", "assistant", "toolResult", "system":
+	default:
+		return nil, false // bashExecution, custom: fields the event decoder skips
+	}
+	parent, ok := leadingParent(b)
+	if !ok {
+		return nil, false
+	}
+	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
+	m := e.msg
+	// The decoder's raw fields point into b, which the caller reuses.
+	if d.content {
+		m.Raw = bytes.Clone(m.Raw)
+		m.Content = bytes.Clone(m.Content)
+	} else {
+		m.Raw = nil
+		if m.Role == "toolResult" || m.Role == "system" {
+			m.Content = nil
+		} else {
+			m.Content = bytes.Clone(m.Content)
+		}
+	}
+	if m.Role == "assistant" {
+		m.callIDs, m.callNames = toolCalls(m.Content)
+	}
+	// Without capture only the number of tool declarations is read.
+	m.ToolsAdded, m.Tools = d.raws(m.ToolsAdded), d.raws(m.Tools)
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		e.persist = t
+	}
+	return e, true
+}
+
+func (d *decoder) raws(in []json.RawMessage) []json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(in))
+	if d.content {
+		for i := range in {
+			out[i] = bytes.Clone(in[i])
+		}
+	}
+	return out
+}
+
+// leadingParent reads parentId from the keys Pi writes before "message"
+// (type, id, parentId, timestamp): only there is a match surely top-level,
+// since no object precedes it. ok is false if it is not there.
+func leadingParent(b []byte) (*string, bool) {
+	i := bytes.Index(b, []byte(`"message":`))
+	if i < 0 {
+		return nil, false
+	}
+	head := b[:i]
+	j := bytes.Index(head, []byte(`"parentId":`))
+	if j < 0 {
+		return nil, false
+	}
+	v := bytes.TrimLeft(head[j+len(`"parentId":`):], " \t")
+	if bytes.HasPrefix(v, []byte("null")) {
+		return nil, true
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return nil, false
+	}
+	end := bytes.IndexByte(v[1:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	raw := v[:end+2]
+	if bytes.IndexByte(raw[1:len(raw)-1], '\\') >= 0 {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		return &s, true
+	}
+	s := string(raw[1 : len(raw)-1])
+	return &s, true
+}
+
+// decodeEntry decodes one entry line with encoding/json.
+func decodeEntry(b []byte) (*entry, error) {
+	b = bytes.TrimRight(b, "\r")
+	if !json.Valid(b) {
+		return nil, errDamaged
+	}
+	e := &entry{}
+	if err := json.Unmarshal(b, e); err != nil || e.Type == "" {
+		// Valid JSON of the wrong shape: an array, or fields of other types.
+		return nil, errNoObject
+	}
+	if e.Type == typeMessage && len(e.RawMsg) > 0 && string(e.RawMsg) != "null" {
+		m := &message{}
+		if err := json.Unmarshal(e.RawMsg, m); err != nil {
+			return nil, errNoObject
+		}
+		if m.Role == "hookMessage" { // version 2 name, renamed in version 3
+			m.Role = "custom"
+		}
+		m.Raw = e.RawMsg
+		if m.Role == "assistant" {
+			m.callIDs, m.callNames = toolCalls(m.Content)
+		}
+		e.msg = m
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		e.persist = t
+	}
+	return e, nil
+}
+
+// msgTime is a message's own epoch-ms timestamp.
+func msgTime(ms float64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	sec := int64(ms / 1000)
+	return time.Unix(sec, int64((ms-float64(sec)*1000)*float64(time.Millisecond)))
+}
+
+func durMs(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// toolCalls lists the ids and names of an assistant message's tool calls.
+func toolCalls(content json.RawMessage) (ids, names []string) {
+	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte(`"toolCall"`)) {
+		return nil, nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return nil, nil
+	}
+	for _, b := range blocks {
+		if b.Type == "toolCall" {
+			ids = append(ids, b.ID)
+			names = append(names, b.Name)
+		}
+	}
+	return ids, names
+}
+
+// toolArgs returns the arguments of the tool call id in content.
+func toolArgs(content json.RawMessage, id string) json.RawMessage {
+	var blocks []struct {
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return nil
+	}
+	for _, b := range blocks {
+		if b.Type == "toolCall" && b.ID == id {
+			return b.Arguments
+		}
+	}
+	return nil
+}
+
+// imageCount counts image blocks in a message's content.
+func imageCount(content json.RawMessage) int {
+	if len(content) == 0 || content[0] != '[' {
+		return 0
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return 0
+	}
+	n := 0
+	for _, b := range blocks {
+		if b.Type == "image" {
+			n++
+		}
+	}
+	return n
+}
+
+// project is the last element of cwd, for POSIX and Windows paths alike:
+// a dimension that names the project without the rest of the path.
+func project(cwd string) string {
+	cwd = strings.TrimRight(cwd, `/\`)
+	if i := strings.LastIndexAny(cwd, `/\`); i >= 0 {
+		cwd = cwd[i+1:]
+	}
+	if len(cwd) == 2 && cwd[1] == ':' { // a bare drive, C:
+		return cwd
+	}
+	return cwd
+}
+
+// originID is the session id in a parentSession path
+// (…/<timestamp>_<id>.jsonl); "" if the name has no such shape.
+func originID(path string) string {
+	base := path
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.TrimSuffix(base, ".jsonl")
+	_, id, ok := strings.Cut(base, "_")
+	if !ok {
+		return ""
+	}
+	return id
+}

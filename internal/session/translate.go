@@ -1,0 +1,445 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+// Why a tool span whose result is missing from the file ends in error.
+const missingResult = "no tool result in the session file: Pi stopped before the tool returned"
+
+// translator replays one run's entries as the events the stream mapper
+// reads, with the times the file gives.
+type translator struct {
+	t   *Tracer
+	m   *mapper.Mapper
+	now time.Time // the latest time emitted
+
+	agentOpen, turnOpen bool
+	turnHasAssistant    bool
+	errHeld             *message // an errored attempt: a retry may follow
+	errEnd              time.Time
+	retryOpen           bool
+	attempt             int
+	calls               []call   // tool calls of the last assistant message still without a result
+	missing             []string // ids of open tool spans whose result never came
+	assistantEnd        time.Time
+	lastStop            string
+}
+
+type call struct {
+	id, name string
+	args     json.RawMessage
+}
+
+func (x *translator) emit(ev *event.Event, at time.Time) {
+	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
+		at = x.now
+	}
+	if at.After(x.now) {
+		x.now = at
+	}
+	x.m.Handle(ev, at)
+}
+
+func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
+	if at.Before(x.now) || at.IsZero() {
+		at = x.now
+	}
+	trace.SpanFromContext(x.m.RootContext()).AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}
+
+// translate traces run r.
+func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
+	x := &translator{t: t, m: t.m}
+	first := r.entries[0]
+	start := runStart(first)
+	x.now = start
+	x.emit(&event.Event{Type: event.TypeAgentStart}, start)
+	x.agentOpen = true
+	t.rootAttributes(r, trace.SpanFromContext(t.m.RootContext()))
+	for _, e := range r.pending {
+		x.entry(e)
+	}
+	for _, e := range r.entries {
+		x.entry(e)
+	}
+	x.finish(settled, end)
+}
+
+// rootAttributes are what only the file tells: the project, the branch
+// and the fork a run belongs to.
+func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
+	attrs := []attribute.KeyValue{piconv.SourceKey.String(piconv.SourceSessionFile)}
+	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
+		attrs = append(attrs, piconv.CwdKey.String(c.Scrub(t.hdr.Cwd)))
+	}
+	if r.branch != nil {
+		attrs = append(attrs, piconv.BranchKey.Bool(true),
+			piconv.BranchParentEntryIDKey.String(*r.branch))
+		if key := t.runKey(*r.branch); key != "" && key != r.key {
+			root.AddLink(trace.Link{
+				SpanContext: linkTo(key),
+				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkBranchParent)},
+			})
+		}
+	}
+	if t.hdr.ParentSession != "" {
+		origin := originID(t.hdr.ParentSession)
+		attrs = append(attrs, piconv.SessionParentIDKey.String(origin))
+		if origin != "" && t.forkRun != "" && !t.forkLinked {
+			t.forkLinked = true
+			root.AddLink(trace.Link{
+				SpanContext: linkTo(origin + "/" + t.forkRun),
+				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkForkOrigin)},
+			})
+		}
+	}
+	root.SetAttributes(attrs...)
+}
+
+func linkTo(key string) trace.SpanContext {
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: TraceIDOf(key), SpanID: RootSpanIDOf(key), TraceFlags: trace.FlagsSampled,
+	})
+}
+
+func (x *translator) entry(e *entry) {
+	if e.msg != nil {
+		x.message(e)
+		return
+	}
+	at := e.persist
+	switch e.Type {
+	case typeCompaction:
+		x.compaction(e)
+	case typeContextEdit:
+		// Marks a retry; the next attempt says so.
+	case typeUsage:
+		attrs := []attribute.KeyValue{piconv.UsageKindKey.String(e.Kind)}
+		if e.Provider != "" {
+			attrs = append(attrs, semconv.GenAIProviderNameKey.String(e.Provider))
+		}
+		if e.Model != "" {
+			attrs = append(attrs, semconv.GenAIRequestModel(e.Model))
+		}
+		attrs = append(attrs, x.addUsage(e.Usage)...)
+		x.rootEvent(piconv.EventUsage, at, attrs...)
+	case typeBranchSummary:
+		attrs := []attribute.KeyValue{piconv.BranchFromEntryIDKey.String(e.FromID)}
+		attrs = append(attrs, x.addUsage(e.Usage)...)
+		x.rootEvent(piconv.EventBranchSummary, at, attrs...)
+	case typeModelChange:
+		x.rootEvent(piconv.EventModelChange, at,
+			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
+	case typeThinking:
+		x.emit(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
+	case typeSessionInfo:
+		x.emit(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
+	case typeLabel:
+		attrs := []attribute.KeyValue{
+			piconv.LabelTargetIDKey.String(e.TargetID),
+			piconv.LabelClearedKey.Bool(e.Label == nil),
+		}
+		if c := x.t.cfg.Content; c != nil && e.Label != nil {
+			attrs = append(attrs, piconv.LabelKey.String(c.Scrub(*e.Label)))
+		}
+		x.rootEvent(piconv.EventLabel, at, attrs...)
+	case typeCustom:
+		x.rootEvent(piconv.EventCustom, at, piconv.CustomTypeKey.String(e.CustomType))
+	case typeCustomMessage:
+		x.customMessage(e.CustomType, e.Display, e.Content, at)
+	default:
+		x.rootEvent(piconv.EventUnknownEntry, at, piconv.EntryTypeKey.String(e.Type))
+	}
+}
+
+func (x *translator) customMessage(typ string, display *bool, content json.RawMessage, at time.Time) {
+	attrs := []attribute.KeyValue{piconv.CustomTypeKey.String(typ)}
+	if display != nil {
+		attrs = append(attrs, piconv.CustomDisplayKey.Bool(*display))
+	}
+	if n := imageCount(content); n > 0 {
+		attrs = append(attrs, piconv.MessageImagesKey.Int(n))
+	}
+	if c := x.t.cfg.Content; c != nil && len(content) > 0 {
+		attrs = append(attrs, piconv.CustomContentKey.String(c.Scrub(string(content))))
+	}
+	x.rootEvent(piconv.EventCustomMessage, at, attrs...)
+}
+
+// addUsage counts usage the mapper does not see into the root's totals.
+func (x *translator) addUsage(u *event.Usage) []attribute.KeyValue {
+	if u == nil {
+		return nil
+	}
+	x.m.AddUsage(u, x.now)
+	return []attribute.KeyValue{
+		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
+		semconv.GenAIUsageOutputTokens(int(u.Output)),
+		piconv.CostTotalKey.Float64(u.Cost.Total),
+	}
+}
+
+func (x *translator) message(e *entry) {
+	msg := e.msg
+	switch msg.Role {
+	case "user":
+		at := msgTime(msg.Timestamp)
+		if at.Before(x.now) || at.IsZero() {
+			at = x.now
+		}
+		x.resolveError()
+		x.missingResults()
+		x.ensureAgent(at)
+		x.endTurn()
+		x.emit(&event.Event{Type: event.TypeTurnStart}, at)
+		x.turnOpen, x.turnHasAssistant = true, false
+		if n := imageCount(msg.Content); n > 0 {
+			x.rootEvent(piconv.EventUserImages, at, piconv.MessageImagesKey.Int(n))
+		}
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
+	case "assistant":
+		x.assistant(e)
+	case "toolResult":
+		x.toolResult(e)
+	case "system":
+		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
+	case "bashExecution":
+		x.t.bashSpan(x.m.RootContext(), e, false)
+	case "custom":
+		x.customMessage(msg.CustomType, msg.Display, msg.Content, at(msg, e))
+	default:
+		x.rootEvent(piconv.EventUnknownMessage, e.persist, piconv.MessageRoleKey.String(msg.Role))
+	}
+}
+
+func at(msg *message, e *entry) time.Time {
+	if ts := msgTime(msg.Timestamp); !ts.IsZero() {
+		return ts
+	}
+	return e.persist
+}
+
+func (x *translator) ensureAgent(at time.Time) {
+	if !x.agentOpen {
+		x.emit(&event.Event{Type: event.TypeAgentStart}, at)
+		x.agentOpen = true
+	}
+}
+
+func (x *translator) endTurn() {
+	x.failMissing()
+	if x.turnOpen {
+		x.emit(&event.Event{Type: event.TypeTurnEnd}, x.now)
+		x.turnOpen = false
+	}
+}
+
+func (x *translator) endAgent(willRetry bool) {
+	x.endTurn()
+	if x.agentOpen {
+		x.emit(&event.Event{Type: event.TypeAgentEnd, WillRetry: &willRetry}, x.now)
+		x.agentOpen = false
+	}
+}
+
+// resolveError settles a held error with no retry after it.
+func (x *translator) resolveError() {
+	if x.errHeld == nil {
+		return
+	}
+	if x.retryOpen {
+		x.endAgent(false)
+		f := false
+		x.emit(&event.Event{Type: event.TypeAutoRetryEnd, Attempt: x.attempt, Success: &f, FinalError: x.errHeld.ErrorMessage}, x.now)
+		x.retryOpen, x.attempt = false, 0
+	}
+	x.errHeld = nil
+}
+
+// missingResults opens a span for every tool call whose result never
+// came; failMissing ends them in error when their turn ends.
+func (x *translator) missingResults() {
+	for _, c := range x.calls {
+		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args}, x.assistantEnd)
+		x.missing = append(x.missing, c.id)
+	}
+	x.calls = nil
+}
+
+func (x *translator) failMissing() {
+	for _, id := range x.missing {
+		x.m.FailTool(id, "tool_result_missing", missingResult, x.now)
+	}
+	x.missing = nil
+}
+
+func (x *translator) assistant(e *entry) {
+	msg := e.msg
+	start := at(msg, e)
+	end := e.persist
+	if msg.DurationMs != nil {
+		end = start.Add(durMs(*msg.DurationMs))
+	}
+	if end.Before(start) {
+		end = start
+	}
+	x.missingResults()
+	if x.errHeld != nil {
+		// An errored attempt followed by another: Pi retried.
+		x.endAgent(true)
+		x.attempt++
+		x.emit(&event.Event{Type: event.TypeAutoRetryStart, Attempt: x.attempt, ErrorMessage: x.errHeld.ErrorMessage}, x.errEnd)
+		x.retryOpen = true
+		x.errHeld = nil
+	}
+	x.ensureAgent(start)
+	if !x.turnOpen || x.turnHasAssistant {
+		x.endTurn()
+		x.emit(&event.Event{Type: event.TypeTurnStart}, start)
+		x.turnOpen = true
+	}
+	x.turnHasAssistant = true
+	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message, RawMessage: msg.Raw}, start)
+	x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, end)
+	x.assistantEnd = end
+	x.lastStop = msg.StopReason
+	if x.retryOpen && msg.StopReason != "error" {
+		t := true
+		x.emit(&event.Event{Type: event.TypeAutoRetryEnd, Attempt: x.attempt, Success: &t}, end)
+		x.retryOpen, x.attempt = false, 0
+	}
+	if msg.StopReason == "error" {
+		x.errHeld, x.errEnd = msg, end
+	}
+	ids, names := msg.callIDs, msg.callNames
+	for i, id := range ids {
+		c := call{id: id, name: names[i]}
+		if x.t.cfg.Content != nil {
+			c.args = toolArgs(msg.Content, id)
+		}
+		x.calls = append(x.calls, c)
+	}
+}
+
+func (x *translator) toolResult(e *entry) {
+	msg := e.msg
+	end := at(msg, e)
+	start := x.assistantEnd
+	if msg.DurationMs != nil {
+		start = end.Add(-durMs(*msg.DurationMs))
+	}
+	if start.Before(x.assistantEnd) {
+		start = x.assistantEnd
+	}
+	name := msg.ToolName
+	var args json.RawMessage
+	for i, c := range x.calls {
+		if c.id == msg.ToolCallID {
+			if name == "" {
+				name = c.name
+			}
+			args = c.args
+			x.calls = append(x.calls[:i], x.calls[i+1:]...)
+			break
+		}
+	}
+	x.ensureAgent(start)
+	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args}, start)
+	ev := &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name,
+		IsError: msg.IsError, DurationMs: msg.DurationMs}
+	if x.t.cfg.Content != nil {
+		ev.Result = msg.Raw
+	}
+	x.emit(ev, end)
+}
+
+type compactionResult struct {
+	TokensBefore *int64       `json:"tokensBefore,omitempty"`
+	Usage        *event.Usage `json:"usage,omitempty"`
+}
+
+func (x *translator) compaction(e *entry) {
+	x.missingResults()
+	reason := "unknown" // the file does not say, except for an overflow
+	willRetry := false
+	switch {
+	case e.FromHook != nil && *e.FromHook:
+		reason = "extension"
+	case x.errHeld != nil:
+		// An attempt that failed, then a compaction: Pi compacts to retry
+		// after a context overflow.
+		reason, willRetry = "overflow", true
+		x.errHeld = nil
+	}
+	if willRetry || x.lastStop != "toolUse" {
+		// After an attempt or a final answer the agent run has ended; mid-run
+		// (after tool results) the compaction sits between two turns.
+		x.endAgent(false)
+	} else {
+		x.endTurn()
+	}
+	res, _ := json.Marshal(compactionResult{TokensBefore: e.TokensBefore, Usage: e.Usage})
+	x.emit(&event.Event{Type: event.TypeCompactionStart, Reason: reason}, x.now)
+	f := false
+	x.emit(&event.Event{Type: event.TypeCompactionEnd, Reason: reason, Result: res, Aborted: &f, WillRetry: &willRetry}, e.persist)
+}
+
+// finish closes the run: settled, or as the mapper closes an unfinished
+// stream.
+func (x *translator) finish(settled bool, end mapper.Ending) {
+	if !settled {
+		x.missingResults()
+		x.failMissing()
+		if end.Reason == "" {
+			end.Reason = mapper.EndEOF
+		}
+		x.m.Close(end, x.now)
+		return
+	}
+	x.resolveError()
+	x.missingResults()
+	x.endAgent(false)
+	aborted := x.lastStop == "aborted"
+	x.emit(&event.Event{Type: event.TypeAgentSettled, Aborted: &aborted}, x.now)
+}
+
+// bashSpan traces a command the user ran with ! (bashExecution): user
+// activity, not the model's, so a pi.bash span with its exit code and
+// whether it was cancelled; the command text only with content capture.
+// Pi records when it finished, not how long it ran.
+func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
+	msg := e.msg
+	ts := at(msg, e)
+	attrs := []attribute.KeyValue{
+		piconv.BashCancelledKey.Bool(msg.Cancelled),
+		piconv.BashTruncatedKey.Bool(msg.Truncated),
+		piconv.BashExcludedKey.Bool(msg.ExcludeCtx),
+	}
+	if msg.ExitCode != nil {
+		attrs = append(attrs, piconv.BashExitCodeKey.Int(*msg.ExitCode))
+	}
+	if c := t.cfg.Content; c != nil {
+		attrs = append(attrs, piconv.BashCommandKey.String(c.Scrub(msg.Command)))
+	}
+	// Started here, not by the mapper: the run's common attributes too.
+	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
+	if t.hdr.Cwd != "" {
+		attrs = append(attrs, piconv.ProjectKey.String(project(t.hdr.Cwd)))
+	}
+	if own {
+		attrs = append(attrs, piconv.SourceKey.String(piconv.SourceSessionFile))
+	}
+	_, s := t.tracer.Start(parent, piconv.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
+	s.End(trace.WithTimestamp(ts))
+}

@@ -1,0 +1,165 @@
+package capture
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// Session captures keep, for one run, both Pi's stdout and the session file
+// Pi persisted with --session-dir, so that a differential test can check
+// that both give the same trace. They live in testdata/sessions/pi-VERSION:
+//
+//	NAME.jsonl         the session file, byte for byte
+//	NAME.stream.jsonl  stdout of the same run (json mode, or rpc stdout)
+//	NAME.in.jsonl      rpc only: what was written to stdin
+//	NAME.meta.json     as for stream captures
+
+// SessionScenarios are the scenarios recorded with their session file: the
+// json and rpc scenarios that leave something to trace, and a few that only
+// the session file shows (a model change, a session name, stop reason length).
+func SessionScenarios() []Scenario {
+	keep := map[string]bool{
+		"text": true, "thinking": true, "bash-tool": true, "parallel-tools": true,
+		"retry-529": true, "retry-exhausted": true, "overflow": true,
+		"threshold-compaction": true, "cut": true, "two-prompts": true,
+		"sigterm-mid-tool": true, "rpc-steer-follow-up": true, "rpc-bash": true,
+		"rpc-abort-mid-tool": true, "rpc-compact": true,
+	}
+	var out []Scenario
+	for _, s := range append(Scenarios(), RPCScenarios()...) {
+		if keep[s.Name] {
+			out = append(out, s)
+		}
+	}
+	return append(out,
+		Scenario{
+			Name:        "length",
+			Description: "the model stops at its token limit (finish_reason length)",
+			Script:      []fakemodel.Response{{Text: []string{"A truncated ", "answer"}, FinishReason: "length"}},
+			Args:        jsonArgs("Write a lot"),
+			Check: func(c *Capture, recs []map[string]any) error {
+				return settled(c, recs, 1)
+			},
+		},
+		Scenario{
+			Name:        "rpc-settings",
+			Description: "thinking level, session name and model set over RPC, then a prompt with a tool",
+			Model:       func(m *pitest.Model) { m.Reasoning = true },
+			Script: []fakemodel.Response{
+				fakemodel.Tools(fakemodel.Bash("call_set_1", "echo set")),
+				fakemodel.Text("Settings noted.", 2),
+			},
+			Args: rpcArgs(),
+			RPC: []rpcStep{
+				send(`{"id":"t1","type":"set_thinking_level","level":"high"}`, isResponse("set_thinking_level")),
+				send(`{"id":"n1","type":"set_session_name","name":"Settings session"}`, isResponse("set_session_name")),
+				send(`{"id":"m1","type":"set_model","provider":"fake","modelId":"fake-model"}`, isResponse("set_model")),
+				send(`{"id":"p1","type":"prompt","message":"Note the settings"}`, isType("agent_settled")),
+			},
+			Check: func(c *Capture, recs []map[string]any) error {
+				return all(rpcOK(c, recs), expect(count(recs, "agent_settled") == 1, "want one agent_settled"))
+			},
+		},
+	)
+}
+
+// withSessionDir turns a scenario's --no-session into --session-dir dir.
+func withSessionDir(args []string, dir string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if a == "--no-session" {
+			out = append(out, "--session-dir", dir)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// sessionFile reads the one session file Pi left in dir.
+func sessionFile(dir string) ([]byte, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) != 1 {
+		return nil, fmt.Errorf("%d session files in %s, want 1: %v", len(files), dir, files)
+	}
+	return os.ReadFile(files[0])
+}
+
+// SessionCapture is one run recorded with its session file.
+type SessionCapture struct {
+	Capture
+	Session []byte
+}
+
+func writeSession(dir string, c *SessionCapture) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := c.Meta.Scenario
+	if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), c.Session, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".stream.jsonl"), c.Stdout, 0o644); err != nil {
+		return err
+	}
+	if c.Meta.Mode == "rpc" {
+		if err := os.WriteFile(filepath.Join(dir, name+".in.jsonl"), c.Stdin, 0o644); err != nil {
+			return err
+		}
+	}
+	meta, err := json.MarshalIndent(c.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name+".meta.json"), append(meta, '\n'), 0o644)
+}
+
+// LoadSession reads a capture written with its session file.
+func LoadSession(dir, name string) (*SessionCapture, error) {
+	meta, err := loadMeta(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &SessionCapture{Capture: Capture{Meta: meta}}
+	if c.Session, err = os.ReadFile(filepath.Join(dir, name+".jsonl")); err != nil {
+		return nil, err
+	}
+	if c.Stdout, err = os.ReadFile(filepath.Join(dir, name+".stream.jsonl")); err != nil {
+		return nil, err
+	}
+	if c.Meta.Mode == "rpc" {
+		c.Stdin, err = os.ReadFile(filepath.Join(dir, name+".in.jsonl"))
+	}
+	return c, err
+}
+
+// SessionNames lists the session captures in dir (by their meta files).
+func SessionNames(dir string) ([]string, error) {
+	metas, err := filepath.Glob(filepath.Join(dir, "*.meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range metas {
+		out = append(out, strings.TrimSuffix(filepath.Base(m), ".meta.json"))
+	}
+	return out, nil
+}
+
+// writeMetaOnly writes NAME.meta.json for a capture with no stream (TUI).
+func writeMetaOnly(dir string, c *Capture) error {
+	meta, err := json.MarshalIndent(c.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, c.Meta.Scenario+".meta.json"), append(meta, '\n'), 0o644)
+}
