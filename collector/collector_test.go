@@ -54,6 +54,14 @@ func TestShippedConfigsValidate(t *testing.T) {
 	}
 }
 
+// TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
+func TestGatewayLogsOverlayValidates(t *testing.T) {
+	gw, logs := collectortest.RepoFile(t, "collector/gateway.yaml"), collectortest.RepoFile(t, "collector/gateway-logs.yaml")
+	if err := collectortest.Validate(t, collectortest.CollectorEnv, gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
 	path := collectortest.RepoFile(t, "collector/gateway.yaml")
@@ -248,7 +256,7 @@ func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
 	}
 
 	used := map[string]bool{}
-	for _, file := range []string{"agent.yaml", "agent-dns.yaml", "gateway.yaml"} {
+	for _, file := range []string{"agent.yaml", "agent-dns.yaml", "gateway.yaml", "gateway-logs.yaml"} {
 		raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/"+file))
 		if err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@ func startScaleStack(t *testing.T, o collectortest.StackOptions) scaleStack {
 	}
 	o.Gateways = 2
 	o.BackendPerGateway = true
-	o.GatewayOverlays = []string{overlay}
+	o.GatewayOverlays = append(o.GatewayOverlays, overlay)
 	return scaleStack{collectortest.StartStack(t, o)}
 }
 

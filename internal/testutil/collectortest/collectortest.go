@@ -217,11 +217,15 @@ func (p *Process) Restart(t testing.TB) *Process {
 	return Start(t, p.Opts)
 }
 
-// Validate runs `validate` of the binary named by binEnv on config with env; it returns the
-// output on failure.
-func Validate(t testing.TB, binEnv, config string, env map[string]string) error {
+// Validate runs `validate` of the binary named by binEnv on config (merged with overlays) with
+// env; it returns the output on failure.
+func Validate(t testing.TB, binEnv, config string, env map[string]string, overlays ...string) error {
 	t.Helper()
-	cmd := exec.Command(Binary(t, binEnv), "validate", "--config=file:"+config)
+	args := []string{"validate", "--config=file:" + config}
+	for _, o := range overlays {
+		args = append(args, "--config=file:"+o)
+	}
+	cmd := exec.Command(Binary(t, binEnv), args...)
 	cmd.Env = append(os.Environ(), envList(env)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
