@@ -86,6 +86,13 @@ func captureFiles(t *testing.T) []string {
 // and OTLP/HTTP into the agent.
 func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel int) []collectortest.Replayed {
 	t.Helper()
+	return replayAllTrouble(t, bin, s, files, parallel, false)
+}
+
+// replayAllTrouble is replayAll, accepting replays that report export trouble when
+// troubleAllowed (their summary says how many spans failed).
+func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, parallel int, troubleAllowed bool) []collectortest.Replayed {
+	t.Helper()
 	var (
 		mu  sync.Mutex
 		out []collectortest.Replayed
@@ -102,6 +109,9 @@ func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			r, err := collectortest.Replay(bin, f, endpoint, protocol)
+			if err == nil && r.Trouble != "" && !troubleAllowed {
+				err = fmt.Errorf("replay %s: export trouble: %s", f, r.Trouble)
+			}
 			if err != nil {
 				t.Error(err)
 				return
@@ -488,4 +498,50 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 	whole := checkWhole(t, "after the re-route", reps, taps)
 	t.Logf("%d replays, %d spans; the agent held %d spans for the dead gateway-2; after it left the ring all reached gateway-1: %d single-trace replays whole, %d spans twice",
 		len(reps), sent, held, whole, spanCount(taps[0])-distinctSpans(taps[0]))
+}
+
+// TestAgentQueueAtCapacity: both gateways down and the agent's queue at capacity (8 requests per
+// signal), so the agent refuses what does not fit and pi-otel reports it (failed or dropped); then the agent is
+// SIGKILLed and everything restarted. Every span the agent accepted arrives, whole traces at one
+// gateway; every span it did not accept is one pi-otel reported as failed: none vanishes.
+func TestAgentQueueAtCapacity(t *testing.T) {
+	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
+		AgentEnv: map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "8"}})
+	bin := collectortest.PiOtel(t)
+	for _, g := range s.Gateways {
+		g.Proc.Kill(t)
+	}
+	reps := replayAllTrouble(t, bin, s, copies(captureFiles(t), 2), replayParallel, true)
+	sent, failed := 0, 0
+	var whole []collectortest.Replayed // replays the agent took entirely
+	for _, r := range reps {
+		sent += r.Spans
+		failed += r.Failed
+		if r.Failed == 0 {
+			whole = append(whole, r)
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("the agent's queue never refused anything: the test did not reach capacity")
+	}
+	accepted := metricAt(t, s.AgentTelemetry, "otelcol_receiver_accepted_spans", "")
+	queued := metricAt(t, s.AgentTelemetry, "otelcol_exporter_queue_size", `exporter="load_balancing/traces"`)
+	s.Agent.Kill(t)
+	for i, g := range s.Gateways {
+		s.Gateways[i].Proc = g.Proc.Restart(t)
+	}
+	s.Agent = s.Agent.Restart(t)
+
+	waitForSpans(t, s, int(accepted), 3*time.Minute)
+	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	delivered := distinctSpans(taps[0]) + distinctSpans(taps[1])
+	if float64(delivered) != accepted {
+		t.Errorf("the agent accepted %v spans, the gateways received %d", accepted, delivered)
+	}
+	if delivered+failed != sent {
+		t.Errorf("pi-otel made %d spans: %d delivered + %d reported undelivered leaves %d unaccounted for", sent, delivered, failed, sent-delivered-failed)
+	}
+	n := checkWhole(t, "after the restart", whole, taps)
+	t.Logf("%d replays, %d spans: the full queue (%v requests) refused %d, which pi-otel reported undelivered; the agent had accepted %v; after SIGKILL and restart %d delivered, %d fully accepted single-trace replays whole",
+		len(reps), sent, queued, failed, accepted, delivered, n)
 }
