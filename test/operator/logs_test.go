@@ -69,41 +69,12 @@ func (s *logStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-var yamlBlock = regexp.MustCompile("(?s)```yaml\n(# (agent|gateway): logs pipeline\n.*?)```")
-
-// logsOverlays returns the agent's and the gateway's logs pipeline, as docs/operations.md shows
-// them, written to files to pass as a second --config.
-func logsOverlays(t *testing.T) (agent, gateway string) {
-	t.Helper()
-	doc, err := os.ReadFile(collectortest.RepoFile(t, "docs/operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, m := range yamlBlock.FindAllSubmatch(doc, -1) {
-		path := filepath.Join(dir, string(m[2])+"-logs.yaml")
-		if err := os.WriteFile(path, m[1], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if string(m[2]) == "agent" {
-			agent = path
-		} else {
-			gateway = path
-		}
-	}
-	if agent == "" || gateway == "" {
-		t.Fatal("docs/operations.md lacks the agent's or the gateway's logs pipeline block")
-	}
-	return agent, gateway
-}
-
-// TestLogsThroughTheCollectors: `pi-otel replay --logs-exporter otlp` of real captures, through
-// the shipped agent and gateway with the logs pipelines docs/operations.md gives, reaches an
+// TestLogsThroughTheCollectors: `pi-otel replay` of real captures with OTEL_LOGS_EXPORTER=otlp,
+// through the shipped agent and a gateway started with collector/gateway-logs.yaml, reaches an
 // OTLP log store with every record, each carrying its run's trace id.
 func TestLogsThroughTheCollectors(t *testing.T) {
 	t.Parallel()
 	bin := piOtelBinary(t)
-	agentLogs, gatewayLogs := logsOverlays(t)
 
 	store := &logStore{records: map[string]string{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -114,39 +85,13 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	// Traces go nowhere that listens: only the logs matter here.
-	nowhere := collectortest.FreeAddr(t)
-	var gatewayOTLP string
-	gateway := collectortest.StartFresh(t, func() collectortest.Options {
-		gatewayOTLP = collectortest.FreeAddr(t)
-		health, telemetry := collectortest.FreeAddr(t), collectortest.FreeAddr(t)
-		return collectortest.Options{
-			Name: "gateway", Config: collectortest.RepoFile(t, "collector/gateway.yaml"), Health: health,
-			Args: append([]string{"--config=file:" + gatewayLogs}, collectortest.GatewayArgs...),
-			Env: map[string]string{
-				"PI_OTEL_GATEWAY_HEALTH": health, "PI_OTEL_GATEWAY_OTLP_GRPC": gatewayOTLP,
-				"PI_OTEL_GATEWAY_OTLP_HTTP": collectortest.FreeAddr(t), "PI_OTEL_GATEWAY_PROMETHEUS": collectortest.FreeAddr(t),
-				"PI_OTEL_GATEWAY_TELEMETRY_HOST": "127.0.0.1", "PI_OTEL_GATEWAY_TELEMETRY_PORT": collectortest.Port(telemetry),
-				"PI_OTEL_GATEWAY_BATCH_TIMEOUT": "200ms", "PI_OTEL_JAEGER_ENDPOINT": nowhere, "PI_OTEL_TEMPO_ENDPOINT": nowhere,
-				"PI_OTEL_LOGS_ENDPOINT": "http://" + lis.Addr().String() + "/otlp",
-			},
-		}
+	stack := collectortest.StartStack(t, collectortest.StackOptions{
+		GatewayOverlays: []string{collectortest.RepoFile(t, "collector/gateway-logs.yaml")},
+		GatewayEnv: func(int) map[string]string {
+			return map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://" + lis.Addr().String() + "/otlp"}
+		},
 	})
-	var agentOTLP string
-	agent := collectortest.StartFresh(t, func() collectortest.Options {
-		agentOTLP = collectortest.FreeAddr(t)
-		health := collectortest.FreeAddr(t)
-		return collectortest.Options{
-			Name: "agent", Config: collectortest.RepoFile(t, "collector/agent.yaml"), Health: health,
-			Args: []string{"--config=file:" + agentLogs},
-			Env: map[string]string{
-				"PI_OTEL_AGENT_HEALTH": health, "PI_OTEL_AGENT_OTLP_GRPC": agentOTLP,
-				"PI_OTEL_AGENT_OTLP_HTTP": collectortest.FreeAddr(t), "PI_OTEL_AGENT_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_AGENT_TELEMETRY_PORT": collectortest.Port(collectortest.FreeAddr(t)),
-				"PI_OTEL_AGENT_BATCH_TIMEOUT":  "200ms", "PI_OTEL_GATEWAY_ENDPOINT": gatewayOTLP,
-			},
-		}
-	})
+	agentOTLP, nowhere := stack.AgentOTLP, collectortest.FreeAddr(t)
 
 	// Each replay writes its records to a file too: the file is what the store must end up with.
 	want := map[string]int{} // "traceid/event" → records
@@ -201,7 +146,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 	}, func() string {
 		store.mu.Lock()
 		defer store.mu.Unlock()
-		return fmt.Sprintf("the log store has %d records, want by trace/event %v", len(store.records), want) + "\nagent:\n" + agent.Logs() + "\ngateway:\n" + gateway.Logs()
+		return fmt.Sprintf("the log store has %d records, want by trace/event %v", len(store.records), want) + "\nagent:\n" + stack.Agent.Logs() + "\ngateway:\n" + stack.Gateway.Logs()
 	})
 	store.mu.Lock()
 	defer store.mu.Unlock()
