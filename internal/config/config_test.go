@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"flag"
 	"io"
 	"reflect"
@@ -478,5 +479,65 @@ func TestSpoolDir(t *testing.T) {
 				t.Errorf("spool dir %q, want %q", cfg.Spool.Dir, c.want)
 			}
 		})
+	}
+}
+
+// TestGarbledEndpoints: an endpoint no connection could ever use is named,
+// with the form expected, at start-up: a flag refuses, a variable is
+// ignored with one warning (not one per signal).
+func TestGarbledEndpoints(t *testing.T) {
+	for _, raw := range []string{"not a url", "::::", "http://", "http://:4317", "host:99999", "https://a b:4317", "localhost:port"} {
+		t.Run(raw, func(t *testing.T) {
+			_, err := load(t, []string{"--endpoint", raw}, nil)
+			if err == nil {
+				t.Fatal("Load accepted the endpoint")
+			}
+			msg := err.Error()
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("error is more than one line:\n%s", msg)
+			}
+			for _, w := range []string{"--endpoint", fmt.Sprintf("%q", raw), "want http://HOST:PORT"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+			cfg, err := load(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": raw})
+			if err != nil {
+				t.Fatalf("a bad variable refused to start: %v", err)
+			}
+			if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "want http://HOST:PORT") {
+				t.Errorf("warnings = %q, want one naming the expected form", cfg.Warnings)
+			}
+		})
+	}
+	for _, good := range []string{"collector:4317", "http://[::1]:4317", "https://otel.example.com", "10.0.0.1", "my_host:4318"} {
+		if _, err := load(t, []string{"--endpoint", good}, nil); err != nil {
+			t.Errorf("--endpoint %q refused: %v", good, err)
+		}
+	}
+}
+
+// TestFlagRefusedWithoutOTLP: a flag's bad value is an error even when the
+// OTLP exporter it configures is not in use, and it is said once.
+func TestFlagRefusedWithoutOTLP(t *testing.T) {
+	for _, args := range [][]string{
+		{"--protocol", "bogus"},
+		{"--compression", "zip"},
+		{"--timeout", "soon"},
+		{"--insecure=maybe"},
+	} {
+		_, err := load(t, args, nil)
+		if err == nil {
+			t.Errorf("%q accepted without an endpoint", args)
+			continue
+		}
+		if n := strings.Count(err.Error(), args[0][:strings.IndexAny(args[0]+"=", "=")]); n != 1 {
+			t.Errorf("%q: error names the flag %d times, want once:\n%s", args, n, err)
+		}
+	}
+	// A stray variable of an exporter not in use still changes nothing.
+	cfg, err := load(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "bogus"})
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Errorf("stray OTEL_EXPORTER_OTLP_PROTOCOL: err %v, warnings %q", err, cfg.Warnings)
 	}
 }

@@ -40,11 +40,34 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
 	var l loader
 	l.s = s
 	cfg := l.load()
-	if err := errors.Join(l.errs...); err != nil {
+	// Traces and metrics read the same generic settings: say each once.
+	if err := errors.Join(uniqueErrs(l.errs)...); err != nil {
 		return Config{}, err
 	}
-	cfg.Warnings = l.warnings
+	cfg.Warnings = unique(l.warnings)
 	return cfg, nil
+}
+
+func uniqueErrs(errs []error) []error {
+	var out []error
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func unique(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Default is the configuration when nothing is set.
@@ -88,6 +111,8 @@ type loader struct {
 	warnings []string
 	// noContent: a redaction pattern from the environment was unusable.
 	noContent bool
+	// unusedErrs are flag settings that only conflict when OTLP is used.
+	unusedErrs []error
 }
 
 func (l *loader) fail(format string, args ...any) {
@@ -205,10 +230,13 @@ func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 
 	// OTLP settings only matter, and only fail the load, when OTLP is used:
 	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
+	// A flag's unusable value is refused all the same: the user typed it,
+	// and "--protocol bogus" must not pass because no endpoint is set.
 	sub := &loader{s: l.s}
 	sig.OTLP = sub.otlp(name, env)
+	l.errs = append(l.errs, sub.errs...)
 	if sig.Exporter == ExporterOTLP {
-		l.errs = append(l.errs, sub.errs...)
+		l.errs = append(l.errs, sub.unusedErrs...)
 		l.warnings = append(l.warnings, sub.warnings...)
 	}
 	return sig
@@ -282,7 +310,9 @@ func (l *loader) otlp(name, env string) OTLP {
 				from = f
 			}
 		}
-		if l.bad(from, format, args...) {
+		if strings.HasPrefix(from, "--") {
+			l.unusedErrs = append(l.unusedErrs, fmt.Errorf(format, args...))
+		} else if l.bad(from, format, args...) {
 			o.Certificate, o.ClientCertificate, o.ClientKey = "", "", ""
 		}
 	}
@@ -504,24 +534,30 @@ func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, in
 	if strings.Contains(raw, "://") {
 		var err error
 		if u, err = url.Parse(raw); err != nil {
-			return "", fmt.Errorf("endpoint %q is not a URL", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (not a URL); %s", redactURL(raw), endpointForm)
 		}
 		u.Scheme = strings.ToLower(u.Scheme)
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return "", fmt.Errorf("endpoint %q: the scheme must be http or https", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (the scheme must be http or https); %s", redactURL(raw), endpointForm)
 		}
 		if u.Host == "" {
-			return "", fmt.Errorf("endpoint %q has no host", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (no host); %s", redactURL(raw), endpointForm)
+		}
+		if err := checkHostPort(u.Host, true); err != nil {
+			return "", fmt.Errorf("%q is not an endpoint (%v); %s", redactURL(raw), err, endpointForm)
 		}
 	} else {
 		host := raw
 		if i := strings.IndexAny(host, "/?#"); i >= 0 {
-			return "", fmt.Errorf("endpoint %q: give host:port, or a full http:// or https:// URL", raw)
+			return "", fmt.Errorf("%q is not an endpoint (a path needs http:// or https://); %s", raw, endpointForm)
 		}
 		h, _, err := net.SplitHostPort(host)
 		if err != nil {
 			h = strings.Trim(host, "[]")
 			host = net.JoinHostPort(h, defPort)
+		}
+		if err := checkHostPort(host, false); err != nil {
+			return "", fmt.Errorf("%q is not an endpoint (%v); %s", raw, err, endpointForm)
 		}
 		scheme := "https"
 		if insecure || isLoopback(h) {
@@ -541,6 +577,42 @@ func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, in
 		u.Path = "/"
 	}
 	return u.String(), nil
+}
+
+// endpointForm is what an endpoint should look like, for error messages.
+const endpointForm = "want http://HOST:PORT, https://HOST:PORT or HOST:PORT, such as http://localhost:4317"
+
+// checkHostPort refuses a host that no connection could ever reach, such
+// as "not a url" or "::::", so the mistake is named at start-up instead of
+// surfacing as a failed export after the flush timeout. The port may be
+// missing only from a URL, where the scheme implies it.
+func checkHostPort(hostport string, portOptional bool) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if !portOptional || strings.Count(hostport, ":") > 0 && !strings.HasSuffix(hostport, "]") {
+			return errors.New("not HOST:PORT")
+		}
+		host = strings.Trim(hostport, "[]")
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("the port must be a number from 1 to 65535")
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return errors.New("not a host name or IP address")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return errors.New("not a host name or IP address")
+			}
+		}
+	}
+	return nil
 }
 
 func isLoopback(host string) bool {
