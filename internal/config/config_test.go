@@ -1,8 +1,8 @@
 package config_test
 
 import (
-	"fmt"
 	"flag"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
