@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -539,5 +540,39 @@ func TestFlagRefusedWithoutOTLP(t *testing.T) {
 	cfg, err := load(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "bogus"})
 	if err != nil || len(cfg.Warnings) != 0 {
 		t.Errorf("stray OTEL_EXPORTER_OTLP_PROTOCOL: err %v, warnings %q", err, cfg.Warnings)
+	}
+}
+
+// TestFlagTable: every flag has its variable and, unless boolean, an
+// upper-case placeholder; and a default the table states is the default
+// the loader uses: setting the variable to it changes nothing.
+func TestFlagTable(t *testing.T) {
+	base := config.Default()
+	for _, d := range config.Flags() {
+		if len(d.Envs) == 0 {
+			t.Errorf("--%s names no environment variable", d.Name)
+		}
+		if !d.Boolean && (d.Placeholder == "" || d.Placeholder != strings.ToUpper(d.Placeholder)) {
+			t.Errorf("--%s has placeholder %q; want an upper-case one", d.Name, d.Placeholder)
+		}
+		if d.Group == "" || !slices.Contains(config.Groups, d.Group) {
+			t.Errorf("--%s is in no known group (%q)", d.Name, d.Group)
+		}
+		if d.Default == "" || strings.Contains(d.Default, " ") {
+			continue // stated in words: "file if --traces-file is set, ..."
+		}
+		v := d.Default
+		if v == "off" {
+			v = "false"
+		}
+		cfg, err := load(t, nil, map[string]string{d.Envs[0]: v})
+		if err != nil || len(cfg.Warnings) > 0 {
+			t.Errorf("%s=%s (the stated default): %v %q", d.Envs[0], v, err, cfg.Warnings)
+			continue
+		}
+		cfg.Warnings = nil
+		if !reflect.DeepEqual(cfg, base) {
+			t.Errorf("%s=%s, the stated default of --%s, is not the default:\n got %+v\nwant %+v", d.Envs[0], v, d.Name, cfg, base)
+		}
 	}
 }
