@@ -45,6 +45,11 @@ func Replay(env Env, args []string) int {
 	case rest[0] == "-":
 		src = env.Stdin
 	case followFile:
+		// Like tail -F: a file not there yet is waited for, and said so
+		// at once, so a typo in the name does not look like a quiet file.
+		if _, err := os.Stat(rest[0]); os.IsNotExist(err) && !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s does not exist yet; waiting for it to appear (Ctrl-C to stop)\n", rest[0])
+		}
 		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
@@ -83,6 +88,15 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 	case session.KindUnknown:
 		if herr != nil && herr != io.EOF {
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+			return 1
+		}
+		if len(head) == 0 {
+			// Nothing came at all: an interrupted wait, or an empty file.
+			if ctx.Err() != nil {
+				fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+			} else {
+				fmt.Fprintf(env.Stderr, "pi-otel: %s is empty: nothing traced\n", name)
+			}
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)

@@ -1,0 +1,71 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/app"
+)
+
+// replay --follow of a file that is not there yet says at once that it
+// waits for it, as tail -F does; interrupted before anything came, it
+// says nothing was traced and exits 1, not 0.
+func TestFollowMissingFileSaysItWaits(t *testing.T) {
+	bin := buildBin(t)
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	cmd := exec.Command(bin, "replay", "--follow", missing)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A guard against a hang, not a performance assertion.
+	guard := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() })
+	defer guard.Stop()
+	r := bufio.NewReader(pipe)
+	first, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v", err)
+	}
+	if want := "pi-otel: " + missing + " does not exist yet; waiting for it to appear (Ctrl-C to stop)\n"; first != want {
+		t.Errorf("first line %q, want %q", first, want)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1\n%s%s", err, first, rest)
+	}
+	if want := "pi-otel: interrupted before " + missing + " had any records: nothing traced\n"; string(rest) != want {
+		t.Errorf("after Ctrl-C: %q, want %q", rest, want)
+	}
+}
+
+func TestReplayEmptyFile(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	writeFile(t, empty, nil)
+	var stderr bytes.Buffer
+	code := app.Main(app.Env{Args: []string{"replay", empty}, Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }})
+	errs := stderr.String()
+	if want := "pi-otel: " + empty + " is empty: nothing traced\n"; code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+	if strings.Contains(errs, "neither") {
+		t.Error("an empty file is called neither kind")
+	}
+}
