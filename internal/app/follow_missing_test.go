@@ -2,17 +2,13 @@ package app_test
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pi-otel/pi-otel/internal/app"
 )
 
 // replay --follow of a file that is not there yet says at once that it
@@ -53,19 +49,5 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 	}
 	if want := "pi-otel: interrupted before " + missing + " had any records: nothing traced\n"; string(rest) != want {
 		t.Errorf("after Ctrl-C: %q, want %q", rest, want)
-	}
-}
-
-func TestReplayEmptyFile(t *testing.T) {
-	empty := filepath.Join(t.TempDir(), "empty.jsonl")
-	writeFile(t, empty, nil)
-	var stderr bytes.Buffer
-	code := app.Main(app.Env{Args: []string{"replay", empty}, Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }})
-	errs := stderr.String()
-	if want := "pi-otel: " + empty + " is empty: nothing traced\n"; code != 1 || errs != want {
-		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, want)
-	}
-	if strings.Contains(errs, "neither") {
-		t.Error("an empty file is called neither kind")
 	}
 }

@@ -90,13 +90,9 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
 			return 1
 		}
-		if len(head) == 0 {
-			// Nothing came at all: an interrupted wait, or an empty file.
-			if ctx.Err() != nil {
-				fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
-			} else {
-				fmt.Fprintf(env.Stderr, "pi-otel: %s is empty: nothing traced\n", name)
-			}
+		if len(head) == 0 && ctx.Err() != nil {
+			// Interrupted while waiting (--follow, a FIFO): nothing came.
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)

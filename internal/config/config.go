@@ -157,6 +157,9 @@ type OTLP struct {
 	// Endpoint is an absolute http:// or https:// URL. For grpc only its
 	// host and port count; for http/protobuf it is the URL to POST to.
 	Endpoint string
+	// EndpointFrom names where Endpoint came from ("--endpoint",
+	// "OTEL_EXPORTER_OTLP_ENDPOINT"), for messages; "" is the default.
+	EndpointFrom string
 	// Headers are sent with every export. Never print their values.
 	Headers map[string]string
 	// Certificate is a PEM file of CA certificates to trust.

@@ -283,8 +283,9 @@ func (l *loader) otlp(name, env string) OTLP {
 	ep, err := resolveEndpoint(raw, generic, o.Protocol, "/v1/"+name, insecure)
 	if err != nil && l.bad(from, "%s: %v", from, err) {
 		ep, _ = resolveEndpoint("", true, o.Protocol, "/v1/"+name, insecure)
+		from = ""
 	}
-	o.Endpoint = ep
+	o.Endpoint, o.EndpointFrom = ep, from
 
 	if v, from, ok := pick("HEADERS", "headers"); ok {
 		h, err := parseKeyValues(v, true)
@@ -514,6 +515,11 @@ func parseKeyValues(v string, secret bool) (map[string]string, error) {
 		}
 		if key == "" {
 			return nil, fmt.Errorf("%s has an empty key", show())
+		}
+		// A control character (a CR LF pasted in) makes every export
+		// fail; refuse it here rather than after the flush timeout.
+		if strings.ContainsFunc(key+value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return nil, fmt.Errorf("%s has a control character such as CR or LF", show())
 		}
 		out[key] = value
 	}

@@ -281,7 +281,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		t.traceDest = fmt.Sprintf("otlp %s %s", ot.Protocol, ot.Target())
 		t.traceWatch = &watch{rep: t.rep, dest: destination{
 			signal: "traces", host: hostOf(ot.Endpoint), target: ot.Target(),
-			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console",
+			hint: noCollectorHint(ot, "--traces-exporter console"),
 		}}
 		var err error
 		var client otlptrace.Client
@@ -331,7 +331,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		dest = fmt.Sprintf("otlp %s %s", om.Protocol, om.Target())
 		w = &watch{rep: t.rep, dest: destination{
 			signal: "metrics", host: hostOf(om.Endpoint), target: om.Target(),
-			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --metrics-exporter none",
+			hint: noCollectorHint(om, "--metrics-exporter none"),
 		}}
 		t.metricWatch = w
 		timeout = om.Timeout
@@ -355,6 +355,15 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		sdkmetric.WithInterval(cfg.MetricsInterval),
 		sdkmetric.WithTimeout(timeout),
 	), nil
+}
+
+// noCollectorHint is the way out when nothing answers at the endpoint:
+// naming an endpoint if none was, else checking the one that was.
+func noCollectorHint(o config.OTLP, instead string) string {
+	if o.EndpointFrom == "" {
+		return "no endpoint is set, so this is the default; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
+	}
+	return fmt.Sprintf("the endpoint comes from %s: start a collector there or fix it, or use %s", o.EndpointFrom, instead)
 }
 
 // open opens an output file for appending, or stderr for "-". A file is
@@ -496,7 +505,11 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
 		t.metricWatch.reconnect(mctx)
 	}
-	errs = append(errs, t.mp.Shutdown(mctx))
+	// A failed last export was reported as it happened, with the fix;
+	// the same failure again, as the SDK words it, would only be noise.
+	if err := t.mp.Shutdown(mctx); err != nil && (t.metricWatch == nil || !t.metricWatch.hasFailed()) {
+		errs = append(errs, err)
+	}
 	errs = append(errs, t.closeAll())
 	return errors.Join(errs...)
 }
