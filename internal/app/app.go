@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -178,6 +179,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	if err != nil {
 		return nil, err
 	}
+	// The exporters also read OTEL_* themselves and log what they cannot
+	// parse, unprefixed; config has read the same variables and warned.
+	otel.SetLogger(logr.Discard())
 	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append([]telemetry.Option{
 		telemetry.WithStderr(env.Stderr),
 		telemetry.WithIDGenerator(ids),

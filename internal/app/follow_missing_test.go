@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // replay --follow of a file that is not there yet says at once that it
@@ -49,5 +53,28 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 	}
 	if want := "pi-otel: interrupted before " + missing + " had any records: nothing traced\n"; string(rest) != want {
 		t.Errorf("after Ctrl-C: %q, want %q", rest, want)
+	}
+}
+
+// The exporters parse OTEL_* themselves too; what they log about a garbled
+// value must not reach stderr unprefixed, beside pi-otel's own warning.
+func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
+	bin := buildBin(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there: a refused connection, at once
+	for _, ep := range []string{"::::", "not a url", "http://"} {
+		cmd := exec.Command(bin, "replay", "--spool-dir", "none", "--traces-endpoint", "http://"+addr,
+			repo.Path("testdata/captures/pi-0.73.x/bash-tool.jsonl"))
+		cmd.Env = []string{"HOME=" + t.TempDir(), "OTEL_EXPORTER_OTLP_ENDPOINT=" + ep}
+		out, _ := cmd.CombinedOutput()
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if !strings.HasPrefix(line, "pi-otel") {
+				t.Errorf("%q: unprefixed line %q in:\n%s", ep, line, out)
+			}
+		}
 	}
 }

@@ -361,7 +361,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 // naming an endpoint if none was, else checking the one that was.
 func noCollectorHint(o config.OTLP, instead string) string {
 	if o.EndpointFrom == "" {
-		return "no endpoint is set, so this is the default; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
+		return "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
 	}
 	return fmt.Sprintf("the endpoint comes from %s: start a collector there or fix it, or use %s", o.EndpointFrom, instead)
 }

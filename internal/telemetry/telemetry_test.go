@@ -682,7 +682,7 @@ func TestRefusedNamesTheEndpoint(t *testing.T) {
 		env  map[string]string
 		says string
 	}{
-		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "no endpoint is set, so this is the default; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + freePort(t)}, "the endpoint comes from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 	} {
 		ctx := testCtx(t)
