@@ -299,6 +299,9 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 	}
 	if !p.cfg.Quiet {
 		setDeadline(p.stderr, time.Now().Add(summaryGrace))
+		if n := p.sink.Unreported(); n > 0 {
+			fmt.Fprintf(p.stderr, "pi-otel: %d more bad %s not reported one by one\n", n, map[bool]string{true: "record", false: "records"}[n == 1])
+		}
 		fmt.Fprintln(p.stderr, p.tel.Summary()+p.inputSummary())
 	}
 }

@@ -2,11 +2,13 @@ package app
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // mainWith runs Main with args and env, and returns the exit code and
@@ -124,4 +126,24 @@ func TestHelpTeaches(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// Warnings about bad records stop after a burst; the end says how many
+// more there were, before the summary that counts them all.
+func TestHeldBackWarningsCounted(t *testing.T) {
+	capture, err := os.ReadFile(repo.Path("testdata/captures/pi-0.73.x/bash-tool.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := string(capture) + strings.Repeat("{bad\n", 20)
+	var out, errb bytes.Buffer
+	code := Main(Env{Args: []string{"replay", "--traces-exporter", "none", "-"}, Stdin: strings.NewReader(in),
+		Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "pi-otel: 15 more bad records not reported one by one\n") ||
+		!strings.Contains(errb.String(), "; 20 malformed records") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
 }

@@ -116,3 +116,20 @@ func TestAnchorFindsTheFirstTimedRecord(t *testing.T) {
 		t.Fatal("anchored on untimed records")
 	}
 }
+
+// The last warning of the burst says that more are held back, and the
+// sink tells how many were, so the caller can say so at the end.
+func TestWarningsSayWhatIsHeldBack(t *testing.T) {
+	var warn strings.Builder
+	s := New(mapper.New(sdktrace.NewTracerProvider()), WithWarnings(&warn))
+	for i := 0; i < warnBurst+12; i++ {
+		s.Record([]byte(`{not json`))
+	}
+	lines := strings.Split(strings.TrimSpace(warn.String()), "\n")
+	if len(lines) != warnBurst || !strings.Contains(lines[warnBurst-1], "further ones are reported at most once per") {
+		t.Errorf("warnings:\n%s\nwant %d, the last saying more are held back", warn.String(), warnBurst)
+	}
+	if n := s.Unreported(); n != 12 {
+		t.Errorf("Unreported() = %d, want 12", n)
+	}
+}
