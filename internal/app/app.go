@@ -128,6 +128,7 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return config.Config{}, nil, 2
 	}
+	applyMemoryFlag(cfg.MemoryLimit)
 	if !cfg.Quiet {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)

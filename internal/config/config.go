@@ -139,6 +139,12 @@ type Config struct {
 
 	// Batch configures the span batching between producer and exporter.
 	Batch Batch
+
+	// MemoryLimit is the soft heap limit in bytes asked for with
+	// --memory-limit; 0 when not given, -1 for off. pi-otel checks it,
+	// unlike GOMEMLIMIT, which the Go runtime reads (and aborts on) before
+	// pi-otel starts.
+	MemoryLimit int64
 }
 
 // Signal says where one signal goes.

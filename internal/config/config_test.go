@@ -576,3 +576,27 @@ func TestFlagTable(t *testing.T) {
 		}
 	}
 }
+
+// --memory-limit is pi-otel's own, checked, alternative to GOMEMLIMIT,
+// which the Go runtime aborts on before pi-otel can say anything.
+func TestMemoryLimit(t *testing.T) {
+	for v, want := range map[string]int64{"64MiB": 64 << 20, "1GiB": 1 << 30, "1048576": 1 << 20, "512KiB": 512 << 10, "off": -1} {
+		cfg, err := load(t, []string{"--memory-limit", v}, nil)
+		if err != nil || cfg.MemoryLimit != want {
+			t.Errorf("--memory-limit %s: %d, %v; want %d", v, cfg.MemoryLimit, err, want)
+		}
+	}
+	if cfg := config.Default(); cfg.MemoryLimit != 0 {
+		t.Errorf("unset memory limit = %d, want 0 (the default applies)", cfg.MemoryLimit)
+	}
+	for _, bad := range []string{"abc", "64MB", "-1", "0", "1.5GiB"} {
+		_, err := load(t, []string{"--memory-limit", bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), "want a size such as 64MiB") {
+			t.Errorf("--memory-limit %s: %v", bad, err)
+		}
+		cfg, err := load(t, nil, map[string]string{"PI_OTEL_MEMORY_LIMIT": bad})
+		if err != nil || len(cfg.Warnings) != 1 || cfg.MemoryLimit != 0 {
+			t.Errorf("PI_OTEL_MEMORY_LIMIT=%s: %v %q", bad, err, cfg.Warnings)
+		}
+	}
+}

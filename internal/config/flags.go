@@ -57,6 +57,7 @@ var flagDefs = []flagDef{
 	{name: "max-export-batch-size", usage: "spans per export, `N` (OTEL_BSP_MAX_EXPORT_BATCH_SIZE; default 512)"},
 	{name: "schedule-delay", usage: "longest wait before queued spans are exported, a `DURATION` (OTEL_BSP_SCHEDULE_DELAY; default 5s)"},
 	{name: "export-timeout", usage: "bound on exporting one batch, retries included, a `DURATION` (OTEL_BSP_EXPORT_TIMEOUT; default 30s)"},
+	{name: "memory-limit", usage: "soft limit on pi-otel's own heap, a `SIZE` in B, KiB, MiB or GiB (such as 64MiB), or off (PI_OTEL_MEMORY_LIMIT; default 32MiB, or GOMEMLIMIT's when that is set)"},
 }
 
 // RegisterFlags defines pi-otel's telemetry flags on fs. Load reads back the

@@ -182,6 +182,13 @@ func (l *loader) load() Config {
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
 	l.duration(&cfg.Batch.ScheduleDelay, true, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
 	l.duration(&cfg.Batch.ExportTimeout, true, flags("export-timeout"), "OTEL_BSP_EXPORT_TIMEOUT")
+	if v, from, ok := l.s.lookup(flags("memory-limit"), "PI_OTEL_MEMORY_LIMIT"); ok {
+		if n, err := parseSize(v); err != nil {
+			l.bad(from, "%s %q: want a size such as 64MiB (B, KiB, MiB, GiB) or off", from, v)
+		} else {
+			cfg.MemoryLimit = n
+		}
+	}
 	// The SDK clamps the batch to the queue the same way.
 	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
 	return cfg
@@ -487,6 +494,29 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, errors.New("negative")
 	}
 	return d, nil
+}
+
+// parseSize reads a byte size in GOMEMLIMIT's units (B, KiB, MiB, GiB,
+// TiB; a bare number is bytes), or "off" as -1.
+func parseSize(v string) (int64, error) {
+	if strings.EqualFold(v, "off") {
+		return -1, nil
+	}
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(v, u.suffix) {
+			num, mult = strings.TrimSuffix(v, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, errors.New("not a size")
+	}
+	return n * mult, nil
 }
 
 // parseKeyValues reads the "k1=v1,k2=v2" lists of OTEL_EXPORTER_OTLP_HEADERS
