@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -118,4 +119,54 @@ func settingsTables(t *testing.T) string {
 		}
 	}
 	return b.String()
+}
+
+// TestDocCommandsParse: every pi-otel command line in the README and the
+// docs names a command that exists and only flags it knows, so a
+// newcomer's first copy and paste does not end in "unknown flag".
+func TestDocCommandsParse(t *testing.T) {
+	docs, err := filepath.Glob(repo.Path("docs/*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{repo.Path("README.md")}, docs...)
+	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (run|rpc|replay|demo|version|help)((?: [^#\x60\n]*)?)`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f = filepath.Base(f)
+		if strings.Contains(string(b), "cmd/pi-otel@latest") {
+			t.Errorf("%s: go install …@latest does not work: the module is not published", f)
+		}
+		for _, m := range cmdLine.FindAllStringSubmatch(string(b), -1) {
+			cmd, rest := m[1], strings.Fields(m[2])
+			if cmd == "version" || cmd == "help" {
+				continue
+			}
+			_, out, _ := mainWith(nil, cmd, "--help")
+			for _, a := range rest {
+				if a == "--" {
+					break
+				}
+				if !strings.HasPrefix(a, "--") || a == "--…" {
+					continue
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				name = strings.TrimRight(name, ".,;:)`")
+				if name == "" || name == "help" {
+					continue
+				}
+				n++
+				if !strings.Contains(out, "\n  --"+name+"\n") && !strings.Contains(out, "\n  --"+name+" ") {
+					t.Errorf("%s: %q uses --%s, which pi-otel %s does not know", f, strings.TrimSpace(m[0]), name, cmd)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d flags found in the docs' command lines; is the pattern right?", n)
+	}
 }
