@@ -125,7 +125,10 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 	}
 	cfg, err := config.Load(fs, env.Getenv)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		// Load reports every mistake at once, one a line.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
+		}
 		return config.Config{}, nil, 2
 	}
 	applyMemoryFlag(cfg.MemoryLimit)

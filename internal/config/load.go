@@ -325,11 +325,11 @@ func (l *loader) otlp(name, env string) OTLP {
 		}
 	}
 	if (o.ClientCertificate == "") != (o.ClientKey == "") {
-		tlsBad("mutual TLS for %s needs both a client certificate and a client key", name)
+		tlsBad("mutual TLS needs both a client certificate and a client key (--client-certificate, --client-key)")
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") &&
 		(o.Certificate != "" || o.ClientCertificate != "") {
-		tlsBad("a certificate is set for %s but the endpoint %s is plaintext; use an https:// endpoint", name, redactURL(o.Endpoint))
+		tlsBad("a certificate is set but the endpoint %s is plaintext; use an https:// endpoint", redactURL(o.Endpoint))
 	}
 
 	if v, from, ok := pick("TIMEOUT", "timeout"); ok {
