@@ -148,3 +148,34 @@ func TestHeldBackWarningsCounted(t *testing.T) {
 		t.Errorf("stderr:\n%s", errb.String())
 	}
 }
+
+// The demo's tree is the same every time: parallel tools that start at
+// one instant keep the stream's order rather than their random span ids'.
+func TestDemoTreeIsStable(t *testing.T) {
+	var first string
+	for i := 0; i < 8; i++ {
+		code, _, errs := mainWith(nil, "demo", "--spool-dir", "none")
+		if code != 0 {
+			t.Fatalf("demo exit %d\n%s", code, errs)
+		}
+		// Trace ids are random; the tree under them is not.
+		tree := regexp.MustCompile(`(?m)^pi-otel: .*$|[0-9a-f]{32}`).ReplaceAllString(errs, "")
+		if i == 0 {
+			first = tree
+			if !strings.Contains(tree, "execute_tool") {
+				t.Fatalf("no tools in the demo tree:\n%s", tree)
+			}
+			// The README shows this tree: it must be what users see.
+			readme, err := os.ReadFile(repo.Path("README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown := regexp.MustCompile("(?s)\n(invoke_agent pi  274ms.*?)\n```").FindSubmatch(readme)
+			if shown == nil || !strings.Contains(tree, string(shown[1])) {
+				t.Errorf("the README's tree is not the demo's:\n%s", tree)
+			}
+		} else if tree != first {
+			t.Fatalf("run %d printed another tree:\n%s\nthan the first:\n%s", i+1, tree, first)
+		}
+	}
+}

@@ -79,14 +79,18 @@ func TestStreamClock(t *testing.T) {
 	}
 	// Two parallel tools: the second ends earlier than the first, and keeps
 	// its own exact end although the clock has moved past it.
+	// They start at the same instant of the stream, yet in the stream's
+	// order, a nanosecond apart, so that sorting by start keeps it.
 	t0 := c.Now()
-	at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "a"})
-	at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "b"})
+	if sa, sb := at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "a"}),
+		at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "b"}); !sa.Equal(t0) || !sb.Equal(t0.Add(1)) {
+		t.Fatalf("parallel tools start at %v and %v, want %v and a nanosecond later", sa, sb, t0)
+	}
 	long, short := 100.0, 10.0
 	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "a", DurationMs: &long}); !got.Equal(t0.Add(100 * time.Millisecond)) {
 		t.Fatalf("tool a ends %v", got)
 	}
-	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "b", DurationMs: &short}); !got.Equal(t0.Add(10 * time.Millisecond)) {
+	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "b", DurationMs: &short}); !got.Equal(t0.Add(10*time.Millisecond + 1)) {
 		t.Fatalf("tool b ends %v", got)
 	}
 	// A retry's delay separates the failed run from the next one.
