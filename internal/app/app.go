@@ -53,7 +53,7 @@ Usage:
   pi-otel version
 
 Start here:
-  pi-otel demo                                  the demo's traces as a tree on stderr
+  pi-otel demo                                  the demo's traces as a tree
   pi-otel run -- pi --mode json 'hello'         your own run, traced the same way
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 pi-otel demo
                                                 send them to a collector or Jaeger instead

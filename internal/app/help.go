@@ -23,7 +23,7 @@ byte, and traces its event stream: one trace per prompt, with a span for
 each turn, model call and tool call. Exits with Pi's exit code.`,
 		examples: []string{
 			"pi-otel run -- pi --mode json 'list the files here'",
-			"# the trace as a tree on stderr; no collector needed",
+			"# Pi's events on stdout, the trace as a tree on stderr; no collector needed",
 			"OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 pi-otel run -- pi --mode json 'fix the test'",
 			"# the same trace sent to a collector or Jaeger over OTLP/gRPC",
 			"pi-otel run --traces-file trace.jsonl -- pi --mode json hi > events.jsonl",
@@ -42,7 +42,7 @@ pi-otel's stdin and stdout, unchanged, and every prompt becomes a trace.`,
 	"replay": {
 		about: `Traces a Pi session file (~/.pi/agent/sessions/...) or a Pi event stream
 captured with 'pi --mode json', read from FILE or, with -, from stdin. The
-kind of input is told from its content.`,
+kind of input is told from its content. The console tree goes to stdout.`,
 		examples: []string{
 			"pi-otel replay ~/.pi/agent/sessions/--home-me-proj--/2026-12-01T07-00-00-000Z_1f2e.jsonl",
 			"pi --mode json hi | pi-otel replay -",
@@ -55,7 +55,8 @@ kind of input is told from its content.`,
 them failing; a model error and its retry), so you can see the traces with
 nothing else installed, or check that your collector receives them.`,
 		examples: []string{
-			"pi-otel demo",
+			"pi-otel demo | less",
+			"# the tree on stdout, the summary on stderr",
 			"pi-otel demo --endpoint http://localhost:4317",
 			"# then look for service \"pi\" in Jaeger at http://localhost:16686",
 		},

@@ -146,7 +146,7 @@ const followSettle = 30 * time.Second
 func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, ctx context.Context) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
-	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx))
+	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -240,7 +240,7 @@ func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]
 func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
-	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx))
+	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

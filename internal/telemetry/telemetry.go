@@ -23,7 +23,8 @@
 // Shutdown ends the traces first and the metrics second, so observable
 // instruments reading Stats see the final counts in the last metric export.
 //
-// Nothing here writes to stdout, which belongs to Pi. The SDK reports some
+// Nothing here writes to stdout, which belongs to Pi, unless WithConsole
+// asks for it (replay and demo). The SDK reports some
 // errors through otel.Handle; install the Telemetry as the global error
 // handler (otel.SetErrorHandler(t)) to route them into the same once-only
 // stderr line.
@@ -68,6 +69,9 @@ func (f optionFunc) apply(o options) options { return f(o) }
 
 type options struct {
 	stderr io.Writer
+	// console, when set, takes the console exporters' output instead of
+	// stderr (see WithConsole).
+	console io.Writer
 	res    *resource.Resource
 	retry  Retry
 	color  *bool
@@ -104,6 +108,14 @@ func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor,
 // "-" files and the warnings. The default is os.Stderr.
 func WithStderr(w io.Writer) Option {
 	return optionFunc(func(o options) options { o.stderr = w; return o })
+}
+
+// WithConsole sends the console exporters' output (the span tree, the
+// metrics listing) to w rather than to stderr; the warnings stay on
+// stderr. Replay and demo use it for stdout, which carries no Pi output
+// there, so that "pi-otel demo | less" shows the tree.
+func WithConsole(w io.Writer) Option {
+	return optionFunc(func(o options) options { o.console = w; return o })
 }
 
 // WithResource merges r over the resource built from the configuration.
@@ -264,11 +276,15 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		return countOnly{t.counters}, nil
 	case config.ExporterConsole:
 		t.traceDest = "console (stderr)"
-		color := consoletree.ColorFor(o.stderr, cfg.NoColor)
+		out := o.consoleOut()
+		if out != o.stderr {
+			t.traceDest = "console (stdout)"
+		}
+		color := consoletree.ColorFor(out, cfg.NoColor)
 		if o.color != nil {
 			color = *o.color
 		}
-		exp = consoletree.New(o.stderr, consoletree.WithColor(color))
+		exp = consoletree.New(out, consoletree.WithColor(color))
 	case config.ExporterFile:
 		w, name, err := t.open(cfg.Traces.File, o.stderr)
 		if err != nil {
@@ -317,8 +333,8 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 	case config.ExporterNone:
 		return nil, nil
 	case config.ExporterConsole:
-		dest = "console (stderr)"
-		exp = &consoleMetrics{w: o.stderr, temporality: temporality}
+		dest = "console"
+		exp = &consoleMetrics{w: o.consoleOut(), temporality: temporality}
 	case config.ExporterFile:
 		out, name, err := t.open(cfg.Metrics.File, o.stderr)
 		if err != nil {
@@ -364,6 +380,13 @@ func noCollectorHint(o config.OTLP, instead string) string {
 		return "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
 	}
 	return fmt.Sprintf("the endpoint comes from %s: start a collector there or fix it, or use %s", o.EndpointFrom, instead)
+}
+
+func (o options) consoleOut() io.Writer {
+	if o.console != nil {
+		return o.console
+	}
+	return o.stderr
 }
 
 // open opens an output file for appending, or stderr for "-". A file is
