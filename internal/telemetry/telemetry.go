@@ -72,11 +72,11 @@ type options struct {
 	// console, when set, takes the console exporters' output instead of
 	// stderr (see WithConsole).
 	console io.Writer
-	res    *resource.Resource
-	retry  Retry
-	color  *bool
-	ids    sdktrace.IDGenerator
-	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	res     *resource.Resource
+	retry   Retry
+	color   *bool
+	ids     sdktrace.IDGenerator
+	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
 	// backpressure, when set, makes a full queue wait instead of drop
 	// while it is live (see WithBackpressure).
 	backpressure context.Context
