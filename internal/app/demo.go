@@ -24,7 +24,7 @@ func Demo(env Env, args []string) int {
 		return code
 	}
 	if len(rest) != 0 {
-		env.Stderr.Write([]byte("pi-otel demo: takes no arguments\n"))
+		env.Stderr.Write([]byte("pi-otel demo: takes no arguments; see pi-otel demo --help\n"))
 		return 2
 	}
 	files, err := demoStreams.ReadDir("demo")

@@ -44,6 +44,12 @@ func TestWrongFlagOneLine(t *testing.T) {
 	if want := "pi-otel replay: flag --follow: \"maybe\" is not valid; want true or false; see pi-otel replay --help\n"; code != 2 || errs != want {
 		t.Errorf("bad boolean: exit %d, stderr %q, want %q", code, errs, want)
 	}
+	for _, args := range [][]string{{"run"}, {"rpc"}, {"replay"}, {"replay", "a", "b"}, {"demo", "x"}} {
+		code, _, errs := mainWith(nil, args...)
+		if want := "; see pi-otel " + args[0] + " --help\n"; code != 2 || strings.Count(errs, "\n") != 1 || !strings.HasSuffix(errs, want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line ending %q", args, code, errs, want)
+		}
+	}
 	code, _, errs = mainWith(nil, "frobnicate")
 	if want := "pi-otel: unknown command \"frobnicate\"; see pi-otel --help\n"; code != 2 || errs != want {
 		t.Errorf("unknown command: exit %d, stderr %q, want %q", code, errs, want)

@@ -34,7 +34,7 @@ func Replay(env Env, args []string) int {
 		return code
 	}
 	if len(rest) != 1 {
-		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin")
+		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin; see pi-otel replay --help")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

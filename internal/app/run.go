@@ -19,7 +19,7 @@ func Run(env Env, args []string) int {
 		return code
 	}
 	if len(argv) == 0 {
-		fmt.Fprintln(env.Stderr, "pi-otel run: no command; usage: pi-otel run [flags] -- pi --mode json ...")
+		fmt.Fprintln(env.Stderr, "pi-otel run: no command to run; want pi-otel run [flags] -- pi --mode json ...; see pi-otel run --help")
 		return 2
 	}
 	p, err := newPipeline(env, cfg, nil)
