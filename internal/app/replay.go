@@ -27,7 +27,7 @@ func Replay(env Env, args []string) int {
 	var followFile bool
 	var poll time.Duration
 	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&followFile, "follow", false, "keep reading FILE as it grows, like tail -F, until interrupted")
+		fs.BoolVar(&followFile, "follow", false, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1")
 		fs.DurationVar(&poll, "poll", 250*time.Millisecond, "with --follow, how often to look for new data")
 	})
 	if code >= 0 {
