@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
@@ -55,8 +56,15 @@ Usage:
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
-Run 'pi-otel COMMAND -h' for a command's flags. Every flag is also an
-environment variable (OTEL_* or PI_OTEL_*); see docs/configuration.md.
+Start here:
+  pi-otel demo                                  the demo's traces as a tree
+  pi-otel run -- pi --mode json 'hello'         your own run, traced the same way
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 pi-otel demo
+                                                send them to a collector or Jaeger instead
+
+Run 'pi-otel COMMAND --help' for what a command does, examples and its flags.
+Every flag is also an environment variable (OTEL_* or PI_OTEL_*); see
+docs/configuration.md.
 `
 
 // Version is set at build time with -ldflags "-X github.com/pi-otel/pi-otel/internal/app.Version=…".
@@ -90,10 +98,14 @@ func Main(env Env) int {
 		fmt.Fprintln(env.Stdout, "pi-otel", Version)
 		return 0
 	case "help", "-h", "--help":
+		if len(args) == 1 && args[0] != "version" { // "pi-otel help replay"
+			return Main(Env{Args: []string{args[0], "--help"}, Stdin: env.Stdin, Stdout: env.Stdout,
+				Stderr: env.Stderr, Getenv: env.Getenv})
+		}
 		fmt.Fprint(env.Stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(env.Stderr, "pi-otel: unknown command %q\n\n%s", cmd, usage)
+	fmt.Fprintf(env.Stderr, "pi-otel: unknown command %q; see pi-otel --help\n", cmd)
 	return 2
 }
 
@@ -101,26 +113,31 @@ func Main(env Env) int {
 // after the flags, or a usage exit code.
 func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagSet)) (config.Config, []string, int) {
 	fs := flag.NewFlagSet("pi-otel "+name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: pi-otel %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
+	// The flag package would print its error and every flag; we print
+	// one line that says where help is, and help only when asked for.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	config.RegisterFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printHelp(env.Stdout, name, synopsis, fs)
 			return config.Config{}, nil, 0
 		}
+		fmt.Fprintln(env.Stderr, flagError(name, fs, err))
 		return config.Config{}, nil, 2
 	}
 	cfg, err := config.Load(fs, env.Getenv)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		// Load reports every mistake at once, one a line.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
+		}
 		return config.Config{}, nil, 2
 	}
+	applyMemoryFlag(cfg.MemoryLimit)
 	if !cfg.Quiet {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
@@ -179,6 +196,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
 		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
 	}
+	// The exporters also read OTEL_* themselves and log what they cannot
+	// parse, unprefixed; config has read the same variables and warned.
+	otel.SetLogger(logr.Discard())
 	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			return metrics.NewSpanMetrics(mp, metricOpts...)
@@ -297,6 +317,9 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 	}
 	if !p.cfg.Quiet {
 		setDeadline(p.stderr, time.Now().Add(summaryGrace))
+		if n := p.sink.Unreported(); n > 0 {
+			fmt.Fprintf(p.stderr, "pi-otel: %d more bad %s not reported one by one\n", n, map[bool]string{true: "record", false: "records"}[n == 1])
+		}
 		fmt.Fprintln(p.stderr, p.tel.Summary()+p.inputSummary())
 	}
 }

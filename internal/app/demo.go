@@ -5,6 +5,8 @@ import (
 	"context"
 	"embed"
 	"io"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // demoStreams are real Pi 1.6.0 runs, captured against the test suite's
@@ -22,7 +24,7 @@ func Demo(env Env, args []string) int {
 		return code
 	}
 	if len(rest) != 0 {
-		env.Stderr.Write([]byte("pi-otel demo: takes no arguments\n"))
+		env.Stderr.Write([]byte("pi-otel demo: takes no arguments; see pi-otel demo --help\n"))
 		return 2
 	}
 	files, err := demoStreams.ReadDir("demo")
@@ -38,4 +40,14 @@ func Demo(env Env, args []string) int {
 		readers = append(readers, bytes.NewReader(b))
 	}
 	return replay(env, cfg, io.MultiReader(readers...), "demo", false, context.Background())
+}
+
+// consoleToStdout: replay and demo pass no Pi output through, so their
+// console tree goes to stdout, where "pi-otel demo | less" finds it; the
+// status lines stay on stderr. run and rpc keep stdout for Pi alone.
+func consoleToStdout(env Env) telemetry.Option {
+	if env.Stdout == nil {
+		return telemetry.WithConsole(nil)
+	}
+	return telemetry.WithConsole(env.Stdout)
 }

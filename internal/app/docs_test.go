@@ -2,39 +2,171 @@ package app
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/config"
-
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
-// TestConfigurationDocListsEveryFlag keeps docs/configuration.md true to
-// the code: every flag, with its variable, has a row.
-func TestConfigurationDocListsEveryFlag(t *testing.T) {
-	doc, err := os.ReadFile(repo.Path("docs/configuration.md"))
+// updating reports -update, which internal/testutil/spantree defines for
+// the whole test binary.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+const (
+	docBegin = "<!-- settings: generated from internal/config's flag table by `go test ./internal/app -run TestConfigurationDoc -update`; do not edit -->"
+	docEnd   = "<!-- end of settings -->"
+)
+
+// TestConfigurationDoc keeps docs/configuration.md true to the code: its
+// tables of settings are generated from the same table as --help (every
+// flag, its variables and its default, by group, and each command's own
+// flags), and must match it.
+func TestConfigurationDoc(t *testing.T) {
+	path := repo.Path("docs/configuration.md")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	config.RegisterFlags(fs)
-	n := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		n++
-		if !strings.Contains(string(doc), "`--"+f.Name) {
-			t.Errorf("docs/configuration.md does not document --%s", f.Name)
+	doc := string(b)
+	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
+	if i < 0 || j < i {
+		t.Fatalf("docs/configuration.md lacks the generated block (%q … %q)", docBegin, docEnd)
+	}
+	want := docBegin + "\n\n" + settingsTables(t) + "\n" + docEnd
+	if got := doc[i : j+len(docEnd)]; got != want {
+		if updating() {
+			if err := os.WriteFile(path, []byte(doc[:i]+want+doc[j+len(docEnd):]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
 		}
-		if i := strings.Index(f.Usage, "(OTEL_"); i >= 0 {
-			v := f.Usage[i+1:]
-			v = v[:strings.IndexAny(v, ";), ")]
-			if !strings.Contains(string(doc), v) {
+		t.Errorf("docs/configuration.md's settings differ from the flag table; run go test ./internal/app -run TestConfigurationDoc -update\n--- want\n%s\n--- got\n%s", want, got)
+	}
+	// Every variable named anywhere in the flag table is in the doc, and
+	// every flag of every command.
+	for _, d := range config.Flags() {
+		for _, v := range d.Envs {
+			if !strings.Contains(doc, "`"+v+"`") {
 				t.Errorf("docs/configuration.md does not name %s", v)
 			}
 		}
-	})
-	if n < 20 {
-		t.Fatalf("only %d flags registered", n)
+	}
+	if n := len(config.Flags()); n < 30 {
+		t.Fatalf("only %d flags in the table", n)
+	}
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func settingsTables(t *testing.T) string {
+	var b strings.Builder
+	for _, g := range config.Groups {
+		fmt.Fprintf(&b, "### %s\n\n| flag | variable | meaning | default |\n|---|---|---|---|\n", g)
+		for _, d := range config.Flags() {
+			if d.Group != g {
+				continue
+			}
+			name := "--" + d.Name
+			if d.Placeholder != "" {
+				name += " " + d.Placeholder
+			}
+			envs := make([]string, len(d.Envs))
+			for i, e := range d.Envs {
+				envs[i] = "`" + e + "`"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, strings.Join(envs, ", "), cell(d.Text), cell(d.Default))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("### Flags of one command\n\n| command | flag | meaning | default |\n|---|---|---|---|\n")
+	line := regexp.MustCompile(`^  --(\S+)(?: (\S+))?$`)
+	for _, cmd := range commands {
+		_, out, _ := mainWith(nil, cmd, "--help")
+		_, sect, ok := strings.Cut(out, "Flags of "+cmd+":\n")
+		if !ok {
+			continue
+		}
+		sect, _, _ = strings.Cut(sect, "\n\n")
+		lines := strings.Split(sect, "\n")
+		for k := 0; k < len(lines); k++ {
+			m := line.FindStringSubmatch(lines[k])
+			if m == nil {
+				t.Fatalf("%s help: unexpected line %q", cmd, lines[k])
+			}
+			var text []string
+			for k+1 < len(lines) && strings.HasPrefix(lines[k+1], "      ") {
+				k++
+				text = append(text, strings.TrimSpace(lines[k]))
+			}
+			meaning := strings.Join(text, " ")
+			def := ""
+			if a := strings.LastIndex(meaning, " [default "); a >= 0 {
+				meaning, def = meaning[:a], strings.TrimSuffix(meaning[a+len(" [default "):], "]")
+			}
+			name := "--" + m[1]
+			if m[2] != "" {
+				name += " " + m[2]
+			}
+			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", cmd, name, cell(meaning), cell(def))
+		}
+	}
+	return b.String()
+}
+
+// TestDocCommandsParse: every pi-otel command line in the README and the
+// docs names a command that exists and only flags it knows, so a
+// newcomer's first copy and paste does not end in "unknown flag".
+func TestDocCommandsParse(t *testing.T) {
+	docs, err := filepath.Glob(repo.Path("docs/*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{repo.Path("README.md")}, docs...)
+	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (run|rpc|replay|demo|version|help)((?: [^#\x60\n]*)?)`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f = filepath.Base(f)
+		if strings.Contains(string(b), "cmd/pi-otel@latest") {
+			t.Errorf("%s: go install …@latest does not work: the module is not published", f)
+		}
+		for _, m := range cmdLine.FindAllStringSubmatch(string(b), -1) {
+			cmd, rest := m[1], strings.Fields(m[2])
+			if cmd == "version" || cmd == "help" {
+				continue
+			}
+			_, out, _ := mainWith(nil, cmd, "--help")
+			for _, a := range rest {
+				if a == "--" {
+					break
+				}
+				if !strings.HasPrefix(a, "--") || a == "--…" {
+					continue
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				name = strings.TrimRight(name, ".,;:)`")
+				if name == "" || name == "help" {
+					continue
+				}
+				n++
+				if !strings.Contains(out, "\n  --"+name+"\n") && !strings.Contains(out, "\n  --"+name+" ") {
+					t.Errorf("%s: %q uses --%s, which pi-otel %s does not know", f, strings.TrimSpace(m[0]), name, cmd)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d flags found in the docs' command lines; is the pattern right?", n)
 	}
 }

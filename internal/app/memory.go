@@ -1,6 +1,9 @@
 package app
 
-import "runtime/debug"
+import (
+	"math"
+	"runtime/debug"
+)
 
 // defaultMemoryLimit is the soft heap limit pi-otel runs with. pi-otel sits
 // beside the agent and should stay small. Without a limit the collector
@@ -18,4 +21,15 @@ func applyMemoryLimit(limit int64, getenv func(string) string) {
 		return
 	}
 	debug.SetMemoryLimit(limit)
+}
+
+// applyMemoryFlag applies --memory-limit (PI_OTEL_MEMORY_LIMIT), which wins
+// over GOMEMLIMIT and the default: 0 is unset, -1 is off.
+func applyMemoryFlag(limit int64) {
+	switch {
+	case limit > 0:
+		debug.SetMemoryLimit(limit)
+	case limit < 0:
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 }

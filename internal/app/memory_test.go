@@ -1,6 +1,9 @@
 package app
 
 import (
+	"bytes"
+	"io"
+	"math"
 	"runtime/debug"
 	"testing"
 )
@@ -26,5 +29,26 @@ func TestMemoryLimitIsSoftDefaultUnlessGOMEMLIMIT(t *testing.T) {
 	}
 	if OSEnv().MemoryLimit != defaultMemoryLimit || defaultMemoryLimit <= 0 {
 		t.Fatal("the real process must run with the default soft limit")
+	}
+}
+
+// --memory-limit wins over GOMEMLIMIT and the default; off lifts it.
+func TestMemoryLimitFlag(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	for _, c := range []struct {
+		arg  string
+		want int64
+	}{{"24MiB", 24 << 20}, {"off", math.MaxInt64}} {
+		var errb bytes.Buffer
+		code := Main(Env{Args: []string{"demo", "--traces-exporter", "none", "--memory-limit", c.arg},
+			Stdout: io.Discard, Stderr: &errb, MemoryLimit: 32 << 20,
+			Getenv: func(k string) string { return map[string]string{"GOMEMLIMIT": "1GiB"}[k] }})
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if got := debug.SetMemoryLimit(-1); got != c.want {
+			t.Errorf("--memory-limit %s: limit %d, want %d", c.arg, got, c.want)
+		}
 	}
 }

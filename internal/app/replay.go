@@ -27,14 +27,14 @@ func Replay(env Env, args []string) int {
 	var followFile bool
 	var poll time.Duration
 	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&followFile, "follow", false, "keep reading FILE as it grows, like tail -F, until interrupted")
+		fs.BoolVar(&followFile, "follow", false, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1")
 		fs.DurationVar(&poll, "poll", 250*time.Millisecond, "with --follow, how often to look for new data")
 	})
 	if code >= 0 {
 		return code
 	}
 	if len(rest) != 1 {
-		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin")
+		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin; see pi-otel replay --help")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -45,6 +45,11 @@ func Replay(env Env, args []string) int {
 	case rest[0] == "-":
 		src = env.Stdin
 	case followFile:
+		// Like tail -F: a file not there yet is waited for, and said so
+		// at once, so a typo in the name does not look like a quiet file.
+		if _, err := os.Stat(rest[0]); os.IsNotExist(err) && !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s does not exist yet; waiting for it to appear (Ctrl-C to stop)\n", rest[0])
+		}
 		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
@@ -78,6 +83,11 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, follow bool,
 	case session.KindUnknown:
 		if herr != nil && herr != io.EOF {
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+			return 1
+		}
+		if len(head) == 0 && ctx.Err() != nil {
+			// Interrupted while waiting (--follow, a FIFO): nothing came.
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
@@ -135,7 +145,7 @@ const followSettle = 30 * time.Second
 func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool, ctx context.Context) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
-	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx))
+	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -229,7 +239,7 @@ func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]
 func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name string, ctx context.Context) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
-	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx))
+	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

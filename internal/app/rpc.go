@@ -23,7 +23,7 @@ func RPC(env Env, args []string) int {
 		return code
 	}
 	if len(argv) == 0 {
-		fmt.Fprintln(env.Stderr, "pi-otel rpc: no command; usage: pi-otel rpc [flags] -- pi --mode rpc ...")
+		fmt.Fprintln(env.Stderr, "pi-otel rpc: no command to run; want pi-otel rpc [flags] -- pi --mode rpc ...; see pi-otel rpc --help")
 		return 2
 	}
 	p, err := newPipeline(env, cfg, nil)

@@ -20,7 +20,7 @@ func Run(env Env, args []string) int {
 		return code
 	}
 	if len(argv) == 0 {
-		fmt.Fprintln(env.Stderr, "pi-otel run: no command; usage: pi-otel run [flags] -- pi --mode json ...")
+		fmt.Fprintln(env.Stderr, "pi-otel run: no command to run; want pi-otel run [flags] -- pi --mode json ...; see pi-otel run --help")
 		return 2
 	}
 	// Pi's TUI and -p text output go to the terminal; their runs are

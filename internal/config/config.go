@@ -157,6 +157,11 @@ type Config struct {
 	// v1.41) for what leaves the process: OTEL_SEMCONV_STABILITY_OPT_IN
 	// holds gen_ai_latest_experimental. Off, the v1.41 names.
 	GenAILatest bool
+	// MemoryLimit is the soft heap limit in bytes asked for with
+	// --memory-limit; 0 when not given, -1 for off. pi-otel checks it,
+	// unlike GOMEMLIMIT, which the Go runtime reads (and aborts on) before
+	// pi-otel starts.
+	MemoryLimit int64
 }
 
 // Signal says where one signal goes.
@@ -175,6 +180,9 @@ type OTLP struct {
 	// Endpoint is an absolute http:// or https:// URL. For grpc only its
 	// host and port count; for http/protobuf it is the URL to POST to.
 	Endpoint string
+	// EndpointFrom names where Endpoint came from ("--endpoint",
+	// "OTEL_EXPORTER_OTLP_ENDPOINT"), for messages; "" is the default.
+	EndpointFrom string
 	// Headers are sent with every export. Never print their values.
 	Headers map[string]string
 	// Certificate is a PEM file of CA certificates to trust.

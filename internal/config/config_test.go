@@ -2,8 +2,10 @@ package config_test
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -551,6 +553,124 @@ func TestSemconvOptIn(t *testing.T) {
 		cfg := mustLoad(t, tt.args, map[string]string{"OTEL_SEMCONV_STABILITY_OPT_IN": tt.env})
 		if cfg.GenAILatest != tt.want {
 			t.Errorf("%q %q: GenAILatest = %v", tt.args, tt.env, cfg.GenAILatest)
+		}
+	}
+}
+
+// TestGarbledEndpoints: an endpoint no connection could ever use is named,
+// with the form expected, at start-up: a flag refuses, a variable is
+// ignored with one warning (not one per signal).
+func TestGarbledEndpoints(t *testing.T) {
+	for _, raw := range []string{"not a url", "::::", "http://", "http://:4317", "host:99999", "https://a b:4317", "localhost:port"} {
+		t.Run(raw, func(t *testing.T) {
+			_, err := load(t, []string{"--endpoint", raw}, nil)
+			if err == nil {
+				t.Fatal("Load accepted the endpoint")
+			}
+			msg := err.Error()
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("error is more than one line:\n%s", msg)
+			}
+			for _, w := range []string{"--endpoint", fmt.Sprintf("%q", raw), "want http://HOST:PORT"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+			cfg, err := load(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": raw})
+			if err != nil {
+				t.Fatalf("a bad variable refused to start: %v", err)
+			}
+			if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "want http://HOST:PORT") {
+				t.Errorf("warnings = %q, want one naming the expected form", cfg.Warnings)
+			}
+		})
+	}
+	for _, good := range []string{"collector:4317", "http://[::1]:4317", "https://otel.example.com", "10.0.0.1", "my_host:4318"} {
+		if _, err := load(t, []string{"--endpoint", good}, nil); err != nil {
+			t.Errorf("--endpoint %q refused: %v", good, err)
+		}
+	}
+}
+
+// TestFlagRefusedWithoutOTLP: a flag's bad value is an error even when the
+// OTLP exporter it configures is not in use, and it is said once.
+func TestFlagRefusedWithoutOTLP(t *testing.T) {
+	for _, args := range [][]string{
+		{"--protocol", "bogus"},
+		{"--compression", "zip"},
+		{"--timeout", "soon"},
+		{"--insecure=maybe"},
+	} {
+		_, err := load(t, args, nil)
+		if err == nil {
+			t.Errorf("%q accepted without an endpoint", args)
+			continue
+		}
+		if n := strings.Count(err.Error(), args[0][:strings.IndexAny(args[0]+"=", "=")]); n != 1 {
+			t.Errorf("%q: error names the flag %d times, want once:\n%s", args, n, err)
+		}
+	}
+	// A stray variable of an exporter not in use still changes nothing.
+	cfg, err := load(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "bogus"})
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Errorf("stray OTEL_EXPORTER_OTLP_PROTOCOL: err %v, warnings %q", err, cfg.Warnings)
+	}
+}
+
+// TestFlagTable: every flag has its variable and, unless boolean, an
+// upper-case placeholder; and a default the table states is the default
+// the loader uses: setting the variable to it changes nothing.
+func TestFlagTable(t *testing.T) {
+	base := config.Default()
+	for _, d := range config.Flags() {
+		if len(d.Envs) == 0 {
+			t.Errorf("--%s names no environment variable", d.Name)
+		}
+		if !d.Boolean && (d.Placeholder == "" || d.Placeholder != strings.ToUpper(d.Placeholder)) {
+			t.Errorf("--%s has placeholder %q; want an upper-case one", d.Name, d.Placeholder)
+		}
+		if d.Group == "" || !slices.Contains(config.Groups, d.Group) {
+			t.Errorf("--%s is in no known group (%q)", d.Name, d.Group)
+		}
+		if d.Default == "" || strings.Contains(d.Default, " ") {
+			continue // stated in words: "file if --traces-file is set, ..."
+		}
+		v := d.Default
+		if v == "off" {
+			v = "false"
+		}
+		cfg, err := load(t, nil, map[string]string{d.Envs[0]: v})
+		if err != nil || len(cfg.Warnings) > 0 {
+			t.Errorf("%s=%s (the stated default): %v %q", d.Envs[0], v, err, cfg.Warnings)
+			continue
+		}
+		cfg.Warnings = nil
+		if !reflect.DeepEqual(cfg, base) {
+			t.Errorf("%s=%s, the stated default of --%s, is not the default:\n got %+v\nwant %+v", d.Envs[0], v, d.Name, cfg, base)
+		}
+	}
+}
+
+// --memory-limit is pi-otel's own, checked, alternative to GOMEMLIMIT,
+// which the Go runtime aborts on before pi-otel can say anything.
+func TestMemoryLimit(t *testing.T) {
+	for v, want := range map[string]int64{"64MiB": 64 << 20, "1GiB": 1 << 30, "1048576": 1 << 20, "512KiB": 512 << 10, "off": -1} {
+		cfg, err := load(t, []string{"--memory-limit", v}, nil)
+		if err != nil || cfg.MemoryLimit != want {
+			t.Errorf("--memory-limit %s: %d, %v; want %d", v, cfg.MemoryLimit, err, want)
+		}
+	}
+	if cfg := config.Default(); cfg.MemoryLimit != 0 {
+		t.Errorf("unset memory limit = %d, want 0 (the default applies)", cfg.MemoryLimit)
+	}
+	for _, bad := range []string{"abc", "64MB", "-1", "0", "1.5GiB"} {
+		_, err := load(t, []string{"--memory-limit", bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), "want a size such as 64MiB") {
+			t.Errorf("--memory-limit %s: %v", bad, err)
+		}
+		cfg, err := load(t, nil, map[string]string{"PI_OTEL_MEMORY_LIMIT": bad})
+		if err != nil || len(cfg.Warnings) != 1 || cfg.MemoryLimit != 0 {
+			t.Errorf("PI_OTEL_MEMORY_LIMIT=%s: %v %q", bad, err, cfg.Warnings)
 		}
 	}
 }

@@ -40,11 +40,34 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
 	var l loader
 	l.s = s
 	cfg := l.load()
-	if err := errors.Join(l.errs...); err != nil {
+	// Traces and metrics read the same generic settings: say each once.
+	if err := errors.Join(uniqueErrs(l.errs)...); err != nil {
 		return Config{}, err
 	}
-	cfg.Warnings = l.warnings
+	cfg.Warnings = unique(l.warnings)
 	return cfg, nil
+}
+
+func uniqueErrs(errs []error) []error {
+	var out []error
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func unique(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Default is the configuration when nothing is set.
@@ -88,6 +111,8 @@ type loader struct {
 	warnings []string
 	// noContent: a redaction pattern from the environment was unusable.
 	noContent bool
+	// unusedErrs are flag settings that only conflict when OTLP is used.
+	unusedErrs []error
 }
 
 func (l *loader) fail(format string, args ...any) {
@@ -166,6 +191,13 @@ func (l *loader) load() Config {
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
 	l.duration(&cfg.Batch.ScheduleDelay, true, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
 	l.duration(&cfg.Batch.ExportTimeout, true, flags("export-timeout"), "OTEL_BSP_EXPORT_TIMEOUT")
+	if v, from, ok := l.s.lookup(flags("memory-limit"), "PI_OTEL_MEMORY_LIMIT"); ok {
+		if n, err := parseSize(v); err != nil {
+			l.bad(from, "%s %q: want a size such as 64MiB (B, KiB, MiB, GiB) or off", from, v)
+		} else {
+			cfg.MemoryLimit = n
+		}
+	}
 	// The SDK clamps the batch to the queue the same way.
 	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
 	return cfg
@@ -219,10 +251,13 @@ func (l *loader) signal(name, env string, fallback ExporterKind, anyEndpoint boo
 
 	// OTLP settings only matter, and only fail the load, when OTLP is used:
 	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
+	// A flag's unusable value is refused all the same: the user typed it,
+	// and "--protocol bogus" must not pass because no endpoint is set.
 	sub := &loader{s: l.s}
 	sig.OTLP = sub.otlp(name, env)
+	l.errs = append(l.errs, sub.errs...)
 	if sig.Exporter == ExporterOTLP {
-		l.errs = append(l.errs, sub.errs...)
+		l.errs = append(l.errs, sub.unusedErrs...)
 		l.warnings = append(l.warnings, sub.warnings...)
 	}
 	return sig
@@ -269,8 +304,9 @@ func (l *loader) otlp(name, env string) OTLP {
 	ep, err := resolveEndpoint(raw, generic, o.Protocol, "/v1/"+name, insecure)
 	if err != nil && l.bad(from, "%s: %v", from, err) {
 		ep, _ = resolveEndpoint("", true, o.Protocol, "/v1/"+name, insecure)
+		from = ""
 	}
-	o.Endpoint = ep
+	o.Endpoint, o.EndpointFrom = ep, from
 
 	if v, from, ok := pick("HEADERS", "headers"); ok {
 		h, err := parseKeyValues(v, true)
@@ -296,16 +332,18 @@ func (l *loader) otlp(name, env string) OTLP {
 				from = f
 			}
 		}
-		if l.bad(from, format, args...) {
+		if strings.HasPrefix(from, "--") {
+			l.unusedErrs = append(l.unusedErrs, fmt.Errorf(format, args...))
+		} else if l.bad(from, format, args...) {
 			o.Certificate, o.ClientCertificate, o.ClientKey = "", "", ""
 		}
 	}
 	if (o.ClientCertificate == "") != (o.ClientKey == "") {
-		tlsBad("mutual TLS for %s needs both a client certificate and a client key", name)
+		tlsBad("mutual TLS needs both a client certificate and a client key (--client-certificate, --client-key)")
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") &&
 		(o.Certificate != "" || o.ClientCertificate != "") {
-		tlsBad("a certificate is set for %s but the endpoint %s is plaintext; use an https:// endpoint", name, redactURL(o.Endpoint))
+		tlsBad("a certificate is set but the endpoint %s is plaintext; use an https:// endpoint", redactURL(o.Endpoint))
 	}
 
 	if v, from, ok := pick("TIMEOUT", "timeout"); ok {
@@ -472,6 +510,29 @@ func parseDuration(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// parseSize reads a byte size in GOMEMLIMIT's units (B, KiB, MiB, GiB,
+// TiB; a bare number is bytes), or "off" as -1.
+func parseSize(v string) (int64, error) {
+	if strings.EqualFold(v, "off") {
+		return -1, nil
+	}
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(v, u.suffix) {
+			num, mult = strings.TrimSuffix(v, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, errors.New("not a size")
+	}
+	return n * mult, nil
+}
+
 // parseKeyValues reads the "k1=v1,k2=v2" lists of OTEL_EXPORTER_OTLP_HEADERS
 // and OTEL_RESOURCE_ATTRIBUTES, whose keys and values are percent-encoded.
 // When secret is set, errors point at an entry by position only.
@@ -499,6 +560,11 @@ func parseKeyValues(v string, secret bool) (map[string]string, error) {
 		if key == "" {
 			return nil, fmt.Errorf("%s has an empty key", show())
 		}
+		// A control character (a CR LF pasted in) makes every export
+		// fail; refuse it here rather than after the flush timeout.
+		if strings.ContainsFunc(key+value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return nil, fmt.Errorf("%s has a control character such as CR or LF", show())
+		}
 		out[key] = value
 	}
 	return out, nil
@@ -518,24 +584,30 @@ func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, in
 	if strings.Contains(raw, "://") {
 		var err error
 		if u, err = url.Parse(raw); err != nil {
-			return "", fmt.Errorf("endpoint %q is not a URL", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (not a URL); %s", redactURL(raw), endpointForm)
 		}
 		u.Scheme = strings.ToLower(u.Scheme)
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return "", fmt.Errorf("endpoint %q: the scheme must be http or https", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (the scheme must be http or https); %s", redactURL(raw), endpointForm)
 		}
 		if u.Host == "" {
-			return "", fmt.Errorf("endpoint %q has no host", redactURL(raw))
+			return "", fmt.Errorf("%q is not an endpoint (no host); %s", redactURL(raw), endpointForm)
+		}
+		if err := checkHostPort(u.Host, true); err != nil {
+			return "", fmt.Errorf("%q is not an endpoint (%v); %s", redactURL(raw), err, endpointForm)
 		}
 	} else {
 		host := raw
 		if i := strings.IndexAny(host, "/?#"); i >= 0 {
-			return "", fmt.Errorf("endpoint %q: give host:port, or a full http:// or https:// URL", raw)
+			return "", fmt.Errorf("%q is not an endpoint (a path needs http:// or https://); %s", raw, endpointForm)
 		}
 		h, _, err := net.SplitHostPort(host)
 		if err != nil {
 			h = strings.Trim(host, "[]")
 			host = net.JoinHostPort(h, defPort)
+		}
+		if err := checkHostPort(host, false); err != nil {
+			return "", fmt.Errorf("%q is not an endpoint (%v); %s", raw, err, endpointForm)
 		}
 		scheme := "https"
 		if insecure || isLoopback(h) {
@@ -555,6 +627,42 @@ func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, in
 		u.Path = "/"
 	}
 	return u.String(), nil
+}
+
+// endpointForm is what an endpoint should look like, for error messages.
+const endpointForm = "want http://HOST:PORT, https://HOST:PORT or HOST:PORT, such as http://localhost:4317"
+
+// checkHostPort refuses a host that no connection could ever reach, such
+// as "not a url" or "::::", so the mistake is named at start-up instead of
+// surfacing as a failed export after the flush timeout. The port may be
+// missing only from a URL, where the scheme implies it.
+func checkHostPort(hostport string, portOptional bool) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if !portOptional || strings.Count(hostport, ":") > 0 && !strings.HasSuffix(hostport, "]") {
+			return errors.New("not HOST:PORT")
+		}
+		host = strings.Trim(hostport, "[]")
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("the port must be a number from 1 to 65535")
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return errors.New("not a host name or IP address")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return errors.New("not a host name or IP address")
+			}
+		}
+	}
+	return nil
 }
 
 func isLoopback(host string) bool {

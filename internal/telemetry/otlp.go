@@ -14,9 +14,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -39,6 +41,7 @@ type watch struct {
 
 	mu      sync.Mutex
 	down    bool   // the last attempt could not reach the collector
+	failed  bool   // some attempt failed, and that was reported
 	exiting bool   // Shutdown has begun
 	onDown  func() // called when an attempt during Shutdown finds no collector
 	conn    *grpc.ClientConn
@@ -57,6 +60,7 @@ func (w *watch) observe(err error) {
 	msg, unreachable := explain(w.dest, err)
 	w.rep.once(w.dest.host, msg)
 	w.mu.Lock()
+	w.failed = true
 	w.down = unreachable
 	var f func()
 	if w.exiting && unreachable {
@@ -66,6 +70,13 @@ func (w *watch) observe(err error) {
 	if f != nil {
 		f()
 	}
+}
+
+// hasFailed reports whether a failure was seen, and so already reported.
+func (w *watch) hasFailed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
 }
 
 // isDown reports whether the last attempt could not reach the collector.
@@ -122,6 +133,12 @@ func (w *watch) interceptor(ctx context.Context, method string, req, reply any, 
 	w.mu.Unlock()
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	w.observe(err)
+	if err != nil && futile(err) {
+		// The exporter retries Unavailable for a minute; a TLS or protocol
+		// mismatch will not heal, so it fails now, and its spans count as
+		// failed (or spooled) instead of waiting out the flush timeout.
+		return status.Error(codes.FailedPrecondition, lastPart(err.Error()))
+	}
 	return err
 }
 
@@ -139,7 +156,7 @@ func (t watchedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case err != nil:
 		t.w.observe(err)
-		if req.Context().Err() == nil {
+		if req.Context().Err() == nil && !futile(err) {
 			err = retryableError{err}
 		}
 	case resp.StatusCode < 200 || resp.StatusCode > 299:

@@ -94,6 +94,21 @@ func explain(d destination, err error) (msg string, unreachable bool) {
 	return fmt.Sprintf("exporting %s to %s failed: %s", d.signal, d.target, lastPart(text)), false
 }
 
+// futile reports an export failure no retry can mend: TLS against a
+// plaintext collector (or the reverse), the wrong protocol for the port, a
+// header the transport refuses to send.
+func futile(err error) bool {
+	text := err.Error()
+	for _, s := range []string{"x509:", "tls:", "authentication handshake failed",
+		"server preface", "frame too large", "malformed HTTP", "HTTP/1.1 header",
+		"invalid header field", "non-printable ASCII"} {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // cancelled reports an export we called off ourselves; it needs no word.
 func cancelled(err error) bool {
 	return errors.Is(err, context.Canceled) || grpcCode(err) == codes.Canceled

@@ -24,7 +24,8 @@
 // Shutdown ends the traces first, the logs second and the metrics last, so observable
 // instruments reading Stats see the final counts in the last metric export.
 //
-// Nothing here writes to stdout, which belongs to Pi. The SDK reports some
+// Nothing here writes to stdout, which belongs to Pi, unless WithConsole
+// asks for it (replay and demo). The SDK reports some
 // errors through otel.Handle; install the Telemetry as the global error
 // handler (otel.SetErrorHandler(t)) to route them into the same once-only
 // stderr line.
@@ -72,11 +73,14 @@ func (f optionFunc) apply(o options) options { return f(o) }
 
 type options struct {
 	stderr io.Writer
-	res    *resource.Resource
-	retry  Retry
-	color  *bool
-	ids    sdktrace.IDGenerator
-	procs  []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// console, when set, takes the console exporters' output instead of
+	// stderr (see WithConsole).
+	console io.Writer
+	res     *resource.Resource
+	retry   Retry
+	color   *bool
+	ids     sdktrace.IDGenerator
+	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
 	// rename rewrites the attributes of exported spans (WithExportedAttributes).
 	rename func([]attribute.KeyValue) []attribute.KeyValue
 	// logProcs are built only when logs are on (see WithLogProcessor).
@@ -112,6 +116,14 @@ func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor,
 // "-" files and the warnings. The default is os.Stderr.
 func WithStderr(w io.Writer) Option {
 	return optionFunc(func(o options) options { o.stderr = w; return o })
+}
+
+// WithConsole sends the console exporters' output (the span tree, the
+// metrics listing) to w rather than to stderr; the warnings stay on
+// stderr. Replay and demo use it for stdout, which carries no Pi output
+// there, so that "pi-otel demo | less" shows the tree.
+func WithConsole(w io.Writer) Option {
+	return optionFunc(func(o options) options { o.console = w; return o })
 }
 
 // WithResource merges r over the resource built from the configuration.
@@ -298,11 +310,15 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		return countOnly{t.counters}, nil
 	case config.ExporterConsole:
 		t.traceDest = "console (stderr)"
-		color := consoletree.ColorFor(o.stderr, cfg.NoColor)
+		out := o.consoleOut()
+		if out != o.stderr {
+			t.traceDest = "console (stdout)"
+		}
+		color := consoletree.ColorFor(out, cfg.NoColor)
 		if o.color != nil {
 			color = *o.color
 		}
-		exp = consoletree.New(o.stderr, consoletree.WithColor(color))
+		exp = consoletree.New(out, consoletree.WithColor(color))
 	case config.ExporterFile:
 		w, name, err := t.open(cfg.Traces.File, o.stderr)
 		if err != nil {
@@ -315,7 +331,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		t.traceDest = fmt.Sprintf("otlp %s %s", ot.Protocol, ot.Target())
 		t.traceWatch = &watch{rep: t.rep, dest: destination{
 			signal: "traces", host: hostOf(ot.Endpoint), target: ot.Target(),
-			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console",
+			hint: noCollectorHint(ot, "--traces-exporter console"),
 		}}
 		var err error
 		var client otlptrace.Client
@@ -351,8 +367,8 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 	case config.ExporterNone:
 		return nil, nil
 	case config.ExporterConsole:
-		dest = "console (stderr)"
-		exp = &consoleMetrics{w: o.stderr, temporality: temporality}
+		dest = "console"
+		exp = &consoleMetrics{w: o.consoleOut(), temporality: temporality}
 	case config.ExporterFile:
 		out, name, err := t.open(cfg.Metrics.File, o.stderr)
 		if err != nil {
@@ -365,7 +381,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		dest = fmt.Sprintf("otlp %s %s", om.Protocol, om.Target())
 		w = &watch{rep: t.rep, dest: destination{
 			signal: "metrics", host: hostOf(om.Endpoint), target: om.Target(),
-			hint: "set OTEL_EXPORTER_OTLP_ENDPOINT or use --metrics-exporter none",
+			hint: noCollectorHint(om, "--metrics-exporter none"),
 		}}
 		t.metricWatch = w
 		timeout = om.Timeout
@@ -389,6 +405,22 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		sdkmetric.WithInterval(cfg.MetricsInterval),
 		sdkmetric.WithTimeout(timeout),
 	), nil
+}
+
+// noCollectorHint is the way out when nothing answers at the endpoint:
+// naming an endpoint if none was, else checking the one that was.
+func noCollectorHint(o config.OTLP, instead string) string {
+	if o.EndpointFrom == "" {
+		return "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
+	}
+	return fmt.Sprintf("the endpoint comes from %s: start a collector there or fix it, or use %s", o.EndpointFrom, instead)
+}
+
+func (o options) consoleOut() io.Writer {
+	if o.console != nil {
+		return o.console
+	}
+	return o.stderr
 }
 
 // open opens an output file for appending, or stderr for "-". A file is
@@ -547,7 +579,11 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
 		t.metricWatch.reconnect(mctx)
 	}
-	errs = append(errs, t.mp.Shutdown(mctx))
+	// A failed last export was reported as it happened, with the fix;
+	// the same failure again, as the SDK words it, would only be noise.
+	if err := t.mp.Shutdown(mctx); err != nil && (t.metricWatch == nil || !t.metricWatch.hasFailed()) {
+		errs = append(errs, err)
+	}
 	errs = append(errs, t.closeAll())
 	return errors.Join(errs...)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -497,7 +499,7 @@ func TestCollectorDown(t *testing.T) {
 			}
 			recordMetric(tel.MeterProvider())
 			stderr.waitFor(t, ctx, "pi-otel: no collector at "+addr+
-				" (connection refused); set OTEL_EXPORTER_OTLP_ENDPOINT or use --traces-exporter console\n")
+				" (connection refused); the endpoint comes from OTEL_EXPORTER_OTLP_ENDPOINT: start a collector there or fix it, or use --traces-exporter console\n")
 			running := tel.Stats()
 			if running.Dropped == 0 {
 				t.Errorf("a full queue dropped nothing: %+v", running)
@@ -674,6 +676,54 @@ func TestLogsCollectorDown(t *testing.T) {
 	}
 }
 
+// A collector that can never take the spans (TLS against plaintext, the
+// wrong protocol for the port) fails the export at once: Shutdown does
+// not sit out the retries, and the spans count as failed, not dropped.
+func TestFutileExportFailsFast(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not a collector", http.StatusTeapot)
+	}))
+	defer plain.Close()
+	host := strings.TrimPrefix(plain.URL, "http://")
+	for _, c := range []struct {
+		name, protocol, endpoint, says string
+	}{
+		{"grpc to an HTTP/1 server", "grpc", "http://" + host, "does not speak this protocol"},
+		{"grpc TLS to plaintext", "grpc", "https://" + host, "TLS with the collector"},
+		{"http TLS to plaintext", "http/protobuf", "https://" + host, "TLS with the collector"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_PROTOCOL": c.protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT": c.endpoint,
+				"OTEL_METRICS_EXPORTER":       "otlp",
+				// Only a futile export that gives up at once lets Shutdown
+				// end before the test's own bound; a wait fails the test.
+				"PI_OTEL_FLUSH_TIMEOUT":      "1h",
+				"OTEL_EXPORTER_OTLP_TIMEOUT": "1h",
+				"OTEL_BSP_EXPORT_TIMEOUT":    "1h",
+			}), telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Hour, MaxInterval: time.Hour, MaxElapsedTime: 2 * time.Hour}))
+			makeTrace(tel.TracerProvider())
+			recordMetric(tel.MeterProvider())
+			if err := tel.Shutdown(ctx); ctx.Err() != nil {
+				t.Fatalf("Shutdown waited out the test's bound: %v", err)
+			}
+			s := tel.Stats()
+			if s.Failed != s.Ended || s.Dropped != 0 || s.Ended == 0 {
+				t.Errorf("stats = %+v; want every span failed, none dropped", s)
+			}
+			out := stderr.String()
+			if strings.Count(out, "\n") != 1 || !strings.Contains(out, c.says) {
+				t.Errorf("stderr = %q; want one line saying %q", out, c.says)
+			}
+			if sum := tel.Summary(); !strings.Contains(sum, "failed to export") || strings.Contains(sum, "dropped") {
+				t.Errorf("summary = %q", sum)
+			}
+		})
+	}
+}
+
 // TestLogsConsole: --logs-exporter console writes one line per record on
 // stderr, with its event, ids and attributes; a value with a newline stays
 // on the record's line.
@@ -749,5 +799,31 @@ func TestLogsLostAreCounted(t *testing.T) {
 	dropped, _ := strconv.Atoi(m[3])
 	if exported != 0 || failed+dropped != n || dropped == 0 {
 		t.Errorf("exported %d, failed %d, dropped %d of %d", exported, failed, dropped, n)
+	}
+}
+
+// A refused connection names where the endpoint came from, and asks for
+// one only when none was set.
+func TestRefusedNamesTheEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		says string
+	}{
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + freePort(t)}, "the endpoint comes from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+	} {
+		ctx := testCtx(t)
+		cfg := loadConfig(t, c.env)
+		cfg.Spool = config.Spool{}
+		if cfg.Traces.OTLP.EndpointFrom == "" {
+			// Nothing may listen on the default port for this test.
+			cfg.Traces.OTLP.Endpoint = "http://" + freePort(t)
+		}
+		tel, stderr := setup(t, cfg)
+		makeTrace(tel.TracerProvider())
+		_ = tel.Shutdown(ctx)
+		if out := stderr.String(); !strings.Contains(out, "(connection refused); "+c.says) {
+			t.Errorf("stderr = %q; want %q", out, c.says)
+		}
 	}
 }

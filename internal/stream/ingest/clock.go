@@ -18,6 +18,9 @@ type StreamClock struct {
 	// pending is a retry's announced delay: the next untimed event is
 	// placed after it, so a replayed retry spans its wait.
 	pending time.Duration
+	// tiedAt and tied count the tools started at one instant.
+	tiedAt time.Time
+	tied   int
 }
 
 // NewStreamClock returns a clock that starts at start until the stream
@@ -41,7 +44,17 @@ func (c *StreamClock) Time(ev *event.Event) time.Time {
 	}
 	switch ev.Type {
 	case event.TypeToolExecutionStart:
-		c.toolStarts[ev.ToolCallID] = c.last
+		// Parallel tools start at the same instant of the stream; a
+		// nanosecond apiece keeps them in the stream's order wherever
+		// spans are sorted by start (the console tree, trace views),
+		// instead of by random span id.
+		if !c.last.Equal(c.tiedAt) {
+			c.tiedAt, c.tied = c.last, 0
+		}
+		t := c.last.Add(time.Duration(c.tied))
+		c.tied++
+		c.toolStarts[ev.ToolCallID] = t
+		return t
 	case event.TypeToolExecutionEnd:
 		start, ok := c.toolStarts[ev.ToolCallID]
 		delete(c.toolStarts, ev.ToolCallID)

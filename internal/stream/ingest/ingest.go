@@ -130,9 +130,16 @@ func (s *Sink) bad(n int64, typ string, err error) {
 		if suppressed > 0 {
 			msg += fmt.Sprintf("; %d more since the last report", suppressed)
 		}
+		if s.limiter.sent == warnBurst {
+			msg += fmt.Sprintf("; further ones are reported at most once per %v, and counted in the summary", warnInterval)
+		}
 		fmt.Fprintln(s.warn, msg)
 	}
 }
+
+// Unreported is how many bad records were held back by the warning limit
+// since the last warning; the caller says so at the end.
+func (s *Sink) Unreported() int64 { return s.limiter.suppressed.Load() }
 
 // Stats returns the counters.
 func (s *Sink) Stats() Stats {
@@ -152,7 +159,7 @@ func (s *Sink) Stats() Stats {
 type warnLimiter struct {
 	sent       int
 	last       time.Time
-	suppressed int64
+	suppressed atomic.Int64 // read at the end from another goroutine
 }
 
 const (
@@ -164,10 +171,8 @@ func (l *warnLimiter) allow(now time.Time) (bool, int64) {
 	if l.sent < warnBurst || now.Sub(l.last) >= warnInterval {
 		l.sent++
 		l.last = now
-		s := l.suppressed
-		l.suppressed = 0
-		return true, s
+		return true, l.suppressed.Swap(0)
 	}
-	l.suppressed++
+	l.suppressed.Add(1)
 	return false, 0
 }

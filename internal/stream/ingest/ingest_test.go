@@ -85,14 +85,18 @@ func TestStreamClock(t *testing.T) {
 	}
 	// Two parallel tools: the second ends earlier than the first, and keeps
 	// its own exact end although the clock has moved past it.
+	// They start at the same instant of the stream, yet in the stream's
+	// order, a nanosecond apart, so that sorting by start keeps it.
 	t0 := c.Now()
-	at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "a"})
-	at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "b"})
+	if sa, sb := at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "a"}),
+		at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "b"}); !sa.Equal(t0) || !sb.Equal(t0.Add(1)) {
+		t.Fatalf("parallel tools start at %v and %v, want %v and a nanosecond later", sa, sb, t0)
+	}
 	long, short := 100.0, 10.0
 	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "a", DurationMs: &long}); !got.Equal(t0.Add(100 * time.Millisecond)) {
 		t.Fatalf("tool a ends %v", got)
 	}
-	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "b", DurationMs: &short}); !got.Equal(t0.Add(10 * time.Millisecond)) {
+	if got := at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "b", DurationMs: &short}); !got.Equal(t0.Add(10*time.Millisecond + 1)) {
 		t.Fatalf("tool b ends %v", got)
 	}
 	// A retry's delay separates the failed run from the next one.
@@ -120,5 +124,22 @@ func TestAnchorFindsTheFirstTimedRecord(t *testing.T) {
 	}
 	if _, ok := Anchor(recs[:2]); ok {
 		t.Fatal("anchored on untimed records")
+	}
+}
+
+// The last warning of the burst says that more are held back, and the
+// sink tells how many were, so the caller can say so at the end.
+func TestWarningsSayWhatIsHeldBack(t *testing.T) {
+	var warn strings.Builder
+	s := New(mapper.New(sdktrace.NewTracerProvider()), WithWarnings(&warn))
+	for i := 0; i < warnBurst+12; i++ {
+		s.Record([]byte(`{not json`))
+	}
+	lines := strings.Split(strings.TrimSpace(warn.String()), "\n")
+	if len(lines) != warnBurst || !strings.Contains(lines[warnBurst-1], "further ones are reported at most once per") {
+		t.Errorf("warnings:\n%s\nwant %d, the last saying more are held back", warn.String(), warnBurst)
+	}
+	if n := s.Unreported(); n != 12 {
+		t.Errorf("Unreported() = %d, want 12", n)
 	}
 }

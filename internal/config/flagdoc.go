@@ -1,0 +1,138 @@
+package config
+
+import (
+	"flag"
+	"strings"
+)
+
+// The groups flags are shown in, in order, for help and docs.
+const (
+	GroupDestination = "Where telemetry goes"
+	GroupCapture     = "What is captured"
+	GroupOTLP        = "OTLP connection"
+	GroupTuning      = "Tuning"
+)
+
+// Groups lists the groups in the order help shows them.
+var Groups = []string{GroupDestination, GroupCapture, GroupOTLP, GroupTuning}
+
+// FlagDoc is one flag as help and docs show it: all of it comes from the
+// one table of flags (flagDefs), so the two cannot drift apart.
+type FlagDoc struct {
+	Name        string
+	Group       string
+	Placeholder string   // "URL", "DURATION"; "" for a boolean
+	Text        string   // what it does, without the variables and default
+	Envs        []string // the environment variables, in precedence order
+	Default     string   // "" when there is none to state
+	Boolean     bool
+}
+
+// groupOf places a flag. The rules cover the flags of signals to come
+// (a "logs-exporter" lands beside "traces-exporter") without a new entry.
+func groupOf(name string) string {
+	switch name {
+	case "service-name", "resource-attributes", "quiet":
+		return GroupDestination
+	case "capture-content", "max-content-length", "attribute-value-length-limit", "redact":
+		return GroupCapture
+	case "endpoint", "protocol", "headers", "insecure", "certificate", "client-certificate",
+		"client-key", "timeout", "compression":
+		return GroupOTLP
+	}
+	switch {
+	case strings.HasSuffix(name, "-exporter"), strings.HasSuffix(name, "-file"):
+		return GroupDestination
+	case strings.HasSuffix(name, "-endpoint"), strings.HasSuffix(name, "-protocol"):
+		return GroupOTLP
+	}
+	return GroupTuning
+}
+
+// Flags describes every flag RegisterFlags defines, in table order.
+func Flags() []FlagDoc {
+	docs := make([]FlagDoc, 0, len(flagDefs))
+	for _, d := range flagDefs {
+		docs = append(docs, describe(d.name, d.usage, d.boolean))
+	}
+	return docs
+}
+
+// DescribeFlag describes a flag defined elsewhere (a command's own) the
+// same way; its usage follows the same conventions.
+func DescribeFlag(f *flag.Flag, group string) FlagDoc {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	boolean := ok && b.IsBoolFlag()
+	d := describe(f.Name, f.Usage, boolean)
+	d.Group = group
+	if d.Placeholder == "" && !boolean {
+		name, _ := flag.UnquoteUsage(f)
+		d.Placeholder = strings.ToUpper(name)
+	}
+	if d.Default == "" && !boolean && f.DefValue != "" && f.DefValue != "0" {
+		d.Default = f.DefValue
+	}
+	return d
+}
+
+// describe splits a usage text: a `PLACEHOLDER` in backquotes, then the
+// trailing "(VAR, VAR; default X; note)".
+func describe(name, usage string, boolean bool) FlagDoc {
+	d := FlagDoc{Name: name, Group: groupOf(name), Boolean: boolean}
+	if i := strings.Index(usage, "`"); i >= 0 {
+		if j := strings.Index(usage[i+1:], "`"); j >= 0 {
+			d.Placeholder = usage[i+1 : i+1+j]
+			usage = usage[:i] + d.Placeholder + usage[i+2+j:]
+			// "…, a DURATION" only names the placeholder: the flag line shows it.
+			for _, a := range []string{", a ", ", an ", ", "} {
+				usage = strings.Replace(usage, a+d.Placeholder, "", 1)
+			}
+		}
+	}
+	i := strings.LastIndex(usage, " (")
+	if i < 0 || !strings.HasSuffix(usage, ")") || !isEnvName(firstWord(usage[i+2:])) {
+		d.Text = usage
+		return d
+	}
+	d.Text = usage[:i]
+	var notes []string
+	for n, part := range strings.Split(strings.TrimSuffix(usage[i+2:], ")"), "; ") {
+		switch {
+		case n == 0:
+			for _, w := range strings.Split(part, ", ") {
+				if isEnvName(w) {
+					d.Envs = append(d.Envs, w)
+				} else {
+					notes = append(notes, w)
+				}
+			}
+		case strings.HasPrefix(part, "default"):
+			d.Default = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(part, "default"), ":"))
+		default:
+			notes = append(notes, part)
+		}
+	}
+	if len(notes) > 0 {
+		d.Text += "; " + strings.Join(notes, "; ")
+	}
+	return d
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexAny(s, ",;) "); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func isEnvName(s string) bool {
+	if !strings.HasPrefix(s, "OTEL_") && !strings.HasPrefix(s, "PI_OTEL_") {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
