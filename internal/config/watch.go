@@ -38,10 +38,10 @@ const (
 
 var watchFlagDefs = []flagDef{
 	{name: "state", usage: "state `FILE` keeping watch's place in every session file (PI_OTEL_STATE; default $XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json)"},
-	{name: "since", usage: "history to trace at the first start: a `duration` such as 24h or 7d, or all (PI_OTEL_SINCE; default: only new activity)"},
-	{name: "settle", usage: "quiet time after a final answer before a run counts as complete, a `duration` (PI_OTEL_SETTLE; default 30s)"},
-	{name: "close-after", usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `duration` (PI_OTEL_CLOSE_AFTER; default 30m)"},
-	{name: "poll", usage: "scan session directories at this `interval` instead of using inotify, e.g. on network file systems (PI_OTEL_POLL; default: inotify)"},
+	{name: "since", usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all (PI_OTEL_SINCE; default: only new activity)"},
+	{name: "settle", usage: "quiet time after a final answer before a run counts as complete, a `DURATION` (PI_OTEL_SETTLE; default 30s)"},
+	{name: "close-after", usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION` (PI_OTEL_CLOSE_AFTER; default 30m)"},
+	{name: "poll", usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems (PI_OTEL_POLL; default: inotify)"},
 }
 
 // RegisterWatchFlags defines the flags of pi-otel watch on fs, next to
