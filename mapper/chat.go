@@ -23,7 +23,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if r.chat != nil {
 		m.anomaly("message_start inside a message")
 		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
-		r.chat.End(trace.WithTimestamp(at))
+		r.chat.finish(at)
 	}
 	name := piconv.SpanChat.Name(msg.Model)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
@@ -135,7 +135,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	if msg.StopReason == "error" && r.turn != nil {
 		r.turn.SetStatus(codes.Error, r.lastError)
 	}
-	c.End(trace.WithTimestamp(at))
+	c.finish(at)
 	r.chat = nil
 }
 

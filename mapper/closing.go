@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -98,6 +97,6 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	case piconv.OutcomeUnsettled:
 		root.SetStatus(codes.Error, "run did not settle: "+string(reason))
 	}
-	root.End(trace.WithTimestamp(at))
+	r.rootSpan.finish(at)
 	m.run = nil
 }

@@ -133,7 +133,7 @@ func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome piconv.Compa
 		c.SetStatus(codes.Error, "compaction did not finish")
 	}
 	c.SetAttributes(outcome.Attr())
-	c.End(trace.WithTimestamp(at))
+	c.finish(at)
 }
 
 func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {

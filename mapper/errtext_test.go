@@ -3,6 +3,10 @@ package mapper_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -84,3 +88,32 @@ func (s scrubOnly) OutputMessages(msgs [][]byte) string  { return "" }
 func (s scrubOnly) SystemInstructions(msg []byte) string { return "" }
 func (s scrubOnly) ToolArguments(args []byte) string     { return "" }
 func (s scrubOnly) ToolResult(result []byte) string      { return "" }
+
+// Replayed times come from different clocks and may run backwards; no
+// span may end before it starts.
+func TestNoNegativeDurations(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t0 := time.Unix(1000, 0)
+	for i, line := range []string{
+		`{"type":"agent_start"}`, `{"type":"turn_start"}`,
+		`{"type":"message_start","message":{"role":"assistant","content":[],"model":"m"}}`,
+		`{"type":"tool_execution_start","toolCallId":"c","toolName":"bash","args":{}}`,
+		`{"type":"message_end","message":{"role":"assistant","content":[],"model":"m","stopReason":"aborted"}}`,
+		`{"type":"tool_execution_end","toolCallId":"c","toolName":"bash","result":{},"isError":true}`,
+		`{"type":"turn_end"}`, `{"type":"agent_end","messages":[],"willRetry":false}`, `{"type":"agent_settled"}`,
+	} {
+		// Each record a second earlier than the one before.
+		if err := m.Record([]byte(line), t0.Add(-time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.Ended()) == 0 {
+		t.Fatal("no spans")
+	}
+	for _, s := range rec.Ended() {
+		if s.EndTime().Before(s.StartTime()) {
+			t.Errorf("%s ends %v before it starts", s.Name(), s.StartTime().Sub(s.EndTime()))
+		}
+	}
+}

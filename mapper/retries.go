@@ -56,6 +56,6 @@ func (m *Mapper) endRetry(at time.Time, outcome piconv.RetryOutcome, finalError 
 		s.SetAttributes(piconv.UnfinishedKey.Bool(true))
 		s.SetStatus(codes.Error, "retry did not finish")
 	}
-	s.End(trace.WithTimestamp(at))
+	s.finish(at)
 	r.retry = nil
 }

@@ -96,7 +96,7 @@ func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	if r.lastStop == "error" {
 		r.agentRun.SetStatus(codes.Error, r.lastError)
 	}
-	r.agentRun.End(trace.WithTimestamp(at))
+	r.agentRun.finish(at)
 	r.agentRun = nil
 }
 

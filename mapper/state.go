@@ -19,6 +19,16 @@ type span struct {
 	start time.Time
 }
 
+// finish ends the span at at, or at its start if at is earlier: replayed
+// times come from different clocks (a message's own timestamp, an entry's
+// persist time) and must never give a span a negative duration.
+func (s *span) finish(at time.Time) {
+	if at.Before(s.start) {
+		at = s.start
+	}
+	s.End(trace.WithTimestamp(at))
+}
+
 type chat struct {
 	span
 	firstChunk bool

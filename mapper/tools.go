@@ -112,5 +112,5 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
 	m.run.tools.remove(t)
 	t.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(t.updates))...)
-	t.End(trace.WithTimestamp(at))
+	t.finish(at)
 }

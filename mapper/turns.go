@@ -39,7 +39,7 @@ func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	r := m.run
 	if r.chat != nil {
 		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
-		r.chat.End(trace.WithTimestamp(at))
+		r.chat.finish(at)
 		r.chat = nil
 	}
 	for r.tools.newest != nil {
@@ -54,6 +54,6 @@ func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 		r.turn.SetAttributes(piconv.UnfinishedKey.Bool(true))
 	}
 	r.turn.SetAttributes(piconv.TurnToolCallsKey.Int(r.turnToolCalls))
-	r.turn.End(trace.WithTimestamp(at))
+	r.turn.finish(at)
 	r.turn = nil
 }
