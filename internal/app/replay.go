@@ -52,8 +52,7 @@ func Replay(env Env, args []string) int {
 		}
 		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-			return 1
+			return openFailed(env, rest[0], err, ctx)
 		}
 		defer f.Close()
 		src = f
@@ -61,14 +60,24 @@ func Replay(env Env, args []string) int {
 		// A FIFO waits for its writer here; a signal still ends the wait.
 		f, err := follow.OpenFile(ctx, rest[0])
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-			return 1
+			return openFailed(env, rest[0], err, ctx)
 		}
 		defer f.Close()
 		src = f
 	}
 
 	return replay(env, cfg, src, rest[0], followFile, ctx)
+}
+
+// openFailed reports an input that could not be opened; a signal that
+// ended the wait for it (a FIFO's writer) is an interrupt, not an error.
+func openFailed(env Env, name string, err error, ctx context.Context) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+	} else {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+	}
+	return 1
 }
 
 // replay traces src: a Pi session file, or a captured event stream. follow
