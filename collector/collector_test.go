@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
@@ -27,28 +30,47 @@ import (
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
 // containers use and with the loopback overrides the tests use.
 func TestShippedConfigsValidate(t *testing.T) {
-	for _, name := range []string{"agent.yaml", "gateway.yaml", "jaeger.yaml"} {
+	for name, bin := range map[string]string{
+		"agent.yaml":     collectortest.CollectorEnv,
+		"agent-dns.yaml": collectortest.CollectorEnv,
+		"gateway.yaml":   collectortest.CollectorEnv,
+		"jaeger.yaml":    collectortest.JaegerEnv,
+	} {
 		t.Run(name, func(t *testing.T) {
 			path := collectortest.RepoFile(t, "collector/"+name)
-			if err := collectortest.Validate(t, path, nil); err != nil {
+			if err := collectortest.Validate(t, bin, path, nil); err != nil {
 				t.Errorf("defaults: %v", err)
 			}
 			loop := map[string]string{
 				"PI_OTEL_SAMPLE_PERCENTAGE":  "0",
 				"PI_OTEL_TAIL_DECISION_WAIT": "1s",
+				"PI_OTEL_GATEWAYS":           "[127.0.0.1:14317, 127.0.0.1:24317]",
+				"PI_OTEL_AGENT_QUEUE_DIR":    t.TempDir(),
 			}
-			if err := collectortest.Validate(t, path, loop); err != nil {
+			if err := collectortest.Validate(t, bin, path, loop); err != nil {
 				t.Errorf("test overrides: %v", err)
 			}
 		})
 	}
 }
 
+// TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
+func TestGatewayLogsOverlayValidates(t *testing.T) {
+	gw, logs := collectortest.RepoFile(t, "collector/gateway.yaml"), collectortest.RepoFile(t, "collector/gateway-logs.yaml")
+	if err := collectortest.Validate(t, collectortest.CollectorEnv, gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
 	path := collectortest.RepoFile(t, "collector/gateway.yaml")
-	if err := collectortest.Validate(t, path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
+	if err := collectortest.Validate(t, collectortest.CollectorEnv, path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
 		t.Error("validate accepted sampling_percentage=not-a-number")
+	}
+	agent := collectortest.RepoFile(t, "collector/agent.yaml")
+	if err := collectortest.Validate(t, collectortest.CollectorEnv, agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
+		t.Error("validate accepted queue_size=lots")
 	}
 }
 
@@ -198,4 +220,91 @@ func tailSampled(t *testing.T, telemetry, sampled string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestDistributionHoldsExactlyWhatConfigsUse asks the built pi-otel-collector which components it
+// holds and checks them against the shipped configs both ways (no component the configs do not
+// use, none missing), against collector/builder-config.yaml, and that all sit at one release.
+func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
+	out, err := exec.Command(collectortest.Binary(t, collectortest.CollectorEnv), "components").Output()
+	if err != nil {
+		t.Fatalf("components: %v", err)
+	}
+	type component struct{ Name, Module string }
+	var doc struct {
+		Receivers, Processors, Exporters, Connectors, Extensions []component
+	}
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("components output: %v\n%s", err, out)
+	}
+	kinds := []string{"receivers", "processors", "exporters", "connectors", "extensions"}
+	built := map[string][]component{
+		"receivers": doc.Receivers, "processors": doc.Processors, "exporters": doc.Exporters,
+		"connectors": doc.Connectors, "extensions": doc.Extensions,
+	}
+	have, modules, releases := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, kind := range kinds {
+		for _, c := range built[kind] {
+			have[kind+"/"+c.Name] = true
+			modules[c.Module] = true
+			f := strings.Fields(c.Module)
+			releases[f[len(f)-1]] = true
+		}
+	}
+	if len(releases) != 1 {
+		t.Errorf("components at several releases: %v", releases)
+	}
+
+	used := map[string]bool{}
+	for _, file := range []string{"agent.yaml", "agent-dns.yaml", "gateway.yaml", "gateway-logs.yaml"} {
+		raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/"+file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		if err := yaml.Unmarshal(raw, &cfg); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, kind := range kinds {
+			m, _ := cfg[kind].(map[string]any)
+			for id := range m {
+				typ, _, _ := strings.Cut(id, "/")
+				used[kind+"/"+typ] = true
+				if !have[kind+"/"+typ] {
+					t.Errorf("%s uses %s %s, which pi-otel-collector lacks", file, kind, typ)
+				}
+			}
+		}
+	}
+	for c := range have {
+		if !used[c] {
+			t.Errorf("pi-otel-collector holds %s, which no shipped config uses", c)
+		}
+	}
+
+	var builder map[string]any
+	raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/builder-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &builder); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, kind := range kinds {
+		items, _ := builder[kind].([]any)
+		for _, it := range items {
+			listed[it.(map[string]any)["gomod"].(string)] = true
+		}
+	}
+	for m := range modules {
+		if !listed[m] {
+			t.Errorf("pi-otel-collector holds %s, not in builder-config.yaml: the binary is stale", m)
+		}
+	}
+	for m := range listed {
+		if !modules[m] {
+			t.Errorf("builder-config.yaml lists %s, not in pi-otel-collector: the binary is stale", m)
+		}
+	}
 }

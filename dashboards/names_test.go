@@ -217,7 +217,7 @@ func TestGatewayNamesTheVocabulary(t *testing.T) {
 		Connectors struct {
 			Spanmetrics struct {
 				Dimensions []struct{ Name string }
-			}
+			} `yaml:"span_metrics"`
 		}
 	}
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {

@@ -156,7 +156,7 @@ func TestComposeReplay(t *testing.T) {
 	if !bytes.Contains(script, []byte("http://localhost:4317")) || !published(compose.Services["agent"].Ports, "4317:4317") {
 		t.Errorf("replay.sh's default endpoint is not the agent's published OTLP/gRPC port: %v", compose.Services["agent"].Ports)
 	}
-	for svc, file := range map[string]string{"agent": "collector/agent.yaml", "gateway": "collector/gateway.yaml", "jaeger": "collector/jaeger.yaml"} {
+	for svc, file := range map[string]string{"agent": "collector/agent.yaml", "gateway-1": "collector/gateway.yaml", "gateway-2": "collector/gateway.yaml", "jaeger": "collector/jaeger.yaml"} {
 		if !published(compose.Services[svc].Volumes, "./"+file+":") {
 			t.Errorf("compose service %s does not mount %s, the config this test runs", svc, file)
 		}

@@ -17,8 +17,7 @@ import (
 // decoded is a realistic generated stream, decoded once, so that the
 // benchmark measures the mapper alone.
 var decoded = sync.OnceValues(func() ([]event.Event, int64) {
-	data, _ := streamgen.Generate(32 << 20)
-	recs := streamgen.Records(data)
+	data, recs := streamgen.BenchStream()
 	evs := make([]event.Event, 0, len(recs))
 	for _, r := range recs {
 		ev, err := event.Decode(r, event.Options{})

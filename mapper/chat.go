@@ -76,6 +76,7 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(c.SystemInstructions(rawMessage(ev))))
 		}
 		m.rootEvent(piconv.EventSystemMessage, at, attrs...)
+		m.conv.learnTools(msg)
 	}
 }
 
@@ -111,6 +112,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
 		addUsage(&r.usage, u)
 	}
+	attrs = m.conv.chatAttrs(msg, attrs)
 	if cc := m.cfg.content; cc != nil {
 		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(cc.OutputMessages([][]byte{assistantRaw(msg)})))
 	}

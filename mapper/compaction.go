@@ -94,6 +94,7 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	if r := m.run; r != nil && ev.WillRetry != nil && *ev.WillRetry {
 		r.willRetry = true
 	}
+	m.conv.compacted = m.conv.compacted || outcome == piconv.CompactionOK
 	m.endCompaction(c, at, outcome)
 }
 

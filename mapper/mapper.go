@@ -15,6 +15,7 @@ package mapper
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -82,6 +83,10 @@ type Mapper struct {
 	idleParent context.Context
 	// dec decodes for Record, made on first use.
 	dec *event.Decoder
+	// project is pi.project, the last element of the session's cwd.
+	project string
+	// conv feeds the GenAI attributes that need earlier records.
+	conv conventionState
 }
 
 // New returns a Mapper that writes spans through tp.
@@ -100,10 +105,7 @@ func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 // Stats returns a copy of the counters.
 func (m *Mapper) Stats() Stats {
 	s := m.stats
-	s.Anomalies = make(map[string]int64, len(m.stats.Anomalies))
-	for k, v := range m.stats.Anomalies {
-		s.Anomalies[k] = v
-	}
+	s.Anomalies = maps.Clone(m.stats.Anomalies)
 	return s
 }
 
@@ -183,6 +185,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)
+		m.setProject(ev.Cwd)
 	case event.TypeAgentStart:
 		m.agentStart(at)
 	case event.TypeAgentEnd:

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // span is one open span and the context that holds it.
@@ -170,6 +171,10 @@ func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind,
 	if m.session != "" {
 		// On every span, not only the root: backends group spans by it.
 		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+	}
+	if m.project != "" {
+		// On every span too: cost per project is summed over chat spans.
+		attrs = append(attrs, piconv.ProjectKey.String(m.project))
 	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))

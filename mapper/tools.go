@@ -33,6 +33,7 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		semconv.GenAIToolCallID(ev.ToolCallID),
 		semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
 	}
+	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}

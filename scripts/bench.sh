@@ -19,6 +19,8 @@
 #   BIG_RECORD       tool output size for the large-record memory test (default 40MB; 0 skips it)
 #   SESSION_SIZE     size of the generated session history traced by `pi-otel replay`
 #                    (default $SIZE; 0 skips it)
+#   WATCH_FILES      session files for the pi-otel watch measurement (default 10000; 0
+#                    skips it; see scripts/bench-watch.sh)
 #   BASELINE         another pi-otel binary to measure alongside, e.g. one built
 #                    from an earlier commit (git archive REV | tar -x -C DIR; go build)
 set -euo pipefail
@@ -199,4 +201,10 @@ if [[ $SESSION_SIZE != 0 ]]; then
 			printf "%-52s %8.3f %9.1f %12.0f %7s %8s\n", n, s, b / 1e6 / s, l / s, cpu, rss
 		}'
 	done
+fi
+
+# pi-otel watch over many session files (WATCH_FILES, default 10000; 0 skips it).
+if [[ ${WATCH_FILES:-10000} != 0 ]]; then
+	echo
+	FILES="${WATCH_FILES:-10000}" BENCH_DIR="$DIR" "$ROOT/scripts/bench-watch.sh"
 fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real tools the tests run against into ${PI_OTEL_CACHE:-$HOME/.cache/pi-otel}:
 # Node 22, Pi 1.6.0 and two older Pi releases, a Jaeger v2 binary built from
-# tools/jaeger, and promtool. Idempotent: a warm cache only checks versions.
+# tools/jaeger, the project's Collector distribution (pi-otel-collector, built
+# by the Collector Builder pinned in tools/collector from
+# collector/builder-config.yaml), and promtool. Idempotent: a warm cache only checks versions.
 # Writes $CACHE/env.sh, which exports the PI_OTEL_* variables the tests read;
 # source it (scripts/test.sh does).
 set -euo pipefail
@@ -96,6 +98,28 @@ if [[ ! -x "$JAEGER" ]]; then
 	mv "$JAEGER.tmp" "$JAEGER"
 fi
 
+# --- pi-otel-collector ----------------------------------------------------------
+# The Collector Builder (ocb) pinned in tools/collector generates the
+# distribution's sources from collector/builder-config.yaml (every component at
+# one release) and compiles them. The binary is keyed by both files: a change
+# of builder or of components rebuilds.
+COLLECTOR_KEY="$(cat "$ROOT/tools/collector/go.sum" "$ROOT/collector/builder-config.yaml" | sha256sum | cut -c1-16)"
+COLLECTOR="$CACHE/pi-otel-collector-$COLLECTOR_KEY"
+if [[ ! -x "$COLLECTOR" ]]; then
+	log "building pi-otel-collector into $COLLECTOR (cold: about 12 min; warm Go caches: under a minute)"
+	work="$CACHE/collector-build"
+	rm -rf "$work"
+	mkdir -p "$work"
+	(cd "$ROOT/tools/collector" && go build -o "$work/ocb" go.opentelemetry.io/collector/cmd/builder) ||
+		die "building the Collector Builder"
+	# output_path in the builder config is relative to the working directory.
+	(cd "$work" && ./ocb --config "$ROOT/collector/builder-config.yaml" --ldflags='-s -w') >"$work/ocb.log" 2>&1 ||
+		{ tail -n 40 "$work/ocb.log" >&2; die "pi-otel-collector build (log: $work/ocb.log)"; }
+	mv "$work/pi-otel-collector-src/pi-otel-collector" "$COLLECTOR.tmp"
+	mv "$COLLECTOR.tmp" "$COLLECTOR"
+	rm -rf "$work"
+fi
+
 # --- promtool ---------------------------------------------------------------
 if ! command -v promtool >/dev/null; then
 	log "installing prometheus (for promtool)"
@@ -114,6 +138,7 @@ export PI_OTEL_PI="$CACHE/pi/node_modules/.bin/pi"
 export PI_OTEL_PI_1_0_3="$CACHE/pi-$PI_103_VERSION/node_modules/.bin/pi"
 export PI_OTEL_PI_0_73="$CACHE/pi-$PI_073_VERSION/node_modules/.bin/pi"
 export PI_OTEL_JAEGER="$JAEGER"
+export PI_OTEL_COLLECTOR="$COLLECTOR"
 export PI_OTEL_PROMTOOL="$PROMTOOL"
 EOF
 mv "$CACHE/env.sh.tmp" "$CACHE/env.sh"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,7 +29,9 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Env is the process environment, injected so tests need no globals.
@@ -46,7 +49,8 @@ type Env struct {
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
 
 Usage:
-  pi-otel run [flags] -- pi --mode json ...     launch Pi and trace its event stream
+  pi-otel run [flags] -- pi ...                 launch Pi (its terminal UI, -p or --mode json) and trace it
+  pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
   pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
@@ -86,6 +90,8 @@ func Main(env Env) int {
 		return RPC(env, args)
 	case "replay":
 		return Replay(env, args)
+	case "watch":
+		return Watch(env, args)
 	case "demo":
 		return Demo(env, args)
 	case "version", "--version":
@@ -183,15 +189,23 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	if err != nil {
 		return nil, err
 	}
+	var metricOpts []metrics.Option
+	var lcfg spanlogs.Config
+	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr), telemetry.WithIDGenerator(ids)}
+	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
+		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
+		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
+	}
 	// The exporters also read OTEL_* themselves and log what they cannot
 	// parse, unprefixed; config has read the same variables and warned.
 	otel.SetLogger(logr.Discard())
-	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append([]telemetry.Option{
-		telemetry.WithStderr(env.Stderr),
-		telemetry.WithIDGenerator(ids),
+	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-			return metrics.NewSpanMetrics(mp)
-		})}, opts...)...)
+			return metrics.NewSpanMetrics(mp, metricOpts...)
+		}),
+		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, lcfg), nil
+		})), opts...)...)
 	if err != nil {
 		return nil, err
 	}

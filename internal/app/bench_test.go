@@ -46,6 +46,9 @@ func BenchmarkReplay(b *testing.B) {
 	}{
 		{"none", []string{"--traces-exporter", "none"}},
 		{"file", []string{"--traces-exporter", "file", "--traces-file", os.DevNull}},
+		// Pi's events as log records too, and the latest conventions' renaming and metrics.
+		{"file+logs", []string{"--traces-exporter", "file", "--traces-file", os.DevNull, "--logs-file", os.DevNull}},
+		{"file+latest", []string{"--traces-exporter", "file", "--traces-file", os.DevNull, "--semconv-stability-opt-in", "gen_ai_latest_experimental"}},
 	} {
 		b.Run(exp.name, func(b *testing.B) {
 			b.SetBytes(size)

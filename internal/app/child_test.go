@@ -5,9 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // A process Pi leaves behind (`cmd &`) keeps Pi's stdout open. As with a
@@ -20,7 +21,7 @@ func TestRunForwardsALeftoverButFinishesWithPi(t *testing.T) {
 	script := `(while [ ! -e ` + release + ` ]; do sleep 0.05; done; echo late) &
 printf '{"type":"agent_start"}\n{"type":"agent_settled"}\n'`
 	var stdout bytes.Buffer
-	stderr := &lockedBuffer{}
+	stderr := &proc.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(Env{
@@ -45,21 +46,4 @@ printf '{"type":"agent_start"}\n{"type":"agent_settled"}\n'`
 	if want := "{\"type\":\"agent_start\"}\n{\"type\":\"agent_settled\"}\nlate\n"; stdout.String() != want {
 		t.Fatalf("stdout %q, want %q", stdout.String(), want)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -18,10 +18,14 @@ type commandDoc struct {
 
 var commandDocs = map[string]commandDoc{
 	"run": {
-		about: `Launches Pi in json mode, passes its output through to stdout byte for
-byte, and traces its event stream: one trace per prompt, with a span for
-each turn, model call and tool call. Exits with Pi's exit code.`,
+		about: `Launches Pi and traces it: one trace per prompt, with a span for each
+turn, model call and tool call. In Pi's terminal UI (or -p) Pi keeps the
+terminal and pi-otel traces the session files this Pi writes; in json mode
+Pi's output passes through to stdout byte for byte and its event stream is
+traced. Exits with Pi's exit code.`,
 		examples: []string{
+			"pi-otel run -- pi",
+			"# Pi's terminal UI as always; the traces come when each prompt is answered",
 			"pi-otel run -- pi --mode json 'list the files here'",
 			"# Pi's events on stdout, the trace as a tree on stderr; no collector needed",
 			"OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 pi-otel run -- pi --mode json 'fix the test'",
@@ -49,6 +53,18 @@ kind of input is told from its content. The console tree goes to stdout.`,
 			"pi --mode json hi | pi-otel replay -",
 			"pi-otel replay --follow --endpoint http://localhost:4317 session.jsonl",
 			"# keep tracing a live session as Pi appends to it, until Ctrl-C",
+		},
+	},
+	"watch": {
+		about: `Follows every session file Pi writes under DIR (default: Pi's own session
+directory, resolved as Pi resolves it), terminal UI included, and traces
+each run once it is complete. Keeps its place in every file in a state
+file, so a restart traces nothing twice and loses nothing.`,
+		examples: []string{
+			"pi-otel watch --endpoint http://localhost:4317",
+			"# trace new activity from now on, as a service (see examples/watch-systemd)",
+			"pi-otel watch --since all --traces-exporter none --metrics-exporter otlp",
+			"# turn months of history into metrics, once",
 		},
 	},
 	"demo": {

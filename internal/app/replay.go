@@ -68,23 +68,18 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
-	if followFile {
-		// A followed session file's quiet run is traced without waiting
-		// for the next prompt.
-		ctx = context.WithValue(ctx, followKey{}, true)
-	}
-	return replay(env, cfg, src, rest[0], ctx)
+	return replay(env, cfg, src, rest[0], followFile, ctx)
 }
 
-type followKey struct{}
-
-// replay traces src: a Pi session file, or a captured event stream.
-func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.Context) int {
+// replay traces src: a Pi session file, or a captured event stream. follow
+// says src is followed: a session file's quiet run is then traced without
+// waiting for the next prompt.
+func replay(env Env, cfg config.Config, src io.Reader, name string, follow bool, ctx context.Context) int {
 	r := framing.NewReader(src)
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
-		return replaySession(env, cfg, r, head, herr, name, ctx)
+		return replaySession(env, cfg, r, head, herr, name, follow, ctx)
 	case session.KindUnknown:
 		if herr != nil && herr != io.EOF {
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
@@ -101,13 +96,17 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, ctx context.
 	return replayStream(env, cfg, records(r, head, herr), name, ctx)
 }
 
-// sniffLines bounds how many lines decide what a file is.
-const sniffLines = 64
+// sniffLines and sniffBytes bound what is held to decide what a file is:
+// records can be huge.
+const (
+	sniffLines = 64
+	sniffBytes = 4 << 20
+)
 
 // sniff reads the first records until they tell what src is.
 func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
 	var joined []byte
-	for len(head) < sniffLines {
+	for len(head) < sniffLines && len(joined) < sniffBytes {
 		rec, err := r.Next()
 		if err != nil {
 			return head, session.Classify(joined), err
@@ -143,7 +142,7 @@ func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error)
 const followSettle = 30 * time.Second
 
 // replaySession traces a session file through internal/session.
-func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, ctx context.Context) int {
+func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool, ctx context.Context) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
 	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -164,7 +163,7 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 		damaged.Store(st.Damaged)
 	}
 	var rerr error
-	if follow, _ := ctx.Value(followKey{}).(bool); !follow {
+	if !follow {
 		for {
 			rec, err := next()
 			if err != nil {

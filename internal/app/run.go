@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -14,13 +15,18 @@ import (
 // Run launches Pi, passes its stdout through byte for byte while tracing
 // it, and returns Pi's exit code.
 func Run(env Env, args []string) int {
-	cfg, argv, code := parse(env, "run", "[flags] -- pi --mode json ...", args, nil)
+	cfg, argv, code := parse(env, "run", "[flags] -- pi [--mode json] ...", args, nil)
 	if code >= 0 {
 		return code
 	}
 	if len(argv) == 0 {
 		fmt.Fprintln(env.Stderr, "pi-otel run: no command to run; want pi-otel run [flags] -- pi --mode json ...; see pi-otel run --help")
 		return 2
+	}
+	// Pi's TUI and -p text output go to the terminal; their runs are
+	// traced from the session files instead of the stream.
+	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
+		return runTUI(env, cfg, argv)
 	}
 	p, err := newPipeline(env, cfg, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ func telemetryConfig(c config.Config) telemetry.Config {
 		ResourceAttributes: c.ResourceAttributes,
 		Traces:             c.Traces,
 		Metrics:            c.Metrics,
+		Logs:               c.Logs,
 		Batch:              c.Batch,
 		MetricsInterval:    c.MetricsInterval,
 		Temporality:        c.Temporality,

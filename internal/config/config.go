@@ -12,11 +12,13 @@
 // "console", so that someone trying pi-otel without a collector still sees the
 // trace as a tree on stderr. --metrics-exporter follows the same rule but ends
 // at "none" instead of "console", because a metrics dump on stderr is noise
-// unless asked for.
+// unless asked for. --logs-exporter ends at "none" too, and only its own
+// endpoint (--logs-endpoint, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) turns it to
+// "otlp": a collector reached for traces may have no logs pipeline.
 //
 // Endpoints follow the OTLP exporter specification. For http/protobuf an
 // endpoint given through the generic setting (--endpoint,
-// OTEL_EXPORTER_OTLP_ENDPOINT) gets the signal path (/v1/traces, /v1/metrics)
+// OTEL_EXPORTER_OTLP_ENDPOINT) gets the signal path (/v1/traces, /v1/metrics, /v1/logs)
 // appended, while a signal-specific one (--traces-endpoint,
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, and the metrics twins) is used as is.
 // The scheme decides transport security: http:// is plaintext, https:// is
@@ -27,6 +29,11 @@
 //
 // Durations are Go durations ("5s", "250ms") or, as in the OTEL_* variables,
 // a plain number of milliseconds.
+//
+// OTEL_SEMCONV_STABILITY_OPT_IN (--semconv-stability-opt-in) is the
+// conventions' own comma-separated list; pi-otel acts on
+// gen_ai_latest_experimental and leaves the other entries to other
+// instrumentations.
 //
 // PI_OTEL_REDACT holds one regular expression per line. A single line can
 // still hold several patterns joined with "|".
@@ -71,6 +78,10 @@ const (
 	TemporalityLowMemory  Temporality = "lowmemory"
 )
 
+// GenAILatestOptIn is the OTEL_SEMCONV_STABILITY_OPT_IN entry that selects
+// the latest GenAI conventions.
+const GenAILatestOptIn = "gen_ai_latest_experimental"
+
 // Defaults for settings that have one.
 const (
 	DefaultServiceName      = "pi"
@@ -97,6 +108,8 @@ type Spool struct {
 type Config struct {
 	Traces  Signal
 	Metrics Signal
+	// Logs carries Pi's events as OTLP log records (off unless asked for).
+	Logs Signal
 	// Warnings name environment values that were ignored (see Load).
 	Warnings []string
 	// Spool keeps spans an OTLP export could not deliver before exit, for
@@ -140,6 +153,10 @@ type Config struct {
 	// Batch configures the span batching between producer and exporter.
 	Batch Batch
 
+	// GenAILatest selects the latest GenAI semantic conventions (after
+	// v1.41) for what leaves the process: OTEL_SEMCONV_STABILITY_OPT_IN
+	// holds gen_ai_latest_experimental. Off, the v1.41 names.
+	GenAILatest bool
 	// MemoryLimit is the soft heap limit in bytes asked for with
 	// --memory-limit; 0 when not given, -1 for off. pi-otel checks it,
 	// unlike GOMEMLIMIT, which the Go runtime reads (and aborts on) before

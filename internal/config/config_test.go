@@ -49,6 +49,11 @@ func TestDefaults(t *testing.T) {
 			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
 				Timeout: 10 * time.Second, Compression: "none"},
 		},
+		Logs: config.Signal{
+			Exporter: config.ExporterNone,
+			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
+				Timeout: 10 * time.Second, Compression: "none"},
+		},
 		MetricsInterval:  60 * time.Second,
 		Temporality:      config.TemporalityCumulative,
 		ServiceName:      "pi",
@@ -480,6 +485,75 @@ func TestSpoolDir(t *testing.T) {
 				t.Errorf("spool dir %q, want %q", cfg.Spool.Dir, c.want)
 			}
 		})
+	}
+}
+
+// TestLogsSignal: log records are off unless asked for; a generic endpoint
+// (set for traces) does not turn them on, their own settings do, and they
+// get the _LOGS_ variables and the /v1/logs path like the other signals.
+func TestLogsSignal(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		exporter config.ExporterKind
+		file     string
+		endpoint string
+	}{
+		{name: "off by default", exporter: "none", endpoint: "http://localhost:4317"},
+		{name: "generic endpoint leaves it off", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"},
+			exporter: "none", endpoint: "http://c:4317"},
+		{name: "own endpoint env", env: map[string]string{"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l:4317"},
+			exporter: "otlp", endpoint: "http://l:4317"},
+		{name: "own endpoint flag", args: []string{"--logs-endpoint", "http://l:4318/x", "--logs-protocol", "http/protobuf"},
+			exporter: "otlp", endpoint: "http://l:4318/x"},
+		{name: "file implies file", env: map[string]string{"PI_OTEL_LOGS_FILE": "l.jsonl"},
+			exporter: "file", file: "l.jsonl", endpoint: "http://localhost:4317"},
+		{name: "file flag", args: []string{"--logs-file", "-"}, exporter: "file", file: "-", endpoint: "http://localhost:4317"},
+		{name: "exporter env", env: map[string]string{"OTEL_LOGS_EXPORTER": "console"}, exporter: "console", endpoint: "http://localhost:4317"},
+		{name: "http generic gets /v1/logs", args: []string{"--logs-exporter", "otlp"},
+			env:      map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/protobuf"},
+			exporter: "otlp", endpoint: "http://c:4318/v1/logs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustLoad(t, tt.args, tt.env)
+			l := cfg.Logs
+			if l.Exporter != tt.exporter || l.File != tt.file || l.OTLP.Endpoint != tt.endpoint {
+				t.Errorf("logs = %s %q %q; want %s %q %q", l.Exporter, l.File, l.OTLP.Endpoint, tt.exporter, tt.file, tt.endpoint)
+			}
+		})
+	}
+	cfg := mustLoad(t, []string{"--logs-exporter", "otlp"}, map[string]string{
+		"OTEL_EXPORTER_OTLP_HEADERS": "a=1", "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "b=2", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT": "250",
+	})
+	if h := cfg.Logs.OTLP.Headers; h["b"] != "2" || len(h) != 1 || cfg.Logs.OTLP.Timeout != 250*time.Millisecond {
+		t.Errorf("logs OTLP = %+v", cfg.Logs.OTLP)
+	}
+	if _, err := load(t, []string{"--logs-exporter", "file"}, nil); err == nil {
+		t.Error("--logs-exporter file without a file: no error")
+	}
+}
+
+// TestSemconvOptIn: the conventions' own switch, a list whose other
+// entries belong to other instrumentations.
+func TestSemconvOptIn(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want bool
+	}{
+		{nil, "", false},
+		{nil, "gen_ai_latest_experimental", true},
+		{nil, "http/dup, gen_ai_latest_experimental", true},
+		{nil, "http/dup", false},
+		{[]string{"--semconv-stability-opt-in", "gen_ai_latest_experimental"}, "", true},
+		{[]string{"--semconv-stability-opt-in", "http"}, "gen_ai_latest_experimental", false}, // the flag wins
+	} {
+		cfg := mustLoad(t, tt.args, map[string]string{"OTEL_SEMCONV_STABILITY_OPT_IN": tt.env})
+		if cfg.GenAILatest != tt.want {
+			t.Errorf("%q %q: GenAILatest = %v", tt.args, tt.env, cfg.GenAILatest)
+		}
 	}
 }
 

@@ -28,7 +28,12 @@ var flagDefs = []flagDef{
 	{name: "metrics-interval", usage: "metric export period, a `DURATION` (OTEL_METRIC_EXPORT_INTERVAL; default 60s; metrics are also flushed at exit)"},
 	{name: "metrics-temporality", usage: "metric `TEMPORALITY`: delta, cumulative or lowmemory (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE; default cumulative)"},
 
-	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces or /v1/metrics (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
+	{name: "logs-exporter", usage: "where Pi's events go as log records: otlp, console, file or none, an `EXPORTER` (OTEL_LOGS_EXPORTER; default: file if --logs-file is set, otlp if --logs-endpoint is set, else none)"},
+	{name: "logs-file", usage: "write log records as OTLP/JSON lines to `PATH`, appending; - means stderr (PI_OTEL_LOGS_FILE)"},
+	{name: "logs-endpoint", usage: "OTLP endpoint `URL` for log records, used as is (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT)"},
+	{name: "logs-protocol", usage: "OTLP `PROTOCOL` for log records: grpc or http/protobuf (OTEL_EXPORTER_OTLP_LOGS_PROTOCOL)"},
+
+	{name: "endpoint", usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces, /v1/metrics or /v1/logs (OTEL_EXPORTER_OTLP_ENDPOINT; default http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf)"},
 	{name: "protocol", usage: "OTLP `PROTOCOL`: grpc or http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL; default grpc)"},
 	{name: "headers", usage: "OTLP headers as `K=V,...`, values percent-encoded (OTEL_EXPORTER_OTLP_HEADERS)"},
 	{name: "insecure", boolean: true, usage: "plaintext to an endpoint given without a scheme (OTEL_EXPORTER_OTLP_INSECURE)"},
@@ -48,6 +53,8 @@ var flagDefs = []flagDef{
 	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (PI_OTEL_MAX_CONTENT_LENGTH; default 4096)"},
 	{name: "attribute-value-length-limit", usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default no limit)"},
 	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
+
+	{name: "semconv-stability-opt-in", usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's (OTEL_SEMCONV_STABILITY_OPT_IN; default v1.41)"},
 
 	{name: "spool-dir", usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off (PI_OTEL_SPOOL_DIR; default $XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool)"},
 	{name: "spool-max-size", usage: "bound on the spool in mebibytes, `N`; the oldest spans go first (PI_OTEL_SPOOL_MAX_SIZE; default 64)"},

@@ -148,8 +148,9 @@ func (l *loader) load() Config {
 		},
 	}
 
-	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole)
-	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone)
+	cfg.Traces = l.signal("traces", "TRACES", ExporterConsole, true)
+	cfg.Metrics = l.signal("metrics", "METRICS", ExporterNone, true)
+	cfg.Logs = l.signal("logs", "LOGS", ExporterNone, false)
 
 	l.duration(&cfg.MetricsInterval, true, flags("metrics-interval"), "OTEL_METRIC_EXPORT_INTERVAL")
 	if v, from, ok := l.s.lookup(flags("metrics-temporality"), "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"); ok {
@@ -178,6 +179,14 @@ func (l *loader) load() Config {
 
 	l.spool(&cfg)
 
+	if v, _, ok := l.s.lookup(flags("semconv-stability-opt-in"), "OTEL_SEMCONV_STABILITY_OPT_IN"); ok {
+		for entry := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(entry), GenAILatestOptIn) {
+				cfg.GenAILatest = true
+			}
+		}
+	}
+
 	l.integer(&cfg.Batch.MaxQueueSize, 1, flags("queue-size"), "OTEL_BSP_MAX_QUEUE_SIZE")
 	l.integer(&cfg.Batch.MaxExportBatchSize, 1, flags("max-export-batch-size"), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
 	l.duration(&cfg.Batch.ScheduleDelay, true, flags("schedule-delay"), "OTEL_BSP_SCHEDULE_DELAY")
@@ -196,7 +205,9 @@ func (l *loader) load() Config {
 
 // signal resolves the exporter, file and OTLP settings of one signal.
 // name is the flag prefix ("traces"), env the variable infix ("TRACES").
-func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
+// anyEndpoint says whether the generic endpoint, not only the signal's
+// own, turns an unnamed exporter to otlp.
+func (l *loader) signal(name, env string, fallback ExporterKind, anyEndpoint bool) Signal {
 	var sig Signal
 	file, fileFrom, hasFile := l.s.lookup(flags(name+"-file"), "PI_OTEL_"+env+"_FILE")
 	if hasFile && isStdout(file) {
@@ -205,8 +216,11 @@ func (l *loader) signal(name, env string, fallback ExporterKind) Signal {
 	if hasFile {
 		sig.File = file
 	}
-	_, _, hasEndpoint := l.s.lookup(flags(name+"-endpoint", "endpoint"),
-		"OTEL_EXPORTER_OTLP_"+env+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	endpointFlags, endpointEnvs := flags(name+"-endpoint"), []string{"OTEL_EXPORTER_OTLP_" + env + "_ENDPOINT"}
+	if anyEndpoint {
+		endpointFlags, endpointEnvs = append(endpointFlags, "endpoint"), append(endpointEnvs, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	_, _, hasEndpoint := l.s.lookup(endpointFlags, endpointEnvs...)
 
 	exporterEnv := "OTEL_" + env + "_EXPORTER"
 	v, expFrom, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv)

@@ -11,12 +11,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 )
 
-// stream is a realistic generated Pi stream (see internal/streamgen).
-var stream = sync.OnceValues(func() ([]byte, [][]byte) {
-	data, _ := streamgen.Generate(32 << 20)
-	return data, streamgen.Records(data)
-})
-
 // sample is one record of a kind: the one of median length, so that a
 // kind's benchmark is typical of it, plus the largest tool output.
 type sample struct {
@@ -25,7 +19,7 @@ type sample struct {
 }
 
 var samples = sync.OnceValue(func() []sample {
-	_, recs := stream()
+	_, recs := streamgen.BenchStream()
 	byKind := map[string][][]byte{}
 	for _, r := range recs {
 		k := streamgen.Kind(r)
@@ -120,7 +114,7 @@ func BenchmarkPeek(b *testing.B) {
 // BenchmarkDecodeStream decodes every record of the realistic mix, with
 // Decode and with one reused Decoder.
 func BenchmarkDecodeStream(b *testing.B) {
-	data, recs := stream()
+	data, recs := streamgen.BenchStream()
 	b.Run("Decode", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()

@@ -79,21 +79,25 @@ func Start(argv []string, opts ...Option) (*Process, error) {
 		cmd.Env = append(os.Environ(), cfg.env...)
 	}
 
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, startError(argv[0], "", err)
+	var outR, outW *os.File
+	var err error
+	if cfg.inheritStdout {
+		cmd.Stdout = os.Stdout
+	} else {
+		if outR, outW, err = os.Pipe(); err != nil {
+			return nil, startError(argv[0], "", err)
+		}
+		// *os.File values are handed to the child as they are: no
+		// copying goroutines, so the child reads our stdin and writes
+		// our stderr directly.
+		cmd.Stdout = outW
 	}
-	// *os.File values are handed to the child as they are: no copying
-	// goroutines, so the child reads our stdin and writes our stderr
-	// directly.
-	cmd.Stdout = outW
 	cmd.Stderr = os.Stderr
 	cmd.Stdin = os.Stdin
 	var inR, inW *os.File
 	if cfg.stdinPipe {
 		if inR, inW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
+			closeFiles(outR, outW)
 			return nil, startError(argv[0], "", err)
 		}
 		cmd.Stdin = inR
@@ -106,19 +110,22 @@ func Start(argv []string, opts ...Option) (*Process, error) {
 	err = <-started
 
 	// The child holds its own copies now; ours would keep the pipes open.
-	outW.Close()
-	if inR != nil {
-		inR.Close()
-	}
+	closeFiles(outW, inR)
 	if err != nil {
-		outR.Close()
-		if inW != nil {
-			inW.Close()
-		}
+		closeFiles(outR, inW)
 		return nil, startError(argv[0], cmd.Path, err)
 	}
 	p.proc = cmd.Process
 	return p, nil
+}
+
+// closeFiles closes the files that are not nil.
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // run starts the child and reaps it on one locked OS thread. Linux sends
@@ -170,8 +177,13 @@ func (p *Process) Pid() int { return p.proc.Pid }
 // process holding the write end has exited, which may be after the child
 // itself if the child left a background process behind; Wait does not
 // wait for it. The caller closes it; closing it also unblocks a pending
-// Read.
-func (p *Process) Stdout() io.ReadCloser { return p.stdout }
+// Read. It is nil with WithInheritStdout.
+func (p *Process) Stdout() io.ReadCloser {
+	if p.stdout == nil {
+		return nil
+	}
+	return p.stdout
+}
 
 // Stdin is the write end of the child's stdin, or nil without
 // WithStdinPipe. Closing it gives the child EOF. It is closed when the

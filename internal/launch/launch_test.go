@@ -410,3 +410,34 @@ func TestSignalNames(t *testing.T) {
 		}
 	}
 }
+
+// TestInheritStdout: the child writes to pi-otel's own stdout, the very
+// file (a terminal, for Pi's TUI), and there is no pipe to read.
+func TestInheritStdout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stdout")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdout
+	os.Stdout = f // Start hands the child the os.Stdout of the moment
+	p, err := launch.Start([]string{"sh", "-c", "echo hello; readlink /proc/self/fd/1 || echo no-proc"}, launch.WithInheritStdout())
+	os.Stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stdout() != nil {
+		t.Error("Stdout() is not nil with WithInheritStdout")
+	}
+	if st, err := p.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("wait: %v %v", st, err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(b), "hello\n") {
+		t.Fatalf("child wrote %q to the inherited stdout", b)
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(string(b), path) {
+		t.Errorf("the child's fd 1 is %q, want the file itself", b)
+	}
+}

@@ -22,6 +22,7 @@ const defaultDuplicateWindow = 250 * time.Millisecond
 type config struct {
 	env            []string
 	stdinPipe      bool
+	inheritStdout  bool
 	parentDeathSig syscall.Signal
 }
 
@@ -59,6 +60,16 @@ func WithEnv(kv ...string) Option {
 func WithStdinPipe() Option {
 	return optionFunc(func(c config) config {
 		c.stdinPipe = true
+		return c
+	})
+}
+
+// WithInheritStdout gives the child pi-otel's own stdout instead of a
+// pipe, so a terminal stays a terminal (Pi's TUI); [Process.Stdout] is then
+// nil.
+func WithInheritStdout() Option {
+	return optionFunc(func(c config) config {
+		c.inheritStdout = true
 		return c
 	})
 }

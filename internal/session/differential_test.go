@@ -82,8 +82,8 @@ func TestDifferential(t *testing.T) {
 				continue // the TUI writes no stream
 			}
 			t.Run(v+"/"+name, func(t *testing.T) {
-				file := summarise(traceBytes(t, readSession(t, v, name), Config{}).roots)
-				stream := summarise(traceStream(t, readStream(t, v, name)))
+				file := summarise(traceBytes(t, readCapture(t, v, name+".jsonl"), Config{}).roots)
+				stream := summarise(traceStream(t, readCapture(t, v, name+".stream.jsonl")))
 				skip := known[v+"/"+name]
 				check := func(what string, a, b []string) {
 					if strings.Contains(skip, what) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -209,18 +210,11 @@ func sessionsDir(version string) string {
 	return repo.Path(filepath.Join("testdata", "sessions", version))
 }
 
-func readSession(t *testing.T, version, name string) []byte {
+// readCapture reads file (NAME.jsonl, NAME.stream.jsonl) of a version's
+// session captures.
+func readCapture(t *testing.T, version, file string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sessionsDir(version), name+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func readStream(t *testing.T, version, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sessionsDir(version), name+".stream.jsonl"))
+	b, err := os.ReadFile(filepath.Join(sessionsDir(version), file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +224,9 @@ func readStream(t *testing.T, version, name string) []byte {
 // captured lists the session captures of a version.
 func captured(t *testing.T, version string) []string {
 	t.Helper()
-	metas, err := filepath.Glob(filepath.Join(sessionsDir(version), "*.meta.json"))
-	if err != nil || len(metas) == 0 {
+	names, err := capture.SessionNames(sessionsDir(version))
+	if err != nil || len(names) == 0 {
 		t.Fatalf("no session captures for %s: %v", version, err)
 	}
-	var out []string
-	for _, m := range metas {
-		out = append(out, strings.TrimSuffix(filepath.Base(m), ".meta.json"))
-	}
-	return out
+	return names
 }

@@ -33,9 +33,9 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -73,7 +73,6 @@ type Stats struct {
 // Tracer traces one session file. Not safe for concurrent use.
 type Tracer struct {
 	cfg    Config
-	tap    *tap
 	m      *mapper.Mapper
 	tracer trace.Tracer // for pi.bash
 	dec    *decoder
@@ -123,14 +122,13 @@ func New(cfg Config) *Tracer {
 	if cfg.Parent == nil {
 		cfg.Parent = context.Background()
 	}
-	tp := &tap{TracerProvider: cfg.TracerProvider}
+	tp := cfg.TracerProvider
 	opts := []mapper.Option{mapper.WithParent(cfg.Parent), mapper.WithInexactTimes()}
 	if cfg.Content != nil {
 		opts = append(opts, mapper.WithContent(cfg.Content))
 	}
 	return &Tracer{
 		cfg:     cfg,
-		tap:     tp,
 		m:       mapper.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName),
 		version: 3,
@@ -153,10 +151,9 @@ func (t *Tracer) Line(off int64, b []byte) {
 		if h, ok := decodeHeader(b); ok {
 			t.hdr = h
 			t.version = h.version()
-			t.m.SetSessionID(h.ID)
-			if h.Cwd != "" {
-				t.tap.common = []attribute.KeyValue{attribute.String("pi.project", project(h.Cwd))}
-			}
+			// As the stream's own header: the session id and the
+			// project go on every span.
+			t.m.Handle(&event.Event{Type: event.TypeSession, ID: h.ID, Cwd: h.Cwd}, time.Time{})
 			if h.ParentSession != "" {
 				t.fork, _ = time.Parse(time.RFC3339Nano, h.Timestamp)
 			}

@@ -481,7 +481,7 @@ func TestNoContentWithoutCapture(t *testing.T) {
 // Committed lets a restarted follower skip what it traced; ids do not
 // depend on where it started.
 func TestCommittedAndSkipThrough(t *testing.T) {
-	b := readSession(t, "pi-1.6.0", "two-prompts")
+	b := readCapture(t, "pi-1.6.0", "two-prompts.jsonl")
 	full := traceBytes(t, b, Config{})
 	rs := runs(t, full, 2)
 	if got := full.tracer.Committed(); got != int64(len(b)) {
@@ -544,7 +544,7 @@ func TestIdleAndSince(t *testing.T) {
 }
 
 func TestDeterministicIDs(t *testing.T) {
-	b := readSession(t, "pi-1.6.0", "threshold-compaction")
+	b := readCapture(t, "pi-1.6.0", "threshold-compaction.jsonl")
 	ids := func() []string {
 		var out []string
 		var walk func(*node)
@@ -699,7 +699,7 @@ func TestGeneratedHistory(t *testing.T) {
 // The session file the real Pi 1.6.0 TUI wrote in tmux (see
 // internal/testutil/capture's TestSessionCaptureTUI).
 func TestTUISession(t *testing.T) {
-	b := readSession(t, "pi-1.6.0", "tui")
+	b := readCapture(t, "pi-1.6.0", "tui.jsonl")
 	tr := traceBytes(t, b, Config{})
 	rs := runs(t, tr, 2)
 	first, second := rs[0], rs[1]
@@ -811,7 +811,7 @@ func TestSharedIDsConcurrently(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, n := range names {
-		tr := traceBytes(t, readSession(t, "pi-1.6.0", n), Config{})
+		tr := traceBytes(t, readCapture(t, "pi-1.6.0", n+".jsonl"), Config{})
 		var spans []sdktrace.ReadOnlySpan
 		var walk func(*node)
 		walk = func(x *node) {
@@ -831,7 +831,7 @@ func TestSharedIDsConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	sessions := make([]string, len(names))
 	for i, n := range names {
-		b := readSession(t, "pi-1.6.0", n)
+		b := readCapture(t, "pi-1.6.0", n+".jsonl")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

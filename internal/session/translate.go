@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // Why a tool span whose result is missing from the file ends in error.
@@ -30,7 +30,8 @@ type translator struct {
 	errEnd              time.Time
 	retryOpen           bool
 	attempt             int
-	calls               []call // tool calls of the last assistant message still without a result
+	calls               []call   // tool calls of the last assistant message still without a result
+	missing             []string // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
 }
@@ -59,7 +60,6 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
-	t.tap.extra = event.Usage{}
 	x := &translator{t: t, m: t.m}
 	first := r.entries[0]
 	start := runStart(first)
@@ -79,28 +79,28 @@ func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
 // rootAttributes are what only the file tells: the project, the branch
 // and the fork a run belongs to.
 func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
-	attrs := []attribute.KeyValue{attribute.String("pi.source", "session_file")}
+	attrs := []attribute.KeyValue{piconv.SourceKey.String(piconv.SourceSessionFile)}
 	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
-		attrs = append(attrs, attribute.String("pi.cwd", c.Scrub(t.hdr.Cwd)))
+		attrs = append(attrs, piconv.CwdKey.String(c.Scrub(t.hdr.Cwd)))
 	}
 	if r.branch != nil {
-		attrs = append(attrs, attribute.Bool("pi.branch", true),
-			attribute.String("pi.branch.parent_entry_id", *r.branch))
+		attrs = append(attrs, piconv.BranchKey.Bool(true),
+			piconv.BranchParentEntryIDKey.String(*r.branch))
 		if key := t.runKey(*r.branch); key != "" && key != r.key {
 			root.AddLink(trace.Link{
 				SpanContext: linkTo(key),
-				Attributes:  []attribute.KeyValue{attribute.String("pi.link", "branch_parent")},
+				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkBranchParent)},
 			})
 		}
 	}
 	if t.hdr.ParentSession != "" {
 		origin := originID(t.hdr.ParentSession)
-		attrs = append(attrs, attribute.String("pi.session.parent_id", origin))
+		attrs = append(attrs, piconv.SessionParentIDKey.String(origin))
 		if origin != "" && t.forkRun != "" && !t.forkLinked {
 			t.forkLinked = true
 			root.AddLink(trace.Link{
 				SpanContext: linkTo(origin + "/" + t.forkRun),
-				Attributes:  []attribute.KeyValue{attribute.String("pi.link", "fork_origin")},
+				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkForkOrigin)},
 			})
 		}
 	}
@@ -125,7 +125,7 @@ func (x *translator) entry(e *entry) {
 	case typeContextEdit:
 		// Marks a retry; the next attempt says so.
 	case typeUsage:
-		attrs := []attribute.KeyValue{attribute.String("pi.usage.kind", e.Kind)}
+		attrs := []attribute.KeyValue{piconv.UsageKindKey.String(e.Kind)}
 		if e.Provider != "" {
 			attrs = append(attrs, semconv.GenAIProviderNameKey.String(e.Provider))
 		}
@@ -133,13 +133,13 @@ func (x *translator) entry(e *entry) {
 			attrs = append(attrs, semconv.GenAIRequestModel(e.Model))
 		}
 		attrs = append(attrs, x.addUsage(e.Usage)...)
-		x.rootEvent("pi.usage", at, attrs...)
+		x.rootEvent(piconv.EventUsage, at, attrs...)
 	case typeBranchSummary:
-		attrs := []attribute.KeyValue{attribute.String("pi.branch.from_entry_id", e.FromID)}
+		attrs := []attribute.KeyValue{piconv.BranchFromEntryIDKey.String(e.FromID)}
 		attrs = append(attrs, x.addUsage(e.Usage)...)
-		x.rootEvent("pi.branch_summary", at, attrs...)
+		x.rootEvent(piconv.EventBranchSummary, at, attrs...)
 	case typeModelChange:
-		x.rootEvent("pi.model_change", at,
+		x.rootEvent(piconv.EventModelChange, at,
 			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
 	case typeThinking:
 		x.emit(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
@@ -147,34 +147,34 @@ func (x *translator) entry(e *entry) {
 		x.emit(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
 	case typeLabel:
 		attrs := []attribute.KeyValue{
-			attribute.String("pi.label.target_id", e.TargetID),
-			attribute.Bool("pi.label.cleared", e.Label == nil),
+			piconv.LabelTargetIDKey.String(e.TargetID),
+			piconv.LabelClearedKey.Bool(e.Label == nil),
 		}
 		if c := x.t.cfg.Content; c != nil && e.Label != nil {
-			attrs = append(attrs, attribute.String("pi.label", c.Scrub(*e.Label)))
+			attrs = append(attrs, piconv.LabelKey.String(c.Scrub(*e.Label)))
 		}
-		x.rootEvent("pi.label", at, attrs...)
+		x.rootEvent(piconv.EventLabel, at, attrs...)
 	case typeCustom:
-		x.rootEvent("pi.custom", at, attribute.String("pi.custom.type", e.CustomType))
+		x.rootEvent(piconv.EventCustom, at, piconv.CustomTypeKey.String(e.CustomType))
 	case typeCustomMessage:
 		x.customMessage(e.CustomType, e.Display, e.Content, at)
 	default:
-		x.rootEvent("pi.unknown_entry", at, attribute.String("pi.entry.type", e.Type))
+		x.rootEvent(piconv.EventUnknownEntry, at, piconv.EntryTypeKey.String(e.Type))
 	}
 }
 
 func (x *translator) customMessage(typ string, display *bool, content json.RawMessage, at time.Time) {
-	attrs := []attribute.KeyValue{attribute.String("pi.custom.type", typ)}
+	attrs := []attribute.KeyValue{piconv.CustomTypeKey.String(typ)}
 	if display != nil {
-		attrs = append(attrs, attribute.Bool("pi.custom.display", *display))
+		attrs = append(attrs, piconv.CustomDisplayKey.Bool(*display))
 	}
 	if n := imageCount(content); n > 0 {
-		attrs = append(attrs, attribute.Int("pi.message.images", n))
+		attrs = append(attrs, piconv.MessageImagesKey.Int(n))
 	}
 	if c := x.t.cfg.Content; c != nil && len(content) > 0 {
-		attrs = append(attrs, attribute.String("pi.custom.content", c.Scrub(string(content))))
+		attrs = append(attrs, piconv.CustomContentKey.String(c.Scrub(string(content))))
 	}
-	x.rootEvent("pi.custom_message", at, attrs...)
+	x.rootEvent(piconv.EventCustomMessage, at, attrs...)
 }
 
 // addUsage counts usage the mapper does not see into the root's totals.
@@ -182,18 +182,11 @@ func (x *translator) addUsage(u *event.Usage) []attribute.KeyValue {
 	if u == nil {
 		return nil
 	}
-	d := &x.t.tap.extra
-	d.Input += u.Input
-	d.Output += u.Output
-	d.CacheRead += u.CacheRead
-	d.CacheWrite += u.CacheWrite
-	d.Reasoning += u.Reasoning
-	d.TotalTokens += u.TotalTokens
-	d.Cost.Total += u.Cost.Total
+	x.m.AddUsage(u, x.now)
 	return []attribute.KeyValue{
 		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
 		semconv.GenAIUsageOutputTokens(int(u.Output)),
-		attribute.Float64("pi.cost.total", u.Cost.Total),
+		piconv.CostTotalKey.Float64(u.Cost.Total),
 	}
 }
 
@@ -212,7 +205,7 @@ func (x *translator) message(e *entry) {
 		x.emit(&event.Event{Type: event.TypeTurnStart}, at)
 		x.turnOpen, x.turnHasAssistant = true, false
 		if n := imageCount(msg.Content); n > 0 {
-			x.rootEvent("pi.user_images", at, attribute.Int("pi.message.images", n))
+			x.rootEvent(piconv.EventUserImages, at, piconv.MessageImagesKey.Int(n))
 		}
 		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
 	case "assistant":
@@ -226,7 +219,7 @@ func (x *translator) message(e *entry) {
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.Content, at(msg, e))
 	default:
-		x.rootEvent("pi.unknown_message", e.persist, attribute.String("pi.message.role", msg.Role))
+		x.rootEvent(piconv.EventUnknownMessage, e.persist, piconv.MessageRoleKey.String(msg.Role))
 	}
 }
 
@@ -245,6 +238,7 @@ func (x *translator) ensureAgent(at time.Time) {
 }
 
 func (x *translator) endTurn() {
+	x.failMissing()
 	if x.turnOpen {
 		x.emit(&event.Event{Type: event.TypeTurnEnd}, x.now)
 		x.turnOpen = false
@@ -273,17 +267,21 @@ func (x *translator) resolveError() {
 	x.errHeld = nil
 }
 
-// missingResults opens a span for every tool call whose result never came
-// and marks it failed; the mapper closes it with its turn.
+// missingResults opens a span for every tool call whose result never
+// came; failMissing ends them in error when their turn ends.
 func (x *translator) missingResults() {
 	for _, c := range x.calls {
 		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args}, x.assistantEnd)
-		if s := x.t.tap.lastSpan; s != nil {
-			s.SetStatus(codes.Error, missingResult)
-			s.SetAttributes(semconv.ErrorTypeKey.String("tool_result_missing"))
-		}
+		x.missing = append(x.missing, c.id)
 	}
 	x.calls = nil
+}
+
+func (x *translator) failMissing() {
+	for _, id := range x.missing {
+		x.m.FailTool(id, "tool_result_missing", missingResult, x.now)
+	}
+	x.missing = nil
 }
 
 func (x *translator) assistant(e *entry) {
@@ -402,6 +400,7 @@ func (x *translator) compaction(e *entry) {
 func (x *translator) finish(settled bool, end mapper.Ending) {
 	if !settled {
 		x.missingResults()
+		x.failMissing()
 		if end.Reason == "" {
 			end.Reason = mapper.EndEOF
 		}
@@ -423,19 +422,24 @@ func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
 	msg := e.msg
 	ts := at(msg, e)
 	attrs := []attribute.KeyValue{
-		attribute.Bool("pi.bash.cancelled", msg.Cancelled),
-		attribute.Bool("pi.bash.truncated", msg.Truncated),
-		attribute.Bool("pi.bash.excluded_from_context", msg.ExcludeCtx),
+		piconv.BashCancelledKey.Bool(msg.Cancelled),
+		piconv.BashTruncatedKey.Bool(msg.Truncated),
+		piconv.BashExcludedKey.Bool(msg.ExcludeCtx),
 	}
 	if msg.ExitCode != nil {
-		attrs = append(attrs, attribute.Int("pi.bash.exit_code", *msg.ExitCode))
+		attrs = append(attrs, piconv.BashExitCodeKey.Int(*msg.ExitCode))
 	}
 	if c := t.cfg.Content; c != nil {
-		attrs = append(attrs, attribute.String("pi.bash.command", c.Scrub(msg.Command)))
+		attrs = append(attrs, piconv.BashCommandKey.String(c.Scrub(msg.Command)))
+	}
+	// Started here, not by the mapper: the run's common attributes too.
+	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
+	if t.hdr.Cwd != "" {
+		attrs = append(attrs, piconv.ProjectKey.String(project(t.hdr.Cwd)))
 	}
 	if own {
-		attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID), attribute.String("pi.source", "session_file"))
+		attrs = append(attrs, piconv.SourceKey.String(piconv.SourceSessionFile))
 	}
-	_, s := t.tracer.Start(parent, "pi.bash", trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
+	_, s := t.tracer.Start(parent, piconv.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))
 }

@@ -19,6 +19,8 @@ type Config struct {
 	ResourceAttributes []attribute.KeyValue
 
 	Traces, Metrics config.Signal
+	// Logs is where log records go; off (none) unless set.
+	Logs config.Signal
 	// Batch configures the span queue between the producer and the exporter.
 	Batch config.Batch
 	// MetricsInterval is the period of the periodic metric reader.
@@ -69,7 +71,7 @@ func withDefaults(cfg Config) Config {
 	for _, sig := range []struct {
 		s    *config.Signal
 		path string
-	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}} {
+	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}, {&cfg.Logs, "/v1/logs"}} {
 		o := &sig.s.OTLP
 		if o.Protocol == "" {
 			o.Protocol = config.ProtocolGRPC

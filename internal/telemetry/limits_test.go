@@ -7,9 +7,13 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 )
 
 // TestAttributeValueLengthLimit: OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT cuts
@@ -82,5 +86,46 @@ func TestAttributeValueLengthLimit(t *testing.T) {
 				t.Fatalf("checked %d attributes, want 3", checked)
 			}
 		})
+	}
+}
+
+// TestLogRecordLimits: log records follow the attribute length limit of
+// the configuration, like spans, and not a stray SDK variable.
+func TestLogRecordLimits(t *testing.T) {
+	t.Setenv("OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", "3") // not pi-otel's setting: ignored
+	long := strings.Repeat("é", 100)
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, 100},
+		{map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "8"}, 8},
+	} {
+		path := t.TempDir() + "/logs.jsonl"
+		env := map[string]string{"OTEL_TRACES_EXPORTER": "none", "PI_OTEL_LOGS_FILE": path}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		tel, _ := setup(t, loadConfig(t, env), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, spanlogs.Config{}), nil
+		}))
+		_, root := tel.TracerProvider().Tracer("t").Start(context.Background(), "invoke_agent pi",
+			trace.WithAttributes(attribute.String("long", long)))
+		root.End()
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := otlpfile.UnmarshalLogs(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs := req.ResourceLogs[0].ScopeLogs[0].LogRecords[0].Attributes
+		if len(attrs) != 1 || len([]rune(attrs[0].Value.GetStringValue())) != tc.want {
+			t.Errorf("%v: record attributes %v, want %d characters", tc.env, attrs, tc.want)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -42,6 +43,7 @@ type receiver struct {
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
 	metrics []*colmetricpb.ExportMetricsServiceRequest
+	logs    []*collogpb.ExportLogsServiceRequest
 	headers []http.Header
 	paths   []string
 	changed chan struct{} // closed and replaced on every request
@@ -54,8 +56,15 @@ func (r *receiver) allowed(h http.Header) bool {
 }
 
 func (r *receiver) record(h http.Header, path string, tr *coltracepb.ExportTraceServiceRequest, m *colmetricpb.ExportMetricsServiceRequest) {
+	r.recordAny(h, path, tr, m, nil)
+}
+
+func (r *receiver) recordAny(h http.Header, path string, tr *coltracepb.ExportTraceServiceRequest, m *colmetricpb.ExportMetricsServiceRequest, l *collogpb.ExportLogsServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if l != nil {
+		r.logs = append(r.logs, l)
+	}
 	if tr != nil {
 		r.traces = append(r.traces, tr)
 	}
@@ -104,6 +113,23 @@ func (m metricsService) Export(ctx context.Context, req *colmetricpb.ExportMetri
 	return &colmetricpb.ExportMetricsServiceResponse{}, nil
 }
 
+// logsService adapts the receiver to the logs service.
+type logsService struct {
+	collogpb.UnimplementedLogsServiceServer
+	r *receiver
+}
+
+func (l logsService) Export(ctx context.Context, req *collogpb.ExportLogsServiceRequest) (*collogpb.ExportLogsServiceResponse, error) {
+	h := mdHeader(ctx)
+	if !l.r.allowed(h) {
+		return nil, status.Error(codes.Unauthenticated, "missing credentials")
+	}
+	l.r.recordAny(h, "grpc logs", nil, nil, req)
+	return &collogpb.ExportLogsServiceResponse{}, nil
+}
+
+func hasLogs(r *receiver) bool { return len(r.logs) > 0 }
+
 // ServeHTTP is the OTLP/HTTP protobuf receiver.
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !r.allowed(req.Header) {
@@ -143,6 +169,16 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.record(req.Header.Clone(), req.URL.Path, nil, m)
 		out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	case "/v1/logs":
+		m := &collogpb.ExportLogsServiceRequest{}
+		if err := proto.Unmarshal(raw, m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.recordAny(req.Header.Clone(), req.URL.Path, nil, nil, m)
+		out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)
 	default:
@@ -211,6 +247,7 @@ func serveGRPC(t *testing.T, r *receiver, lis net.Listener, creds credentials.Tr
 	srv := grpc.NewServer(opts...)
 	coltracepb.RegisterTraceServiceServer(srv, r)
 	colmetricpb.RegisterMetricsServiceServer(srv, metricsService{r: r})
+	collogpb.RegisterLogsServiceServer(srv, logsService{r: r})
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 }

@@ -1,5 +1,6 @@
 // Package telemetry builds pi-otel's OpenTelemetry pipeline from its
-// Config: a TracerProvider and a MeterProvider whose output goes to an
+// Config: a TracerProvider, a MeterProvider and, when asked for, a
+// LoggerProvider (Pi's events as log records), whose output goes to an
 // OTLP collector (grpc or http/protobuf), to stderr (a tree of spans, a
 // compact metrics listing), to a file of OTLP/JSON lines, or nowhere.
 //
@@ -20,7 +21,7 @@
 // path stores correctly; the shipped recording rules count each new series
 // whole.
 //
-// Shutdown ends the traces first and the metrics second, so observable
+// Shutdown ends the traces first, the logs second and the metrics last, so observable
 // instruments reading Stats see the final counts in the last metric export.
 //
 // Nothing here writes to stdout, which belongs to Pi, unless WithConsole
@@ -39,11 +40,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -77,6 +81,10 @@ type options struct {
 	color   *bool
 	ids     sdktrace.IDGenerator
 	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// rename rewrites the attributes of exported spans (WithExportedAttributes).
+	rename func([]attribute.KeyValue) []attribute.KeyValue
+	// logProcs are built only when logs are on (see WithLogProcessor).
+	logProcs []func(log.LoggerProvider) (sdktrace.SpanProcessor, error)
 	// backpressure, when set, makes a full queue wait instead of drop
 	// while it is live (see WithBackpressure).
 	backpressure context.Context
@@ -143,12 +151,17 @@ type Telemetry struct {
 	tp  *sdktrace.TracerProvider
 	api trace.TracerProvider // tp, or tp cutting span event attributes too
 	mp  *sdkmetric.MeterProvider
+	lp  *sdklog.LoggerProvider // nil when logs are off
 
 	counters    *counters
 	batcher     *batcher // nil when spans are not exported
 	traceWatch  *watch   // nil unless traces go to OTLP
 	metricWatch *watch   // nil unless metrics go to OTLP
+	logWatch    *watch   // nil unless logs go to OTLP
 	traceDest   string
+	logDest     string
+	logCount    *countedLogs // log records exported and failed; nil when logs are off
+	logsDone    atomic.Bool  // the logs are shut down: what was not exported is lost
 	closers     []io.Closer
 	files       []*outfile.Writer // output files, bounded by the flush at shutdown
 
@@ -179,6 +192,11 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 				cancel()
 				_ = t.batcher.Shutdown(stopped)
 			}
+			if t.lp != nil {
+				stopped, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = t.lp.Shutdown(stopped)
+			}
 			_ = t.closeAll()
 		}
 	}()
@@ -198,9 +216,16 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 	}
 	t.mp = sdkmetric.NewMeterProvider(mopts...)
 
+	if err := t.setupLogs(ctx, cfg, o, res); err != nil {
+		return nil, fmt.Errorf("setting up the %s logs exporter: %w", cfg.Logs.Exporter, err)
+	}
+
 	proc, err := t.setupTraces(ctx, cfg, o)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s traces exporter: %w", cfg.Traces.Exporter, err)
+	}
+	if o.rename != nil {
+		proc = renaming{SpanProcessor: proc, f: o.rename}
 	}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
@@ -228,6 +253,15 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 			return nil, err
 		}
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+	}
+	if t.lp != nil {
+		for _, build := range o.logProcs {
+			p, err := build(t.lp)
+			if err != nil {
+				return nil, err
+			}
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
 	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	t.api = t.tp
@@ -469,7 +503,11 @@ func (t *Telemetry) Stats() Stats {
 
 // ForceFlush exports what is buffered now, bounded by ctx.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
-	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
+	errs := []error{t.tp.ForceFlush(ctx)}
+	if t.lp != nil {
+		errs = append(errs, t.lp.ForceFlush(ctx))
+	}
+	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
 }
 
 // Handle implements otel.ErrorHandler. Errors the SDK reports this way are
@@ -523,6 +561,19 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	t.counters.freeze(t.batcher != nil)
 	t.stopSpool(ctx)
 
+	// Log records come from spans as they end, so they are flushed after
+	// the traces and before the metrics.
+	if t.lp != nil {
+		lctx, lcancel := context.WithCancel(ctx)
+		defer lcancel()
+		if t.logWatch != nil && t.logWatch.beginShutdown(lcancel) {
+			t.logWatch.reconnect(lctx)
+		}
+		errs = append(errs, t.lp.Shutdown(lctx))
+		t.logCount.wait(ctx)
+		t.logsDone.Store(true)
+	}
+
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
 	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
@@ -552,6 +603,15 @@ func (t *Telemetry) Summary() string {
 	}
 	fmt.Fprintf(&b, ", %s → %s", plural(s.Ended, "span"), t.traceDest)
 	var problems []string
+	if t.logCount != nil {
+		fmt.Fprintf(&b, ", %s → %s", plural(t.logCount.exported.Load(), "log record"), t.logDest)
+		if n := t.logCount.failed.Load(); n > 0 {
+			problems = append(problems, plural(n, "log record")+" failed to export")
+		}
+		if n := t.logCount.dropped(); n > 0 && t.logsDone.Load() {
+			problems = append(problems, plural(n, "log record")+" dropped")
+		}
+	}
 	if s.Failed > 0 {
 		problems = append(problems, fmt.Sprintf("%d failed to export", s.Failed))
 	}

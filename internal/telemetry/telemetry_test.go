@@ -8,14 +8,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc/credentials"
@@ -23,6 +28,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 )
 
 // testCtx bounds a test that waits on something; a hang fails the test
@@ -42,7 +48,7 @@ func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics,
+	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics, Logs: c.Logs,
 		Batch: c.Batch, MetricsInterval: c.MetricsInterval, Temporality: c.Temporality, FlushTimeout: c.FlushTimeout, Quiet: c.Quiet, NoColor: c.NoColor,
 		AttributeValueLengthLimit: c.AttributeValueLengthLimit}
 }
@@ -297,6 +303,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		// Percent-encoded, as the specification has header values.
 		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20t0k%2Cen",
 		"OTEL_METRICS_EXPORTER":      "otlp",
+		"OTEL_LOGS_EXPORTER":         "otlp",
 		"OTEL_EXPORTER_OTLP_TIMEOUT": "20000",
 	}
 	if tc.tls != "" {
@@ -331,7 +338,9 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 		serveHTTP(t, rcv, lis, serverTLS)
 	}
 
-	tel, stderr := setup(t, loadConfig(t, env))
+	tel, stderr := setup(t, loadConfig(t, env), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+		return spanlogs.New(lp, spanlogs.Config{}), nil
+	}))
 	tid := makeTrace(tel.TracerProvider())
 	recordMetric(tel.MeterProvider())
 	if err := tel.Shutdown(ctx); err != nil {
@@ -339,6 +348,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	}
 	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
 	rcv.waitFor(t, ctx, "metrics", hasMetrics)
+	rcv.waitFor(t, ctx, "logs", hasLogs)
 
 	if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
 		t.Errorf("stats = %+v", s)
@@ -355,7 +365,8 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	}
 	if tc.protocol != "grpc" {
 		// The generic endpoint got the signal paths appended.
-		if strings.Join(rcv.paths, " ") != "/v1/traces /v1/metrics" {
+		paths := slices.Sorted(slices.Values(rcv.paths))
+		if strings.Join(paths, " ") != "/v1/logs /v1/metrics /v1/traces" {
 			t.Errorf("paths = %v", rcv.paths)
 		}
 		if tc.gzip && rcv.headers[0].Get("Content-Encoding") != "gzip" {
@@ -366,13 +377,19 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	if trace.TraceID(got.ScopeSpans[0].Spans[0].TraceId) != tid {
 		t.Errorf("trace id %x, want %s", got.ScopeSpans[0].Spans[0].TraceId, tid)
 	}
+	// The root, ended without settling, is a run cut short; its record
+	// carries the root's ids.
+	lr := rcv.logs[0].ResourceLogs[0].ScopeLogs[0].LogRecords[0]
+	if lr.EventName != "pi.run.cut" || trace.TraceID(lr.TraceId) != tid || trace.SpanID(lr.SpanId) != trace.SpanID(got.ScopeSpans[0].Spans[2].SpanId) {
+		t.Errorf("log record = %v", lr)
+	}
 	m := rcv.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
 	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE ||
 		m.GetSum().DataPoints[0].GetAsInt() != 3 {
 		t.Errorf("metric = %v", m)
 	}
 	wantSummary := fmt.Sprintf("pi-otel: 1 trace (%s), 3 spans → otlp %s ", tid, tc.protocol)
-	if !strings.HasPrefix(tel.Summary(), wantSummary) {
+	if !strings.HasPrefix(tel.Summary(), wantSummary) || !strings.Contains(tel.Summary(), ", 1 log record → otlp "+tc.protocol) || strings.Contains(tel.Summary(), ";") {
 		t.Errorf("summary = %q, want prefix %q", tel.Summary(), wantSummary)
 	}
 }
@@ -627,6 +644,38 @@ func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
 	}
 }
 
+// TestLogsCollectorDown: log records a missing collector never got are
+// counted in the summary, the one stderr line names the collector, and the
+// flush at exit gives up instead of waiting out the retries.
+func TestLogsCollectorDown(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ctx := testCtx(t)
+			addr := freePort(t)
+			tel, stderr := setup(t, loadConfig(t, map[string]string{
+				"OTEL_TRACES_EXPORTER":                              "none",
+				"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":                  protocol,
+				"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":                  "http://" + addr,
+				"PI_OTEL_FLUSH_TIMEOUT":                             "1h", // a hang fails the test
+				"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":                   "30000",
+				"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative",
+			}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+				return spanlogs.New(lp, spanlogs.Config{}), nil
+			}))
+			makeTrace(tel.TracerProvider())
+			_ = tel.Shutdown(ctx)
+			out, sum := stderr.String(), tel.Summary()
+			t.Logf("%s%s", out, sum)
+			if !strings.Contains(out, "no collector at "+addr) || !strings.Contains(out, "--logs-exporter none") || strings.Count(out, "\n") != 1 {
+				t.Errorf("stderr = %q", out)
+			}
+			if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.HasSuffix(sum, "; 1 log record failed to export") {
+				t.Errorf("summary = %q", sum)
+			}
+		})
+	}
+}
+
 // A collector that can never take the spans (TLS against plaintext, the
 // wrong protocol for the port) fails the export at once: Shutdown does
 // not sit out the retries, and the spans count as failed, not dropped.
@@ -672,6 +721,84 @@ func TestFutileExportFailsFast(t *testing.T) {
 				t.Errorf("summary = %q", sum)
 			}
 		})
+	}
+}
+
+// TestLogsConsole: --logs-exporter console writes one line per record on
+// stderr, with its event, ids and attributes; a value with a newline stays
+// on the record's line.
+func TestLogsConsole(t *testing.T) {
+	ctx := testCtx(t)
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "console",
+	}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+		return spanlogs.New(lp, spanlogs.Config{}), nil
+	}))
+	_, root := tel.TracerProvider().Tracer("t").Start(ctx, "invoke_agent pi", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.Bool("pi.settled", true),
+		attribute.String("pi.outcome", "ok"), attribute.String("note", "two\nlines"), attribute.String("why", "529 overloaded")))
+	root.End()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc := root.SpanContext()
+	out := stderr.String()
+	want := fmt.Sprintf(`INFO pi.run.settled trace=%s span=%s gen_ai.operation.name=invoke_agent pi.settled=true pi.outcome=ok note="two\nlines" why="529 overloaded"`+"\n", sc.TraceID(), sc.SpanID())
+	if !strings.HasPrefix(out, "pi-otel log ") || !strings.HasSuffix(out, want) || strings.Count(out, "\n") != 1 {
+		t.Errorf("stderr = %q, want a line ending %q", out, want)
+	}
+	if !strings.Contains(tel.Summary(), ", 1 log record → console (stderr)") {
+		t.Errorf("summary = %q", tel.Summary())
+	}
+}
+
+// TestLogsLostAreCounted: records a collector never answers for, held up
+// past the flush timeout or refused by a full queue, are counted as
+// dropped in the summary, not lost quietly.
+func TestLogsLostAreCounted(t *testing.T) {
+	ctx := testCtx(t)
+	// A collector that accepts connections and never answers.
+	lis := listen(t)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	t.Cleanup(func() { lis.Close() })
+	tel, stderr := setup(t, loadConfig(t, map[string]string{
+		"OTEL_TRACES_EXPORTER":             "none",
+		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://" + lis.Addr().String(),
+		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":  "100",
+		"PI_OTEL_FLUSH_TIMEOUT":            "200ms",
+	}), telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: 10 * time.Millisecond}),
+		telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, spanlogs.Config{}), nil
+		}))
+	const n = 5000 // more than the record queue holds
+	tr := tel.TracerProvider().Tracer("t")
+	for range n {
+		_, s := tr.Start(ctx, "invoke_agent pi")
+		s.End()
+	}
+	_ = tel.Shutdown(ctx)
+	sum := tel.Summary()
+	t.Log(stderr.String() + sum)
+	if !strings.Contains(stderr.String(), "the collector at "+lis.Addr().String()+" did not answer") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("stderr = %q, want one line about the collector", stderr.String())
+	}
+	m := regexp.MustCompile(`, (\d+) log records? → otlp grpc [^;]*; (?:(\d+) log records? failed to export, )?(\d+) log records? dropped$`).FindStringSubmatch(sum)
+	if m == nil {
+		t.Fatalf("summary = %q", sum)
+	}
+	exported, _ := strconv.Atoi(m[1])
+	failed, _ := strconv.Atoi(m[2])
+	dropped, _ := strconv.Atoi(m[3])
+	if exported != 0 || failed+dropped != n || dropped == 0 {
+		t.Errorf("exported %d, failed %d, dropped %d of %d", exported, failed, dropped, n)
 	}
 }
 

@@ -8,7 +8,7 @@ import "go.opentelemetry.io/otel/attribute"
 
 // Spans returns the span names that have no variable part.
 func Spans() []string {
-	return []string{SpanRoot, SpanAgentRun, SpanTurn, SpanRetry, SpanCompaction}
+	return []string{SpanRoot, SpanAgentRun, SpanTurn, SpanRetry, SpanCompaction, SpanBash}
 }
 
 // Families returns the span families, whose names a detail completes.
@@ -22,6 +22,8 @@ func Events() []string {
 		EventUserMessage, EventSystemMessage, EventQueueUpdate, EventThinkingLevel,
 		EventSessionInfo, EventEntryAppended, EventExtensionError, EventSummarizationRetry,
 		EventToolUpdate, EventUnknown, EventRPCQueued, EventExtensionUI,
+		EventUsage, EventBranchSummary, EventModelChange, EventLabel, EventCustom,
+		EventCustomMessage, EventUserImages, EventUnknownEntry, EventUnknownMessage,
 	}
 }
 
@@ -31,7 +33,11 @@ func Keys() []attribute.Key {
 		SettledKey, AbortedKey, EndReasonKey, OutcomeKey, AgentRunsKey, TurnsKey, ToolCallsKey,
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
 		ToolsEvictedKey, ProviderKey,
-		UnfinishedKey, CostTotalKey,
+		UnfinishedKey, CostTotalKey, ProjectKey, SourceKey,
+		CwdKey, BranchKey, BranchParentEntryIDKey, BranchFromEntryIDKey, SessionParentIDKey,
+		UsageKindKey, LabelKey, LabelTargetIDKey, LabelClearedKey, CustomTypeKey,
+		CustomDisplayKey, CustomContentKey, MessageImagesKey, MessageRoleKey, BashExcludedKey,
+		BashCommandKey,
 		AgentRunIndexKey, WillRetryKey, TurnIndexKey, TurnToolCallsKey, StopReasonKey,
 		RawStopReasonKey, DurationMsKey, ToolDurationMsKey, ToolUpdatesKey, OrphanEndKey,
 		CompactionReasonKey, CompactionTokensBeforeKey, CompactionTokensAfterKey,

@@ -90,7 +90,15 @@ const (
 const (
 	UnfinishedKey = attribute.Key("pi.unfinished")
 	CostTotalKey  = attribute.Key("pi.cost.total")
+	// ProjectKey is the last element of the session's cwd, on every span
+	// of a run: cost per project without a full path.
+	ProjectKey = attribute.Key("pi.project")
+	// SourceKey says a trace was rebuilt from a session file.
+	SourceKey = attribute.Key("pi.source")
 )
+
+// SourceSessionFile is the pi.source of traces from a session file.
+const SourceSessionFile = "session_file"
 
 // Attribute keys of pi.agent_run and pi.turn.
 const (

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -23,12 +25,20 @@ import (
 func declared(t *testing.T, pick func(name, typ string) bool) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, repo.Path("mapper/piconv/piconv.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob(repo.Path("mapper/piconv/*.go"))
+	var decls []ast.Decl
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
 	}
 	var out []string
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
 			continue
@@ -94,10 +104,10 @@ func same(t *testing.T, what string, got, want []string) {
 // against, so a new constant cannot be forgotten there.
 func TestListsAreComplete(t *testing.T) {
 	keys := make([]string, 0)
-	for _, k := range piconv.Keys() {
+	for _, k := range append(piconv.Keys(), piconv.GenAIKeys()...) {
 		keys = append(keys, string(k))
 	}
-	same(t, "Keys()", keys, declared(t, func(_, typ string) bool { return typ == "Key" }))
+	same(t, "Keys() and GenAIKeys()", keys, declared(t, func(_, typ string) bool { return typ == "Key" }))
 	same(t, "Spans()", piconv.Spans(), declared(t, func(name, typ string) bool {
 		return strings.HasPrefix(name, "Span") && typ == ""
 	}))
@@ -234,15 +244,22 @@ func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 	for _, k := range piconv.Keys() {
 		known[string(k)] = true
 	}
-	for _, s := range append(piconv.Spans(), piconv.Events()...) {
+	for _, s := range append(append(piconv.Spans(), piconv.Events()...), piconv.LogEvents()...) {
 		known[s] = true
 	}
 	for _, k := range piconv.Families() {
 		known[string(k)] = true
 	}
+	// Metric names look like keys but are the metrics package's.
+	for _, n := range metrics.Names() {
+		known[n] = true
+	}
 	word := regexp.MustCompile(`^pi\.[a-z_.]+`)
-	for _, rel := range []string{"docs/span-model.md", "docs/rpc.md"} {
-		for _, m := range backticked.FindAllStringSubmatch(readDoc(t, rel), -1) {
+	// A fenced block's backticks would pair with the prose's.
+	fenced := regexp.MustCompile("(?s)```.*?```")
+	for _, rel := range []string{"docs/span-model.md", "docs/rpc.md", "docs/sessions.md"} {
+		doc := fenced.ReplaceAllString(readDoc(t, rel), "")
+		for _, m := range backticked.FindAllStringSubmatch(doc, -1) {
 			w := word.FindString(m[1])
 			if w == "" || known[w] {
 				continue

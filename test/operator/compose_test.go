@@ -3,6 +3,8 @@
 package operator_test
 
 import (
+	"bytes"
+	"context"
 	"net"
 	"net/url"
 	"os"
@@ -15,24 +17,68 @@ import (
 	"strings"
 	"testing"
 
+	composeloader "github.com/compose-spec/compose-go/v2/loader"
+	composetypes "github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 )
 
-// No docker engine runs here, so docker-compose.yml is checked against the repository: mounts,
-// image pins, ports, and every address one file gives for another service.
+// No docker engine runs here, so docker-compose.yml is loaded by compose-go, the loader and JSON
+// schema Docker Compose itself uses (an unknown key or a wrong type fails to load), and then
+// checked against the repository: mounts, image pins, the collector build, ports, and every
+// address one file gives for another service.
 
-type composeFile struct {
-	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Command     any               `yaml:"command"`
-		Environment map[string]string `yaml:"environment"`
-		Volumes     []string          `yaml:"volumes"`
-		Ports       []string          `yaml:"ports"`
-		DependsOn   []string          `yaml:"depends_on"`
-	} `yaml:"services"`
-	Volumes map[string]any `yaml:"volumes"`
+// loadComposeContent loads content as docker-compose.yml at the repository root, with an empty
+// environment so the machine's variables cannot change the result.
+func loadComposeContent(t *testing.T, content []byte) (*composetypes.Project, error) {
+	t.Helper()
+	root := collectortest.RepoFile(t, ".")
+	return composeloader.LoadWithContext(context.Background(), composetypes.ConfigDetails{
+		WorkingDir:  root,
+		ConfigFiles: []composetypes.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml"), Content: content}},
+		Environment: composetypes.Mapping{},
+	}, func(o *composeloader.Options) {
+		o.SetProjectName("pi-otel", true)
+		o.ResolvePaths = true
+	})
+}
+
+func loadCompose(t *testing.T) *composetypes.Project {
+	t.Helper()
+	raw, err := os.ReadFile(collectortest.RepoFile(t, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadComposeContent(t, raw)
+	if err != nil {
+		t.Fatalf("docker-compose.yml does not load: %v", err)
+	}
+	return p
+}
+
+// TestComposeLoaderIsStrict proves the loader above can fail: an unknown key, a wrong type and a
+// dangling depends_on are each refused.
+func TestComposeLoaderIsStrict(t *testing.T) {
+	raw, err := os.ReadFile(collectortest.RepoFile(t, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, edit := range map[string][2]string{
+		"unknown key":  {"    restart: unless-stopped\n", "    restart: unless-stopped\n    restrat: always\n"},
+		"wrong type":   {"      - \"9090:9090\"\n", "      - [9090, 9090]\n"},
+		"unknown deps": {"    depends_on:\n      - prometheus\n", "    depends_on:\n      - prometheus-typo\n"},
+	} {
+		if !bytes.Contains(raw, []byte(edit[0])) {
+			t.Fatalf("%s: docker-compose.yml no longer holds %q", what, edit[0])
+		}
+		bad := bytes.Replace(raw, []byte(edit[0]), []byte(edit[1]), 1)
+		if _, err := loadComposeContent(t, bad); err == nil {
+			t.Errorf("%s: the loader accepted docker-compose.yml with %q", what, edit[1])
+		} else {
+			t.Logf("%s refused: %v", what, err)
+		}
+	}
 }
 
 func loadYAML(t *testing.T, rel string, out any) {
@@ -46,51 +92,40 @@ func loadYAML(t *testing.T, rel string, out any) {
 	}
 }
 
-func loadCompose(t *testing.T) composeFile {
+// mounts maps container path → host path (relative to the repo) for bind mounts, and checks
+// that every named volume is declared.
+func mounts(t *testing.T, p *composetypes.Project, svc composetypes.ServiceConfig) map[string]string {
 	t.Helper()
-	var c composeFile
-	loadYAML(t, "docker-compose.yml", &c)
-	return c
-}
-
-func commandArgs(t *testing.T, cmd any) []string {
-	t.Helper()
-	switch c := cmd.(type) {
-	case nil:
-		return nil
-	case string:
-		return strings.Fields(c)
-	case []any:
-		var out []string
-		for _, a := range c {
-			out = append(out, a.(string))
-		}
-		return out
-	}
-	t.Fatalf("unexpected command %T", cmd)
-	return nil
-}
-
-// mounts maps container path → host path (relative to the repo) for bind mounts.
-func mounts(t *testing.T, vols []string, named map[string]any) map[string]string {
-	t.Helper()
+	root := collectortest.RepoFile(t, ".")
 	out := map[string]string{}
-	for _, v := range vols {
-		parts := strings.Split(v, ":")
-		if len(parts) < 2 {
-			t.Errorf("volume %q has no target", v)
-			continue
-		}
-		src, dst := parts[0], parts[1]
-		if strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") {
-			out[dst] = src
-			continue
-		}
-		if _, ok := named[src]; !ok {
-			t.Errorf("named volume %q is not declared", src)
+	for _, v := range svc.Volumes {
+		switch v.Type {
+		case composetypes.VolumeTypeBind:
+			rel, err := filepath.Rel(root, v.Source)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s: bind mount %s is outside the repository", svc.Name, v.Source)
+				continue
+			}
+			out[v.Target] = rel
+		case composetypes.VolumeTypeVolume:
+			if _, ok := p.Volumes[v.Source]; !ok {
+				t.Errorf("%s: named volume %q is not declared", svc.Name, v.Source)
+			}
+		default:
+			t.Errorf("%s: volume %s of type %s", svc.Name, v.Target, v.Type)
 		}
 	}
 	return out
+}
+
+// namedVolumeAt returns the named volume mounted at target, if any.
+func namedVolumeAt(svc composetypes.ServiceConfig, target string) (string, bool) {
+	for _, v := range svc.Volumes {
+		if v.Type == composetypes.VolumeTypeVolume && v.Target == target {
+			return v.Source, true
+		}
+	}
+	return "", false
 }
 
 // hostPath returns the repo file mounted at containerPath (directly or inside a mounted dir).
@@ -104,6 +139,14 @@ func hostPath(m map[string]string, containerPath string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+func env(svc composetypes.ServiceConfig, k string) (string, bool) {
+	v, ok := svc.Environment[k]
+	if !ok || v == nil {
+		return "", false
+	}
+	return *v, true
 }
 
 var envRef = regexp.MustCompile(`\$\{env:([A-Z0-9_]+)(?::-([^}]*))?\}`)
@@ -131,18 +174,35 @@ func portOf(t *testing.T, hostport string) string {
 	return p
 }
 
-func publishes(ports []string, port string) bool {
-	for _, p := range ports {
-		if strings.HasSuffix(strings.SplitN(p, "/", 2)[0], ":"+port) {
+// publishes says whether svc publishes container port port on the host.
+func publishes(svc composetypes.ServiceConfig, port string) bool {
+	for _, p := range svc.Ports {
+		if strconv.Itoa(int(p.Target)) == port && p.Published != "" {
 			return true
 		}
 	}
 	return false
 }
 
+// gatewayServices are the compose services running collector/gateway.yaml.
+func gatewayServices(t *testing.T, c *composetypes.Project) []string {
+	t.Helper()
+	var out []string
+	for name, s := range c.Services {
+		if slices.Contains(s.Command, "--config=/etc/pi-otel-collector/gateway.yaml") {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	if len(out) < 2 {
+		t.Fatalf("compose runs %d gateways (%v), want at least two behind the agent", len(out), out)
+	}
+	return out
+}
+
 func TestComposeServicesAndImages(t *testing.T) {
 	c := loadCompose(t)
-	want := []string{"agent", "gateway", "grafana", "jaeger", "prometheus", "tempo"}
+	want := []string{"agent", "gateway-1", "gateway-2", "grafana", "jaeger", "prometheus", "tempo"}
 	var have []string
 	for name := range c.Services {
 		have = append(have, name)
@@ -156,25 +216,92 @@ func TestComposeServicesAndImages(t *testing.T) {
 		if !pinned.MatchString(s.Image) {
 			t.Errorf("%s: image %q is not pinned to a version", name, s.Image)
 		}
-		for _, d := range s.DependsOn {
-			if _, ok := c.Services[d]; !ok {
-				t.Errorf("%s depends on unknown service %s", name, d)
+	}
+
+	// The agent and gateways run the project's distribution, built from collector/Dockerfile and
+	// tagged with the release every component in collector/builder-config.yaml is pinned at.
+	var builder struct {
+		Receivers, Processors, Exporters, Connectors, Extensions []struct{ GoMod string }
+	}
+	loadYAML(t, "collector/builder-config.yaml", &builder)
+	releases := map[string]bool{}
+	for _, list := range [][]struct{ GoMod string }{builder.Receivers, builder.Processors, builder.Exporters, builder.Connectors, builder.Extensions} {
+		for _, m := range list {
+			f := strings.Fields(m.GoMod)
+			releases[strings.TrimPrefix(f[len(f)-1], "v")] = true
+		}
+	}
+	if len(releases) != 1 {
+		t.Fatalf("collector/builder-config.yaml mixes releases %v", releases)
+	}
+	var release string
+	for r := range releases {
+		release = r
+	}
+	root := collectortest.RepoFile(t, ".")
+	for _, name := range append(gatewayServices(t, c), "agent") {
+		s := c.Services[name]
+		if s.Image != "pi-otel-collector:"+release {
+			t.Errorf("%s: image %q, want pi-otel-collector:%s", name, s.Image, release)
+		}
+		if s.Build == nil || s.Build.Context != root || s.Build.Dockerfile != "collector/Dockerfile" {
+			t.Errorf("%s: build %+v, want context %s and dockerfile collector/Dockerfile", name, s.Build, root)
+		}
+	}
+	checkDockerfile(t, "collector/Dockerfile")
+}
+
+// checkDockerfile checks that every file the Dockerfile copies from the build context exists and
+// that its base images are pinned.
+func checkDockerfile(t *testing.T, rel string) {
+	t.Helper()
+	raw, err := os.ReadFile(collectortest.RepoFile(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "FROM":
+			if f[1] == "scratch" {
+				continue
+			}
+			if !regexp.MustCompile(`:[0-9a-z.-]*[0-9][0-9a-z.-]*$`).MatchString(f[1]) {
+				t.Errorf("%s: base image %s is not pinned", rel, f[1])
+			}
+		case "COPY":
+			args := slices.DeleteFunc(f[1:], func(a string) bool { return strings.HasPrefix(a, "--chown") })
+			if strings.HasPrefix(args[0], "--from") {
+				continue
+			}
+			for _, src := range args[:len(args)-1] {
+				copies++
+				if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
+					t.Errorf("%s copies %s: %v", rel, src, err)
+				}
 			}
 		}
+	}
+	if copies == 0 {
+		t.Errorf("%s copies nothing from the repository", rel)
 	}
 }
 
 func TestComposeMountsExist(t *testing.T) {
 	c := loadCompose(t)
 	for name, s := range c.Services {
-		m := mounts(t, s.Volumes, c.Volumes)
+		m := mounts(t, c, s)
 		for dst, src := range m {
 			if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
 				t.Errorf("%s: mount %s → %s: %v", name, src, dst, err)
 			}
 		}
 		// Every file a command names under /etc must come from a mount.
-		for _, a := range commandArgs(t, s.Command) {
+		for _, a := range s.Command {
 			_, val, _ := strings.Cut(a, "=")
 			if !strings.HasPrefix(val, "/etc/") {
 				continue
@@ -189,11 +316,22 @@ func TestComposeMountsExist(t *testing.T) {
 			}
 		}
 	}
-	gw := commandArgs(t, c.Services["gateway"].Command)
-	for _, a := range collectortest.GatewayArgs {
-		if !slices.Contains(gw, a) {
-			t.Errorf("gateway command %v lacks %s, which the tests run it with", gw, a)
+	for _, gw := range gatewayServices(t, c) {
+		for _, a := range collectortest.GatewayArgs {
+			if !slices.Contains(c.Services[gw].Command, a) {
+				t.Errorf("%s command %v lacks %s, which the tests run it with", gw, c.Services[gw].Command, a)
+			}
 		}
+	}
+	// The agent's persistent queue lives on a named volume, where its config puts it: in the
+	// container's own filesystem it would not survive a re-created container.
+	_, agent := collectorConfig(t, "collector/agent.yaml")
+	dir := agent["PI_OTEL_AGENT_QUEUE_DIR"]
+	if v, ok := env(c.Services["agent"], "PI_OTEL_AGENT_QUEUE_DIR"); ok {
+		dir = v
+	}
+	if _, ok := namedVolumeAt(c.Services["agent"], dir); !ok {
+		t.Errorf("agent: the queue directory %s is not a named volume", dir)
 	}
 }
 
@@ -218,9 +356,14 @@ func TestComposeAddressesAgree(t *testing.T) {
 		} `yaml:"distributor"`
 	}
 	loadYAML(t, "collector/tempo.yaml", &tempo)
+	gateways := gatewayServices(t, c)
 
 	// Each collector's compose environment only sets variables its config reads.
-	for svc, text := range map[string]string{"agent": agentText, "gateway": gatewayText} {
+	texts := map[string]string{"agent": agentText}
+	for _, gw := range gateways {
+		texts[gw] = gatewayText
+	}
+	for svc, text := range texts {
 		for k := range c.Services[svc].Environment {
 			if !strings.Contains(text, "${env:"+k) {
 				t.Errorf("%s: compose sets %s, which its config never reads", svc, k)
@@ -230,7 +373,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 
 	// pi-otel → agent: the published ports are the agent's OTLP ports.
 	for _, k := range []string{"PI_OTEL_AGENT_OTLP_GRPC", "PI_OTEL_AGENT_OTLP_HTTP"} {
-		if p := portOf(t, agent[k]); !publishes(c.Services["agent"].Ports, p) {
+		if p := portOf(t, agent[k]); !publishes(c.Services["agent"], p) {
 			t.Errorf("agent listens on %s (%s) but compose does not publish it: %v", p, k, c.Services["agent"].Ports)
 		}
 	}
@@ -250,20 +393,41 @@ func TestComposeAddressesAgree(t *testing.T) {
 		}
 	}
 	envOr := func(svc, k string, defaults map[string]string) string {
-		if v, ok := c.Services[svc].Environment[k]; ok {
+		if v, ok := env(c.Services[svc], k); ok {
 			return v
 		}
 		return defaults[k]
 	}
-	endpoint("agent → gateway", envOr("agent", "PI_OTEL_GATEWAY_ENDPOINT", agent), "gateway", portOf(t, gateway["PI_OTEL_GATEWAY_OTLP_GRPC"]))
-	endpoint("gateway → jaeger", envOr("gateway", "PI_OTEL_JAEGER_ENDPOINT", gateway), "jaeger", portOf(t, jaeger["PI_OTEL_JAEGER_OTLP_GRPC"]))
-	endpoint("gateway → tempo", envOr("gateway", "PI_OTEL_TEMPO_ENDPOINT", gateway), "tempo", portOf(t, tempo.Distributor.Receivers.OTLP.Protocols.GRPC.Endpoint))
+	// agent → gateways: the static resolver's list names every gateway service, once, on the
+	// gateway's OTLP port, both as compose sets it and as the config's default.
+	gwPort := portOf(t, gateway["PI_OTEL_GATEWAY_OTLP_GRPC"])
+	for what, list := range map[string]string{
+		"agent → gateways":         envOr("agent", "PI_OTEL_GATEWAYS", agent),
+		"agent default → gateways": agent["PI_OTEL_GATEWAYS"],
+	} {
+		var hosts []string
+		if err := yaml.Unmarshal([]byte(list), &hosts); err != nil {
+			t.Errorf("%s: %q is not a YAML list: %v", what, list, err)
+			continue
+		}
+		if len(hosts) != len(gateways) {
+			t.Errorf("%s: %v, want one entry per gateway service %v", what, hosts, gateways)
+		}
+		for i, h := range hosts {
+			if i < len(gateways) {
+				endpoint(what, h, gateways[i], gwPort)
+			}
+		}
+	}
+	for _, gw := range gateways {
+		endpoint(gw+" → jaeger", envOr(gw, "PI_OTEL_JAEGER_ENDPOINT", gateway), "jaeger", portOf(t, jaeger["PI_OTEL_JAEGER_OTLP_GRPC"]))
+		endpoint(gw+" → tempo", envOr(gw, "PI_OTEL_TEMPO_ENDPOINT", gateway), "tempo", portOf(t, tempo.Distributor.Receivers.OTLP.Protocols.GRPC.Endpoint))
+	}
 	// The defaults in the configs name the compose services too, so an unset variable still works.
-	endpoint("agent default → gateway", agent["PI_OTEL_GATEWAY_ENDPOINT"], "gateway", portOf(t, gateway["PI_OTEL_GATEWAY_OTLP_GRPC"]))
 	endpoint("gateway default → jaeger", gateway["PI_OTEL_JAEGER_ENDPOINT"], "jaeger", portOf(t, jaeger["PI_OTEL_JAEGER_OTLP_GRPC"]))
 	endpoint("gateway default → tempo", gateway["PI_OTEL_TEMPO_ENDPOINT"], "tempo", portOf(t, tempo.Distributor.Receivers.OTLP.Protocols.GRPC.Endpoint))
 
-	// Prometheus scrapes the gateway's exporter and the collectors' own telemetry.
+	// Prometheus scrapes every gateway's exporter and the collectors' own telemetry.
 	var prom struct {
 		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
@@ -286,11 +450,11 @@ func TestComposeAddressesAgree(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{
-		"gateway:" + portOf(t, gateway["PI_OTEL_GATEWAY_PROMETHEUS"]),
-		"gateway:" + gateway["PI_OTEL_GATEWAY_TELEMETRY_PORT"],
-		"agent:" + agent["PI_OTEL_AGENT_TELEMETRY_PORT"],
-	} {
+	wantTargets := []string{"agent:" + agent["PI_OTEL_AGENT_TELEMETRY_PORT"]}
+	for _, gw := range gateways {
+		wantTargets = append(wantTargets, gw+":"+portOf(t, gateway["PI_OTEL_GATEWAY_PROMETHEUS"]), gw+":"+gateway["PI_OTEL_GATEWAY_TELEMETRY_PORT"])
+	}
+	for _, want := range wantTargets {
 		if !targets[want] {
 			t.Errorf("prometheus.yml does not scrape %s (targets %v)", want, targets)
 		}
@@ -302,7 +466,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 	}
 
 	// Prometheus loads the rule files from where compose mounts them.
-	pm := mounts(t, c.Services["prometheus"].Volumes, c.Volumes)
+	pm := mounts(t, c, c.Services["prometheus"])
 	for _, rf := range prom.RuleFiles {
 		dirSrc, ok := hostPath(pm, path.Dir(rf))
 		if !ok {
@@ -342,7 +506,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 		"jaeger": portOf(t, jaeger["PI_OTEL_JAEGER_QUERY_HTTP"]), "tempo": strconv.Itoa(tempo.Server.HTTPListenPort),
 		"prometheus": "9090", "grafana": "3000",
 	} {
-		if !publishes(c.Services[svc].Ports, port) {
+		if !publishes(c.Services[svc], port) {
 			t.Errorf("%s: port %s is not published: %v", svc, port, c.Services[svc].Ports)
 		}
 	}
@@ -354,7 +518,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 		}
 	}
 	loadYAML(t, "dashboards/grafana/provisioning/dashboards/dashboards.yaml", &prov)
-	gm := mounts(t, c.Services["grafana"].Volumes, c.Volumes)
+	gm := mounts(t, c, c.Services["grafana"])
 	for _, p := range prov.Providers {
 		src, ok := hostPath(gm, p.Options.Path)
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -25,8 +26,18 @@ import (
 // evaluates, and that the numbers add up: one series per process, pi-otel's health counters and
 // cost equal to what the captures hold, spanmetrics and pi-otel counting the same runs, and the
 // recording rules counting every short process's series exactly once.
+//
+// It runs once per GenAI conventions mode, each on a fresh stack: the same dashboards and rules
+// must select real data whichever names the processes send, and the other mode's names must
+// select nothing (or the mode did not switch).
 func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 	t.Parallel()
+	for _, mode := range semconvModes {
+		t.Run(mode.name, func(t *testing.T) { dashboardNamesInMode(t, mode) })
+	}
+}
+
+func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	began := time.Now()
 	// The RPC session needs the real Pi and Node: fail now, not after the replays, without them.
 	pitest.Lookup(t, pitest.EnvPi)
@@ -34,7 +45,13 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 	bin := piOtelBinary(t)
 	caps := captureFiles(t)
 	t.Logf("pi-otel binary ready in %v", time.Since(began).Round(time.Millisecond))
-	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0"})
+	// The Tempo stand-in is stopped and the gateway does not retry: its otlp_grpc/tempo export of
+	// the kept traces fails for real, the only way otelcol_exporter_send_failed_spans_total
+	// (PiOtelGatewayLosingData) comes to exist: Collector v0.161 creates the series with the
+	// first failure.
+	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0",
+		GatewayEnv: func(int) map[string]string { return map[string]string{"PI_OTEL_GATEWAY_EXPORT_RETRY": "false"} }})
+	stack.Tempo.Proc.Stop(t)
 	rules, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
 	if err != nil || len(rules) == 0 {
 		t.Fatalf("rule files: %v", err)
@@ -51,10 +68,10 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 	rpcDir := t.TempDir()
 	workBegan := time.Now()
 	go func() {
-		s, err := runRPCSession(rpcDir, bin, "http://"+stack.AgentOTLP)
+		s, err := runRPCSession(rpcDir, bin, "http://"+stack.AgentOTLP, mode)
 		rpcDone <- rpcOutcome{s, err}
 	}()
-	rep := replayAll(t, bin, stack, caps)
+	rep := replayAll(t, bin, stack, caps, mode)
 	t.Logf("%d replays done in %v", rep.processes, time.Since(workBegan).Round(time.Millisecond))
 	ro := <-rpcDone
 	t.Logf("RPC session done in %v", time.Since(workBegan).Round(time.Millisecond))
@@ -71,11 +88,21 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 	// matcher values all real. The pipeline is asynchronous (batching, spanmetrics flushes,
 	// scrapes), so wait for data rather than look once.
 	pending := map[string]string{} // selector → a query using it
+	foreign := map[string]string{} // selectors of the other conventions mode's metrics
 	usedSynthetic := map[string]bool{}
 	for _, q := range all {
 		r, err := queries.Parse(q.Expr)
 		if err != nil {
 			t.Fatalf("%s: %v", q.Source, err)
+		}
+		own := 0
+		for _, sel := range r.Selectors {
+			if !mode.isForeign(sel.Metric) {
+				own++
+			}
+		}
+		if own == 0 && len(r.Selectors) > 0 {
+			t.Errorf("%s reads only metrics that processes in conventions mode %s never send: it is empty in that mode", q.Source, mode.name)
 		}
 		for _, sel := range r.Selectors {
 			if _, ok := recorded[sel.Metric]; ok {
@@ -83,6 +110,10 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 			}
 			if _, ok := syntheticOnly[sel.Text]; ok {
 				usedSynthetic[sel.Text] = true
+				continue
+			}
+			if mode.isForeign(sel.Metric) {
+				foreign[sel.Text] = q.Source
 				continue
 			}
 			pending[sel.Text] = q.Source
@@ -113,6 +144,28 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 			t.Errorf("real data now satisfies %s (listed as synthetic-only: %s): drop it from syntheticOnly", sel, why)
 		}
 	}
+	if len(foreign) == 0 {
+		t.Errorf("no dashboard or rule reads the metrics of the conventions mode other than %s: the other mode's processes would leave them empty", mode.name)
+	}
+	for sel, src := range foreign {
+		if selects(sel) {
+			t.Errorf("%s (%s): the other conventions mode's metric has data in mode %s", sel, src, mode.name)
+		}
+	}
+	for name := range series {
+		if mode.isForeign(name) {
+			t.Errorf("Prometheus has %s, a metric of the conventions mode other than %s", name, mode.name)
+		}
+	}
+	for _, prefix := range mode.own {
+		found := false
+		for name := range series {
+			found = found || strings.HasPrefix(name, prefix)
+		}
+		if !found {
+			t.Errorf("mode %s: no metric %s* in Prometheus", mode.name, prefix)
+		}
+	}
 	sendSynthetic(t, stack.AgentOTLP)
 	collectortest.Eventually(t, 60*time.Second, func() bool {
 		for sel := range syntheticOnly {
@@ -126,7 +179,13 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 	for _, q := range all {
 		r, _ := queries.Parse(q.Expr)
 		labelsOf := map[string]bool{}
+		for _, m := range labelReplaceDst.FindAllStringSubmatch(q.Expr, -1) {
+			labelsOf[m[1]] = true // label_replace makes it
+		}
 		for _, sel := range r.Selectors {
+			if mode.isForeign(sel.Metric) {
+				continue
+			}
 			if labels, ok := recorded[sel.Metric]; ok {
 				for _, m := range sel.Matchers {
 					if !labels[m.Label] {
@@ -157,7 +216,7 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 		prom.api(t, "/api/v1/query", url.Values{"query": {q.Expr}}, &data) // fails the test on a query error
 	}
 
-	checkQuantities(t, prom, rep, rpc, rpcSummary)
+	checkQuantities(t, prom, rep, rpc, rpcSummary, mode)
 	checkRecordingRules(t, prom, collectortest.RepoFile(t, "dashboards/alerts/recording.rules.yml"), promStart, rep.cost+rpc.cost)
 
 	// Exemplars: the chat latency panel links points to traces through them. The spanmetrics
@@ -186,7 +245,7 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 				}
 			}
 		}
-		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc"); ok && s.traceID != "" {
+		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc", mode); ok && s.traceID != "" {
 			ours[s.traceID] = true
 		}
 		return false
@@ -212,7 +271,7 @@ func TestDashboardAndAlertNamesExistInPrometheus(t *testing.T) {
 // checkQuantities compares what Prometheus holds with what the replays and the RPC session
 // produced, counted independently of pi-otel where possible (records and cost from the captures
 // and the transcript, spans from each process's own summary line).
-func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSession, rpcSummary exportSummary) {
+func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSession, rpcSummary exportSummary, mode semconvMode) {
 	t.Helper()
 	replays := fmt.Sprintf(`{job="pi", instance!=%q}`, rpcInstance)
 	session := fmt.Sprintf(`{job="pi", instance=%q}`, rpcInstance)
@@ -257,7 +316,7 @@ func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSessi
 		t.Error("the RPC session's transcript shows no cost: the cost check above proves nothing")
 	}
 	// The time to first chunk of a live session is measured, not reconstructed: some is above 0.
-	if v := value(`sum(gen_ai_client_operation_time_to_first_chunk_seconds_sum` + session + `)`); v <= 0 {
+	if v := value(`sum(` + mode.firstChunk + session + `)`); v <= 0 {
 		t.Errorf("RPC session: time to first chunk sums to %v s, want > 0", v)
 	}
 
@@ -318,10 +377,13 @@ func checkRecordingRules(t *testing.T, prom *promServer, file string, promStart 
 					total += v
 				}
 			}
-			raw := refs.Selectors[0].Metric
+			// A rule reading both conventions modes' series sums them all.
+			raw := strings.Join(refs.Metrics(), " + ")
 			var want float64
-			for _, v := range prom.queryAt(t, "sum("+raw+")", now) {
-				want += v
+			for _, m := range refs.Metrics() {
+				for _, v := range prom.queryAt(t, "sum("+m+")", now) {
+					want += v
+				}
 			}
 			if !near(total, want) {
 				t.Errorf("%s: increments over the run sum to %v, want %v (the total of %s over all processes)", r.Record, total, want, raw)
@@ -341,6 +403,10 @@ func checkRecordingRules(t *testing.T, prom *promServer, file string, promStart 
 func near(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// labelReplaceDst finds the label each label_replace(v, "dst", "replacement", "src", "regex")
+// of an expression makes.
+var labelReplaceDst = regexp.MustCompile(`"([a-zA-Z_][a-zA-Z0-9_]*)",\s*"[^"]*",\s*"[^"]*",\s*"[^"]*"\s*\)`)
 
 func loadQueries(t *testing.T) []queries.Query {
 	t.Helper()

@@ -180,6 +180,38 @@ func parseSummary(t *testing.T, what string, stderr []byte) exportSummary {
 	return s
 }
 
+// semconvMode is one of the GenAI conventions modes pi-otel sends (docs/span-model.md,
+// Conventions per mode). The dashboards and rules must work in each.
+type semconvMode struct {
+	name string
+	env  []string // added to every pi-otel process's environment
+	// own and foreign are the Prometheus name prefixes of the metrics only this mode, or only
+	// the other one, sends.
+	own, foreign []string
+	firstChunk   string // the time-to-first-chunk sum series
+}
+
+var (
+	v141Only     = []string{"gen_ai_client_token_usage", "gen_ai_client_operation_"}
+	latestOnly   = []string{"gen_ai_client_inference_", "gen_ai_invoke_agent_", "gen_ai_execute_tool_"}
+	semconvModes = []semconvMode{
+		{name: "v1.41", own: v141Only, foreign: latestOnly,
+			firstChunk: "gen_ai_client_operation_time_to_first_chunk_seconds_sum"},
+		{name: "latest", env: []string{"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental"}, own: latestOnly, foreign: v141Only,
+			firstChunk: "gen_ai_client_inference_time_to_first_chunk_seconds_sum"},
+	}
+)
+
+// isForeign reports whether metric is one only the other mode's processes send.
+func (m semconvMode) isForeign(metric string) bool {
+	for _, p := range m.foreign {
+		if strings.HasPrefix(metric, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // exportEnv is the environment of one pi-otel process: the test's own minus anything that would
 // change pi-otel's settings (OTEL_*, PI_*, a caller's trace context), plus OTLP to endpoint.
 func exportEnv(base []string, endpoint, protocol string) []string {
@@ -197,11 +229,11 @@ func exportEnv(base []string, endpoint, protocol string) []string {
 // replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` as a user
 // would, exporting to endpoint, and returns its summary. Errors are reported with t.Errorf so
 // replays can run concurrently.
-func replay(t *testing.T, bin, file, endpoint, protocol string) (exportSummary, bool) {
+func replay(t *testing.T, bin, file, endpoint, protocol string, mode semconvMode) (exportSummary, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
-	cmd.Env = exportEnv(os.Environ(), endpoint, protocol)
+	cmd.Env = append(exportEnv(os.Environ(), endpoint, protocol), mode.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
@@ -233,7 +265,7 @@ type replayed struct {
 
 // replayAll replays every capture concurrently, each in its own pi-otel process, alternating
 // OTLP/gRPC and OTLP/HTTP into the agent.
-func replayAll(t *testing.T, bin string, stack *collectortest.Stack, caps []realCapture) replayed {
+func replayAll(t *testing.T, bin string, stack *collectortest.Stack, caps []realCapture, mode semconvMode) replayed {
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -248,7 +280,7 @@ func replayAll(t *testing.T, bin string, stack *collectortest.Stack, caps []real
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, ok := replay(t, bin, c.path, endpoint, protocol)
+			s, ok := replay(t, bin, c.path, endpoint, protocol, mode)
 			if !ok {
 				return
 			}
@@ -281,7 +313,7 @@ type rpcSession struct {
 // real `pi --mode rpc` behind the real `pi-otel rpc`, exporting spans and metrics to endpoint.
 // Its metrics are exported every second, as a long session's would be, so its series grow
 // while it runs. It may run on any goroutine: it reports failure as an error.
-func runRPCSession(dir, bin, endpoint string) (*rpcSession, error) {
+func runRPCSession(dir, bin, endpoint string, mode semconvMode) (*rpcSession, error) {
 	s, ok := rpctest.ByName("extension-ui")
 	if !ok {
 		return nil, fmt.Errorf("rpctest has no extension-ui scenario")
@@ -290,7 +322,7 @@ func runRPCSession(dir, bin, endpoint string) (*rpcSession, error) {
 		args := append([]string{"rpc", "--traces-exporter", "otlp", "--metrics-exporter", "otlp",
 			"--metrics-interval", "1s", "--", env.Pi}, piArgs...)
 		cmd := env.Wrap(context.Background(), bin, args...)
-		cmd.Env = append(exportEnv(cmd.Env, endpoint, "grpc"), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
+		cmd.Env = append(append(exportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
 		return cmd
 	}
 	res, err := s.Run(dir, peer)

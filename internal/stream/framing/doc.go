@@ -17,6 +17,8 @@
 //     unchanged; judging them is the decoder's job.
 //
 // Records are handed out as slices into internal buffers, without copying
-// when a record lies within one read. A caller that keeps a record past the
-// documented lifetime must copy it.
+// when a record lies within one read. A record that spans reads is kept in
+// pieces and copied once, when its end arrives, so a huge record costs about
+// twice its size. A caller that keeps a record past the documented lifetime
+// must copy it.
 package framing

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -41,7 +42,7 @@ const mixedEmpty = 4
 
 func checkRecords(t *testing.T, what string, got, want [][]byte) {
 	t.Helper()
-	if !equalRecords(got, want) {
+	if !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("%s: got %d records %q, want %d records %q", what, len(got), quote(got), len(want), quote(want))
 	}
 }
@@ -205,8 +206,8 @@ func TestReaderAwkwardSources(t *testing.T) {
 		"one byte":           func() io.Reader { return iotest.OneByteReader(bytes.NewReader(mixed)) },
 		"half":               func() io.Reader { return iotest.HalfReader(bytes.NewReader(mixed)) },
 		"data with EOF":      func() io.Reader { return iotest.DataErrReader(bytes.NewReader(mixed)) },
-		"varying and empty":  func() io.Reader { return &chunkReader{data: mixed, sizes: []int{3, 0, 1, 17, 0, 0, 5}} },
-		"every read at once": func() io.Reader { return &chunkReader{data: mixed} },
+		"varying and empty":  func() io.Reader { return framing.ChunkReader(mixed, 3, 0, 1, 17, 0, 0, 5) },
+		"every read at once": func() io.Reader { return framing.ChunkReader(mixed) },
 	}
 	for name, src := range sources {
 		for _, size := range []int{1, 7, 64 << 10} {
@@ -322,7 +323,7 @@ func TestForwardDstFailsAfterN(t *testing.T) {
 	wantRecs, wantEmpty := referenceSplit(stream)
 	for _, limit := range []int{0, 1, 7, 100, len(stream) / 2, len(stream) - 1} {
 		for _, size := range []int{1, 13, 4096} {
-			src := &chunkReader{data: stream, sizes: []int{size}}
+			src := framing.ChunkReader(stream, size)
 			dst := &failingWriter{limit: limit}
 			var c collector
 			st, err := framing.Forward(dst, src, c.emit, framing.WithReadSize(size))
@@ -338,8 +339,8 @@ func TestForwardDstFailsAfterN(t *testing.T) {
 			if !bytes.Equal(dst.buf.Bytes(), stream[:limit]) {
 				t.Fatalf("limit %d: dst has %d bytes, not the stream's first %d", limit, dst.buf.Len(), limit)
 			}
-			if len(src.data) != 0 || st.Bytes != int64(len(stream)) {
-				t.Fatalf("limit %d: src not drained: %d bytes left, Stats.Bytes %d", limit, len(src.data), st.Bytes)
+			if src.Len() != 0 || st.Bytes != int64(len(stream)) {
+				t.Fatalf("limit %d: src not drained: %d bytes left, Stats.Bytes %d", limit, src.Len(), st.Bytes)
 			}
 			checkRecords(t, "records", c.records, wantRecs)
 			if st.EmptyLines != int64(wantEmpty) {

@@ -3,7 +3,6 @@ package framing_test
 import (
 	"bytes"
 	"errors"
-	"io"
 
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
@@ -49,29 +48,6 @@ func splitChunks(data []byte, sizes ...int) ([][]byte, *collector) {
 	return c.records, &c
 }
 
-// chunkReader returns data in reads of the given sizes, cycling through
-// them; a size of 0 makes a (0, nil) read.
-type chunkReader struct {
-	data  []byte
-	sizes []int
-	i     int
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	n := len(r.data)
-	if len(r.sizes) > 0 {
-		n = r.sizes[r.i%len(r.sizes)]
-		r.i++
-	}
-	n = min(n, len(p), len(r.data))
-	copy(p, r.data[:n])
-	r.data = r.data[n:]
-	return n, nil
-}
-
 var errBroken = errors.New("broken pipe (test)")
 
 // failingWriter accepts limit bytes, then fails every write.
@@ -109,18 +85,6 @@ func readAll(r recordReader) ([][]byte, error) {
 }
 
 type recordReader interface{ Next() ([]byte, error) }
-
-func equalRecords(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 func quote(recs [][]byte) []string {
 	out := make([]string, len(recs))

@@ -120,10 +120,10 @@ func TestMemorySplitter(t *testing.T) {
 	for {
 		n, err := src.Read(buf)
 		s.Write(buf[:n])
-		// The carry buffer never holds more than about twice its content
-		// (plus one chunk).
-		if c, l := cap(s.carry), len(s.carry); c > 2*l+len(buf) {
-			t.Fatalf("carry cap %d for %d bytes", c, l)
+		// The carry and the pieces never hold more than about twice their
+		// content (plus one chunk).
+		if c, l := s.parts.n+cap(s.carry), s.parts.n+len(s.carry); c > 2*l+len(buf) {
+			t.Fatalf("carry and pieces hold %d bytes for %d", c, l)
 		}
 		if err != nil {
 			break
@@ -137,18 +137,26 @@ func TestMemorySplitter(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
-func TestMemoryReader(t *testing.T) {
-	p := &memProbe{t: t, base: liveHeap()}
-	r := NewReader(generated())
+// drain hands every record of r to f, which must not keep it, until r
+// fails or ends; the end is not an error.
+func drain(r *Reader, f func(rec []byte)) error {
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		p.emit(rec)
+		f(rec)
+	}
+}
+
+func TestMemoryReader(t *testing.T) {
+	p := &memProbe{t: t, base: liveHeap()}
+	r := NewReader(generated())
+	if err := drain(r, p.emit); err != nil {
+		t.Fatal(err)
 	}
 	if cap(r.buf) > defaultRetain {
 		t.Fatalf("buffer kept %d bytes after the huge record", cap(r.buf))
@@ -164,4 +172,85 @@ func TestMemoryForward(t *testing.T) {
 		t.Fatalf("Forward = %+v, %v", st, err)
 	}
 	p.check("Forward")
+}
+
+// allocHuge is the record size of the allocation tests: far above the
+// retain limit, so a buffer that grows with it is never reused.
+const allocHuge = 24 << 20
+
+// hugeRecords yields n records of allocHuge bytes, each ended by an LF,
+// without holding them.
+func hugeRecords(n int) io.Reader {
+	var rs []io.Reader
+	for range n {
+		rs = append(rs, &patternReader{n: allocHuge}, bytes.NewReader([]byte{'\n'}))
+	}
+	return io.MultiReader(rs...)
+}
+
+// allocated returns the bytes allocated on the heap while f runs. The
+// count is cumulative, so unlike live heap or RSS it does not depend on
+// when the collector runs.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// checkAllocated fails if reading n huge records allocated more than
+// limit times their size. A record that spans reads is copied once into a
+// buffer of its exact size, from pieces that are never copied themselves:
+// about twice the record. Growing one buffer by half, copying on each
+// step, allocated about 3.5 times it; append about 5 times.
+func checkAllocated(t *testing.T, what string, n int, total uint64) {
+	t.Helper()
+	per := float64(total) / float64(n) / allocHuge
+	t.Logf("%s: %.2fx each record allocated while reading %d records of %d MiB", what, per, n, allocHuge>>20)
+	if per > 2.3 {
+		t.Errorf("%s: allocated %.2fx each huge record, want at most 2.3x (pieces plus one copy)", what, per)
+	}
+}
+
+func TestAllocatedReader(t *testing.T) {
+	const n = 4
+	seen := 0
+	got := allocated(func() {
+		r := NewReader(hugeRecords(n))
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			if len(rec) != allocHuge || rec[allocHuge-1] != patternByte(allocHuge-1) {
+				t.Fatalf("record %d is %d bytes", seen, len(rec))
+			}
+			seen++
+		}
+	})
+	if seen != n {
+		t.Fatalf("read %d records, want %d", seen, n)
+	}
+	checkAllocated(t, "Reader", n, got)
+}
+
+func TestAllocatedSplitter(t *testing.T) {
+	const n = 4
+	seen := 0
+	emit := func(rec []byte) {
+		if len(rec) != allocHuge || rec[allocHuge-1] != patternByte(allocHuge-1) {
+			t.Fatalf("record %d is %d bytes", seen, len(rec))
+		}
+		seen++
+	}
+	got := allocated(func() {
+		if _, err := Forward(io.Discard, hugeRecords(n), emit); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if seen != n {
+		t.Fatalf("split %d records, want %d", seen, n)
+	}
+	checkAllocated(t, "Forward", n, got)
 }

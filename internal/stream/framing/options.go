@@ -3,12 +3,22 @@ package framing
 const (
 	defaultReadSize = 64 << 10
 	defaultRetain   = 4 << 20
+	// minPiece is the least of the largest buffer a long record is kept
+	// in, so that a tiny retain does not make a list of tiny pieces.
+	minPiece = 64 << 10
+	// firstPiece is the first buffer of a record that spans Splitter
+	// writes; the next ones double.
+	firstPiece = 4 << 10
 )
 
 type config struct {
 	readSize int
 	retain   int
 }
+
+// piece is the size of the largest buffers a long record is kept in, while
+// its LF has not arrived.
+func (c config) piece() int { return max(c.retain, c.readSize, minPiece) }
 
 func newConfig(opts []Option) config {
 	c := config{readSize: defaultReadSize, retain: defaultRetain}
@@ -41,8 +51,10 @@ func WithReadSize(n int) Option {
 // WithRetain sets the largest buffer kept for reuse once a record is done
 // (default 4 MiB). A buffer that grew beyond it for one huge record is
 // released afterwards, so memory returns to a steady level; records up to
-// this size cost no allocation once the buffer has grown. Negative values
-// are ignored.
+// this size cost no allocation once the buffer has grown. It is also the
+// size of the pieces a longer record is read into before it is copied, once,
+// into a buffer of its own: such a record costs about twice its size.
+// Negative values are ignored.
 func WithRetain(n int) Option {
 	return optionFunc(func(c config) config {
 		if n >= 0 {

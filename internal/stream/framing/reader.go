@@ -18,17 +18,24 @@ type Reader struct {
 	src      io.Reader
 	readSize int
 	retain   int
+	piece    int // the largest buffer a long record is read into
 	buf      []byte
 	r, w     int // unread bytes are buf[r:w]
 	scanned  int // leading bytes of buf[r:w] already known to hold no LF
-	err      error
+	// parts holds the start of a record that filled buf; buf[r:w] then
+	// continues it.
+	parts pieces
+	// pieced says buf is the last piece of a record longer than retain,
+	// to be released once that record is gone.
+	pieced bool
+	err    error
 	counter
 }
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader, opts ...Option) *Reader {
 	c := newConfig(opts)
-	return &Reader{src: r, readSize: c.readSize, retain: c.retain}
+	return &Reader{src: r, readSize: c.readSize, retain: c.retain, piece: c.piece()}
 }
 
 // Next returns the next record, with the LF and one preceding CR stripped.
@@ -41,6 +48,9 @@ func (r *Reader) Next() ([]byte, error) {
 			end := r.r + r.scanned + i
 			b := r.buf[r.r:end]
 			r.r, r.scanned = end+1, 0
+			if !r.parts.empty() {
+				b = r.joined(b)
+			}
 			if rec, ok := r.line(b); ok {
 				return rec, nil
 			}
@@ -48,8 +58,11 @@ func (r *Reader) Next() ([]byte, error) {
 		}
 		r.scanned = r.w - r.r
 		if r.err != nil {
-			if r.w > r.r {
+			if r.w > r.r || !r.parts.empty() {
 				b := r.buf[r.r:r.w]
+				if !r.parts.empty() {
+					b = r.parts.whole(b)
+				}
 				r.r, r.scanned = r.w, 0
 				if rec, ok := r.line(b); ok {
 					return rec, nil
@@ -61,6 +74,28 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
+// joined returns the record made of the pieces and tail, the start of buf
+// up to its LF; r.r is already past the LF. A record up to retain bytes is
+// copied together with the rest of buf into one new buffer, which becomes
+// buf: the next records of its size then fit without allocating. A longer
+// one gets a buffer of its exact size; buf is released later.
+func (r *Reader) joined(tail []byte) []byte {
+	size := r.parts.n + len(tail)
+	if size > r.retain {
+		r.pieced = true
+		return r.parts.whole(tail)
+	}
+	nb := make([]byte, r.parts.n+r.w+r.readSize)
+	k := 0
+	for _, q := range r.parts.list {
+		k += copy(nb[k:], q)
+	}
+	copy(nb[k:], r.buf[:r.w])
+	r.parts.reset()
+	r.buf, r.r, r.w = nb, k+r.r, k+r.w
+	return nb[:size]
+}
+
 // Stats reports what the Reader has seen so far.
 func (r *Reader) Stats() Stats { return r.stats }
 
@@ -68,21 +103,24 @@ func (r *Reader) Stats() Stats { return r.stats }
 func (r *Reader) fill() {
 	n := r.w - r.r
 	switch {
-	case len(r.buf) > r.retain && n+r.readSize <= len(r.buf)/2:
+	case (len(r.buf) > r.retain || r.pieced) && r.parts.empty() && n+r.readSize <= len(r.buf)/2:
 		// The buffer grew for a huge record that is gone now: release it.
+		// (While parts holds a record, buf continues it and is kept.)
 		nb := make([]byte, max(r.readSize, n+r.readSize))
 		copy(nb, r.buf[r.r:r.w])
-		r.buf, r.r, r.w = nb, 0, n
+		r.buf, r.r, r.w, r.pieced = nb, 0, n, false
 	case r.r > 0 && (r.w == len(r.buf) || r.r > len(r.buf)/2):
 		copy(r.buf, r.buf[r.r:r.w])
 		r.r, r.w = 0, n
 	}
 	if r.w == len(r.buf) {
-		// One record fills the buffer. Grow by half (at least one read):
-		// the old and new buffers together stay within 2.5x the record.
-		nb := make([]byte, len(r.buf)+max(r.readSize, len(r.buf)/2))
-		copy(nb, r.buf[r.r:r.w])
-		r.buf, r.r, r.w = nb, 0, n
+		// buf holds the start of one record and nothing else (Next reads
+		// more only when buf[r:w] has no LF). Keep it as a piece and read
+		// on into a new buffer as large as all the pieces (at least one
+		// read, at most r.piece): nothing is copied until the record ends.
+		r.parts.add(r.buf[r.r:r.w])
+		r.buf = make([]byte, min(r.piece, max(r.readSize, r.parts.n)))
+		r.r, r.w, r.scanned = 0, 0, 0
 	}
 	for range maxEmptyReads {
 		m, err := r.src.Read(r.buf[r.w:])

@@ -45,9 +45,14 @@ func (c *counter) line(b []byte) (rec []byte, ok bool) {
 type Splitter struct {
 	emit   func(record []byte)
 	retain int
-	// carry holds the start of a record whose LF has not arrived yet. It is
-	// the only buffer that grows with record size.
+	first  int // the first piece's size; the next ones double
+	piece  int // the largest piece's size
+	// carry holds the start of a record whose LF has not arrived yet; when
+	// it fills up, it joins parts and the record goes on in a new one. The
+	// record is copied once, when its LF arrives, into a buffer of its size
+	// that becomes the carry, kept for reuse up to retain bytes.
 	carry []byte
+	parts pieces
 	counter
 }
 
@@ -55,7 +60,7 @@ type Splitter struct {
 // only counts records.
 func NewSplitter(emit func(record []byte), opts ...Option) *Splitter {
 	c := newConfig(opts)
-	return &Splitter{emit: emit, retain: c.retain}
+	return &Splitter{emit: emit, retain: c.retain, first: firstPiece, piece: c.piece()}
 }
 
 // Write splits p and calls emit for every record it completes, with the LF
@@ -64,14 +69,13 @@ func NewSplitter(emit func(record []byte), opts ...Option) *Splitter {
 func (s *Splitter) Write(p []byte) (int, error) {
 	n := len(p)
 	s.stats.Bytes += int64(n)
-	if len(s.carry) > 0 {
+	if len(s.carry) > 0 || !s.parts.empty() {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			s.carry = append(s.carry, p...)
+			s.keep(p)
 			return n, nil
 		}
-		s.carry = append(s.carry, p[:i]...)
-		s.deliver(s.carry)
+		s.deliver(s.pending(p[:i]))
 		s.resetCarry()
 		p = p[i+1:]
 	}
@@ -85,16 +89,43 @@ func (s *Splitter) Write(p []byte) (int, error) {
 		p = p[i+1:]
 	}
 	if len(p) > 0 {
-		s.carry = append(s.carry, p...)
+		s.keep(p)
 	}
 	return n, nil
+}
+
+// keep adds p to the record whose LF has not arrived yet. A full carry is
+// kept as a piece, and p goes on into a new one as large as all the pieces
+// (at least s.first, at most s.piece): nothing is copied twice.
+func (s *Splitter) keep(p []byte) {
+	for len(p) > 0 {
+		if len(s.carry) == cap(s.carry) {
+			s.parts.add(s.carry)
+			s.carry = make([]byte, 0, min(s.piece, max(s.first, s.parts.n)))
+		}
+		k := copy(s.carry[len(s.carry):cap(s.carry)], p)
+		s.carry = s.carry[:len(s.carry)+k]
+		p = p[k:]
+	}
+}
+
+// pending completes the record whose LF has not arrived yet with tail.
+func (s *Splitter) pending(tail []byte) []byte {
+	if s.parts.empty() && len(s.carry)+len(tail) <= cap(s.carry) {
+		s.carry = append(s.carry, tail...)
+		return s.carry
+	}
+	// One copy into a buffer of the record's size, which is the carry of
+	// the records after it unless it is larger than retain.
+	s.carry = s.parts.whole(s.carry, tail)
+	return s.carry
 }
 
 // Flush emits the unterminated tail, if any, as a record. The Splitter can
 // be written to again afterwards.
 func (s *Splitter) Flush() {
-	if len(s.carry) > 0 {
-		s.deliver(s.carry)
+	if len(s.carry) > 0 || !s.parts.empty() {
+		s.deliver(s.pending(nil))
 		s.resetCarry()
 	}
 }
@@ -108,8 +139,8 @@ func (s *Splitter) deliver(b []byte) {
 	}
 }
 
-// resetCarry keeps the carry buffer for reuse unless one huge record made it
-// grow past the retain limit.
+// resetCarry keeps the carry buffer for reuse unless one record made it grow
+// past the retain limit.
 func (s *Splitter) resetCarry() {
 	if cap(s.carry) > s.retain {
 		s.carry = nil

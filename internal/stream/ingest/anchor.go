@@ -33,16 +33,19 @@ func (a *Anchored) Record(rec []byte) {
 		a.sink.Record(rec)
 		return
 	}
-	a.head = append(a.head, bytes.Clone(rec))
-	a.bytes += len(rec)
-	t, ok := Anchor(a.head[len(a.head)-1:])
-	if !ok && len(a.head) < anchorLookahead && a.bytes < anchorLookaheadBytes {
+	t, ok := Anchor([][]byte{rec})
+	if !ok && len(a.head)+1 < anchorLookahead && a.bytes+len(rec) < anchorLookaheadBytes {
+		a.head = append(a.head, bytes.Clone(rec))
+		a.bytes += len(rec)
 		return
 	}
 	if ok {
 		a.clock.Reset(t)
 	}
+	// The record that ends the wait is passed on from the caller's buffer,
+	// not held: a huge record is not copied.
 	a.Flush()
+	a.sink.Record(rec)
 }
 
 // Flush passes on what is held back: the stream ended before saying when

@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,5 +48,30 @@ func TestAnchoredWaitsForTheStreamsTime(t *testing.T) {
 				t.Errorf("clock at %v, want %v", clock.Now(), tc.want)
 			}
 		})
+	}
+}
+
+// TestAnchoredDoesNotCopyTheRecordThatEndsTheWait: a huge record without a
+// time at the start of a stream ends the lookahead; it is passed on from
+// the caller's buffer, not copied, so replay's peak memory stays near twice
+// the record (the framing's pieces and the record) instead of three times.
+func TestAnchoredDoesNotCopyTheRecordThatEndsTheWait(t *testing.T) {
+	const size = 16 << 20
+	huge := append([]byte(`{"type":"tool_execution_end","toolCallId":"t","toolName":"bash","result":{"content":[{"type":"text","text":"`),
+		bytes.Repeat([]byte("x"), size)...)
+	huge = append(huge, `"}]},"isError":false}`...)
+	clock := ingest.NewStreamClock(time.Now())
+	sink := ingest.New(mapper.New(noop.NewTracerProvider()), ingest.WithClock(clock))
+	in := ingest.NewAnchored(sink, clock)
+	in.Record([]byte(`{"type":"agent_start"}`)) // held: no time yet
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	in.Record(huge)
+	runtime.ReadMemStats(&after)
+	if got := sink.Stats().Records; got != 2 {
+		t.Fatalf("%d records passed on, want both", got)
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d >= size {
+		t.Errorf("handling a %d-byte record that ends the wait allocated %d bytes, want it not copied", len(huge), d)
 	}
 }

@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,15 +14,10 @@ import (
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
-var stream = sync.OnceValues(func() ([]byte, [][]byte) {
-	data, _ := streamgen.Generate(32 << 20)
-	return data, streamgen.Records(data)
-})
-
 // midMessage returns a sink whose mapper is inside an assistant message
 // that has had its first delta, the state most records arrive in.
 func midMessage(b *testing.B, tp trace.TracerProvider) (*ingest.Sink, map[string][]byte) {
-	_, recs := stream()
+	_, recs := streamgen.BenchStream()
 	s := ingest.New(mapper.New(tp))
 	byKind := map[string][]byte{}
 	first := -1
@@ -66,7 +60,7 @@ func BenchmarkRecord(b *testing.B) {
 // BenchmarkRecordStream feeds the whole realistic mix through a sink, with
 // spans that go nowhere (noop) and with the SDK recording them.
 func BenchmarkRecordStream(b *testing.B) {
-	data, recs := stream()
+	data, recs := streamgen.BenchStream()
 	for _, tc := range []struct {
 		name string
 		tp   func() trace.TracerProvider

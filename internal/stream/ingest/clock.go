@@ -107,12 +107,15 @@ func (c *StreamClock) Now() time.Time { return c.last }
 // it before it starts, since an RPC capture has no header and opens with
 // untimed events.
 func Anchor(records [][]byte) (time.Time, bool) {
+	// A Decoder, not Decode: it does not copy the record's raw JSON, which
+	// for a huge tool output would be a second copy of the record.
+	dec := event.NewDecoder(event.Options{})
 	for _, rec := range records {
-		ev, err := event.Decode(rec, event.Options{})
+		ev, err := dec.Decode(rec)
 		if err != nil && !errors.Is(err, event.ErrFieldDropped) {
 			continue
 		}
-		if t, ok := OwnTime(&ev); ok {
+		if t, ok := OwnTime(ev); ok {
 			return t, true
 		}
 	}

@@ -1,25 +1,16 @@
 package ingest
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // TestOutOfRangeNumberKeepsTheRecord: a tool end whose durationMs is 1e999
 // still ends its tool, counted as a dropped field, not as a lost record
 // that would leave the tool open and add a nameless one.
 func TestOutOfRangeNumberKeepsTheRecord(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	var warn bytes.Buffer
-	s := New(m, WithWarnings(&warn))
+	s, m, rec, warn := recorded()
 	for _, r := range []string{
 		`{"type":"agent_start"}`,
 		`{"type":"turn_start"}`,

@@ -14,10 +14,7 @@ import (
 )
 
 func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	var warn bytes.Buffer
-	s := New(m, WithWarnings(&warn))
+	s, m, rec, warn := recorded()
 	s.Record([]byte(`{"type":"agent_start"}`))
 	for i := 0; i < 100; i++ {
 		s.Record([]byte(`{not json`))
@@ -43,6 +40,15 @@ func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 	if len(rec.Ended()) != 2 { // the root and its agent run
 		t.Fatalf("%d spans", len(rec.Ended()))
 	}
+}
+
+// recorded is a Sink on a Mapper whose spans go to rec and whose warnings
+// go to warn.
+func recorded() (s *Sink, m *mapper.Mapper, rec *tracetest.SpanRecorder, warn *bytes.Buffer) {
+	rec = tracetest.NewSpanRecorder()
+	m = mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	warn = new(bytes.Buffer)
+	return New(m, WithWarnings(warn)), m, rec, warn
 }
 
 func TestWarnLimiterReportsSuppressedCount(t *testing.T) {

@@ -79,12 +79,34 @@ var (
 	humanWaitBucket = []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 )
 
+// Buckets of the latest GenAI conventions' agent metrics.
+var (
+	agentBuckets = []float64{0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6}
+	callBuckets  = []float64{1, 2, 4, 8, 16, 32, 64, 128}
+)
+
+// Option configures SpanMetrics.
+type Option func(*config)
+
+type config struct{ latest bool }
+
+// WithGenAILatest records the latest GenAI conventions' metrics
+// (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental) in place of
+// the v1.41 ones: gen_ai.client.inference.* for model calls, and
+// gen_ai.invoke_agent.* and gen_ai.execute_tool.duration beside the pi.*
+// run and tool metrics, which both modes record.
+func WithGenAILatest() Option { return func(c *config) { c.latest = true } }
+
 // SpanMetrics records metrics for every span that ends. It implements sdktrace.SpanProcessor;
 // register it on the TracerProvider next to the exporting processor.
 type SpanMetrics struct {
-	tokenUsage   genaiconv.ClientTokenUsage
-	opDuration   genaiconv.ClientOperationDuration
-	firstChunk   genaiconv.ClientOperationTimeToFirstChunk
+	// v1.41 (the default); nil in the latest mode.
+	tokenUsage *genaiconv.ClientTokenUsage
+	opDuration *genaiconv.ClientOperationDuration
+	firstChunk *genaiconv.ClientOperationTimeToFirstChunk
+	// The latest conventions; nil by default.
+	latest *latestInstruments
+
 	runs         metric.Int64Counter
 	runDuration  metric.Float64Histogram
 	turns        metric.Int64Counter
@@ -100,7 +122,11 @@ type SpanMetrics struct {
 var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
-func NewSpanMetrics(mp metric.MeterProvider) (*SpanMetrics, error) {
+func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	m := mp.Meter(ScopeName)
 	var (
 		s   SpanMetrics
@@ -112,12 +138,18 @@ func NewSpanMetrics(mp metric.MeterProvider) (*SpanMetrics, error) {
 			all = append(all, e)
 		}
 	}
-	s.tokenUsage, err = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
-	keep(err)
-	s.opDuration, err = genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-	keep(err)
-	s.firstChunk, err = genaiconv.NewClientOperationTimeToFirstChunk(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-	keep(err)
+	if cfg.latest {
+		s.latest, err = newLatestInstruments(m)
+		keep(err)
+	} else {
+		tu, err := genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+		keep(err)
+		od, err := genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		keep(err)
+		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		keep(err)
+		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
+	}
 	s.runs, err = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"),
 		metric.WithDescription("Settled (or abandoned) agent invocations, by outcome."))
 	keep(err)
@@ -206,12 +238,22 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
+	if s.latest != nil {
+		s.latest.onRoot(ctx, span, a, outcome)
+	}
 }
 
 func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
 	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
+	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
+		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
+	}
+	if s.latest != nil {
+		s.latest.onChat(ctx, span, a, provider, modelAttr)
+		return
+	}
 
 	if v, ok := a.int(keyInputTokens); ok {
 		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, modelAttr)
@@ -220,11 +262,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, modelAttr)
 	}
 
-	d := seconds(span)
-	if ms, ok := a.float(piconv.DurationMsKey); ok && ms > 0 {
-		// Pi's own measurement; in replay the span times are reconstructed from it anyway.
-		d = ms / 1000
-	}
+	d := chatDuration(span, a)
 	extra := []attribute.KeyValue{modelAttr}
 	if span.Status().Code == codes.Error {
 		extra = append(extra, keyErrorType.String(orDefault(token(a.str(keyErrorType)), unknownLabel)))
@@ -234,9 +272,15 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	if v, ok := a.float(keyTTFC); ok && v >= 0 {
 		s.firstChunk.Record(ctx, v, genaiconv.OperationNameChat, provider, modelAttr)
 	}
-	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
+}
+
+// chatDuration is a model call's duration: Pi's own measurement when it has one (in replay the
+// span times are reconstructed from it anyway), else the span's.
+func chatDuration(span sdktrace.ReadOnlySpan, a attrs) float64 {
+	if ms, ok := a.float(piconv.DurationMsKey); ok && ms > 0 {
+		return ms / 1000
 	}
+	return seconds(span)
 }
 
 func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
@@ -250,6 +294,9 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		d = ms / 1000
 	}
 	s.toolDuration.Record(ctx, d, set)
+	if s.latest != nil {
+		s.latest.onTool(ctx, a, d, failed)
+	}
 }
 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
@@ -391,7 +438,7 @@ func token(v string) string {
 	return v
 }
 
-// Names returns the OpenTelemetry name of every instrument this package creates, so that a
+// Names returns the OpenTelemetry name of every instrument this package creates in either mode, so that a
 // dashboard check can tell a real metric from a misspelt one.
 func Names() []string {
 	return []string{
@@ -400,5 +447,10 @@ func Names() []string {
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
 		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
 		MetricSpansDropped, MetricExportFailures,
+		piconv.MetricInferenceDuration, piconv.MetricInferenceFirstChunk, piconv.MetricUsageInputTokens,
+		piconv.MetricUsageOutputTokens, piconv.MetricUsageCacheReadTokens, piconv.MetricUsageCacheWriteTokens,
+		piconv.MetricUsageReasoningTokens, piconv.MetricOperationInputTokens, piconv.MetricOperationOutputTokens,
+		piconv.MetricInvokeAgentDuration, piconv.MetricExecuteToolDuration, piconv.MetricInvokeAgentInferences,
+		piconv.MetricInvokeAgentToolCalls,
 	}
 }

@@ -28,11 +28,11 @@ type harness struct {
 	reader *sdkmetric.ManualReader
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...metrics.Option) *harness {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	sm, err := metrics.NewSpanMetrics(mp)
+	sm, err := metrics.NewSpanMetrics(mp, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

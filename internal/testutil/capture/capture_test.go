@@ -37,22 +37,53 @@ func TestCapture(t *testing.T) {
 		for _, v := range versions(s) {
 			dir := filepath.Join(*capturesDir, versionDirs[v])
 			t.Run(versionDirs[v]+"/"+s.Name, func(t *testing.T) {
-				var c *Capture
-				if *update {
-					c = record(t, s, v, dir)
-				} else {
-					var err error
-					if c, err = Load(dir, s.Name); err != nil {
-						t.Fatalf("capture missing (re-record with `go test ./internal/capture -run TestCapture -args -update`): %v", err)
-					}
-				}
+				c := recordOrLoad(t, "TestCapture",
+					func() *Capture { return record(t, s, v, dir) },
+					func() (*Capture, error) { return Load(dir, s.Name) })
 				verify(t, s, c, v)
 			})
 		}
 	}
 }
 
+// recordOrLoad records a capture with -update, or else loads the one on
+// disk; a missing one fails and says how test (a test of this package)
+// records it.
+func recordOrLoad[C any](t *testing.T, test string, record func() C, load func() (C, error)) C {
+	t.Helper()
+	if *update {
+		return record()
+	}
+	c, err := load()
+	if err != nil {
+		t.Fatalf("capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run %s -args -update`): %v", test, err)
+	}
+	return c
+}
+
 func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
+	c := recordRun(t, s, piVar, func(env *pitest.Env) []string {
+		args := env.Args(s.Args...)
+		if s.Prepare != nil {
+			extra, err := s.Prepare(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = env.Args(append(extra, s.Args...)...)
+		}
+		return args
+	}, nil)
+	if err := (Recorder{Dir: dir}).write(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: exit %d, %d model requests, %d bytes", s.Name, c.Meta.ExitCode, c.Meta.ModelRequests, len(c.Stdout))
+	return c
+}
+
+// recordRun runs scenario s with the Pi in $piVar against its scripted fake
+// model and returns what it wrote; argsFor gives Pi's arguments in the
+// prepared environment, and after (if set) runs once Pi has exited.
+func recordRun(t *testing.T, s Scenario, piVar string, argsFor func(*pitest.Env) []string, after func(*pitest.Env)) *Capture {
 	model, err := modelServer(s)
 	if err != nil {
 		t.Fatal(err)
@@ -67,19 +98,15 @@ func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := env.Args(s.Args...)
-	if s.Prepare != nil {
-		extra, err := s.Prepare(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = env.Args(append(extra, s.Args...)...)
-	}
+	args := argsFor(env)
 	res, err := run(runSpec{env: env, args: args, onLine: s.OnLine, rpc: s.RPC})
 	if err != nil {
 		t.Fatalf("%v\nstdout so far:\n%s", err, tail(res.stdout))
 	}
-	c := &Capture{
+	if after != nil {
+		after(env)
+	}
+	return &Capture{
 		Meta: Meta{
 			Scenario: s.Name, Description: s.Description, PiVersion: ver, Mode: s.Mode(),
 			Args: append([]string{"pi"}, args...), ExitCode: res.exitCode, Signal: res.signal,
@@ -88,11 +115,6 @@ func record(t *testing.T, s Scenario, piVar, dir string) *Capture {
 		Stdout: res.stdout,
 		Stdin:  res.stdin,
 	}
-	if err := (Recorder{Dir: dir}).write(c); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: exit %d, %d model requests, %d bytes", s.Name, res.exitCode, c.Meta.ModelRequests, len(res.stdout))
-	return c
 }
 
 func verify(t *testing.T, s Scenario, c *Capture, piVar string) {

@@ -1,7 +1,7 @@
 // Package capture records real Pi event streams into testdata/captures, the
 // committed fixtures the mapper tests replay. Run it with
 //
-//	go test ./internal/capture -run TestCapture -args -update
+//	go test -tags realstack ./internal/testutil/capture -run TestCapture -args -update
 //
 // (add a scenario name to -run to redo just one). Without -update the test
 // checks that the committed captures still show what each scenario claims.
@@ -282,14 +282,11 @@ func (r Recorder) write(c *Capture) error {
 
 // Load reads a capture written by a Recorder.
 func Load(dir, name string) (*Capture, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name+".meta.json"))
+	meta, err := loadMeta(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{}
-	if err := json.Unmarshal(b, &c.Meta); err != nil {
-		return nil, err
-	}
+	c := &Capture{Meta: meta}
 	if c.Meta.Mode == "rpc" {
 		if c.Stdin, err = os.ReadFile(filepath.Join(dir, name+".in.jsonl")); err != nil {
 			return nil, err
@@ -299,6 +296,17 @@ func Load(dir, name string) (*Capture, error) {
 		c.Stdout, err = os.ReadFile(filepath.Join(dir, name+".jsonl"))
 	}
 	return c, err
+}
+
+// loadMeta reads the meta file of capture name in dir.
+func loadMeta(dir, name string) (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(dir, name+".meta.json"))
+	if err != nil {
+		return m, err
+	}
+	err = json.Unmarshal(b, &m)
+	return m, err
 }
 
 func piVersion(env *pitest.Env) (string, error) {

@@ -125,14 +125,11 @@ func writeSession(dir string, c *SessionCapture) error {
 
 // LoadSession reads a capture written with its session file.
 func LoadSession(dir, name string) (*SessionCapture, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name+".meta.json"))
+	meta, err := loadMeta(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	c := &SessionCapture{}
-	if err := json.Unmarshal(b, &c.Meta); err != nil {
-		return nil, err
-	}
+	c := &SessionCapture{Capture: Capture{Meta: meta}}
 	if c.Session, err = os.ReadFile(filepath.Join(dir, name+".jsonl")); err != nil {
 		return nil, err
 	}

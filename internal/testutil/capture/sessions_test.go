@@ -32,15 +32,9 @@ func TestSessionCapture(t *testing.T) {
 		for _, v := range vs {
 			dir := filepath.Join(*sessionsDir, versionDirs[v])
 			t.Run(versionDirs[v]+"/"+s.Name, func(t *testing.T) {
-				var c *SessionCapture
-				if *update {
-					c = recordSession(t, s, v, dir)
-				} else {
-					var err error
-					if c, err = LoadSession(dir, s.Name); err != nil {
-						t.Fatalf("session capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run TestSessionCapture -args -update`): %v", err)
-					}
-				}
+				c := recordOrLoad(t, "TestSessionCapture",
+					func() *SessionCapture { return recordSession(t, s, v, dir) },
+					func() (*SessionCapture, error) { return LoadSession(dir, s.Name) })
 				verify(t, s, &c.Capture, v)
 				recs, err := decodeLines(c.Session)
 				if err != nil {
@@ -55,44 +49,19 @@ func TestSessionCapture(t *testing.T) {
 }
 
 func recordSession(t *testing.T, s Scenario, piVar, dir string) *SessionCapture {
-	model, err := modelServer(s)
-	if err != nil {
+	var sess []byte
+	c := recordRun(t, s, piVar, func(env *pitest.Env) []string {
+		return env.Args(withSessionDir(s.Args, env.SessionDir)...)
+	}, func(env *pitest.Env) {
+		var err error
+		if sess, err = sessionFile(env.SessionDir); err != nil {
+			t.Fatal(err)
+		}
+	})
+	sc := &SessionCapture{Capture: *c, Session: sess}
+	if err := writeSession(dir, sc); err != nil {
 		t.Fatal(err)
 	}
-	defer model.Close()
-	m := pitest.DefaultModel()
-	if s.Model != nil {
-		s.Model(&m)
-	}
-	env := pitest.New(t, model.URL(), pitest.WithModel(m), pitest.WithSettings(s.Settings), pitest.WithPi(pitest.Lookup(t, piVar)))
-	ver, err := piVersion(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := env.Args(withSessionDir(s.Args, env.SessionDir)...)
-	res, err := run(runSpec{env: env, args: args, onLine: s.OnLine, rpc: s.RPC})
-	if err != nil {
-		t.Fatalf("%v\nstdout so far:\n%s", err, tail(res.stdout))
-	}
-	sess, err := sessionFile(env.SessionDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &SessionCapture{
-		Capture: Capture{
-			Meta: Meta{
-				Scenario: s.Name, Description: s.Description, PiVersion: ver, Mode: s.Mode(),
-				Args: append([]string{"pi"}, args...), ExitCode: res.exitCode, Signal: res.signal,
-				Stderr: res.stderr, ModelRequests: len(model.ChatRequests()), Requests: describe(model.ChatRequests()), ScriptErrors: model.ScriptErrors(),
-			},
-			Stdout: res.stdout,
-			Stdin:  res.stdin,
-		},
-		Session: sess,
-	}
-	if err := writeSession(dir, c); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: exit %d, %d model requests, session %d bytes", s.Name, res.exitCode, c.Meta.ModelRequests, len(sess))
-	return c
+	t.Logf("%s: exit %d, %d model requests, session %d bytes", s.Name, sc.Meta.ExitCode, sc.Meta.ModelRequests, len(sess))
+	return sc
 }

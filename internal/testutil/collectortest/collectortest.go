@@ -1,16 +1,23 @@
-// Package collectortest starts real OpenTelemetry Collector processes (the Jaeger v2 binary, a
-// Collector distribution) from the shipped configuration files, bound to loopback, for tests.
+// Package collectortest starts real OpenTelemetry Collector processes from the shipped
+// configuration files, bound to loopback, for tests: the project's own distribution
+// (pi-otel-collector, $PI_OTEL_COLLECTOR) as agent and gateways, and Jaeger v2 ($PI_OTEL_JAEGER) as
+// the trace backend.
 package collectortest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,22 +27,28 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
-// BinaryEnv names the environment variable holding the collector binary.
-const BinaryEnv = "PI_OTEL_JAEGER"
+// The environment variables naming the two binaries (scripts/deps.sh builds both).
+const (
+	// CollectorEnv names pi-otel-collector, built from collector/builder-config.yaml.
+	CollectorEnv = "PI_OTEL_COLLECTOR"
+	// JaegerEnv names the Jaeger v2 binary, which runs collector/jaeger.yaml.
+	JaegerEnv = "PI_OTEL_JAEGER"
+)
 
 // readyTimeout bounds the wait for a health endpoint; it is a liveness guard, not an assertion.
 const readyTimeout = 60 * time.Second
 
-// Binary returns the collector binary named by PI_OTEL_JAEGER. The tests that use it are the
-// proof that the shipped configs work, so a missing binary fails them instead of skipping.
-func Binary(t testing.TB) string {
+// Binary returns the binary named by the environment variable env (CollectorEnv or JaegerEnv).
+// The tests that use it are the proof that the shipped configs work, so a missing binary fails
+// them instead of skipping.
+func Binary(t testing.TB, env string) string {
 	t.Helper()
-	p := os.Getenv(BinaryEnv)
+	p := os.Getenv(env)
 	if p == "" {
-		t.Fatalf("%s is not set: it must name the Jaeger v2 collector binary (scripts/deps.sh builds it)", BinaryEnv)
+		t.Fatalf("%s is not set: source ~/.cache/pi-otel/env.sh (scripts/deps.sh builds the binary)", env)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s=%s: %v", BinaryEnv, p, err)
+		t.Fatalf("%s=%s: %v", env, p, err)
 	}
 	return p
 }
@@ -66,6 +79,7 @@ func Port(addr string) string {
 // Process is a running collector.
 type Process struct {
 	Name string
+	Opts Options // what it was started with, for a restart on the same ports
 	cmd  *exec.Cmd
 	logs *proc.Buffer
 	done chan struct{}
@@ -76,11 +90,20 @@ func (p *Process) Logs() string { return p.logs.String() }
 
 // Options describes one collector to start.
 type Options struct {
-	Name   string            // for messages
-	Config string            // path of the config file
-	Env    map[string]string // variables the config substitutes
-	Health string            // host:port of its healthcheckv2 endpoint
-	Args   []string          // extra command-line arguments
+	Name      string            // for messages
+	BinaryEnv string            // CollectorEnv (the default) or JaegerEnv
+	Config    string            // path of the config file
+	Overlays  []string          // further config files merged over Config, in order
+	Env       map[string]string // variables the config substitutes
+	Health    string            // host:port of its health endpoint (GET /status)
+	Args      []string          // extra command-line arguments
+}
+
+func (o Options) binary(t testing.TB) string {
+	if o.BinaryEnv == "" {
+		return Binary(t, CollectorEnv)
+	}
+	return Binary(t, o.BinaryEnv)
 }
 
 // GatewayArgs are the command-line arguments the gateway runs with, in tests and in
@@ -121,8 +144,11 @@ var errPortTaken = errors.New("a port was taken by another process")
 
 func tryStart(t testing.TB, opts Options) (*Process, error) {
 	t.Helper()
-	bin := Binary(t)
-	cmd := exec.Command(bin, append([]string{"--config=file:" + opts.Config}, opts.Args...)...)
+	args := []string{"--config=file:" + opts.Config}
+	for _, o := range opts.Overlays {
+		args = append(args, "--config=file:"+o)
+	}
+	cmd := exec.Command(opts.binary(t), append(args, opts.Args...)...)
 	cmd.Env = append(os.Environ(), envList(opts.Env)...)
 	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -130,7 +156,7 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %v", opts.Name, err)
 	}
-	p := &Process{Name: opts.Name, cmd: cmd, logs: logs, done: make(chan struct{})}
+	p := &Process{Name: opts.Name, Opts: opts, cmd: cmd, logs: logs, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.Stop(t) })
 
@@ -172,10 +198,34 @@ func (p *Process) Stop(t testing.TB) {
 	}
 }
 
-// Validate runs `collector validate` on config with env; it returns the output on failure.
-func Validate(t testing.TB, config string, env map[string]string) error {
+// Kill ends the process with SIGKILL, as a crash or an OOM kill would: no flush, no shutdown.
+func (p *Process) Kill(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), "validate", "--config=file:"+config)
+	select {
+	case <-p.done:
+		t.Fatalf("%s had already exited:\n%s", p.Name, p.Logs())
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Restart starts the process again with the options it had (same ports, same files). Only for a
+// process that has exited.
+func (p *Process) Restart(t testing.TB) *Process {
+	t.Helper()
+	return Start(t, p.Opts)
+}
+
+// Validate runs `validate` of the binary named by binEnv on config (merged with overlays) with
+// env; it returns the output on failure.
+func Validate(t testing.TB, binEnv, config string, env map[string]string, overlays ...string) error {
+	t.Helper()
+	args := []string{"validate", "--config=file:" + config}
+	for _, o := range overlays {
+		args = append(args, "--config=file:"+o)
+	}
+	cmd := exec.Command(Binary(t, binEnv), args...)
 	cmd.Env = append(os.Environ(), envList(env)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -235,9 +285,10 @@ func StartJaeger(t testing.TB, name string) *Backend {
 		b.OTLP, b.Query = FreeAddr(t), FreeAddr(t)
 		health := FreeAddr(t)
 		return Options{
-			Name:   name,
-			Config: RepoFile(t, "collector/jaeger.yaml"),
-			Health: health,
+			Name:      name,
+			BinaryEnv: JaegerEnv,
+			Config:    RepoFile(t, "collector/jaeger.yaml"),
+			Health:    health,
 			Env: map[string]string{
 				"PI_OTEL_JAEGER_HEALTH":         health,
 				"PI_OTEL_JAEGER_OTLP_GRPC":      b.OTLP,
@@ -252,28 +303,53 @@ func StartJaeger(t testing.TB, name string) *Backend {
 	return b
 }
 
-// Stack is agent → gateway → two trace backends, all real processes on loopback. Jaeger and a
+// Stack is agent → gateways → two trace backends, all real processes on loopback: Jaeger and a
 // second Jaeger standing in for Tempo (Tempo is not available here), so both exporters are live.
+// The Gateway* fields describe the first gateway; Gateways lists them all.
 type Stack struct {
 	AgentOTLP        string // OTLP/gRPC into the agent
 	AgentOTLPHTTP    string
-	GatewayOTLP      string // OTLP/gRPC into the gateway
+	AgentTelemetry   string // the agent's own metrics, host:port
+	AgentQueueDir    string // the agent's persistent sending queue
+	GatewayOTLP      string // OTLP/gRPC into the first gateway
 	GatewayOTLPHTTP  string
-	GatewayMetrics   string // the gateway's prometheus exporter, host:port
-	GatewayTelemetry string // the gateway's own metrics, host:port
+	GatewayMetrics   string // the first gateway's prometheus exporter, host:port
+	GatewayTelemetry string // the first gateway's own metrics, host:port
 	Jaeger, Tempo    *Backend
 	Agent, Gateway   *Process
+	Gateways         []*Gateway
 }
 
-// StackOptions tunes the gateway for a test.
+// Gateway is one running gateway and its addresses.
+type Gateway struct {
+	OTLP, OTLPHTTP string
+	Metrics        string // prometheus exporter, host:port
+	Telemetry      string // own metrics, host:port
+	Jaeger, Tempo  *Backend
+	Proc           *Process
+}
+
+// StackOptions tunes the stack for a test.
 type StackOptions struct {
 	SamplePercentage string // baseline probabilistic sampling, "0" to keep only interesting traces
 	DecisionWait     string // tail sampling decision_wait
 	SpanmetricsFlush string // spanmetrics flush interval
 	NoAgent          bool   // send straight to the gateway
+	Gateways         int    // how many gateways the agent routes to (default 1)
+	// BackendPerGateway gives each gateway its own Jaeger and Tempo stand-in, so a test can tell
+	// which gateway exported what; Stack.Jaeger and Stack.Tempo are then the first gateway's.
+	BackendPerGateway bool
+	// GatewayOverlays are config files merged over collector/gateway.yaml; GatewayEnv is called
+	// with each gateway's index for variables they read.
+	GatewayOverlays []string
+	GatewayEnv      func(i int) map[string]string
+	// AgentEnv adds or overrides agent variables (e.g. PI_OTEL_AGENT_GATEWAY_RETRY).
+	AgentEnv map[string]string
+	// AgentQueueDir is the agent's queue directory; a fresh temporary one when empty.
+	AgentQueueDir string
 }
 
-// StartStack starts the backends, the gateway and (unless NoAgent) the agent, from the shipped
+// StartStack starts the backends, the gateways and (unless NoAgent) the agent, from the shipped
 // config files.
 func StartStack(t testing.TB, o StackOptions) *Stack {
 	t.Helper()
@@ -286,54 +362,99 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 	if o.SpanmetricsFlush == "" {
 		o.SpanmetricsFlush = "1s"
 	}
-	s := &Stack{Jaeger: StartJaeger(t, "jaeger"), Tempo: StartJaeger(t, "tempo-standin")}
-	s.Gateway = StartFresh(t, func() Options {
-		s.GatewayOTLP, s.GatewayOTLPHTTP = FreeAddr(t), FreeAddr(t)
-		s.GatewayMetrics, s.GatewayTelemetry = FreeAddr(t), FreeAddr(t)
-		health := FreeAddr(t)
-		return Options{
-			Name:   "gateway",
-			Config: RepoFile(t, "collector/gateway.yaml"),
-			Health: health,
-			Args:   GatewayArgs,
-			Env: map[string]string{
+	if o.Gateways == 0 {
+		o.Gateways = 1
+	}
+	s := &Stack{}
+	var shared [2]*Backend
+	for i := range o.Gateways {
+		g := &Gateway{}
+		if i == 0 || o.BackendPerGateway {
+			shared = [2]*Backend{StartJaeger(t, fmt.Sprintf("jaeger-%d", i+1)), StartJaeger(t, fmt.Sprintf("tempo-standin-%d", i+1))}
+		}
+		g.Jaeger, g.Tempo = shared[0], shared[1]
+		name := "gateway"
+		if o.Gateways > 1 {
+			name = fmt.Sprintf("gateway-%d", i+1)
+		}
+		g.Proc = StartFresh(t, func() Options {
+			g.OTLP, g.OTLPHTTP = FreeAddr(t), FreeAddr(t)
+			g.Metrics, g.Telemetry = FreeAddr(t), FreeAddr(t)
+			health := FreeAddr(t)
+			env := map[string]string{
 				"PI_OTEL_GATEWAY_HEALTH":         health,
-				"PI_OTEL_GATEWAY_OTLP_GRPC":      s.GatewayOTLP,
-				"PI_OTEL_GATEWAY_OTLP_HTTP":      s.GatewayOTLPHTTP,
-				"PI_OTEL_GATEWAY_PROMETHEUS":     s.GatewayMetrics,
+				"PI_OTEL_GATEWAY_OTLP_GRPC":      g.OTLP,
+				"PI_OTEL_GATEWAY_OTLP_HTTP":      g.OTLPHTTP,
+				"PI_OTEL_GATEWAY_PROMETHEUS":     g.Metrics,
 				"PI_OTEL_GATEWAY_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_GATEWAY_TELEMETRY_PORT": Port(s.GatewayTelemetry),
+				"PI_OTEL_GATEWAY_TELEMETRY_PORT": Port(g.Telemetry),
 				"PI_OTEL_GATEWAY_BATCH_TIMEOUT":  "200ms",
-				"PI_OTEL_JAEGER_ENDPOINT":        s.Jaeger.OTLP,
-				"PI_OTEL_TEMPO_ENDPOINT":         s.Tempo.OTLP,
+				"PI_OTEL_JAEGER_ENDPOINT":        g.Jaeger.OTLP,
+				"PI_OTEL_TEMPO_ENDPOINT":         g.Tempo.OTLP,
 				"PI_OTEL_SAMPLE_PERCENTAGE":      o.SamplePercentage,
 				"PI_OTEL_TAIL_DECISION_WAIT":     o.DecisionWait,
 				"PI_OTEL_SPANMETRICS_FLUSH":      o.SpanmetricsFlush,
-			},
-		}
-	})
+			}
+			if o.GatewayEnv != nil {
+				for k, v := range o.GatewayEnv(i) {
+					env[k] = v
+				}
+			}
+			return Options{
+				Name:     name,
+				Config:   RepoFile(t, "collector/gateway.yaml"),
+				Overlays: o.GatewayOverlays,
+				Health:   health,
+				Args:     GatewayArgs,
+				Env:      env,
+			}
+		})
+		s.Gateways = append(s.Gateways, g)
+	}
+	g0 := s.Gateways[0]
+	s.GatewayOTLP, s.GatewayOTLPHTTP, s.GatewayMetrics, s.GatewayTelemetry = g0.OTLP, g0.OTLPHTTP, g0.Metrics, g0.Telemetry
+	s.Jaeger, s.Tempo, s.Gateway = g0.Jaeger, g0.Tempo, g0.Proc
 	if o.NoAgent {
 		return s
 	}
+	s.AgentQueueDir = o.AgentQueueDir
+	if s.AgentQueueDir == "" {
+		s.AgentQueueDir = t.TempDir()
+	}
 	s.Agent = StartFresh(t, func() Options {
-		s.AgentOTLP, s.AgentOTLPHTTP = FreeAddr(t), FreeAddr(t)
+		s.AgentOTLP, s.AgentOTLPHTTP, s.AgentTelemetry = FreeAddr(t), FreeAddr(t), FreeAddr(t)
 		health := FreeAddr(t)
+		env := map[string]string{
+			"PI_OTEL_AGENT_HEALTH":         health,
+			"PI_OTEL_AGENT_OTLP_GRPC":      s.AgentOTLP,
+			"PI_OTEL_AGENT_OTLP_HTTP":      s.AgentOTLPHTTP,
+			"PI_OTEL_AGENT_TELEMETRY_HOST": "127.0.0.1",
+			"PI_OTEL_AGENT_TELEMETRY_PORT": Port(s.AgentTelemetry),
+			"PI_OTEL_AGENT_BATCH_TIMEOUT":  "200ms",
+			"PI_OTEL_AGENT_QUEUE_DIR":      s.AgentQueueDir,
+			"PI_OTEL_GATEWAYS":             s.GatewayList(),
+		}
+		for k, v := range o.AgentEnv {
+			env[k] = v
+		}
 		return Options{
 			Name:   "agent",
 			Config: RepoFile(t, "collector/agent.yaml"),
 			Health: health,
-			Env: map[string]string{
-				"PI_OTEL_AGENT_HEALTH":         health,
-				"PI_OTEL_AGENT_OTLP_GRPC":      s.AgentOTLP,
-				"PI_OTEL_AGENT_OTLP_HTTP":      s.AgentOTLPHTTP,
-				"PI_OTEL_AGENT_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_AGENT_TELEMETRY_PORT": Port(FreeAddr(t)),
-				"PI_OTEL_AGENT_BATCH_TIMEOUT":  "200ms",
-				"PI_OTEL_GATEWAY_ENDPOINT":     s.GatewayOTLP,
-			},
+			Env:    env,
 		}
 	})
 	return s
+}
+
+// GatewayList is the gateways' OTLP/gRPC addresses as the YAML list the agent's static resolver
+// reads from PI_OTEL_GATEWAYS.
+func (s *Stack) GatewayList() string {
+	var addrs []string
+	for _, g := range s.Gateways {
+		addrs = append(addrs, g.OTLP)
+	}
+	return "[" + strings.Join(addrs, ", ") + "]"
 }
 
 // Get fetches url and returns the status code and body.
@@ -355,4 +476,159 @@ func Get(t testing.TB, url string) (int, []byte) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, buf.Bytes()
+}
+
+// Span is one span as a Jaeger backend stores it, reduced to what routing and sampling tests
+// compare.
+type Span struct {
+	TraceID, SpanID, Name string
+	Error                 bool // status ERROR
+}
+
+// Traces returns every span b holds, by trace id, over all services. Jaeger's search needs a time
+// window (from 2000 on: replays keep their captures' timestamps) and a trace count (far above what
+// a test sends).
+func (b *Backend) Traces(t testing.TB) map[string][]Span {
+	t.Helper()
+	code, body := Get(t, "http://"+b.Query+"/api/v3/services")
+	if code != http.StatusOK {
+		t.Fatalf("%s: services: %d %s", b.Proc.Name, code, body)
+	}
+	var svcs struct {
+		Services []string `json:"services"`
+	}
+	if err := json.Unmarshal(body, &svcs); err != nil {
+		t.Fatalf("%s: services: %v: %s", b.Proc.Name, err, body)
+	}
+	out := map[string][]Span{}
+	now := time.Now().UTC()
+	for _, svc := range svcs.Services {
+		q := url.Values{}
+		q.Set("query.service_name", svc)
+		// Replays keep the captures' own timestamps, so the window reaches far back.
+		q.Set("query.start_time_min", "2000-01-01T00:00:00Z")
+		q.Set("query.start_time_max", now.Add(time.Minute).Format(time.RFC3339Nano))
+		q.Set("query.num_traces", "100000")
+		code, body := Get(t, "http://"+b.Query+"/api/v3/traces?"+q.Encode())
+		if code == http.StatusNotFound {
+			continue
+		}
+		if code != http.StatusOK {
+			t.Fatalf("%s: traces of %s: %d %s", b.Proc.Name, svc, code, body)
+		}
+		var doc struct {
+			Result struct {
+				ResourceSpans []struct {
+					ScopeSpans []struct {
+						Spans []struct {
+							TraceID string `json:"traceId"`
+							SpanID  string `json:"spanId"`
+							Name    string `json:"name"`
+							Status  struct {
+								Code any `json:"code"`
+							} `json:"status"`
+						} `json:"spans"`
+					} `json:"scopeSpans"`
+				} `json:"resourceSpans"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("%s: traces of %s: %v", b.Proc.Name, svc, err)
+		}
+		for _, rs := range doc.Result.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					// OTLP/JSON writes the status code as a number; some encoders use the enum name.
+					isErr := fmt.Sprint(s.Status.Code) == "2" || fmt.Sprint(s.Status.Code) == "STATUS_CODE_ERROR"
+					out[s.TraceID] = append(out[s.TraceID], Span{TraceID: s.TraceID, SpanID: s.SpanID, Name: s.Name, Error: isErr})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// PiOtel returns $PI_OTEL_BIN or a pi-otel built from this module into a temporary directory.
+func PiOtel(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("PI_OTEL_BIN"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("PI_OTEL_BIN=%s: %v", bin, err)
+		}
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "pi-otel")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pi-otel")
+	cmd.Dir = repo.Path(".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building pi-otel: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Replayed is what one `pi-otel replay` process reported on exit.
+type Replayed struct {
+	File    string
+	TraceID string // when the capture made exactly one trace
+	Traces  int
+	Spans   int
+	Failed  int    // spans pi-otel reported as not delivered ("failed to export", "dropped")
+	Trouble string // the summary line, when it reports any export trouble
+}
+
+var failedRE = regexp.MustCompile(`(\d+) (?:failed to export|spans? dropped)`)
+
+var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
+
+// replayGuard bounds one replay so a hang fails instead of timing the package out.
+const replayGuard = 2 * time.Minute
+
+// Replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` exporting to
+// endpoint over protocol ("grpc" or "http/protobuf") and parses its exit summary. It returns an
+// error instead of failing, so replays can run on many goroutines. Export trouble is not an
+// error: it is in Trouble and Failed, for the caller to judge.
+func Replay(bin, file, endpoint, protocol string) (Replayed, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), replayGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "PI_OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol, "PI_OTEL_SPOOL_DIR=none")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	r := Replayed{File: file}
+	if ctx.Err() != nil {
+		return r, fmt.Errorf("replay %s: still running after %v:\n%s", file, replayGuard, stderr.Bytes())
+	}
+	if err != nil {
+		return r, fmt.Errorf("replay %s: %v:\n%s", file, err, stderr.Bytes())
+	}
+	all := summaryRE.FindAllSubmatch(stderr.Bytes(), -1)
+	if len(all) == 0 {
+		return r, fmt.Errorf("replay %s: no summary line:\n%s", file, stderr.Bytes())
+	}
+	m := all[len(all)-1]
+	if strings.Contains(string(m[4]), ";") {
+		r.Trouble = string(m[0])
+		for _, f := range failedRE.FindAllSubmatch(m[4], -1) {
+			n, _ := strconv.Atoi(string(f[1]))
+			r.Failed += n
+		}
+	}
+	r.TraceID = string(m[1])
+	if r.TraceID != "" {
+		r.Traces = 1
+	} else {
+		r.Traces, _ = strconv.Atoi(string(m[2]))
+	}
+	r.Spans, _ = strconv.Atoi(string(m[3]))
+	return r, nil
 }

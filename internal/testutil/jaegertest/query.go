@@ -196,15 +196,7 @@ func (t *Trace) Roots() []*Span {
 }
 
 // Named returns the spans called name, in start order.
-func (t *Trace) Named(name string) []*Span {
-	var out []*Span
-	for _, s := range t.Spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (t *Trace) Named(name string) []*Span { return named(t.Spans, name) }
 
 // Service is the service.name of the trace's first span.
 func (t *Trace) Service() string {
@@ -246,11 +238,14 @@ func (s *Span) Has(key string) bool {
 }
 
 // Child returns the children called name, in start order.
-func (s *Span) Child(name string) []*Span {
+func (s *Span) Child(name string) []*Span { return named(s.Children, name) }
+
+// named keeps the spans called name, in their order.
+func named(spans []*Span, name string) []*Span {
 	var out []*Span
-	for _, c := range s.Children {
-		if c.Name == name {
-			out = append(out, c)
+	for _, s := range spans {
+		if s.Name == name {
+			out = append(out, s)
 		}
 	}
 	return out

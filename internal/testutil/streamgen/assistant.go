@@ -281,15 +281,22 @@ func (g *Generator) outputSize() int {
 	}
 }
 
+// appendToolHead opens a tool execution event of type typ for call tc.
+func appendToolHead(dst []byte, typ string, tc toolCall) []byte {
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ...)
+	dst = append(dst, '"')
+	dst = appendStrField(dst, "toolCallId", tc.id)
+	return appendStrField(dst, "toolName", tc.name)
+}
+
 // tools runs the calls of one assistant message: all start (parallel
 // calls run together), each streams updates and ends, then each result
 // becomes a toolResult message. It returns the results' arena spans.
 func (g *Generator) tools(dst []byte, calls []toolCall) ([]byte, [][2]int) {
 	for _, tc := range calls {
 		start := len(dst)
-		dst = append(dst, `{"type":"tool_execution_start"`...)
-		dst = appendStrField(dst, "toolCallId", tc.id)
-		dst = appendStrField(dst, "toolName", tc.name)
+		dst = appendToolHead(dst, "tool_execution_start", tc)
 		dst = append(dst, `,"args":`...)
 		dst = append(dst, tc.args...)
 		dst = g.end(append(dst, '}'), start, "tool_execution_start")
@@ -309,9 +316,7 @@ func (g *Generator) tools(dst []byte, calls []toolCall) ([]byte, [][2]int) {
 			// the output so far, up to its truncation limit.
 			for u := range 1 + g.r.IntN(3) {
 				start := len(dst)
-				dst = append(dst, `{"type":"tool_execution_update"`...)
-				dst = appendStrField(dst, "toolCallId", tc.id)
-				dst = appendStrField(dst, "toolName", tc.name)
+				dst = appendToolHead(dst, "tool_execution_update", tc)
 				dst = append(dst, `,"args":`...)
 				dst = append(dst, tc.args...)
 				dst = append(dst, `,"partialResult":{"content":[{"type":"text","text":"`...)
@@ -321,9 +326,7 @@ func (g *Generator) tools(dst []byte, calls []toolCall) ([]byte, [][2]int) {
 			}
 		}
 		start := len(dst)
-		dst = append(dst, `{"type":"tool_execution_end"`...)
-		dst = appendStrField(dst, "toolCallId", tc.id)
-		dst = appendStrField(dst, "toolName", tc.name)
+		dst = appendToolHead(dst, "tool_execution_end", tc)
 		dst = append(dst, `,"result":{"content":[{"type":"text","text":"`...)
 		dst = g.out.appendOutput(dst, res.size, res.line)
 		dst = append(dst, `"}],"details":{`...)

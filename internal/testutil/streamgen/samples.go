@@ -3,6 +3,7 @@ package streamgen
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 )
 
 // Generate returns a stream of at least size bytes, in memory, for tests
@@ -13,6 +14,16 @@ func Generate(size int64, opts ...Option) ([]byte, Stats) {
 	st, _ := Write(&b, size, opts...) // a bytes.Buffer never fails
 	return b.Bytes(), st
 }
+
+// BenchStream is the realistic stream the benchmarks of docs/performance.md
+// share: 32 MiB with the default options, and its records. It is generated
+// once per test binary; callers must not modify it.
+func BenchStream() (data []byte, records [][]byte) { return benchStream() }
+
+var benchStream = sync.OnceValues(func() ([]byte, [][]byte) {
+	data, _ := Generate(32 << 20)
+	return data, Records(data)
+})
 
 // Records splits a generated stream into its records, without the LFs.
 func Records(stream []byte) [][]byte {

@@ -14,6 +14,7 @@ package streamgen
 import (
 	"bufio"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -122,10 +123,7 @@ func New(opts ...Option) *Generator {
 // Stats returns what the Generator has produced so far.
 func (g *Generator) Stats() Stats {
 	s := g.stats
-	s.Types = make(map[string]TypeStats, len(g.stats.Types))
-	for k, v := range g.stats.Types {
-		s.Types[k] = v
-	}
+	s.Types = maps.Clone(g.stats.Types)
 	return s
 }
 

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+// replayModes replays a real capture to span and metric files and returns
+// each span's attribute keys (by span name, in order) and the metric names.
+func replayModes(t *testing.T, capture string, flags ...string) (map[string][]map[string]bool, map[string]bool) {
+	t.Helper()
+	dir := t.TempDir()
+	spans, mets := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "metrics.jsonl")
+	var stderr bytes.Buffer
+	args := append([]string{"replay", "--traces-file", spans, "--metrics-file", mets}, flags...)
+	args = append(args, repo.Captures("pi-1.6.0", capture+".jsonl"))
+	if code := Main(Env{Args: args, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	keys := map[string][]map[string]bool{}
+	for _, line := range lines(t, spans) {
+		req, err := otlpfile.UnmarshalTraces(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					k := map[string]bool{}
+					for _, kv := range s.Attributes {
+						k[kv.Key] = true
+					}
+					keys[s.Name] = append(keys[s.Name], k)
+				}
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, line := range lines(t, mets) {
+		req, err := otlpfile.UnmarshalMetrics(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					names[m.Name] = true
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(mets); err != nil {
+		t.Fatal(err)
+	}
+	return keys, names
+}
+
+// TestConventionsPerMode replays real Pi 1.6.0 runs in both modes and
+// checks the names that leave the process: the v1.41 ones by default, the
+// latest ones only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental.
+func TestConventionsPerMode(t *testing.T) {
+	const (
+		cacheCreation = string(piconv.UsageCacheCreationKey)
+		cacheWrite    = string(piconv.UsageCacheWriteKey)
+		cacheRead     = string(piconv.UsageCacheReadKey)
+		provider      = string(piconv.ProviderNameKey)
+	)
+	v141 := []string{metrics.MetricTokenUsage, metrics.MetricOperationDuration}
+	latest := []string{piconv.MetricInferenceDuration, piconv.MetricUsageInputTokens, piconv.MetricUsageOutputTokens,
+		piconv.MetricUsageCacheReadTokens, piconv.MetricUsageCacheWriteTokens, piconv.MetricOperationInputTokens,
+		piconv.MetricOperationOutputTokens, piconv.MetricInvokeAgentDuration, piconv.MetricInvokeAgentInferences,
+		piconv.MetricInvokeAgentToolCalls, piconv.MetricExecuteToolDuration}
+	for _, capture := range []string{"bash-tool", "retry-529", "threshold-compaction"} {
+		for _, mode := range []string{"v1.41", "latest"} {
+			t.Run(capture+"/"+mode, func(t *testing.T) {
+				var flags []string
+				if mode == "latest" {
+					flags = []string{"--semconv-stability-opt-in", "gen_ai_latest_experimental"}
+				}
+				spans, names := replayModes(t, capture, flags...)
+				chats := 0
+				for name, all := range spans {
+					for _, k := range all {
+						switch {
+						case name == piconv.SpanRoot && mode == "latest":
+							if k[provider] || k[cacheRead] || k[cacheCreation] || k[cacheWrite] || !k[string(piconv.ProviderKey)] {
+								t.Errorf("latest invoke_agent keys %v", k)
+							}
+						case name == piconv.SpanRoot:
+							if !k[provider] || !k[cacheRead] || !k[cacheCreation] {
+								t.Errorf("v1.41 invoke_agent keys %v", k)
+							}
+						case piconv.SpanChat.Prefix() == name[:min(len(name), 5)]:
+							chats++
+							reasoning, thinking := k[string(piconv.ReasoningLevelKey)], k[string(piconv.ThinkingLevelKey)]
+							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite] || !reasoning || thinking) ||
+								mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite] || reasoning || !thinking) {
+								t.Errorf("%s chat keys %v", mode, k)
+							}
+						default:
+							if k[cacheCreation] && mode == "latest" || k[cacheWrite] && mode == "v1.41" {
+								t.Errorf("%s %s keys %v", mode, name, k)
+							}
+						}
+					}
+				}
+				if chats == 0 || len(spans[piconv.SpanRoot]) == 0 {
+					t.Fatalf("no chat or root span: %v", spans)
+				}
+				want, not := v141, latest
+				if mode == "latest" {
+					want, not = latest, v141
+				}
+				for _, n := range want {
+					if n == piconv.MetricExecuteToolDuration && capture == "retry-529" {
+						continue // no tool in that run
+					}
+					if !names[n] {
+						t.Errorf("%s: no metric %s (have %v)", mode, n, slices.Sorted(maps.Keys(names)))
+					}
+				}
+				for _, n := range not {
+					if names[n] {
+						t.Errorf("%s: metric %s of the other mode", mode, n)
+					}
+				}
+				if !names[metrics.MetricRuns] || !names[metrics.MetricCost] {
+					t.Errorf("%s: pi.* metrics missing: %v", mode, names)
+				}
+			})
+		}
+	}
+}

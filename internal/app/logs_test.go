@@ -1,0 +1,148 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+type fileRecord struct {
+	event, severity, traceID, spanID string
+	attrs                            map[string]string
+}
+
+// replayWithLogs replays a stream with spans and log records each to a
+// file, and returns the raw log file, its records and the span names by
+// "traceid/spanid".
+func replayWithLogs(t *testing.T, stream []byte, flags ...string) (string, []fileRecord, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	in, spans, logs := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "logs.jsonl")
+	if err := os.WriteFile(in, stream, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	args := append([]string{"replay", "--traces-file", spans, "--logs-file", logs}, flags...)
+	if code := Main(Env{Args: append(args, in), Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	names := map[string]string{}
+	for _, line := range lines(t, spans) {
+		req, err := otlpfile.UnmarshalTraces(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					names[hex.EncodeToString(s.TraceId)+"/"+hex.EncodeToString(s.SpanId)] = s.Name
+				}
+			}
+		}
+	}
+	var records []fileRecord
+	for _, line := range lines(t, logs) {
+		req, err := otlpfile.UnmarshalLogs(line)
+		if err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, r := range sl.LogRecords {
+					fr := fileRecord{event: r.EventName, severity: r.SeverityText,
+						traceID: hex.EncodeToString(r.TraceId), spanID: hex.EncodeToString(r.SpanId), attrs: map[string]string{}}
+					for _, kv := range r.Attributes {
+						fr.attrs[kv.Key] = kv.Value.String()
+					}
+					records = append(records, fr)
+				}
+			}
+		}
+	}
+	raw, err := os.ReadFile(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "log records → file "+logs) {
+		t.Errorf("summary does not count the records: %s", stderr.String())
+	}
+	return string(raw), records, names
+}
+
+func lines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	s := bufio.NewScanner(f)
+	s.Buffer(nil, 64<<20)
+	for s.Scan() {
+		out = append(out, append([]byte(nil), s.Bytes()...))
+	}
+	return out
+}
+
+// TestLogFileTiesRecordsToSpans: `pi-otel replay --logs-file` of a real
+// capture writes OTLP/JSON lines whose records name spans of the traces
+// file written beside them.
+func TestLogFileTiesRecordsToSpans(t *testing.T) {
+	stream, err := os.ReadFile(repo.Captures("pi-1.6.0", "retry-529.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, records, names := replayWithLogs(t, stream)
+	want := map[string]string{ // event → span name
+		piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFailed: "chat fake-model",
+		piconv.LogModelCallFinished: "chat fake-model", piconv.LogRetry: piconv.SpanRetry, piconv.LogRunSettled: piconv.SpanRoot,
+	}
+	seen := map[string]bool{}
+	for _, r := range records {
+		seen[r.event] = true
+		if got := names[r.traceID+"/"+r.spanID]; got != want[r.event] {
+			t.Errorf("%s (%s) tied to span %q, want %q", r.event, r.severity, got, want[r.event])
+		}
+	}
+	if len(seen) != len(want) || len(records) != 5 {
+		t.Errorf("records %v", records)
+	}
+}
+
+// TestLogRecordsKeepThePrivacyRules: the records carry content only with
+// --capture-content, redacted as on the spans.
+func TestLogRecordsKeepThePrivacyRules(t *testing.T) {
+	corpus := secretCorpus(t)
+	stream := secretStream(t, corpus)
+	raw, records, _ := replayWithLogs(t, stream)
+	if len(records) < 4 {
+		t.Fatalf("only %d records: the test would prove nothing", len(records))
+	}
+	if strings.Contains(raw, "VISIBLE-MARKER") {
+		t.Fatal("content reached the log records without --capture-content")
+	}
+	raw, records, _ = replayWithLogs(t, stream, "--capture-content", "--max-content-length", "1000000")
+	captured := false
+	for _, r := range records {
+		if r.event == piconv.LogUserPrompt {
+			captured = strings.Contains(r.attrs["gen_ai.input.messages"], "VISIBLE-MARKER")
+		}
+	}
+	if !captured {
+		t.Error("--capture-content: the prompt record has no input message")
+	}
+	for _, s := range corpus {
+		if strings.Contains(raw, s.value) {
+			t.Errorf("secret survived in a log record: %q (from %q)", s.value, s.context)
+		}
+	}
+}

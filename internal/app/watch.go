@@ -1,0 +1,252 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// Watch follows Pi's session directories and traces every run as it
+// completes, until SIGINT or SIGTERM.
+func Watch(env Env, args []string) int {
+	var wfs *flag.FlagSet
+	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {
+		config.RegisterWatchFlags(fs)
+		wfs = fs
+	})
+	if code >= 0 {
+		return code
+	}
+	wcfg, err := config.LoadWatch(wfs, env.Getenv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	for _, w := range wcfg.Warnings {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
+	}
+	home, _ := os.UserHomeDir()
+	if env.Getenv("HOME") != "" {
+		home = env.Getenv("HOME")
+	}
+	if len(dirs) == 0 {
+		cwd, _ := os.Getwd()
+		root, _, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd}.SessionRoot()
+		if err != nil && !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		}
+		dirs = []string{root}
+	}
+	for i, d := range dirs {
+		if abs, err := filepath.Abs(d); err == nil {
+			dirs[i] = abs
+		}
+	}
+	state := wcfg.State
+	if state == "" {
+		state = sessionwatch.DefaultStatePath(env.Getenv, home)
+	}
+
+	sp, err := newSessionPipeline(env, cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fcfg := sp.followerConfig(env, cfg)
+	fcfg.Dirs = dirs
+	fcfg.StatePath = state
+	fcfg.Settle = wcfg.Settle
+	fcfg.CloseAfter = wcfg.CloseAfter
+	fcfg.Poll = wcfg.Poll
+	switch {
+	case wcfg.SinceAll:
+		fcfg.Since = sessionwatch.SinceAll
+	case wcfg.Since > 0:
+		fcfg.Since = time.Now().Add(-wcfg.Since)
+	}
+	if !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: watching %s (state %s)\n", joinDirs(dirs), state)
+	}
+	f := sessionwatch.New(fcfg)
+	runErr := f.Run(ctx)
+	st := f.Stats()
+	sp.summary(&st)
+	if runErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
+		return 1
+	}
+	return 0
+}
+
+func joinDirs(dirs []string) string {
+	s := ""
+	for i, d := range dirs {
+		if i > 0 {
+			s += ", "
+		}
+		s += d
+	}
+	return s
+}
+
+// sessionPipeline is the telemetry of the commands that trace session
+// files: deterministic ids from internal/session, the span metrics and the
+// health metrics, and a gate that tells the follower whether the exporter
+// took every span.
+type sessionPipeline struct {
+	tel     *telemetry.Telemetry
+	ids     *session.IDs
+	cfg     config.Config
+	stderr  io.Writer
+	content mapper.Content
+	parent  context.Context
+
+	lines atomic.Int64
+	// bad is Failed+Dropped at the last flush: more means some spans of
+	// the runs since were lost.
+	bad     int64
+	stopped bool
+}
+
+func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
+	sp := &sessionPipeline{ids: &session.IDs{}, cfg: cfg, stderr: env.Stderr}
+	c, err := newContent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil { // a nil *content would be a non-nil interface
+		sp.content = c
+	}
+	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg),
+		telemetry.WithStderr(env.Stderr),
+		// Trace and span ids derive from the session and entry ids, so a
+		// run traced again (after a failed export) keeps its ids.
+		telemetry.WithIDGenerator(sp.ids),
+		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+			return metrics.NewSpanMetrics(mp)
+		}))
+	if err != nil {
+		return nil, err
+	}
+	sp.tel = tel
+	sp.parent = propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
+	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
+		t := tel.Stats()
+		return metrics.Health{
+			RecordsRead:    sp.lines.Load(),
+			SpansEnded:     t.Ended,
+			SpansExported:  t.Exported,
+			SpansDropped:   t.Dropped,
+			ExportFailures: t.Failed,
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// followerConfig is the part of a follower's configuration that wires it
+// to this pipeline.
+func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwatch.Config {
+	fc := sessionwatch.Config{
+		NewTracer: sp.newTracer,
+		IsSession: session.Sniff,
+		Flush:     sp.flush,
+	}
+	if !cfg.Quiet {
+		fc.Logf = func(format string, args ...any) {
+			fmt.Fprintf(env.Stderr, "pi-otel: "+format+"\n", args...)
+		}
+	}
+	return fc
+}
+
+func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
+	t := session.New(session.Config{
+		TracerProvider: sp.tel.TracerProvider(),
+		IDs:            sp.ids,
+		Parent:         sp.parent,
+		Content:        sp.content,
+		SkipThrough:    spec.SkipThrough,
+		Since:          spec.Since,
+	})
+	return &countingTracer{Tracer: t, lines: &sp.lines}
+}
+
+// countingTracer counts lines for the health metrics.
+type countingTracer struct {
+	*session.Tracer
+	lines *atomic.Int64
+}
+
+func (c *countingTracer) Line(off int64, b []byte) {
+	c.lines.Add(1)
+	c.Tracer.Line(off, b)
+}
+
+// flush exports what is queued and reports whether every span ended so
+// far reached the exporter. The final flush shuts the pipeline down.
+func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
+	var err error
+	if final {
+		if !sp.stopped {
+			sp.stopped = true
+			err = sp.tel.Shutdown(context.Background()) // bounded by --flush-timeout
+		}
+	} else if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
+		// Only the spans: metrics keep their own interval.
+		err = f.ForceFlush(ctx)
+	}
+	s := sp.tel.Stats()
+	bad := s.Failed + s.Dropped
+	lost := bad - sp.bad
+	sp.bad = bad
+	switch {
+	case err != nil:
+		return err
+	case lost > 0:
+		return fmt.Errorf("%d spans were not exported", lost)
+	case s.Pending() > 0 && sp.cfg.Traces.Exporter != config.ExporterNone: // none exports nothing, loses nothing
+		return errors.New("spans are still waiting for the exporter")
+	}
+	return nil
+}
+
+// summary prints the one exit line; watch adds how many files it
+// followed.
+func (sp *sessionPipeline) summary(st *sessionwatch.Stats) {
+	if !sp.stopped {
+		_ = sp.flush(context.Background(), true)
+	}
+	if sp.cfg.Quiet {
+		return
+	}
+	line := sp.tel.Summary()
+	if st != nil {
+		line += fmt.Sprintf(" (%s)", st)
+	}
+	fmt.Fprintln(sp.stderr, line)
+}

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// BenchmarkWatchSinceAll traces the history of 1000 session files (a real
+// Pi 1.6.0 session of two runs each) the way pi-otel watch --since all
+// does, exporter none: the follower, the session tracer, the SDK and the
+// span metrics.
+func BenchmarkWatchSinceAll(b *testing.B) {
+	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	const files = 1000
+	for i := range files {
+		d := filepath.Join(dir, fmt.Sprintf("--p%d--", i/100))
+		_ = os.MkdirAll(d, 0o755)
+		p := filepath.Join(d, fmt.Sprintf("s%d.jsonl", i))
+		if err := os.WriteFile(p, src, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		_ = os.Chtimes(p, old, old)
+	}
+	cfg := config.Default()
+	cfg.Traces.Exporter = config.ExporterNone
+	cfg.Quiet = true
+	b.SetBytes(int64(files * len(src)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		sp, err := newSessionPipeline(env, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fc := sp.followerConfig(env, cfg)
+		fc.Dirs = []string{dir}
+		fc.StatePath = filepath.Join(b.TempDir(), "state.json")
+		fc.Since = sessionwatch.SinceAll
+		f := sessionwatch.New(fc)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		// The first scan commits everything before Run settles into its
+		// loop; the state file then lists every file as committed.
+		for sp.tel.Stats().Traces < 2*files {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		_ = sp.flush(context.Background(), true)
+	}
+}

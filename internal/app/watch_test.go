@@ -1,0 +1,156 @@
+package app
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
+// the watch command's own flags and variables.
+func TestConfigurationDocListsWatchFlags(t *testing.T) {
+	doc, err := os.ReadFile(repo.Path("docs/configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	config.RegisterWatchFlags(fs)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if !strings.Contains(string(doc), "`--"+f.Name) {
+			t.Errorf("docs/configuration.md does not document --%s", f.Name)
+		}
+		i := strings.Index(f.Usage, "(PI_OTEL_")
+		if i < 0 {
+			t.Errorf("--%s names no variable", f.Name)
+			return
+		}
+		v := f.Usage[i+1:]
+		v = v[:strings.IndexAny(v, ";)")]
+		if !strings.Contains(string(doc), "`"+v+"`") {
+			t.Errorf("docs/configuration.md does not name %s", v)
+		}
+	})
+	if n != 5 {
+		t.Fatalf("%d watch flags", n)
+	}
+}
+
+func TestPiFlags(t *testing.T) {
+	argv := []string{"--provider", "x", "--mode=json", "--session-dir", "/s", "--continue", "--", "--mode", "rpc"}
+	if m := piMode(argv); m != "json" {
+		t.Errorf("piMode = %q", m)
+	}
+	if m := piMode([]string{"-p", "hi"}); m != "" {
+		t.Errorf("piMode of -p = %q", m)
+	}
+	if v, ok := piFlag(argv, false, "--session-dir"); !ok || v != "/s" {
+		t.Errorf("--session-dir = %q %v", v, ok)
+	}
+	if _, ok := piFlag(argv, true, "--continue", "-c"); !ok {
+		t.Error("--continue not found")
+	}
+	if _, ok := piFlag([]string{"--", "--no-session"}, true, "--no-session"); ok {
+		t.Error("a flag after -- is Pi's prompt, not a flag")
+	}
+}
+
+func TestPinSession(t *testing.T) {
+	dir := t.TempDir()
+	o := &sessionwatch.Owner{Cwd: "/w"}
+	got := pinSession([]string{"pi", "--session-id", "abc"}, dir, o)
+	if len(got) != 3 || len(o.IDs) != 1 || o.IDs[0] != "abc" {
+		t.Errorf("--session-id: argv %v, ids %v", got, o.IDs)
+	}
+	o = &sessionwatch.Owner{Cwd: "/w"}
+	pinSession([]string{"pi", "--session", "sub/x.jsonl"}, dir, o)
+	if len(o.Paths) != 1 || !filepath.IsAbs(o.Paths[0]) {
+		t.Errorf("--session path: %v", o.Paths)
+	}
+	// A command that is not a recognisable Pi 1.x gets no extra flag.
+	o = &sessionwatch.Owner{Cwd: "/w"}
+	if got := pinSession([]string{"sh", "-c", "pi"}, dir, o); len(got) != 3 || o.Created != "" {
+		t.Errorf("argv %v, created %q", got, o.Created)
+	}
+}
+
+func TestPrecreateAndClean(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "--w--")
+	id, path, err := precreate(dir, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"type":"session","version":3,"id":"`+id+`"`) || !strings.HasSuffix(string(b), "\n") {
+		t.Errorf("header %q", b)
+	}
+	if !strings.HasSuffix(path, "_"+id+".jsonl") || id[14] != '7' {
+		t.Errorf("path %s, id %s: want Pi's naming and a version 7 UUID", path, id)
+	}
+	cleanPrecreated(path)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("a header-only file was left behind")
+	}
+	_, path, _ = precreate(dir, "/w")
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"type":"message","id":"a","message":{"role":"user"}}` + "\n")
+	f.Close()
+	cleanPrecreated(path)
+	if _, err := os.Stat(path); err != nil {
+		t.Error("a session with a message was removed")
+	}
+}
+
+func TestWritesNoSession(t *testing.T) {
+	for args, want := range map[string]bool{
+		"install npm:x":         true,
+		"config":                true,
+		"--version":             true,
+		"--provider p --help":   true,
+		"--list-models":         true,
+		"":                      false,
+		"-p hello":              false,
+		"--continue":            false,
+		"-- --help":             false, // after --, a prompt
+		"--model m list things": false, // a prompt, not the list command
+	} {
+		if got := writesNoSession(strings.Fields(args)); got != want {
+			t.Errorf("writesNoSession(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
+
+// TestRunTUIPiNotFound: the TUI path reports a missing Pi as the shell
+// would, after the summary, and leaves nothing behind.
+func TestRunTUIPiNotFound(t *testing.T) {
+	sessions := t.TempDir()
+	var stdout, stderr strings.Builder
+	code := Main(Env{
+		Args:   []string{"run", "--traces-exporter", "none", "--", "/nonexistent/pi"},
+		Stdin:  strings.NewReader(""),
+		Stdout: &stdout,
+		Stderr: &stderr,
+		Getenv: func(k string) string {
+			return map[string]string{"PI_CODING_AGENT_SESSION_DIR": sessions, "HOME": t.TempDir()}[k]
+		},
+	})
+	if code != 127 {
+		t.Errorf("exit %d, want 127\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "/nonexistent/pi") || !strings.Contains(stderr.String(), "pi-otel: 0 traces") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if ents, _ := os.ReadDir(sessions); len(ents) != 0 {
+		t.Errorf("left behind in the session dir: %v", ents)
+	}
+}

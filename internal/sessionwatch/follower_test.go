@@ -1,0 +1,573 @@
+package sessionwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/mapper"
+)
+
+// The fake session format: one word per line. "H" is the header, "U" a
+// user message that opens a run, "A" a final answer, "T" a tool call.
+// A run is traced when the next one begins, on Idle after an "A", or on
+// Close; the book records each traced run as path@offset.
+
+type book struct {
+	mu     sync.Mutex
+	traced []string
+	// accepted is what the fake exporter took; fail makes flushes fail.
+	accepted []string
+	fail     bool
+	pending  []string
+}
+
+func (b *book) count(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, k := range b.accepted {
+		if k == key {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *book) flush(_ context.Context, _ bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fail {
+		b.pending = nil
+		return errors.New("collector down")
+	}
+	b.accepted = append(b.accepted, b.pending...)
+	b.pending = nil
+	return nil
+}
+
+type fakeTracer struct {
+	b         *book
+	spec      TracerSpec
+	lines     []string
+	offs      []int64
+	ends      []int64
+	open      int // index of the open run's first line, or -1
+	committed int64
+	closed    bool
+}
+
+func (b *book) newTracer(spec TracerSpec) Tracer {
+	return &fakeTracer{b: b, spec: spec, open: -1}
+}
+
+func (t *fakeTracer) Line(off int64, l []byte) {
+	if t.closed {
+		panic("Line after Close")
+	}
+	s := string(l)
+	if s == "U" && t.open >= 0 {
+		t.trace()
+	}
+	t.lines = append(t.lines, s)
+	t.offs = append(t.offs, off)
+	t.ends = append(t.ends, off+int64(len(l))+1)
+	if s == "U" {
+		t.open = len(t.lines) - 1
+	}
+}
+
+func (t *fakeTracer) trace() {
+	start, end := t.offs[t.open], t.ends[len(t.ends)-1]
+	t.open = -1
+	if start >= t.spec.SkipThrough { // as internal/session: runs begun before it are skipped
+		key := fmt.Sprintf("%s@%d", filepath.Base(t.spec.Path), start)
+		t.b.mu.Lock()
+		t.b.traced = append(t.b.traced, key)
+		t.b.pending = append(t.b.pending, key)
+		t.b.mu.Unlock()
+	}
+	t.committed = end
+}
+
+func (t *fakeTracer) Idle(time.Time, time.Duration) bool {
+	if t.open >= 0 && t.lines[len(t.lines)-1] == "A" {
+		t.trace()
+		return true
+	}
+	return false
+}
+
+func (t *fakeTracer) Close(mapper.Ending) {
+	if t.open >= 0 {
+		t.trace()
+	}
+	t.closed = true
+}
+
+func (t *fakeTracer) Committed() int64 { return t.committed }
+
+// clock is a settable time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+type harness struct {
+	t     *testing.T
+	dir   string
+	state string
+	b     *book
+	clk   *clock
+	f     *Follower
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	h := &harness{t: t, dir: t.TempDir(), b: &book{}, clk: &clock{t: time.Now()}}
+	if cfg.StatePath == "" {
+		h.state = filepath.Join(t.TempDir(), "state", "watch.json")
+		cfg.StatePath = h.state
+	} else {
+		h.state = cfg.StatePath
+	}
+	h.start(cfg)
+	return h
+}
+
+// start builds a follower and does what Run does before its loop,
+// without inotify: tests drive it with step.
+func (h *harness) start(cfg Config) {
+	cfg.Dirs = []string{h.dir}
+	cfg.NewTracer = h.b.newTracer
+	cfg.Flush = h.b.flush
+	cfg.Now = h.clk.now
+	cfg.IsSession = func(first []byte) bool { return string(first) == "H" }
+	cfg.Settle = 10 * time.Second
+	cfg.CloseAfter = time.Hour
+	h.f = New(cfg)
+	st, first, err := LoadState(cfg.StatePath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.f.state, h.f.first = st, first
+	h.f.scan(true)
+	h.f.saveState()
+	h.f.work(context.Background())
+}
+
+// step is one turn of Run's loop after something changed.
+func (h *harness) step() {
+	h.f.scan(false)
+	h.f.work(context.Background())
+}
+
+// later moves the clock and the files' modification times' reference.
+func (h *harness) later(d time.Duration) {
+	h.clk.t = h.clk.t.Add(d)
+	h.step()
+}
+
+func (h *harness) write(name, content string) string {
+	p := filepath.Join(h.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	fh, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := fh.WriteString(content); err != nil {
+		h.t.Fatal(err)
+	}
+	fh.Close()
+	// The follower measures quiet from the file's modification time.
+	if err := os.Chtimes(p, h.clk.t, h.clk.t); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func (h *harness) want(key string, n int) {
+	h.t.Helper()
+	if got := h.b.count(key); got != n {
+		h.t.Errorf("%s accepted %d times, want %d (traced: %v)", key, got, n, h.b.traced)
+	}
+}
+
+func TestNewFileRunsTracedOnNextRunAndSettle(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("p/s.jsonl", "H\nU\nT\n")
+	h.step()
+	h.want("s.jsonl@2", 0) // still open
+	h.write("p/s.jsonl", "A\nU\n")
+	h.step()
+	h.want("s.jsonl@2", 1) // the next run began
+	h.write("p/s.jsonl", "A\n")
+	h.step()
+	h.want("s.jsonl@8", 0)
+	h.later(11 * time.Second)
+	h.want("s.jsonl@8", 1) // settled
+	h.later(time.Minute)
+	h.want("s.jsonl@8", 1)
+}
+
+func TestHalfWrittenLineWaits(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("s.jsonl", "H\nU\nA\nU")
+	h.step()
+	h.want("s.jsonl@2", 0) // "U" without its LF is not a line yet
+	h.write("s.jsonl", "\n")
+	h.step()
+	h.want("s.jsonl@2", 1)
+}
+
+func TestHistoryIsSkippedByDefault(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.jsonl")
+	if err := os.WriteFile(old, []byte("H\nU\nA\nU\nA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, b: &book{}, clk: &clock{t: time.Now()}}
+	h.state = filepath.Join(t.TempDir(), "w.json")
+	h.start(Config{StatePath: h.state})
+	h.later(time.Minute)
+	h.want("old.jsonl@2", 0)
+	h.want("old.jsonl@6", 0)
+	// New activity in an old file is traced.
+	h.write("old.jsonl", "U\nA\n")
+	h.later(time.Minute)
+	h.want("old.jsonl@10", 1)
+	if len(h.b.accepted) != 1 {
+		t.Errorf("accepted %v, want only the new run", h.b.accepted)
+	}
+}
+
+func TestSinceAllTracesHistoryAndCloses(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("H\nU\nA\nU\nT\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-48 * time.Hour)
+	_ = os.Chtimes(filepath.Join(dir, "a.jsonl"), past, past)
+	h := &harness{t: t, dir: dir, b: &book{}, clk: &clock{t: time.Now()}}
+	h.state = filepath.Join(t.TempDir(), "w.json")
+	h.start(Config{StatePath: h.state, Since: SinceAll})
+	h.want("a.jsonl@2", 1)
+	h.want("a.jsonl@6", 1) // killed mid-tool, quiet for two days: closed
+	if s := h.f.Stats(); s.Tracers != 0 {
+		t.Errorf("%d tracers alive for a quiet file, want 0", s.Tracers)
+	}
+}
+
+func TestSinceDurationSkipsOlderFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, age := range map[string]time.Duration{"old.jsonl": 72 * time.Hour, "new.jsonl": time.Hour} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("H\nU\nA\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		_ = os.Chtimes(p, at, at)
+	}
+	h := &harness{t: t, dir: dir, b: &book{}, clk: &clock{t: time.Now()}}
+	h.state = filepath.Join(t.TempDir(), "w.json")
+	h.start(Config{StatePath: h.state, Since: time.Now().Add(-24 * time.Hour)})
+	h.want("old.jsonl@2", 0)
+	h.want("new.jsonl@2", 1)
+}
+
+func TestRestartTracesNothingTwiceAndCatchesUp(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("p/s.jsonl", "H\nU\nA\nU\nT\n")
+	h.later(time.Minute)
+	h.want("s.jsonl@2", 1)
+	// Stop (no Ending: the open run stays open), write while down, restart.
+	_ = h.f.stop()
+	h.write("p/s.jsonl", "A\nU\nA\n")
+	h.write("q/new.jsonl", "H\nU\nA\n")
+	h.start(Config{StatePath: h.state})
+	h.later(time.Minute)
+	h.want("s.jsonl@2", 1)
+	h.want("s.jsonl@6", 1)
+	h.want("s.jsonl@12", 1)
+	h.want("new.jsonl@2", 1)
+}
+
+func TestFailedExportIsRetriedFromTheCommittedPlace(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.b.fail = true
+	h.write("s.jsonl", "H\nU\nA\nU\n")
+	h.step()
+	h.want("s.jsonl@2", 0)
+	if st, _, _ := LoadState(h.state); st.Files[filepath.Join(h.dir, "s.jsonl")].Committed != 0 {
+		t.Fatalf("the state moved past a run the exporter refused: %+v", st.Files)
+	}
+	h.b.fail = false
+	h.later(time.Second) // before the retry: nothing yet
+	h.want("s.jsonl@2", 0)
+	h.later(10 * time.Second)
+	h.want("s.jsonl@2", 1)
+	if st, _, _ := LoadState(h.state); st.Files[filepath.Join(h.dir, "s.jsonl")].Committed != 6 {
+		t.Fatalf("state %+v, want committed 6", st.Files)
+	}
+}
+
+func TestTruncatedFileIsReadAgain(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := h.write("s.jsonl", "H\nU\nA\nU\nA\n")
+	h.later(time.Minute)
+	h.want("s.jsonl@6", 1)
+	// Rewritten in place, shorter, as a migration might: only runs begun
+	// after the last commit count.
+	if err := os.WriteFile(p, []byte("H\nU\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.t = h.clk.t.Add(time.Minute)
+	_ = os.Chtimes(p, h.clk.t, h.clk.t)
+	h.step()
+	h.write("s.jsonl", "A\nU\nA\n")
+	h.later(time.Minute)
+	if n := len(h.b.traced); n == 0 {
+		t.Fatal("nothing traced after the rewrite")
+	}
+	if h.f.files[p].committed != int64(len("H\nU\nA\nU\nA\n")) {
+		t.Errorf("committed %d after the rewrite", h.f.files[p].committed)
+	}
+}
+
+func TestDeletedFileIsClosedAndForgotten(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := h.write("s.jsonl", "H\nU\nT\n")
+	h.step()
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.want("s.jsonl@2", 1) // closed: nothing more can come
+	st, _, err := LoadState(h.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Files[p]; ok {
+		t.Error("a deleted file is still in the state")
+	}
+}
+
+func TestNotASessionFileIsIgnored(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("x.jsonl", "{\"type\":\"agent_start\"}\nU\nA\nU\n")
+	h.later(time.Minute)
+	if len(h.b.traced) != 0 {
+		t.Errorf("traced %v from a file that is not a session", h.b.traced)
+	}
+}
+
+func TestAcceptFiltersFiles(t *testing.T) {
+	h := newHarness(t, Config{Accept: func(p string) (bool, bool) {
+		return strings.Contains(p, "mine"), true
+	}, StatePath: filepath.Join(t.TempDir(), "s.json")})
+	h.write("mine.jsonl", "H\nU\nA\nU\n")
+	h.write("theirs.jsonl", "H\nU\nA\nU\n")
+	h.step()
+	h.want("mine.jsonl@2", 1)
+	h.want("theirs.jsonl@2", 0)
+}
+
+func TestEndingClosesOpenRunsAtStop(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.f.cfg.Ending = func() (mapper.Ending, bool) { return mapper.Ending{Reason: mapper.EndExit}, true }
+	h.write("s.jsonl", "H\nU\nT\n")
+	h.step()
+	h.write("s.jsonl", "T\n") // written just before Pi exited
+	_ = h.f.stop()
+	h.want("s.jsonl@2", 1)
+}
+
+func TestQuietTracersAreDropped(t *testing.T) {
+	h := newHarness(t, Config{})
+	for i := range 50 {
+		h.write(fmt.Sprintf("p%d/s.jsonl", i), "H\nU\nA\n")
+	}
+	h.step()
+	if s := h.f.Stats(); s.Tracers != 50 {
+		t.Fatalf("%d tracers, want 50 while active", s.Tracers)
+	}
+	h.later(2 * time.Hour)
+	if s := h.f.Stats(); s.Tracers != 0 || s.Files != 50 {
+		t.Fatalf("stats %+v: want 50 files and no tracer once quiet", s)
+	}
+	// Growth builds the tracer again, skipping what was traced.
+	h.write("p3/s.jsonl", "U\nA\n")
+	h.later(time.Minute)
+	h.want("s.jsonl@6", 1)
+	h.want("s.jsonl@2", 50)
+}
+
+func TestStateFileIsPrivateAndAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "watch.json")
+	st := State{Files: map[string]FileState{"/a.jsonl": {Dev: 1, Ino: 2, Committed: 3, At: 4}}}
+	if err := st.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("state file mode %v, want 0600", fi.Mode().Perm())
+	}
+	if di, _ := os.Stat(filepath.Dir(p)); di.Mode().Perm() != 0o700 {
+		t.Errorf("state dir mode %v, want 0700", di.Mode().Perm())
+	}
+	got, first, err := LoadState(p)
+	if err != nil || first || got.Files["/a.jsonl"].Committed != 3 {
+		t.Fatalf("LoadState = %+v, %v, %v", got, first, err)
+	}
+	// No temporary file is left behind, and a second save replaces the
+	// first whole.
+	st.Files["/b.jsonl"] = FileState{Committed: 9}
+	if err := st.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Errorf("state dir holds %d entries, want only the state file", len(ents))
+	}
+	// A damaged state is an error, not a silent fresh start.
+	if err := os.WriteFile(p, []byte("{\"version\":1,\"files\":{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadState(p); err == nil {
+		t.Error("a damaged state file loaded without error")
+	}
+}
+
+func TestRunFollowsWithInotify(t *testing.T) {
+	dir := t.TempDir()
+	statePath := filepath.Join(t.TempDir(), "w.json")
+	b := &book{}
+	var mu sync.Mutex
+	var logs []string
+	f := New(Config{
+		Dirs:      []string{dir},
+		NewTracer: b.newTracer,
+		Flush:     b.flush,
+		StatePath: statePath,
+		Settle:    time.Millisecond,
+		Logf: func(format string, a ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(format, a...))
+			mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	// A project folder created after the start, then a session in it.
+	// The state is saved once the first scan is done; what comes after
+	// is new activity.
+	waitFor(t, func() bool { return exists(statePath) })
+	if err := os.MkdirAll(filepath.Join(dir, "--proj--"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "--proj--", "s.jsonl")
+	if err := os.WriteFile(p, []byte("H\nU\nA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return b.count("s.jsonl@2") == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 0 {
+		t.Errorf("unexpected log lines: %q", logs)
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// waitFor waits for cond, guarding against a hang; it asserts nothing
+// about how long it took.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never became true")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestGrowthAfterAbandonIsNotLost(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.write("s.jsonl", "H\nU\nT\n")
+	h.step()
+	h.b.fail = true // the close's flush fails, so the closed tracer lingers
+	h.later(2 * time.Hour)
+	h.b.fail = false
+	h.write("s.jsonl", "U\nA\n") // Pi resumed the session
+	h.later(time.Minute)
+	h.later(time.Minute)
+	h.want("s.jsonl@2", 1)
+	h.want("s.jsonl@6", 1)
+}
+
+func TestIsPiCommand(t *testing.T) {
+	for argv, want := range map[string]bool{
+		"pi":                              true,
+		"/home/u/.npm/bin/pi --mode json": true,
+		"node /x/node_modules/@earendil-works/pi-coding-agent/dist/cli.js": true,
+		"node /x/node_modules/.bin/pi":                                     true,
+		"cat pi":                                                           false,
+		"sh -c pi":                                                         false,
+		"pi-otel run -- pi":                                                false,
+		"node server.js":                                                   false,
+	} {
+		if got := IsPiCommand(strings.Fields(argv)); got != want {
+			t.Errorf("IsPiCommand(%q) = %v, want %v", argv, got, want)
+		}
+	}
+}
+
+func TestFileRewrittenWhileDown(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := h.write("s.jsonl", "H\nU\nA\nU\nA\n")
+	h.later(time.Minute)
+	h.want("s.jsonl@6", 1)
+	_ = h.f.stop()
+	// Shorter than the committed place, same inode: rewritten in place.
+	h.clk.t = h.clk.t.Add(time.Hour)
+	must(t, os.WriteFile(p, []byte("H\nU\nA\n"), 0o644))
+	_ = os.Chtimes(p, h.clk.t, h.clk.t)
+	h.start(Config{StatePath: h.state})
+	h.write("s.jsonl", "U\nA\n") // a run begun after the rewrite
+	h.later(time.Minute)
+	if h.f.files[p].tr == nil && h.f.files[p].committed == 0 {
+		t.Fatal("the rewritten file was never read")
+	}
+	if h.f.files[p].committed != int64(len("H\nU\nA\nU\nA\n")) {
+		t.Errorf("committed %d: the run begun after the rewrite was not traced", h.f.files[p].committed)
+	}
+}
+
+func TestLongLineIsReadWhole(t *testing.T) {
+	h := newHarness(t, Config{})
+	long := "X" + strings.Repeat("y", 3<<20) // longer than the read buffer
+	h.write("s.jsonl", "H\nU\n"+long[:1<<20])
+	h.step() // a part of the line: nothing fed yet
+	h.write("s.jsonl", long[1<<20:]+"\nA\nU\n")
+	h.step()
+	h.want("s.jsonl@2", 1)
+	if h.f.buf != nil {
+		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
+	}
+}

@@ -1,0 +1,256 @@
+package sessionwatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Owner decides which session files one Pi process writes, for
+// pi-otel run in front of Pi's terminal UI. Pi opens a session file only
+// for the moment of each append, and nothing in a file names the process
+// that wrote it, so ownership is inferred, never guessed:
+//
+//  1. A file pinned at launch is this Pi's: the --session-id pi-otel
+//     passed or the user gave, the --session file, the file --continue
+//     picks.
+//  2. A fork or clone whose header's parentSession is one of this Pi's
+//     files is this Pi's.
+//  3. A file this Pi (or a process below it) holds open when it is looked
+//     at is this Pi's.
+//  4. Any other file that starts growing while this Pi runs is this Pi's
+//     only if no other Pi process could be writing to the same directory
+//     (same working directory, or any Pi when the directory is a custom
+//     one). Otherwise it is left alone and counted in Ambiguous.
+//
+// Rule 4 is the limit: a /new or /resume in this Pi while another Pi runs
+// in the same folder is not traced, rather than risk tracing the other's.
+type Owner struct {
+	// PID is the Pi process.
+	PID int
+	// Dir is the session directory followed; Custom says it is not the
+	// per-folder default, so any Pi might share it.
+	Dir    string
+	Custom bool
+	// Cwd is Pi's working directory.
+	Cwd string
+	// IDs and Paths pin files known to be this Pi's (rule 1). An id may be
+	// a prefix, as --session accepts.
+	IDs   []string
+	Paths []string
+	// Created is a file pi-otel wrote for Pi to open (see pi-otel run).
+	Created string
+	// Proc is the /proc directory (tests use a fake one).
+	Proc string
+
+	mu        sync.Mutex
+	mine      map[string]bool
+	ambiguous []string
+}
+
+// SetPID names the Pi process once it runs.
+func (o *Owner) SetPID(pid int) {
+	o.mu.Lock()
+	o.PID = pid
+	o.mu.Unlock()
+}
+
+// Accept implements Config.Accept. Until the Pi process is known, nothing
+// is decided.
+func (o *Owner) Accept(path string) (ok, decided bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.PID <= 0 {
+		return false, false
+	}
+	if o.mine == nil {
+		o.mine = map[string]bool{}
+	}
+	// Pi holds a file open only while it writes: look first, while it
+	// may still be writing.
+	if o.fdOpen(o.PID, path) {
+		o.mine[filepath.Clean(path)] = true
+		return true, true
+	}
+	h, complete := readHeader(path)
+	if !complete {
+		return false, false
+	}
+	if o.pinned(path, h.ID) || (h.ParentSession != "" && o.mine[filepath.Clean(h.ParentSession)]) ||
+		o.holdsOpen(path) || len(o.others()) == 0 {
+		o.mine[filepath.Clean(path)] = true
+		return true, true
+	}
+	o.ambiguous = append(o.ambiguous, path)
+	return false, true
+}
+
+// Ambiguous lists the files left alone by rule 4.
+func (o *Owner) Ambiguous() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.ambiguous...)
+}
+
+func (o *Owner) pinned(path, id string) bool {
+	for _, p := range o.Paths {
+		if filepath.Clean(p) == filepath.Clean(path) {
+			return true
+		}
+	}
+	for _, want := range o.IDs {
+		if want != "" && id != "" && strings.HasPrefix(id, want) {
+			return true
+		}
+	}
+	return false
+}
+
+type header struct {
+	Type          string `json:"type"`
+	ID            string `json:"id"`
+	ParentSession string `json:"parentSession"`
+}
+
+// readHeader reads a file's first line; complete is false until its LF.
+func readHeader(path string) (header, bool) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return header{}, false
+	}
+	defer fh.Close()
+	first, ok := firstLine(fh)
+	if !ok {
+		return header{}, false
+	}
+	var h header
+	_ = json.Unmarshal(first, &h) // a damaged header pins nothing
+	return h, true
+}
+
+func (o *Owner) proc() string {
+	if o.Proc != "" {
+		return o.Proc
+	}
+	return "/proc"
+}
+
+// holdsOpen reports whether this Pi or a process below it has path open.
+func (o *Owner) holdsOpen(path string) bool {
+	for pid := range o.tree() {
+		if o.fdOpen(pid, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// fdOpen reports whether process pid has path open.
+func (o *Owner) fdOpen(pid int, path string) bool {
+	dir := filepath.Join(o.proc(), strconv.Itoa(pid), "fd")
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if t, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && t == path {
+			return true
+		}
+	}
+	return false
+}
+
+// tree is the Pi process and every process below it.
+func (o *Owner) tree() map[int]bool {
+	parents := map[int]int{}
+	ents, _ := os.ReadDir(o.proc())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, ok := o.ppid(pid); ok {
+			parents[pid] = pp
+		}
+	}
+	tree := map[int]bool{o.PID: true}
+	for changed := true; changed; {
+		changed = false
+		for pid, pp := range parents {
+			if tree[pp] && !tree[pid] {
+				tree[pid], changed = true, true
+			}
+		}
+	}
+	return tree
+}
+
+func (o *Owner) ppid(pid int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(o.proc(), strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	return pp, err == nil
+}
+
+// others lists the other Pi processes that may write to Dir.
+func (o *Owner) others() []int {
+	tree := o.tree()
+	self := os.Getpid()
+	var out []int
+	ents, _ := os.ReadDir(o.proc())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || tree[pid] || pid == self {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(o.proc(), e.Name(), "cmdline"))
+		if err != nil || !IsPiCommand(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")) {
+			continue
+		}
+		if o.Custom {
+			out = append(out, pid)
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join(o.proc(), e.Name(), "cwd"))
+		if err != nil || filepath.Clean(cwd) == filepath.Clean(o.Cwd) {
+			// Unreadable counts as a conflict: better miss a run than
+			// trace another's.
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// IsPiCommand reports whether a command line runs Pi: the pi command
+// itself, or node (or bun) running Pi's CLI script.
+func IsPiCommand(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	isPi := func(a string) bool {
+		return filepath.Base(a) == "pi" || strings.Contains(a, "pi-coding-agent/dist/") || strings.Contains(a, "pi-coding-agent/bin/")
+	}
+	if isPi(argv[0]) {
+		return true
+	}
+	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
+	case "node", "nodejs", "bun":
+		return len(argv) > 1 && isPi(argv[1])
+	}
+	return false
+}

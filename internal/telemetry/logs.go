@@ -1,0 +1,248 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/log/noop"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
+
+// Log record batching. The SDK's defaults, given explicitly so that the
+// SDK does not read OTEL_BLRP_* on its own, beside config's one parse path.
+const (
+	logQueueSize     = 2048
+	logBatchSize     = 512
+	logExportEvery   = time.Second
+	logExportTimeout = 30 * time.Second
+)
+
+// WithLogProcessor adds a span processor that turns finished spans into
+// log records on the pipeline's logger provider. It is built only when a
+// logs exporter is configured: with logs off it costs nothing.
+func WithLogProcessor(build func(log.LoggerProvider) (sdktrace.SpanProcessor, error)) Option {
+	return optionFunc(func(o options) options { o.logProcs = append(o.logProcs, build); return o })
+}
+
+// LoggerProvider is where log records go; a no-op one when logs are off.
+func (t *Telemetry) LoggerProvider() log.LoggerProvider {
+	if t.lp == nil {
+		return noop.NewLoggerProvider()
+	}
+	return t.lp
+}
+
+// setupLogs builds the logger provider, or nothing when logs are off.
+func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *resource.Resource) error {
+	var exp sdklog.Exporter
+	var w *watch
+	switch cfg.Logs.Exporter {
+	case config.ExporterNone, "":
+		return nil
+	case config.ExporterConsole:
+		t.logDest = "console (stderr)"
+		exp = &consoleLogs{w: o.stderr}
+	case config.ExporterFile:
+		out, name, err := t.open(cfg.Logs.File, o.stderr)
+		if err != nil {
+			return err
+		}
+		t.logDest = "file " + name
+		exp = otlpfile.NewLogExporter(out)
+	case config.ExporterOTLP:
+		ol := cfg.Logs.OTLP
+		t.logDest = fmt.Sprintf("otlp %s %s", ol.Protocol, ol.Target())
+		w = &watch{rep: t.rep, dest: destination{
+			signal: "logs", host: hostOf(ol.Endpoint), target: ol.Target(),
+			hint: "set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or use --logs-exporter none",
+		}}
+		t.logWatch = w
+		var err error
+		if exp, err = newOTLPLogExporter(ctx, ol, o.retry, w); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown exporter %q", cfg.Logs.Exporter)
+	}
+	dest := t.logDest
+	onError := func(err error) {
+		switch {
+		case cancelled(err):
+		case w != nil:
+			w.observe(err)
+		default:
+			t.rep.once("logs "+dest, fmt.Sprintf("exporting log records to %s failed: %v", dest, err))
+		}
+	}
+	counted := &countedLogs{Exporter: exp, onError: onError, busy: make(chan struct{}, 1)}
+	t.logCount = counted
+	lopts := []sdklog.LoggerProviderOption{
+		sdklog.WithResource(res),
+		sdklog.WithProcessor(emitCounter{sdklog.NewBatchProcessor(counted,
+			sdklog.WithMaxQueueSize(logQueueSize),
+			sdklog.WithExportMaxBatchSize(logBatchSize),
+			sdklog.WithExportInterval(logExportEvery),
+			sdklog.WithExportTimeout(logExportTimeout)), &counted.emitted}),
+	}
+	// Explicit limits, as for spans: the SDK would otherwise read
+	// OTEL_LOGRECORD_ATTRIBUTE_* on its own, beside config's one parse path.
+	// A record has its span's attributes, so it gets the span's count limit.
+	valueLimit := -1 // none
+	if n := cfg.AttributeValueLengthLimit; n > 0 {
+		valueLimit = n
+	}
+	lopts = append(lopts, sdklog.WithAttributeValueLengthLimit(valueLimit),
+		sdklog.WithAttributeCountLimit(sdktrace.DefaultAttributeCountLimit))
+	t.lp = sdklog.NewLoggerProvider(lopts...)
+	return nil
+}
+
+// countedLogs counts the records exported and failed, for the summary
+// line, and reports failures.
+type countedLogs struct {
+	sdklog.Exporter
+	onError func(error)
+	// emitted, exported and failed records: after Shutdown, the rest were
+	// dropped (a full queue, or the flush timeout).
+	emitted, exported, failed atomic.Int64
+	// busy is held by the export in flight: the batch processor's Shutdown
+	// returns when its context ends, before that export has.
+	busy chan struct{}
+}
+
+// wait waits, within ctx, for the export in flight to be counted.
+func (e *countedLogs) wait(ctx context.Context) {
+	select {
+	case e.busy <- struct{}{}:
+		<-e.busy
+	case <-ctx.Done():
+	}
+}
+
+func (e *countedLogs) Export(ctx context.Context, records []sdklog.Record) error {
+	e.busy <- struct{}{} // the SDK never exports concurrently: this never waits long
+	defer func() { <-e.busy }()
+	err := e.Exporter.Export(ctx, records)
+	if err != nil {
+		e.failed.Add(int64(len(records)))
+		e.onError(err)
+		return err
+	}
+	e.exported.Add(int64(len(records)))
+	return nil
+}
+
+// emitCounter counts the records handed to the batch processor.
+type emitCounter struct {
+	*sdklog.BatchProcessor
+	n *atomic.Int64
+}
+
+func (p emitCounter) OnEmit(ctx context.Context, r *sdklog.Record) error {
+	p.n.Add(1)
+	return p.BatchProcessor.OnEmit(ctx, r)
+}
+
+// dropped is how many records were emitted but neither exported nor
+// failed; only final after Shutdown.
+func (e *countedLogs) dropped() int64 {
+	return e.emitted.Load() - e.exported.Load() - e.failed.Load()
+}
+
+func newOTLPLogExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdklog.Exporter, error) {
+	if o.Protocol == config.ProtocolHTTPProtobuf {
+		client, err := httpClient(o, w)
+		if err != nil {
+			return nil, err
+		}
+		comp := otlploghttp.NoCompression
+		if o.Compression == "gzip" {
+			comp = otlploghttp.GzipCompression
+		}
+		return otlploghttp.New(ctx,
+			otlploghttp.WithEndpointURL(o.Endpoint),
+			otlploghttp.WithHTTPClient(client),
+			otlploghttp.WithTLSClientConfig(nil),
+			otlploghttp.WithHeaders(headers(o)),
+			otlploghttp.WithTimeout(o.Timeout),
+			otlploghttp.WithCompression(comp),
+			otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true,
+				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		)
+	}
+	creds, err := grpcCreds(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := []otlploggrpc.Option{
+		otlploggrpc.WithEndpoint(hostOf(o.Endpoint)),
+		otlploggrpc.WithTLSCredentials(creds),
+		otlploggrpc.WithHeaders(headers(o)),
+		otlploggrpc.WithTimeout(o.Timeout),
+		otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true,
+			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
+		otlploggrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
+	}
+	if o.Compression == "gzip" {
+		opts = append(opts, otlploggrpc.WithCompressor("gzip"))
+	}
+	return otlploggrpc.New(ctx, opts...)
+}
+
+// consoleLogs writes one line per record on stderr:
+//
+//	pi-otel log 12:00:01.234 INFO pi.tool.result trace=4bf9… span=00f0… gen_ai.tool.name=bash …
+type consoleLogs struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (e *consoleLogs) Export(ctx context.Context, records []sdklog.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for i := range records {
+		r := &records[i]
+		fmt.Fprintf(&b, "pi-otel log %s %s %s trace=%s span=%s", r.Timestamp().UTC().Format("15:04:05.000"),
+			r.Severity(), r.EventName(), r.TraceID(), r.SpanID())
+		r.WalkAttributes(func(kv attribute.KeyValue) bool {
+			fmt.Fprintf(&b, " %s=%s", kv.Key, oneLine(kv.Value.Emit()))
+			return true
+		})
+		b.WriteByte('\n')
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, err := io.WriteString(e.w, b.String())
+	return err
+}
+
+func (e *consoleLogs) ForceFlush(ctx context.Context) error { return ctx.Err() }
+func (e *consoleLogs) Shutdown(context.Context) error       { return nil }
+
+// oneLine keeps a record on one line of the console, and each value one
+// word: captured content may span many lines, an error summary has spaces.
+func oneLine(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\r\"") {
+		return s
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,144 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
+
+// latestInstruments are the latest GenAI conventions' metrics
+// (semantic-conventions-genai, docs/gen-ai/client-inference.md,
+// gen-ai-token-metrics.md and gen-ai-metrics.md). Pi reports usage as
+// totals, not per modality, so the usage counters carry
+// gen_ai.token.modality=unknown, as the conventions ask.
+type latestInstruments struct {
+	duration, firstChunk                 metric.Float64Histogram
+	input, output, cacheRead, cacheWrite metric.Int64Counter
+	reasoning                            metric.Int64Counter
+	opInput, opOutput                    metric.Int64Histogram
+	agentDuration, toolDuration          metric.Float64Histogram
+	inferenceCalls, toolCalls            metric.Int64Histogram
+}
+
+func newLatestInstruments(m metric.Meter) (*latestInstruments, error) {
+	var (
+		l   latestInstruments
+		all []error
+	)
+	keep := func(e error) {
+		if e != nil {
+			all = append(all, e)
+		}
+	}
+	seconds := func(name, desc string, buckets []float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(buckets...))
+		keep(err)
+		return h
+	}
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit("{token}"), metric.WithDescription(desc))
+		keep(err)
+		return c
+	}
+	histogram := func(name, unit, desc string, buckets []float64) metric.Int64Histogram {
+		h, err := m.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(buckets...))
+		keep(err)
+		return h
+	}
+	l.duration = seconds(piconv.MetricInferenceDuration, "GenAI inference operation duration.", genAIBuckets)
+	l.firstChunk = seconds(piconv.MetricInferenceFirstChunk, "Time to receive the first chunk of a streaming response.", genAIBuckets)
+	l.input = counter(piconv.MetricUsageInputTokens, "The number of input (prompt) tokens used, including cached tokens.")
+	l.output = counter(piconv.MetricUsageOutputTokens, "The number of output (completion) tokens used, including reasoning tokens.")
+	l.cacheRead = counter(piconv.MetricUsageCacheReadTokens, "The number of input tokens served from a provider-managed cache.")
+	l.cacheWrite = counter(piconv.MetricUsageCacheWriteTokens, "The number of input tokens written to a provider-managed cache.")
+	l.reasoning = counter(piconv.MetricUsageReasoningTokens, "The number of output tokens used for reasoning.")
+	l.opInput = histogram(piconv.MetricOperationInputTokens, "{token}", "Input tokens per inference operation.", tokenBuckets)
+	l.opOutput = histogram(piconv.MetricOperationOutputTokens, "{token}", "Output tokens per inference operation.", tokenBuckets)
+	l.agentDuration = seconds(piconv.MetricInvokeAgentDuration, "The end-to-end duration of a single agent invocation.", agentBuckets)
+	l.toolDuration = seconds(piconv.MetricExecuteToolDuration, "The duration of a single tool execution.", genAIBuckets)
+	l.inferenceCalls = histogram(piconv.MetricInvokeAgentInferences, "{inference_call}", "Model calls per agent invocation.", callBuckets)
+	l.toolCalls = histogram(piconv.MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls per agent invocation.", callBuckets)
+	return &l, errors.Join(all...)
+}
+
+var agentName = semconv.GenAIAgentName(piconv.AgentName)
+
+func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs, provider genaiconv.ProviderNameAttr, model attribute.KeyValue) {
+	base := []attribute.KeyValue{keyOperation.String(string(genaiconv.OperationNameChat)), keyProvider.String(string(provider)), model}
+	withError := base
+	if span.Status().Code == codes.Error {
+		withError = append(base[:len(base):len(base)], keyErrorType.String(orDefault(token(a.str(keyErrorType)), unknownLabel)))
+	}
+	l.duration.Record(ctx, chatDuration(span, a), metric.WithAttributes(withError...))
+	if v, ok := a.float(keyTTFC); ok && v >= 0 {
+		l.firstChunk.Record(ctx, v, metric.WithAttributes(base...))
+	}
+
+	usage := metric.WithAttributes(append(base[:len(base):len(base)], piconv.TokenModalityKey.String(piconv.TokenModalityUnknown))...)
+	// Every call counts, a failed one with 0, as the conventions ask.
+	in, _ := a.int(keyInputTokens)
+	out, _ := a.int(keyOutputTokens)
+	l.input.Add(ctx, max(in, 0), usage)
+	l.output.Add(ctx, max(out, 0), usage)
+	for _, c := range []struct {
+		key attribute.Key
+		to  metric.Int64Counter
+	}{
+		{piconv.UsageCacheReadKey, l.cacheRead},
+		{piconv.UsageCacheCreationKey, l.cacheWrite},
+		{semconv.GenAIUsageReasoningOutputTokensKey, l.reasoning},
+	} {
+		if v, ok := a.int(c.key); ok && v >= 0 {
+			c.to.Add(ctx, v, usage)
+		}
+	}
+	if _, ok := a.int(keyInputTokens); ok {
+		l.opInput.Record(ctx, max(in, 0), metric.WithAttributes(base...))
+	}
+	if _, ok := a.int(keyOutputTokens); ok {
+		l.opOutput.Record(ctx, max(out, 0), metric.WithAttributes(base...))
+	}
+}
+
+func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs, outcome string) {
+	set := []attribute.KeyValue{agentName}
+	if span.Status().Code == codes.Error {
+		// The run's class of failure: its own error.type if it has one, else how it ended.
+		why := token(a.str(keyErrorType))
+		if why == "" {
+			why = oneOf(outcome, runOutcomes)
+		}
+		set = append(set, keyErrorType.String(why))
+	}
+	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
+	// A turn is one assistant message, so one model call; summary calls of compactions are not
+	// counted.
+	if v, ok := a.int(piconv.TurnsKey); ok && v >= 0 {
+		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentName))
+	}
+	if v, ok := a.int(piconv.ToolCallsKey); ok && v >= 0 {
+		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentName))
+	}
+}
+
+func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {
+	set := []attribute.KeyValue{
+		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
+		semconv.GenAIToolTypeKey.String(orDefault(token(a.str(semconv.GenAIToolTypeKey)), piconv.ToolTypeFunction)),
+		agentName,
+	}
+	if failed {
+		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), piconv.ToolErrorType)))
+	}
+	l.toolDuration.Record(ctx, d, metric.WithAttributes(set...))
+}

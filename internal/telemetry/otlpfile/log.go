@@ -1,0 +1,119 @@
+package otlpfile
+
+import (
+	"context"
+	"io"
+
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logpb "go.opentelemetry.io/proto/otlp/logs/v1"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// LogExporter is an sdklog.Exporter that writes each batch of log records
+// as one ExportLogsServiceRequest line.
+type LogExporter struct {
+	lineWriter
+}
+
+var _ sdklog.Exporter = (*LogExporter)(nil)
+
+// NewLogExporter returns an exporter writing to w. It never closes w.
+func NewLogExporter(w io.Writer) *LogExporter {
+	return &LogExporter{lineWriter{w: w}}
+}
+
+// Export writes records as one line, in a single Write.
+func (e *LogExporter) Export(ctx context.Context, records []sdklog.Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	line, err := MarshalLogs(LogRequest(records))
+	if err != nil {
+		return err
+	}
+	return e.writeLine(line)
+}
+
+// ForceFlush does nothing: every line is written as it is exported.
+func (e *LogExporter) ForceFlush(context.Context) error { return nil }
+
+// MarshalLogs encodes req as one OTLP/JSON line, newline included.
+func MarshalLogs(req *collogpb.ExportLogsServiceRequest) ([]byte, error) {
+	return marshalLine(req)
+}
+
+// UnmarshalLogs decodes one OTLP/JSON line, as UnmarshalTraces does.
+func UnmarshalLogs(line []byte) (*collogpb.ExportLogsServiceRequest, error) {
+	req := &collogpb.ExportLogsServiceRequest{}
+	return req, unmarshalLine(line, req)
+}
+
+// LogRequest converts records to an export request, grouped by resource and
+// then by instrumentation scope, each group in order of first appearance.
+func LogRequest(records []sdklog.Record) *collogpb.ExportLogsServiceRequest {
+	req := &collogpb.ExportLogsServiceRequest{}
+	type scopeKey struct {
+		res   resourceKey
+		scope scopeID
+	}
+	resources := map[resourceKey]*logpb.ResourceLogs{}
+	scopes := map[scopeKey]*logpb.ScopeLogs{}
+	for i := range records {
+		r := &records[i]
+		res := r.Resource()
+		if res == nil {
+			res = resource.Empty()
+		}
+		rk := keyOfResource(res)
+		rl, ok := resources[rk]
+		if !ok {
+			rl = &logpb.ResourceLogs{Resource: resourceProto(res), SchemaUrl: res.SchemaURL()}
+			resources[rk] = rl
+			req.ResourceLogs = append(req.ResourceLogs, rl)
+		}
+		sc := r.InstrumentationScope()
+		sk := scopeKey{rk, keyOfScope(sc)}
+		sl, ok := scopes[sk]
+		if !ok {
+			sl = &logpb.ScopeLogs{Scope: scopeProto(sc), SchemaUrl: sc.SchemaURL}
+			scopes[sk] = sl
+			rl.ScopeLogs = append(rl.ScopeLogs, sl)
+		}
+		sl.LogRecords = append(sl.LogRecords, logProto(r))
+	}
+	return req
+}
+
+func logProto(r *sdklog.Record) *logpb.LogRecord {
+	attrs := make([]attribute.KeyValue, 0, r.AttributesLen())
+	r.WalkAttributes(func(kv attribute.KeyValue) bool {
+		attrs = append(attrs, kv)
+		return true
+	})
+	p := &logpb.LogRecord{
+		TimeUnixNano:           unixNano(r.Timestamp()),
+		ObservedTimeUnixNano:   unixNano(r.ObservedTimestamp()),
+		SeverityNumber:         logpb.SeverityNumber(r.Severity()), // the same numbers
+		SeverityText:           r.SeverityText(),
+		EventName:              r.EventName(),
+		Attributes:             attributesProto(attrs),
+		DroppedAttributesCount: uint32(max(r.DroppedAttributes(), 0)),
+		Flags:                  uint32(r.TraceFlags()),
+	}
+	if body := r.Body(); body.Type() != attribute.EMPTY {
+		p.Body = valueProto(body)
+	}
+	if tid := r.TraceID(); tid.IsValid() {
+		p.TraceId = tid[:]
+	}
+	if sid := r.SpanID(); sid.IsValid() {
+		p.SpanId = sid[:]
+	}
+	return p
+}
