@@ -86,7 +86,8 @@ func settingsTables(t *testing.T) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("### Flags of one command\n\n| command | flag | meaning | default |\n|---|---|---|---|\n")
+	b.WriteString("### Flags of one command\n\n| command | flag | variable | meaning | default |\n|---|---|---|---|---|\n")
+	trailer := regexp.MustCompile(`^(.*) \[(?:env ([^;\]]+))?(?:; )?(?:default (.*))?\]$`)
 	line := regexp.MustCompile(`^  --(\S+)(?: (\S+))?$`)
 	for _, cmd := range commands {
 		_, out, _ := mainWith(nil, cmd, "--help")
@@ -107,15 +108,23 @@ func settingsTables(t *testing.T) string {
 				text = append(text, strings.TrimSpace(lines[k]))
 			}
 			meaning := strings.Join(text, " ")
-			def := ""
-			if a := strings.LastIndex(meaning, " [default "); a >= 0 {
-				meaning, def = meaning[:a], strings.TrimSuffix(meaning[a+len(" [default "):], "]")
+			vars, def := "", ""
+			if tm := trailer.FindStringSubmatch(meaning); tm != nil {
+				meaning, def = tm[1], tm[3]
+				for i, v := range strings.Split(tm[2], ", ") {
+					if v != "" {
+						if i > 0 {
+							vars += ", "
+						}
+						vars += "`" + v + "`"
+					}
+				}
 			}
 			name := "--" + m[1]
 			if m[2] != "" {
 				name += " " + m[2]
 			}
-			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", cmd, name, cell(meaning), cell(def))
+			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", cmd, name, vars, cell(meaning), cell(def))
 		}
 	}
 	return b.String()

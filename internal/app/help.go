@@ -38,7 +38,8 @@ traced. Exits with Pi's exit code.`,
 		about: `Runs Pi in rpc mode as a transparent proxy: your client talks to Pi through
 pi-otel's stdin and stdout, unchanged, and every prompt becomes a trace.`,
 		examples: []string{
-			"my-client | pi-otel rpc -- pi --mode rpc",
+			"pi-otel rpc -- pi --mode rpc",
+			"# have your client start this instead of 'pi --mode rpc'; the trace goes to stderr",
 			"pi-otel rpc --endpoint http://localhost:4317 -- pi --mode rpc",
 			"# each prompt of the session as a trace in your collector",
 		},

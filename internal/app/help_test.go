@@ -20,7 +20,7 @@ func mainWith(env map[string]string, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-var commands = []string{"run", "rpc", "replay", "demo"}
+var commands = []string{"run", "rpc", "replay", "demo", "watch"}
 
 // TestWrongFlagOneLine: a mistyped flag gets one prefixed line that says
 // where help is, not Go's message and every flag.
