@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/app"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -76,5 +78,25 @@ func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
 				t.Errorf("%q: unprefixed line %q in:\n%s", ep, line, out)
 			}
 		}
+	}
+}
+
+// --follow and --poll have their variables, and the flag wins over them.
+func TestFollowVariables(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "never.jsonl")
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"PI_OTEL_FOLLOW": "true", "PI_OTEL_FOLLOW_POLL": "soon"}
+	ctxDone := make(chan int, 1)
+	go func() {
+		ctxDone <- app.Main(app.Env{Args: []string{"replay", "--follow=false", missing},
+			Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+			Getenv: func(k string) string { return env[k] }})
+	}()
+	// The flag turned following off: a missing file is an error at once.
+	if code := <-ctxDone; code != 1 {
+		t.Fatalf("exit %d, want 1 (not following)\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `ignoring PI_OTEL_FOLLOW_POLL "soon"`) {
+		t.Errorf("no warning for the bad variable:\n%s", stderr.String())
 	}
 }

@@ -114,7 +114,7 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 	_, out, _ := mainWith(nil, "replay", "--help")
-	for _, want := range []string{"  --poll DURATION\n", "[default 250ms]", "  --endpoint URL\n",
+	for _, want := range []string{"  --poll DURATION\n", "default 250ms]", "PI_OTEL_FOLLOW_POLL", "  --endpoint URL\n",
 		"[env OTEL_EXPORTER_OTLP_ENDPOINT; default"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("replay help lacks %q", want)

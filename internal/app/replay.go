@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,12 +26,32 @@ import (
 // Replay traces a Pi session file or a captured JSONL stream, from a file
 // or stdin; it tells which by the content.
 func Replay(env Env, args []string) int {
-	var followFile bool
-	var poll time.Duration
+	// Each flag's variable is its default, so the flag wins, as everywhere.
+	followFile, poll := false, 250*time.Millisecond
+	var warnings []string
+	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW")); v != "" {
+		if b, err := strconv.ParseBool(strings.ToLower(v)); err == nil {
+			followFile = b
+		} else {
+			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW %q: want true or false", v))
+		}
+	}
+	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW_POLL")); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			poll = d
+		} else {
+			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW_POLL %q: want a duration above 0 such as 250ms", v))
+		}
+	}
 	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&followFile, "follow", false, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1")
-		fs.DurationVar(&poll, "poll", 250*time.Millisecond, "with --follow, how often to look for new data")
+		fs.BoolVar(&followFile, "follow", followFile, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1 (PI_OTEL_FOLLOW)")
+		fs.DurationVar(&poll, "poll", poll, "with --follow, how often to look for new data (PI_OTEL_FOLLOW_POLL; default 250ms)")
 	})
+	if code < 0 && !cfg.Quiet {
+		for _, w := range warnings {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
+		}
+	}
 	if code >= 0 {
 		return code
 	}
