@@ -3,7 +3,7 @@
 # Node 22, Pi 1.6.0 and two older Pi releases, a Jaeger v2 binary built from
 # tools/jaeger, the project's Collector distribution (pi-otel-collector, built
 # by the Collector Builder pinned in tools/collector from
-# collector/builder-config.yaml), and promtool. Idempotent: a warm cache only checks versions.
+# collector/builder-config.yaml), promtool and tmux. Idempotent: a warm cache only checks versions.
 # Writes $CACHE/env.sh, which exports the PI_OTEL_* variables the tests read;
 # source it (scripts/test.sh does).
 set -euo pipefail
@@ -128,6 +128,14 @@ if ! command -v promtool >/dev/null; then
 		die "apt-get install prometheus"
 fi
 PROMTOOL="$(command -v promtool)"
+
+# --- tmux (the terminal the TUI tests drive Pi's terminal UI in) -------------
+if ! command -v tmux >/dev/null; then
+	log "installing tmux (for the terminal-UI tests)"
+	export DEBIAN_FRONTEND=noninteractive
+	{ apt-get update && apt-get install -y --no-install-recommends tmux; } >&2 ||
+		die "apt-get install tmux"
+fi
 
 # --- env.sh -----------------------------------------------------------------
 cat >"$CACHE/env.sh.tmp" <<EOF
