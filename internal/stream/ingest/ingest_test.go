@@ -6,16 +6,14 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
 func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	rec := spantree.NewRecorder()
+	m := mapper.New(rec)
 	var warn bytes.Buffer
 	s := New(m, WithWarnings(&warn))
 	s.Record([]byte(`{"type":"agent_start"}`))
@@ -40,8 +38,8 @@ func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 	if m.Active() {
 		t.Fatal("agent_settled with a malformed field did not close the run")
 	}
-	if len(rec.Ended()) != 2 { // the root and its agent run
-		t.Fatalf("%d spans", len(rec.Ended()))
+	if len(rec.Spans.Ended()) != 2 { // the root and its agent run
+		t.Fatalf("%d spans", len(rec.Spans.Ended()))
 	}
 }
 
