@@ -43,7 +43,7 @@ func TestCapture(t *testing.T) {
 				} else {
 					var err error
 					if c, err = Load(dir, s.Name); err != nil {
-						t.Fatalf("capture missing (re-record with `go test ./internal/capture -run TestCapture -args -update`): %v", err)
+						t.Fatalf("capture missing (re-record with `go test -tags realstack ./internal/testutil/capture -run TestCapture -args -update`): %v", err)
 					}
 				}
 				verify(t, s, c, v)

@@ -1,7 +1,7 @@
 // Package capture records real Pi event streams into testdata/captures, the
 // committed fixtures the mapper tests replay. Run it with
 //
-//	go test ./internal/capture -run TestCapture -args -update
+//	go test -tags realstack ./internal/testutil/capture -run TestCapture -args -update
 //
 // (add a scenario name to -run to redo just one). Without -update the test
 // checks that the committed captures still show what each scenario claims.
