@@ -33,6 +33,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // deltaPreference is the OTLP "delta" temporality preference: delta for counters and
@@ -126,21 +127,14 @@ type promServer struct {
 
 func promtoolPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not on PATH (Debian package prometheus): ", err)
-	}
-	return p
+	return proc.Tool(t, "promtool", "Debian package prometheus")
 }
 
 // startPrometheus runs Prometheus on loopback scraping the gateway's prometheus exporter
 // (exporter, with honor_labels as in the shipped config) and, if set, the gateway's own telemetry.
 func startPrometheus(t *testing.T, exporter, telemetry string, ruleFiles []string) *promServer {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not on PATH (Debian package prometheus): ", err)
-	}
+	bin := proc.Tool(t, "prometheus", "Debian package prometheus")
 	dir := t.TempDir()
 	var rules strings.Builder
 	for _, f := range ruleFiles {
