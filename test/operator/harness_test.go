@@ -95,26 +95,18 @@ func startPiOtel(t *testing.T, o piOtelOptions) *piOtel {
 }
 
 // flush exports whatever was recorded since the last export.
-func (p *piOtel) flush(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	if err := p.tp.ForceFlush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.mp.ForceFlush(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
+func (p *piOtel) flush(t *testing.T) { both(t, p.tp.ForceFlush, p.mp.ForceFlush) }
 
 // shutdown is the end of the process: a final export, then nothing.
-func (p *piOtel) shutdown(t *testing.T) {
+func (p *piOtel) shutdown(t *testing.T) { both(t, p.tp.Shutdown, p.mp.Shutdown) }
+
+// both calls the traces' and the metrics' half of an operation.
+func both(t *testing.T, traces, metrics func(context.Context) error) {
 	t.Helper()
-	ctx := context.Background()
-	if err := p.tp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.mp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
+	for _, f := range []func(context.Context) error{traces, metrics} {
+		if err := f(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
