@@ -10,15 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool is required (Debian package prometheus): ", err)
-	}
-	return p
+	return proc.Tool(t, "promtool", "Debian package prometheus")
 }
 
 // TestPromQLPassesPromtool checks every expression with promtool: the rule files as they are,

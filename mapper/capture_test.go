@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/mapper"
@@ -22,9 +19,8 @@ import (
 // replay maps a stream through a recorder, the way `pi-otel replay` does.
 func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Option) ([]*spantree.Node, *mapper.Mapper, ingest.Stats) {
 	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	m := mapper.New(tp, opts...)
+	rec := spantree.NewRecorder()
+	m := mapper.New(rec, opts...)
 	clock := ingest.NewStreamClock(time.Unix(1_700_000_000, 0))
 	sink := ingest.New(m, ingest.WithClock(clock))
 	r := framing.NewReader(bytes.NewReader(stream))
@@ -39,7 +35,7 @@ func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Opti
 		end = &mapper.Ending{Reason: mapper.EndEOF}
 	}
 	m.Close(*end, clock.Now())
-	return spantree.Recorded(t, rec), m, sink.Stats()
+	return rec.Forest(t), m, sink.Stats()
 }
 
 func capture(t *testing.T, version, name string) []byte {

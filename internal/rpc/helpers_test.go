@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -18,8 +15,7 @@ import (
 // harness is a Tracker writing to an in-memory recorder.
 type harness struct {
 	t   *testing.T
-	rec *tracetest.SpanRecorder
-	tp  *sdktrace.TracerProvider
+	rec *spantree.Recorder
 	m   *mapper.Mapper
 	tr  *rpc.Tracker
 	at  time.Time
@@ -27,10 +23,9 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...rpc.Option) *harness {
 	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	m := mapper.New(tp)
-	return &harness{t: t, rec: rec, tp: tp, m: m, tr: rpc.New(m, tp, opts...),
+	rec := spantree.NewRecorder()
+	m := mapper.New(rec)
+	return &harness{t: t, rec: rec, m: m, tr: rpc.New(m, rec, opts...),
 		at: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 }
 
@@ -68,7 +63,7 @@ func (h *harness) play(lines []rpctest.Line) {
 func (h *harness) close(end mapper.Ending) []*spantree.Node {
 	h.at = h.at.Add(time.Millisecond)
 	h.tr.Close(end, h.at)
-	return spantree.Recorded(h.t, h.rec)
+	return h.rec.Forest(h.t)
 }
 
 var exit0 = mapper.Ending{Reason: mapper.EndExit}

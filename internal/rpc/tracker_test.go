@@ -393,7 +393,7 @@ func TestOutOfOrderTimesAreClamped(t *testing.T) {
 	h.tr.FromController([]byte(`{"id":"g","type":"get_state"}`), t0.Add(time.Second))
 	h.tr.FromPi([]byte(`{"id":"g","type":"response","command":"get_state","success":true}`), t0)
 	h.tr.Close(exit0, t0)
-	s := h.rec.Ended()[0]
+	s := h.rec.Spans.Ended()[0]
 	if s.EndTime().Before(s.StartTime()) {
 		t.Errorf("span ends %v before it starts %v", s.EndTime(), s.StartTime())
 	}
@@ -498,8 +498,8 @@ func TestRecordsAfterCloseAreNotTraced(t *testing.T) {
 	h.in(`{"id":"late","type":"get_state"}`)
 	h.out(`{"id":"late","type":"response","command":"get_state","success":true}`)
 	h.tr.Close(exit0, h.at)
-	if len(f) != 0 || len(h.rec.Started()) != 0 {
-		t.Errorf("spans after close: %d", len(h.rec.Started()))
+	if len(f) != 0 || len(h.rec.Spans.Started()) != 0 {
+		t.Errorf("spans after close: %d", len(h.rec.Spans.Started()))
 	}
 	if st := h.tr.Stats(); st.ControllerRecords != 1 || st.Commands != 0 {
 		t.Errorf("stats %+v", st)

@@ -677,7 +677,7 @@ func faultCaptures(tb testing.TB, settledOnly bool) []byte {
 
 // faultStream writes a stream of at least size bytes to a file in dir:
 // real captures repeated ("captures", about one span per 3 KB), or a long
-// synthetic coding session ("session", internal/streamgen, about one span
+// synthetic coding session ("session", internal/testutil/streamgen, about one span
 // per 50 KB, with multi-megabyte tool outputs).
 func faultStream(tb testing.TB, dir, kind string, size int) (string, []byte) {
 	tb.Helper()
@@ -843,7 +843,7 @@ func faultTargets(b *testing.B) []faultTarget {
 // then takes to exit (the flush, at most --flush-timeout, 5s by default).
 // "cat" is the same file through a plain pipe, without pi-otel.
 //
-//	go test ./e2e -run XXX -bench FaultThroughput -benchtime 3x
+//	go test -tags realstack ./test/e2e -run XXX -bench FaultThroughput -benchtime 3x
 func BenchmarkFaultThroughput(b *testing.B) {
 	dir := b.TempDir()
 	targets := faultTargets(b)

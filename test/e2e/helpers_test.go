@@ -75,7 +75,7 @@ type setup struct {
 }
 
 // prepare looks up the capture scenario called name (see
-// internal/capture/scenarios.go) and prepares it. opts come after the
+// internal/testutil/capture/scenarios.go) and prepares it. opts come after the
 // scenario's own, so a test can pick another Pi.
 func prepare(t *testing.T, name string, opts ...pitest.Option) *setup {
 	t.Helper()

@@ -6,7 +6,7 @@ package e2e
 // Durations and counts are short by default, for the test suite; the full
 // runs reported in docs/reliability.md set them through the environment:
 //
-//	PI_OTEL_SOAK=1h PI_OTEL_SOAK_PROMPTS=10000 go test ./e2e -run Soak -v -timeout 3h
+//	PI_OTEL_SOAK=1h PI_OTEL_SOAK_PROMPTS=10000 go test -tags realstack ./test/e2e -run Soak -v -timeout 3h
 
 import (
 	"bufio"

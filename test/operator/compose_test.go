@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // No docker engine runs here, so docker-compose.yml is loaded by compose-go, the loader and JSON
@@ -539,10 +540,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 }
 
 func TestShippedPrometheusConfig(t *testing.T) {
-	tool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool is required (Debian package prometheus): ", err)
-	}
+	tool := proc.Tool(t, "promtool", "Debian package prometheus")
 	out, err := exec.Command(tool, "check", "config", collectortest.RepoFile(t, "dashboards/prometheus/prometheus.yml")).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool check config: %v\n%s", err, out)

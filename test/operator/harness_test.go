@@ -33,6 +33,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // deltaPreference is the OTLP "delta" temporality preference: delta for counters and
@@ -94,26 +95,18 @@ func startPiOtel(t *testing.T, o piOtelOptions) *piOtel {
 }
 
 // flush exports whatever was recorded since the last export.
-func (p *piOtel) flush(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	if err := p.tp.ForceFlush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.mp.ForceFlush(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
+func (p *piOtel) flush(t *testing.T) { both(t, p.tp.ForceFlush, p.mp.ForceFlush) }
 
 // shutdown is the end of the process: a final export, then nothing.
-func (p *piOtel) shutdown(t *testing.T) {
+func (p *piOtel) shutdown(t *testing.T) { both(t, p.tp.Shutdown, p.mp.Shutdown) }
+
+// both calls the traces' and the metrics' half of an operation.
+func both(t *testing.T, traces, metrics func(context.Context) error) {
 	t.Helper()
-	ctx := context.Background()
-	if err := p.tp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.mp.Shutdown(ctx); err != nil {
-		t.Fatal(err)
+	for _, f := range []func(context.Context) error{traces, metrics} {
+		if err := f(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -126,21 +119,14 @@ type promServer struct {
 
 func promtoolPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not on PATH (Debian package prometheus): ", err)
-	}
-	return p
+	return proc.Tool(t, "promtool", "Debian package prometheus")
 }
 
 // startPrometheus runs Prometheus on loopback scraping the gateway's prometheus exporter
 // (exporter, with honor_labels as in the shipped config) and, if set, the gateway's own telemetry.
 func startPrometheus(t *testing.T, exporter, telemetry string, ruleFiles []string) *promServer {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not on PATH (Debian package prometheus): ", err)
-	}
+	bin := proc.Tool(t, "prometheus", "Debian package prometheus")
 	dir := t.TempDir()
 	var rules strings.Builder
 	for _, f := range ruleFiles {

@@ -27,6 +27,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // The real workload: the built pi-otel binary replaying every real Pi capture, each replay its
@@ -55,17 +56,7 @@ func piOtelBinary(t *testing.T) string {
 		}
 		return bin
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal("go not on PATH: needed to build pi-otel: ", err)
-	}
-	bin := filepath.Join(t.TempDir(), "pi-otel")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/pi-otel")
-	cmd.Dir = collectortest.RepoFile(t, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building pi-otel: %v\n%s", err, out)
-	}
-	return bin
+	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 }
 
 // realCapture is one captured `pi --mode json` stream and what it holds.

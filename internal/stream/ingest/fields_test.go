@@ -23,7 +23,7 @@ func TestOutOfRangeNumberKeepsTheRecord(t *testing.T) {
 		s.Record([]byte(r))
 	}
 	var tools []string
-	for _, sp := range rec.Ended() {
+	for _, sp := range rec.Spans.Ended() {
 		if strings.HasPrefix(sp.Name(), "execute_tool") {
 			tools = append(tools, sp.Name())
 			for _, kv := range sp.Attributes() {

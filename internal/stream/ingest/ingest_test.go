@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -37,16 +35,16 @@ func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 	if m.Active() {
 		t.Fatal("agent_settled with a malformed field did not close the run")
 	}
-	if len(rec.Ended()) != 2 { // the root and its agent run
-		t.Fatalf("%d spans", len(rec.Ended()))
+	if len(rec.Spans.Ended()) != 2 { // the root and its agent run
+		t.Fatalf("%d spans", len(rec.Spans.Ended()))
 	}
 }
 
 // recorded is a Sink on a Mapper whose spans go to rec and whose warnings
 // go to warn.
-func recorded() (s *Sink, m *mapper.Mapper, rec *tracetest.SpanRecorder, warn *bytes.Buffer) {
-	rec = tracetest.NewSpanRecorder()
-	m = mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+func recorded() (s *Sink, m *mapper.Mapper, rec *spantree.Recorder, warn *bytes.Buffer) {
+	rec = spantree.NewRecorder()
+	m = mapper.New(rec)
 	warn = new(bytes.Buffer)
 	return New(m, WithWarnings(warn)), m, rec, warn
 }
@@ -131,7 +129,7 @@ func TestAnchorFindsTheFirstTimedRecord(t *testing.T) {
 // sink tells how many were, so the caller can say so at the end.
 func TestWarningsSayWhatIsHeldBack(t *testing.T) {
 	var warn strings.Builder
-	s := New(mapper.New(sdktrace.NewTracerProvider()), WithWarnings(&warn))
+	s := New(mapper.New(spantree.NewRecorder()), WithWarnings(&warn))
 	for i := 0; i < warnBurst+12; i++ {
 		s.Record([]byte(`{not json`))
 	}

@@ -120,3 +120,14 @@ func (b *Buffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
+
+// Tool is the path of the program name on PATH. A missing tool fails tb:
+// the suites that need one must not skip. hint says where to get it.
+func Tool(tb testing.TB, name, hint string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		tb.Fatalf("%s is required (%s): %v", name, hint, err)
+	}
+	return p
+}

@@ -11,6 +11,25 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
+// Recorder is an SDK TracerProvider that keeps every span it starts and
+// ends, for the trees.
+type Recorder struct {
+	*sdktrace.TracerProvider
+	Spans *tracetest.SpanRecorder
+}
+
+// NewRecorder returns a Recorder.
+func NewRecorder() *Recorder {
+	rec := tracetest.NewSpanRecorder()
+	return &Recorder{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), Spans: rec}
+}
+
+// Forest is Recorded over what r kept.
+func (r *Recorder) Forest(tb testing.TB) []*Node {
+	tb.Helper()
+	return Recorded(tb, r.Spans)
+}
+
 // Recorded builds the forest of the spans rec saw end, siblings that
 // start together in the order they began. A span that began and never
 // ended fails tb: every test reads its tree once the mapper has closed.

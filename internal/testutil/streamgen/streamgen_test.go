@@ -10,10 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -94,8 +92,8 @@ func TestStreamMixLooksLikePi(t *testing.T) {
 // settled root per prompt and no anomaly.
 func TestStreamIsAValidLifecycle(t *testing.T) {
 	data, st := streamgen.Generate(6<<20, streamgen.WithRetries(3), streamgen.WithCompactions(3))
-	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	rec := spantree.NewRecorder()
+	m := mapper.New(rec)
 	sink := ingest.New(m, ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
 	for _, r := range streamgen.Records(data) {
 		sink.Record(r)
@@ -111,7 +109,7 @@ func TestStreamIsAValidLifecycle(t *testing.T) {
 		t.Fatalf("%d malformed records", s.Malformed)
 	}
 	settled := 0
-	for _, s := range rec.Ended() {
+	for _, s := range rec.Spans.Ended() {
 		if s.Name() == "invoke_agent pi" {
 			for _, a := range s.Attributes() {
 				if a.Key == "pi.settled" && a.Value.AsBool() {
@@ -164,7 +162,7 @@ func TestPacedRecordsAreStampedAndMeasured(t *testing.T) {
 		t.Fatalf("latency %+v", lat)
 	}
 	// The paced stream is itself a clean prompt.
-	m := mapper.New(sdktrace.NewTracerProvider())
+	m := mapper.New(spantree.NewRecorder())
 	sink := ingest.New(m)
 	for _, r := range streamgen.Records(tee.Bytes()) {
 		sink.Record(r)
