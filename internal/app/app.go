@@ -316,7 +316,11 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 		}
 	}
 	if !p.cfg.Quiet {
-		setDeadline(p.stderr, time.Now().Add(summaryGrace))
+		grace := summaryGrace
+		if s, ok := p.stderr.(interface{ Stalled() bool }); ok && s.Stalled() {
+			grace = 0 // its reader has stopped: do not wait for it again
+		}
+		setDeadline(p.stderr, time.Now().Add(grace))
 		if n := p.sink.Unreported(); n > 0 {
 			fmt.Fprintf(p.stderr, "pi-otel: %d more bad %s not reported one by one\n", n, map[bool]string{true: "record", false: "records"}[n == 1])
 		}

@@ -17,12 +17,17 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // ErrStalled is returned by a write that did not finish by the deadline.
 var ErrStalled = errors.New("output stalled: its reader is not reading")
+
+// finishGrace is how long past the deadline a write already under way may
+// take to end.
+const finishGrace = 50 * time.Millisecond
 
 // Writer writes through one goroutine. It is safe for concurrent use;
 // writes keep their order.
@@ -36,6 +41,7 @@ type Writer struct {
 	wake     chan struct{} // closed when the deadline changes
 	closer   io.Closer
 	once     sync.Once
+	stalled  atomic.Bool
 }
 
 type request struct {
@@ -145,6 +151,9 @@ func (w *Writer) loop(open func() (io.Writer, error)) {
 	}
 }
 
+// Stalled reports whether a write has given up: the reader has stopped.
+func (w *Writer) Stalled() bool { return w.stalled.Load() }
+
 // SetDeadline bounds every write, including one already waiting. The zero
 // time means no deadline.
 func (w *Writer) SetDeadline(t time.Time) {
@@ -212,9 +221,25 @@ func (w *Writer) Write(p []byte) (int, error) {
 			return len(p), nil
 		case <-expired:
 			stop()
+			if stage == writing {
+				// A write under way as the deadline comes gets a moment
+				// more: a healthy one ends in microseconds.
+				t := time.NewTimer(finishGrace)
+				select {
+				case err := <-done:
+					t.Stop()
+					<-w.turn
+					if err != nil {
+						return 0, err
+					}
+					return len(p), nil
+				case <-t.C:
+				}
+			}
 			if stage != waitTurn {
 				<-w.turn
 			}
+			w.stalled.Store(true)
 			return 0, ErrStalled
 		case <-w.quit:
 			stop()
