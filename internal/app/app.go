@@ -180,18 +180,14 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 	return p.records
 }
 
-// newPipeline builds the shared pipeline; opts come after the defaults, so
-// that e.g. a session file's replay can give its own id generator, or
-// replay its backpressure.
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
-	ids := idgen.New()
-	content, err := newContent(cfg)
-	if err != nil {
-		return nil, err
-	}
+// newTelemetry sets up what every command exports through: the span
+// metrics, Pi's events as log records, the conventions' naming, and the
+// health metrics, whose record counts records reports. opts come after
+// the defaults (an id generator, backpressure).
+func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Telemetry, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
-	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr), telemetry.WithIDGenerator(ids)}
+	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
 		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
 		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
@@ -212,6 +208,39 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	// The SDK reports its own errors through the one global handler; ours
 	// keeps them to one line, once, and quiet under --quiet.
 	otel.SetErrorHandler(tel)
+	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
+		read, malformed := records()
+		t := tel.Stats()
+		return metrics.Health{
+			RecordsRead:      read,
+			RecordsMalformed: malformed,
+			SpansEnded:       t.Ended,
+			SpansExported:    t.Exported,
+			SpansDropped:     t.Dropped,
+			ExportFailures:   t.Failed,
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tel, nil
+}
+
+// newPipeline builds the shared pipeline; opts come after the defaults, so
+// that e.g. a session file's replay can give its own id generator, or
+// replay its backpressure.
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
+	ids := idgen.New()
+	content, err := newContent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var p *pipeline
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
+		append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
 	// The caller's TRACEPARENT makes each run a child of its trace.
 	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
 	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
@@ -229,7 +258,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	if clock != nil {
 		sinkOpts = append(sinkOpts, ingest.WithClock(clock))
 	}
-	p := &pipeline{
+	p = &pipeline{
 		tel:       tel,
 		ids:       ids,
 		mapper:    m,
@@ -247,21 +276,6 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	p.records = func() (int64, int64) {
 		s := p.sink.Stats()
 		return s.Records, s.Malformed
-	}
-	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
-		read, malformed := p.loadRecords()()
-		t := tel.Stats()
-		return metrics.Health{
-			RecordsRead:      read,
-			RecordsMalformed: malformed,
-			SpansEnded:       t.Ended,
-			SpansExported:    t.Exported,
-			SpansDropped:     t.Dropped,
-			ExportFailures:   t.Failed,
-		}
-	})
-	if err != nil {
-		return nil, err
 	}
 	return p, nil
 }

@@ -195,16 +195,7 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	}
 	var rerr error
 	if !follow {
-		for {
-			rec, err := next()
-			if err != nil {
-				if err != io.EOF {
-					rerr = err
-				}
-				break
-			}
-			feed(rec)
-		}
+		rerr = each(next, feed)
 	} else {
 		rerr = followSession(tr, next, feed)
 	}
@@ -216,14 +207,9 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
 	}
-	if rerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
-	}
+	failed := readFailed(env, name, rerr, ctx)
 	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
-	if rerr != nil && ctx.Err() == nil {
-		return 1
-	}
-	return 0
+	return failed
 }
 
 // followSession feeds a followed file's lines from a reader goroutine, so
@@ -233,16 +219,7 @@ func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]
 	var rerr error
 	go func() {
 		defer close(ch)
-		for {
-			rec, err := next()
-			if err != nil {
-				if err != io.EOF {
-					rerr = err
-				}
-				return
-			}
-			ch <- bytes.Clone(rec)
-		}
+		rerr = each(next, func(rec []byte) { ch <- bytes.Clone(rec) })
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -276,24 +253,34 @@ func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name 
 		return 2
 	}
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
-	var rerr error
+	rerr := each(next, in.Record)
+	in.Flush()
+	failed := readFailed(env, name, rerr, ctx)
+	p.finish(mapper.Ending{Reason: mapper.EndEOF}, clock.Now())
+	return failed
+}
+
+// each hands every record of next to f, and returns the read error that
+// ended them, unless it was the end of the input.
+func each(next func() ([]byte, error), f func(rec []byte)) error {
 	for {
 		rec, err := next()
-		if err != nil {
-			if err != io.EOF {
-				rerr = err
-			}
-			break
+		if err == io.EOF {
+			return nil
 		}
-		in.Record(rec)
+		if err != nil {
+			return err
+		}
+		f(rec)
 	}
-	in.Flush()
-	if rerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
+}
+
+// readFailed reports a read error that was not an interrupt, and gives
+// replay's exit code: 1 after one, else 0.
+func readFailed(env Env, name string, rerr error, ctx context.Context) int {
+	if rerr == nil || ctx.Err() != nil {
+		return 0
 	}
-	p.finish(mapper.Ending{Reason: mapper.EndEOF}, clock.Now())
-	if rerr != nil && ctx.Err() == nil {
-		return 1
-	}
-	return 0
+	fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, rerr)
+	return 1
 }

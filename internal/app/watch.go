@@ -13,15 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -139,32 +136,15 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 	if c != nil { // a nil *content would be a non-nil interface
 		sp.content = c
 	}
-	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg),
-		telemetry.WithStderr(env.Stderr),
-		// Trace and span ids derive from the session and entry ids, so a
-		// run traced again (after a failed export) keeps its ids.
-		telemetry.WithIDGenerator(sp.ids),
-		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-			return metrics.NewSpanMetrics(mp)
-		}))
+	// Trace and span ids derive from the session and entry ids, so a run
+	// traced again (after a failed export) keeps its ids.
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), 0 },
+		telemetry.WithIDGenerator(sp.ids))
 	if err != nil {
 		return nil, err
 	}
 	sp.tel = tel
 	sp.parent = propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
-	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
-		t := tel.Stats()
-		return metrics.Health{
-			RecordsRead:    sp.lines.Load(),
-			SpansEnded:     t.Ended,
-			SpansExported:  t.Exported,
-			SpansDropped:   t.Dropped,
-			ExportFailures: t.Failed,
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
 	return sp, nil
 }
 
