@@ -5,6 +5,8 @@ package launch
 import (
 	"syscall"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // defaultParentDeathSignal is what Pi gets if pi-otel dies first. SIGTERM
@@ -27,61 +29,39 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{parentDeathSig: defaultParentDeathSignal}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
-	return c
+	return option.Apply(config{parentDeathSig: defaultParentDeathSignal}, opts)
 }
 
 // Option configures [Start].
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithEnv adds "KEY=value" entries to the environment the child inherits
 // from pi-otel. A key that is already set is overridden; later entries win.
 // The executable is still looked up in pi-otel's own PATH.
 func WithEnv(kv ...string) Option {
 	kv = append([]string(nil), kv...)
-	return optionFunc(func(c config) config {
-		c.env = append(c.env, kv...)
-		return c
-	})
+	return option.Func[config](func(c *config) { c.env = append(c.env, kv...) })
 }
 
 // WithStdinPipe gives the child a pipe as stdin, written through
 // [Process.Stdin], instead of pi-otel's own stdin. The RPC proxy needs this
 // to see the commands it forwards.
 func WithStdinPipe() Option {
-	return optionFunc(func(c config) config {
-		c.stdinPipe = true
-		return c
-	})
+	return option.Func[config](func(c *config) { c.stdinPipe = true })
 }
 
 // WithInheritStdout gives the child pi-otel's own stdout instead of a
 // pipe, so a terminal stays a terminal (Pi's TUI); [Process.Stdout] is then
 // nil.
 func WithInheritStdout() Option {
-	return optionFunc(func(c config) config {
-		c.inheritStdout = true
-		return c
-	})
+	return option.Func[config](func(c *config) { c.inheritStdout = true })
 }
 
 // WithParentDeathSignal sets the signal the child receives if pi-otel dies
 // while it runs, even by SIGKILL (default SIGTERM). Zero disables it. It has
 // effect only where the kernel offers it (Linux and FreeBSD).
 func WithParentDeathSignal(sig syscall.Signal) Option {
-	return optionFunc(func(c config) config {
-		c.parentDeathSig = sig
-		return c
-	})
+	return option.Func[config](func(c *config) { c.parentDeathSig = sig })
 }
 
 type forwardConfig struct {
@@ -90,21 +70,12 @@ type forwardConfig struct {
 }
 
 func newForwardConfig(opts []ForwardOption) forwardConfig {
-	c := forwardConfig{duplicateWindow: defaultDuplicateWindow}
-	for _, o := range opts {
-		c = o.applyForward(c)
-	}
-	return c
+	return option.Apply(forwardConfig{duplicateWindow: defaultDuplicateWindow}, opts)
 }
 
-// ForwardOption configures [Process.ForwardSignals].
-type ForwardOption interface {
-	applyForward(forwardConfig) forwardConfig
-}
-
-type forwardOptionFunc func(forwardConfig) forwardConfig
-
-func (f forwardOptionFunc) applyForward(c forwardConfig) forwardConfig { return f(c) }
+// ForwardOption configures [Process.ForwardSignals]. It is a type of its
+// own so that a Start option cannot be passed there by mistake.
+type ForwardOption = option.Option[forwardConfig]
 
 // WithDuplicateWindow sets how soon after a forwarded SIGINT or SIGTERM
 // another one counts as a copy of the same event rather than a second
@@ -112,11 +83,10 @@ func (f forwardOptionFunc) applyForward(c forwardConfig) forwardConfig { return 
 // SIGKILL. Zero makes every second signal escalate. Negative values are
 // ignored.
 func WithDuplicateWindow(d time.Duration) ForwardOption {
-	return forwardOptionFunc(func(c forwardConfig) forwardConfig {
+	return option.Func[forwardConfig](func(c *forwardConfig) {
 		if d >= 0 {
 			c.duplicateWindow = d
 		}
-		return c
 	})
 }
 
@@ -124,8 +94,5 @@ func WithDuplicateWindow(d time.Duration) ForwardOption {
 // after acting on it, so the caller can log it or record it on a span. fn
 // runs on the forwarding goroutine and must return promptly.
 func WithSignalObserver(fn func(SignalEvent)) ForwardOption {
-	return forwardOptionFunc(func(c forwardConfig) forwardConfig {
-		c.observe = fn
-		return c
-	})
+	return option.Func[forwardConfig](func(c *forwardConfig) { c.observe = fn })
 }

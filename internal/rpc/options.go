@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Scrubber redacts and bounds one captured value. Giving one (content
@@ -20,39 +22,23 @@ type config struct {
 }
 
 // Option configures a Tracker, in the OpenTelemetry SDK's style.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithContent turns on opt-in content capture: Pi's error texts and
 // extension error messages are recorded through s.
 func WithContent(s Scrubber) Option {
-	return optionFunc(func(c config) config { c.content = s; return c })
+	return option.Func[config](func(c *config) { c.content = s })
 }
 
 // WithMaxPending bounds the commands awaiting a response (default 1024).
 // Past it the oldest is ended unanswered and counted in Stats.Evicted.
 func WithMaxPending(n int) Option {
-	return optionFunc(func(c config) config {
-		if n > 0 {
-			c.maxPending = n
-		}
-		return c
-	})
+	return option.Func[config](func(c *config) { setPositive(&c.maxPending, n) })
 }
 
 // WithMaxDialogs bounds the open extension dialogs (default 256).
 func WithMaxDialogs(n int) Option {
-	return optionFunc(func(c config) config {
-		if n > 0 {
-			c.maxDialogs = n
-		}
-		return c
-	})
+	return option.Func[config](func(c *config) { setPositive(&c.maxDialogs, n) })
 }
 
 // WithLookahead bounds how long tracing may wait for a prompt's response
@@ -60,16 +46,17 @@ func WithMaxDialogs(n int) Option {
 // 16 MiB, or 30 s of stream time, whichever comes first). Forwarding never
 // waits; only span creation does.
 func WithLookahead(records, bytes int, d time.Duration) Option {
-	return optionFunc(func(c config) config {
-		if records > 0 {
-			c.holdRecords = records
-		}
-		if bytes > 0 {
-			c.holdBytes = bytes
-		}
-		if d > 0 {
-			c.holdFor = d
-		}
-		return c
+	return option.Func[config](func(c *config) {
+		setPositive(&c.holdRecords, records)
+		setPositive(&c.holdBytes, bytes)
+		setPositive(&c.holdFor, d)
 	})
+}
+
+// setPositive sets *dst to v unless v is 0 or less: every bound keeps its
+// default when given a value that would disable it.
+func setPositive[T int | time.Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
 }

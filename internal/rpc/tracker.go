@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -118,16 +119,13 @@ type item struct {
 // New returns a Tracker that maps session events with m and writes its own
 // spans through tp.
 func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
-	cfg := config{
+	cfg := option.Apply(config{
 		maxPending:  1024,
 		maxDialogs:  256,
 		holdRecords: 4096,
 		holdBytes:   16 << 20,
 		holdFor:     30 * time.Second,
-	}
-	for _, o := range opts {
-		cfg = o.apply(cfg)
-	}
+	}, opts)
 	return &Tracker{
 		m:       m,
 		tracer:  tp.Tracer(ScopeName),

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Redactor replaces secrets in text. It is immutable after New and safe for
@@ -35,42 +37,27 @@ type config struct {
 }
 
 // Option configures a Redactor.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithPatterns adds user regular expressions (RE2 syntax) to the built-in
 // rules. A match is replaced by "[REDACTED:custom]"; if the pattern has a
 // group named "secret", only that group is replaced.
 func WithPatterns(regexes ...string) Option {
-	return optionFunc(func(c config) config {
-		c.patterns = append(c.patterns, regexes...)
-		return c
-	})
+	return option.Func[config](func(c *config) { c.patterns = append(c.patterns, regexes...) })
 }
 
 // WithMaxLength makes String keep at most n bytes of redacted text, cut on a
 // UTF-8 boundary and followed by a marker saying how much was dropped.
 // n <= 0 means no limit.
 func WithMaxLength(n int) Option {
-	return optionFunc(func(c config) config {
-		c.max = n
-		return c
-	})
+	return option.Func[config](func(c *config) { c.max = n })
 }
 
 // New returns a Redactor with the built-in rules and the given options. It
 // fails if a user pattern does not compile or matches the empty string; the
 // error names the pattern.
 func New(opts ...Option) (*Redactor, error) {
-	var c config
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	c := option.Apply(config{}, opts)
 	r := &Redactor{max: c.max}
 	for _, p := range c.patterns {
 		re, err := regexp.Compile(p)

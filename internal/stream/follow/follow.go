@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Reader is an io.Reader over a growing file. It returns io.EOF only once
@@ -30,32 +32,22 @@ type Reader struct {
 type config struct{ poll time.Duration }
 
 // Option configures a Reader.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithPoll sets how often the file is checked at its end (default 250ms).
 // Values below 1 are ignored.
 func WithPoll(d time.Duration) Option {
-	return optionFunc(func(c config) config {
+	return option.Func[config](func(c *config) {
 		if d > 0 {
 			c.poll = d
 		}
-		return c
 	})
 }
 
 // Open follows path until ctx is done. A file that does not exist yet is
 // waited for, as tail -F does.
 func Open(ctx context.Context, path string, opts ...Option) (*Reader, error) {
-	c := config{poll: 250 * time.Millisecond}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	c := option.Apply(config{poll: 250 * time.Millisecond}, opts)
 	r := &Reader{ctx: ctx, path: path, poll: c.poll}
 	f, err := OpenFile(ctx, path)
 	if err != nil && !os.IsNotExist(err) {

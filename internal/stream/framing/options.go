@@ -1,5 +1,7 @@
 package framing
 
+import "github.com/pi-otel/pi-otel/internal/option"
+
 const (
 	defaultReadSize = 64 << 10
 	defaultRetain   = 4 << 20
@@ -21,30 +23,19 @@ type config struct {
 func (c config) piece() int { return max(c.retain, c.readSize, minPiece) }
 
 func newConfig(opts []Option) config {
-	c := config{readSize: defaultReadSize, retain: defaultRetain}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
-	return c
+	return option.Apply(config{readSize: defaultReadSize, retain: defaultRetain}, opts)
 }
 
 // Option configures a [Splitter], a [Reader] or [Forward].
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithReadSize sets how many bytes [Reader] and [Forward] ask for in one
 // read (default 64 KiB). Values below 1 are ignored.
 func WithReadSize(n int) Option {
-	return optionFunc(func(c config) config {
+	return option.Func[config](func(c *config) {
 		if n >= 1 {
 			c.readSize = n
 		}
-		return c
 	})
 }
 
@@ -56,10 +47,9 @@ func WithReadSize(n int) Option {
 // into a buffer of its own: such a record costs about twice its size.
 // Negative values are ignored.
 func WithRetain(n int) Option {
-	return optionFunc(func(c config) config {
+	return option.Func[config](func(c *config) {
 		if n >= 0 {
 			c.retain = n
 		}
-		return c
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper"
 )
 
@@ -56,35 +57,26 @@ type config struct {
 }
 
 // Option configures a Sink.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithClock sets how events are timed (default: arrival time).
 func WithClock(clock Clock) Option {
-	return optionFunc(func(c config) config { c.clock = clock; return c })
+	return option.Func[config](func(c *config) { c.clock = clock })
 }
 
 // WithWarnings sets where bad records are reported (default: nowhere).
 func WithWarnings(w io.Writer) Option {
-	return optionFunc(func(c config) config { c.warn = w; return c })
+	return option.Func[config](func(c *config) { c.warn = w })
 }
 
 // WithContent keeps message deltas for content capture.
 func WithContent(on bool) Option {
-	return optionFunc(func(c config) config { c.content = on; return c })
+	return option.Func[config](func(c *config) { c.content = on })
 }
 
 // New returns a Sink feeding m.
 func New(m *mapper.Mapper, opts ...Option) *Sink {
-	c := config{clock: LiveClock{}, warn: io.Discard}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	c := option.Apply(config{clock: LiveClock{}, warn: io.Discard}, opts)
 	s := &Sink{m: m, clock: c.clock, warn: c.warn, opts: event.Options{Content: c.content}}
 	s.dec = event.NewDecoder(s.opts)
 	return s

@@ -30,6 +30,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Field is an attribute shown on a span's line, as Label=value.
@@ -57,24 +59,18 @@ type config struct {
 }
 
 // Option configures an Exporter.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithColor turns ANSI colours on or off. The default is off; see
 // ColorFor.
 func WithColor(on bool) Option {
-	return optionFunc(func(c config) config { c.color = on; return c })
+	return option.Func[config](func(c *config) { c.color = on })
 }
 
 // WithFields sets the attributes shown on each line, in order.
 func WithFields(fields ...Field) Option {
 	fields = slices.Clone(fields)
-	return optionFunc(func(c config) config { c.fields = fields; return c })
+	return option.Func[config](func(c *config) { c.fields = fields })
 }
 
 // ColorFor reports whether output to w should be coloured: only when w is a
@@ -105,10 +101,7 @@ var _ sdktrace.SpanExporter = (*Exporter)(nil)
 
 // New returns an exporter drawing on w (normally stderr).
 func New(w io.Writer, opts ...Option) *Exporter {
-	c := config{fields: DefaultFields}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	c := option.Apply(config{fields: DefaultFields}, opts)
 	return &Exporter{w: w, color: c.color, fields: c.fields, held: map[trace.TraceID][]sdktrace.ReadOnlySpan{}}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Request is one request the server received.
@@ -57,29 +59,23 @@ type config struct {
 }
 
 // Option configures a Server.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithScript queues responses, one per chat completion request, in order.
 func WithScript(rs ...Response) Option {
-	return optionFunc(func(c config) config { c.queue = append(c.queue, rs...); return c })
+	return option.Func[config](func(c *config) { c.queue = append(c.queue, rs...) })
 }
 
 // WithModels sets the model ids GET /v1/models lists (default "fake-model").
 func WithModels(ids ...string) Option {
-	return optionFunc(func(c config) config { c.models = ids; return c })
+	return option.Func[config](func(c *config) { c.models = ids })
 }
 
 // WithRoute answers requests for which match is true with respond, outside
 // the script. Pi's compaction summaries are the use: how many a run makes is
 // Pi's business, while the script stays about the agent's turns.
 func WithRoute(match func(Request) bool, respond func(Request) Response) Option {
-	return optionFunc(func(c config) config { c.routes = append(c.routes, route{match, respond}); return c })
+	return option.Func[config](func(c *config) { c.routes = append(c.routes, route{match, respond}) })
 }
 
 // WithSummaries answers every compaction or branch summary request (see
@@ -125,10 +121,7 @@ type Server struct {
 
 // New starts a server on a free loopback port.
 func New(opts ...Option) (*Server, error) {
-	c := config{models: []string{"fake-model"}}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	c := option.Apply(config{models: []string{"fake-model"}}, opts)
 	s := &Server{models: c.models, routes: c.routes, queue: c.queue, closed: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
@@ -44,47 +45,38 @@ type Jaeger struct {
 	client *http.Client
 }
 
-// Option configures Start.
-type Option interface {
-	apply(options) options
-}
-
-type optionFunc func(options) options
-
-func (f optionFunc) apply(c options) options { return f(c) }
-
 type options struct {
 	binary  string
 	timeout time.Duration
 	otlp    string
 }
 
+// Option configures Start.
+type Option = option.Option[options]
+
 // WithBinary uses path instead of $PI_OTEL_JAEGER.
 func WithBinary(path string) Option {
-	return optionFunc(func(o options) options { o.binary = path; return o })
+	return option.Func[options](func(o *options) { o.binary = path })
 }
 
 // WithOTLPGRPC binds the OTLP gRPC receiver to addr (127.0.0.1:PORT)
 // instead of a free port, so a test can point pi-otel at a collector that
 // is not running yet, or start a second Jaeger where a killed one was.
 func WithOTLPGRPC(addr string) Option {
-	return optionFunc(func(o options) options { o.otlp = addr; return o })
+	return option.Func[options](func(o *options) { o.otlp = addr })
 }
 
 // WithStartTimeout bounds the wait for a healthy status (default 60s): a
 // guard against a hung binary, not a performance assertion.
 func WithStartTimeout(d time.Duration) Option {
-	return optionFunc(func(o options) options { o.timeout = d; return o })
+	return option.Func[options](func(o *options) { o.timeout = d })
 }
 
 // Start runs Jaeger, waits until it reports healthy and stops it (waiting
 // for the process) on tb's cleanup. Failures end the test.
 func Start(tb testing.TB, opts ...Option) *Jaeger {
 	tb.Helper()
-	o := options{timeout: 60 * time.Second}
-	for _, opt := range opts {
-		o = opt.apply(o)
-	}
+	o := option.Apply(options{timeout: 60 * time.Second}, opts)
 	if o.binary == "" {
 		o.binary = os.Getenv(EnvJaeger)
 	}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Environment variables naming the real binaries (see scripts/deps.sh).
@@ -88,13 +90,7 @@ func DefaultModel() Model {
 const Provider = "fake"
 
 // Option configures an Env.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 type config struct {
 	model    Model
@@ -105,22 +101,22 @@ type config struct {
 
 // WithModel replaces DefaultModel.
 func WithModel(m Model) Option {
-	return optionFunc(func(c config) config { c.model = m; return c })
+	return option.Func[config](func(c *config) { c.model = m })
 }
 
 // WithSettings deep-merges s over the default settings.json.
 func WithSettings(s map[string]any) Option {
-	return optionFunc(func(c config) config { merge(c.settings, s); return c })
+	return option.Func[config](func(c *config) { merge(c.settings, s) })
 }
 
 // WithPi runs the Pi bin at path instead of $PI_OTEL_PI (older versions).
 func WithPi(path string) Option {
-	return optionFunc(func(c config) config { c.pi = path; return c })
+	return option.Func[config](func(c *config) { c.pi = path })
 }
 
 // WithNodeDir uses the node in dir instead of $PI_OTEL_NODE_DIR.
 func WithNodeDir(dir string) Option {
-	return optionFunc(func(c config) config { c.nodeDir = dir; return c })
+	return option.Func[config](func(c *config) { c.nodeDir = dir })
 }
 
 // Env is one prepared, hermetic Pi installation state.
@@ -179,7 +175,7 @@ func Prepare(dir, baseURL string, opts ...Option) (*Env, error) {
 }
 
 func newConfig(opts []Option) *config {
-	c := &config{
+	c := option.Apply(config{
 		model: DefaultModel(),
 		settings: map[string]any{
 			"defaultProvider": Provider,
@@ -190,12 +186,9 @@ func newConfig(opts []Option) *config {
 				"provider": map[string]any{"maxRetries": 0},
 			},
 		},
-	}
-	for _, o := range opts {
-		*c = o.apply(*c)
-	}
+	}, opts)
 	c.settings["defaultModel"] = c.model.ID
-	return c
+	return &c
 }
 
 func prepare(dir, baseURL string, c *config) (*Env, error) {

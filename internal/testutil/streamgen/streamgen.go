@@ -18,6 +18,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 type config struct {
@@ -30,44 +32,37 @@ type config struct {
 }
 
 // Option configures a [Generator].
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+type Option = option.Option[config]
 
 // WithSeed sets the random seed (default 1).
 func WithSeed(seed uint64) Option {
-	return optionFunc(func(c config) config { c.seed = seed; return c })
+	return option.Func[config](func(c *config) { c.seed = seed })
 }
 
 // WithBigOutputs makes about one tool run in every print between minBytes
 // and maxBytes (default: one in 200, 1–8 MB). every ≤ 0 turns big outputs
 // off.
 func WithBigOutputs(every, minBytes, maxBytes int) Option {
-	return optionFunc(func(c config) config {
+	return option.Func[config](func(c *config) {
 		c.bigEvery, c.bigMin, c.bigMax = every, max(1, minBytes), max(1, minBytes, maxBytes)
-		return c
 	})
 }
 
 // WithRetries makes about one prompt in every hit a provider overload and
 // retry (default 60; ≤ 0: never).
 func WithRetries(every int) Option {
-	return optionFunc(func(c config) config { c.retryEvery = every; return c })
+	return option.Func[config](func(c *config) { c.retryEvery = every })
 }
 
 // WithCompactions makes about one prompt in every end with a threshold
 // compaction (default 40; ≤ 0: never).
 func WithCompactions(every int) Option {
-	return optionFunc(func(c config) config { c.compactEvery = every; return c })
+	return option.Func[config](func(c *config) { c.compactEvery = every })
 }
 
 // WithStart sets the session's start time (default 2026-11-29T21:44:14Z).
 func WithStart(t time.Time) Option {
-	return optionFunc(func(c config) config { c.start = t; return c })
+	return option.Func[config](func(c *config) { c.start = t })
 }
 
 // Stats describes what a Generator produced.
@@ -108,14 +103,11 @@ type Generator struct {
 
 // New returns a Generator.
 func New(opts ...Option) *Generator {
-	c := config{
+	c := option.Apply(config{
 		seed: 1, bigEvery: 200, bigMin: 1 << 20, bigMax: 8 << 20,
 		start:      time.Date(2026, 11, 29, 21, 44, 14, 666e6, time.UTC),
 		retryEvery: 60, compactEvery: 40,
-	}
-	for _, o := range opts {
-		c = o.apply(c)
-	}
+	}, opts)
 	r := rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
 	return &Generator{cfg: c, r: r, out: newOutputBlock(r), now: c.start.UnixMilli(), stats: Stats{Types: map[string]TypeStats{}}}
 }
