@@ -69,8 +69,12 @@ var flagDefs = []flagDef{
 
 // RegisterFlags defines pi-otel's telemetry flags on fs. Load reads back the
 // ones that were given.
-func RegisterFlags(fs *flag.FlagSet) {
-	for _, d := range flagDefs {
+func RegisterFlags(fs *flag.FlagSet) { register(fs, flagDefs) }
+
+// register defines defs on fs; Load and LoadWatch read them back through
+// newSources.
+func register(fs *flag.FlagSet, defs []flagDef) {
+	for _, d := range defs {
 		if d.repeat {
 			fs.Var(new(listValue), d.name, d.usage)
 			continue

@@ -23,22 +23,7 @@ import (
 // over the environment, which wins over the default. Error messages never
 // contain header values.
 func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	s := &sources{getenv: getenv, flags: map[string]string{}, lists: map[string][]string{}}
-	if fs != nil {
-		fs.Visit(func(f *flag.Flag) {
-			switch v := f.Value.(type) {
-			case *textValue:
-				s.flags[f.Name] = v.text
-			case *listValue:
-				s.lists[f.Name] = *v
-			}
-		})
-	}
-	var l loader
-	l.s = s
+	l := loader{s: newSources(fs, getenv)}
 	cfg := l.load()
 	// Traces and metrics read the same generic settings: say each once.
 	if err := errors.Join(uniqueErrs(l.errs)...); err != nil {
@@ -102,6 +87,27 @@ func (s *sources) lookup(flags []string, envs ...string) (val, from string, ok b
 }
 
 func flags(names ...string) []string { return names }
+
+// newSources reads back the flags given on fs (registered with register;
+// fs may be nil) and looks the environment up through getenv (nil: an empty
+// environment).
+func newSources(fs *flag.FlagSet, getenv func(string) string) *sources {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	s := &sources{getenv: getenv, flags: map[string]string{}, lists: map[string][]string{}}
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) {
+			switch v := f.Value.(type) {
+			case *textValue:
+				s.flags[f.Name] = v.text
+			case *listValue:
+				s.lists[f.Name] = *v
+			}
+		})
+	}
+	return s
+}
 
 // loader collects every error rather than stopping at the first, so a user
 // fixes a bad setup in one go.

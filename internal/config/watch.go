@@ -46,26 +46,12 @@ var watchFlagDefs = []flagDef{
 
 // RegisterWatchFlags defines the flags of pi-otel watch on fs, next to
 // those of RegisterFlags.
-func RegisterWatchFlags(fs *flag.FlagSet) {
-	for _, d := range watchFlagDefs {
-		fs.Var(&textValue{boolean: d.boolean}, d.name, d.usage)
-	}
-}
+func RegisterWatchFlags(fs *flag.FlagSet) { register(fs, watchFlagDefs) }
 
 // LoadWatch resolves the watch settings from fs (see RegisterWatchFlags)
 // and the environment, flag before variable before default.
 func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	s := &sources{getenv: getenv, flags: map[string]string{}}
-	if fs != nil {
-		fs.Visit(func(f *flag.Flag) {
-			if v, ok := f.Value.(*textValue); ok {
-				s.flags[f.Name] = v.text
-			}
-		})
-	}
+	s := newSources(fs, getenv)
 	l := &loader{s: s}
 	w := Watch{Settle: DefaultSettle, CloseAfter: DefaultCloseAfter}
 	if v, _, ok := s.lookup(flags("state"), "PI_OTEL_STATE"); ok {
