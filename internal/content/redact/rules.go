@@ -280,26 +280,24 @@ const assignedValue = `(?:\\?["'])?[ \t]*(?::=|=>|=|:)[ \t]*` +
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
+// keyLabels name a secret by a word its key contains; the first match wins,
+// so the more telling words come first.
+var keyLabels = [...]struct{ word, label string }{
+	{"pass", "password"}, {"secret", "secret"}, {"token", "token"},
+	{"credential", "credential"}, {"api", "api-key"}, {"auth", "auth"},
+}
+
 func labelFromKey(key string) string {
 	k := strings.ToLower(key)
-	switch {
-	case strings.Contains(k, "aws") && strings.Contains(k, "secret"):
+	if strings.Contains(k, "aws") && strings.Contains(k, "secret") {
 		return "aws-secret-key"
-	case strings.Contains(k, "pass"):
-		return "password"
-	case strings.Contains(k, "secret"):
-		return "secret"
-	case strings.Contains(k, "token"):
-		return "token"
-	case strings.Contains(k, "credential"):
-		return "credential"
-	case strings.Contains(k, "api"):
-		return "api-key"
-	case strings.Contains(k, "auth"):
-		return "auth"
-	default:
-		return "key"
 	}
+	for _, l := range keyLabels {
+		if strings.Contains(k, l.word) {
+			return l.label
+		}
+	}
+	return "key"
 }
 
 // placeholder reports values that name or stand for a secret rather than
