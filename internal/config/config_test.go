@@ -319,14 +319,34 @@ func TestGeneralSettings(t *testing.T) {
 	}
 }
 
+// textCase is a configuration whose error (TestErrors) or warnings
+// (TestEnvWarnings) must say want and must not leak hide.
+type textCase struct {
+	name  string
+	args  []string
+	env   map[string]string
+	want  []string                 // substrings of the text
+	hide  []string                 // must not appear in it
+	check func(config.Config) bool // TestEnvWarnings: the config kept
+}
+
+// checkText reports, as what, a text that misses a want or shows a hide.
+func checkText(t *testing.T, what, text string, want, hide []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s %q does not contain %q", what, text, w)
+		}
+	}
+	for _, h := range hide {
+		if strings.Contains(text, h) {
+			t.Errorf("%s %q leaks %q", what, text, h)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want []string // substrings of the error
-		hide []string // must not appear in the error
-	}{
+	tests := []textCase{
 		{name: "unknown traces exporter flag", args: []string{"--traces-exporter", "x"},
 			want: []string{`unknown --traces-exporter "x": want otlp, console, file or none`}},
 		{name: "unknown protocol", args: []string{"--traces-exporter", "otlp", "--protocol", "http/json"},
@@ -360,16 +380,7 @@ func TestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Load succeeded, want an error")
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-			for _, h := range tt.hide {
-				if strings.Contains(err.Error(), h) {
-					t.Errorf("error %q leaks %q", err, h)
-				}
-			}
+			checkText(t, "error", err.Error(), tt.want, tt.hide)
 		})
 	}
 }
@@ -379,14 +390,7 @@ func TestErrors(t *testing.T) {
 // the default kept, as the specification asks; Pi still starts. Only
 // pi-otel's own flags refuse to start (TestErrors).
 func TestEnvWarnings(t *testing.T) {
-	tests := []struct {
-		name  string
-		args  []string
-		env   map[string]string
-		want  []string // substrings of the warnings
-		hide  []string // must not appear in them
-		check func(config.Config) bool
-	}{
+	tests := []textCase{
 		{name: "unknown traces exporter env", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"},
 			want: []string{`unknown OTEL_TRACES_EXPORTER "zipkin": want otlp, console, file or none`}},
 		{name: "bad header entry hides its text", args: []string{"--traces-exporter", "otlp"},
@@ -426,17 +430,7 @@ func TestEnvWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load failed: %v", err)
 			}
-			all := strings.Join(cfg.Warnings, "\n")
-			for _, w := range tt.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("warnings %q do not contain %q", all, w)
-				}
-			}
-			for _, h := range tt.hide {
-				if strings.Contains(all, h) {
-					t.Errorf("warnings %q leak %q", all, h)
-				}
-			}
+			checkText(t, "warnings", strings.Join(cfg.Warnings, "\n"), tt.want, tt.hide)
 			if tt.check != nil && !tt.check(cfg) {
 				t.Errorf("unexpected config: %+v", cfg)
 			}
