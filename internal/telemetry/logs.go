@@ -153,15 +153,6 @@ func (e *countedLogs) dropped() int64 {
 	return e.emitted.Load() - e.exported.Load() - e.failed.Load()
 }
 
-var (
-	logHTTP = httpOptions[otlploghttp.Option, otlploghttp.Compression, otlploghttp.RetryConfig]{
-		otlploghttp.WithEndpointURL, otlploghttp.WithHTTPClient, otlploghttp.WithTLSClientConfig, otlploghttp.WithHeaders,
-		otlploghttp.WithTimeout, otlploghttp.WithCompression, otlploghttp.NoCompression, otlploghttp.GzipCompression, otlploghttp.WithRetry}
-	logGRPC = grpcOptions[otlploggrpc.Option, otlploggrpc.RetryConfig]{
-		otlploggrpc.WithEndpoint, otlploggrpc.WithTLSCredentials, otlploggrpc.WithHeaders, otlploggrpc.WithTimeout,
-		otlploggrpc.WithRetry, otlploggrpc.WithDialOption, otlploggrpc.WithCompressor}
-)
-
 func newOTLPLogExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdklog.Exporter, error) {
 	s, err := newExportSettings(o, r, w)
 	if err != nil {

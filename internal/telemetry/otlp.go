@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -369,6 +371,7 @@ func (g grpcOptions[O, R]) options(s exportSettings) []O {
 	return opts
 }
 
+// The six exporter packages' option constructors, a signal's two to a row.
 var (
 	traceHTTP = httpOptions[otlptracehttp.Option, otlptracehttp.Compression, otlptracehttp.RetryConfig]{
 		otlptracehttp.WithEndpointURL, otlptracehttp.WithHTTPClient, otlptracehttp.WithTLSClientConfig, otlptracehttp.WithHeaders,
@@ -376,6 +379,18 @@ var (
 	traceGRPC = grpcOptions[otlptracegrpc.Option, otlptracegrpc.RetryConfig]{
 		otlptracegrpc.WithEndpoint, otlptracegrpc.WithTLSCredentials, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
 		otlptracegrpc.WithRetry, otlptracegrpc.WithDialOption, otlptracegrpc.WithCompressor}
+	metricHTTP = httpOptions[otlpmetrichttp.Option, otlpmetrichttp.Compression, otlpmetrichttp.RetryConfig]{
+		otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHTTPClient, otlpmetrichttp.WithTLSClientConfig, otlpmetrichttp.WithHeaders,
+		otlpmetrichttp.WithTimeout, otlpmetrichttp.WithCompression, otlpmetrichttp.NoCompression, otlpmetrichttp.GzipCompression, otlpmetrichttp.WithRetry}
+	metricGRPC = grpcOptions[otlpmetricgrpc.Option, otlpmetricgrpc.RetryConfig]{
+		otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithTLSCredentials, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
+		otlpmetricgrpc.WithRetry, otlpmetricgrpc.WithDialOption, otlpmetricgrpc.WithCompressor}
+	logHTTP = httpOptions[otlploghttp.Option, otlploghttp.Compression, otlploghttp.RetryConfig]{
+		otlploghttp.WithEndpointURL, otlploghttp.WithHTTPClient, otlploghttp.WithTLSClientConfig, otlploghttp.WithHeaders,
+		otlploghttp.WithTimeout, otlploghttp.WithCompression, otlploghttp.NoCompression, otlploghttp.GzipCompression, otlploghttp.WithRetry}
+	logGRPC = grpcOptions[otlploggrpc.Option, otlploggrpc.RetryConfig]{
+		otlploggrpc.WithEndpoint, otlploggrpc.WithTLSCredentials, otlploggrpc.WithHeaders, otlploggrpc.WithTimeout,
+		otlploggrpc.WithRetry, otlploggrpc.WithDialOption, otlploggrpc.WithCompressor}
 )
 
 // newOTLPTraceExporter returns the exporter and the client under it, which
@@ -394,15 +409,6 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 	exp, err := otlptrace.New(ctx, client)
 	return exp, client, err
 }
-
-var (
-	metricHTTP = httpOptions[otlpmetrichttp.Option, otlpmetrichttp.Compression, otlpmetrichttp.RetryConfig]{
-		otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHTTPClient, otlpmetrichttp.WithTLSClientConfig, otlpmetrichttp.WithHeaders,
-		otlpmetrichttp.WithTimeout, otlpmetrichttp.WithCompression, otlpmetrichttp.NoCompression, otlpmetrichttp.GzipCompression, otlpmetrichttp.WithRetry}
-	metricGRPC = grpcOptions[otlpmetricgrpc.Option, otlpmetricgrpc.RetryConfig]{
-		otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithTLSCredentials, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
-		otlpmetricgrpc.WithRetry, otlpmetricgrpc.WithDialOption, otlpmetricgrpc.WithCompressor}
-)
 
 func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {
 	s, err := newExportSettings(o, r, w)
