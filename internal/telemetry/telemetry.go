@@ -352,7 +352,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		return nil, nil
 	case config.ExporterConsole:
 		dest = "console"
-		exp = &consoleMetrics{w: o.consoleOut(), temporality: temporality}
+		exp = &consoleMetrics{w: o.consoleOut(), Selectors: otlpfile.Selectors{TemporalitySelector: temporality}}
 	case config.ExporterFile:
 		out, name, err := t.open(cfg.Metrics.File, o.stderr)
 		if err != nil {

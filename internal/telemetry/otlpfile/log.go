@@ -30,14 +30,7 @@ func (e *LogExporter) Export(ctx context.Context, records []sdklog.Record) error
 	if len(records) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	line, err := MarshalLogs(LogRequest(records))
-	if err != nil {
-		return err
-	}
-	return e.writeLine(line)
+	return e.export(ctx, func() ([]byte, error) { return MarshalLogs(LogRequest(records)) })
 }
 
 // ForceFlush does nothing: every line is written as it is exported.

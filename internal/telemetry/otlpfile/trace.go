@@ -46,18 +46,11 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	line, err := MarshalTraces(TraceRequest(spans))
-	if err != nil {
-		return err
-	}
-	return e.writeLine(line)
+	return e.export(ctx, func() ([]byte, error) { return MarshalTraces(TraceRequest(spans)) })
 }
 
 // lineWriter writes whole lines, each in a single Write, until it is shut
-// down; both exporters are one.
+// down; the three exporters are one.
 type lineWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -72,6 +65,19 @@ func (l *lineWriter) writeLine(line []byte) error {
 	}
 	_, err := l.w.Write(line)
 	return err
+}
+
+// export writes the line that marshal makes, unless ctx has ended first;
+// marshal returns no line when there is nothing to write.
+func (l *lineWriter) export(ctx context.Context, marshal func() ([]byte, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	line, err := marshal()
+	if err != nil || line == nil {
+		return err
+	}
+	return l.writeLine(line)
 }
 
 // Shutdown stops further writes.
