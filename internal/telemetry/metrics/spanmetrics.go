@@ -8,7 +8,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -86,7 +86,7 @@ var (
 )
 
 // Option configures SpanMetrics.
-type Option func(*config)
+type Option = option.Option[config]
 
 type config struct{ latest bool }
 
@@ -95,7 +95,7 @@ type config struct{ latest bool }
 // the v1.41 ones: gen_ai.client.inference.* for model calls, and
 // gen_ai.invoke_agent.* and gen_ai.execute_tool.duration beside the pi.*
 // run and tool metrics, which both modes record.
-func WithGenAILatest() Option { return func(c *config) { c.latest = true } }
+func WithGenAILatest() Option { return option.Func[config](func(c *config) { c.latest = true }) }
 
 // SpanMetrics records metrics for every span that ends. It implements sdktrace.SpanProcessor;
 // register it on the TracerProvider next to the exporting processor.
@@ -123,68 +123,33 @@ var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
 func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	m := mp.Meter(ScopeName)
-	var (
-		s   SpanMetrics
-		err error
-		all []error
-	)
-	keep := func(e error) {
-		if e != nil {
-			all = append(all, e)
-		}
-	}
+	cfg := option.Apply(config{}, opts)
+	in := &instruments{m: mp.Meter(ScopeName)}
+	var s SpanMetrics
 	if cfg.latest {
-		s.latest, err = newLatestInstruments(m)
-		keep(err)
+		s.latest = newLatestInstruments(in)
 	} else {
-		tu, err := genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
-		keep(err)
-		od, err := genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-		keep(err)
-		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-		keep(err)
+		tu, err := genaiconv.NewClientTokenUsage(in.m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+		in.keep(err)
+		od, err := genaiconv.NewClientOperationDuration(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
+		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
 		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
 	}
-	s.runs, err = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Settled (or abandoned) agent invocations, by outcome."))
-	keep(err)
-	s.runDuration, err = m.Float64Histogram(MetricRunDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of an agent invocation, first agent_start to settle."),
-		metric.WithExplicitBucketBoundaries(runBuckets...))
-	keep(err)
-	s.turns, err = m.Int64Counter(MetricTurns, metric.WithUnit("{turn}"),
-		metric.WithDescription("Agent turns (one assistant message and its tool calls)."))
-	keep(err)
-	s.toolCalls, err = m.Int64Counter(MetricToolCalls, metric.WithUnit("{call}"),
-		metric.WithDescription("Tool executions, by tool and whether they failed."))
-	keep(err)
-	s.toolDuration, err = m.Float64Histogram(MetricToolDuration, metric.WithUnit("s"),
-		metric.WithDescription("Tool execution duration."),
-		metric.WithExplicitBucketBoundaries(toolBuckets...))
-	keep(err)
-	s.retries, err = m.Int64Counter(MetricRetries, metric.WithUnit("{retry}"),
-		metric.WithDescription("Automatic retry attempts after a failed model call, by outcome."))
-	keep(err)
-	s.compactions, err = m.Int64Counter(MetricCompactions, metric.WithUnit("{compaction}"),
-		metric.WithDescription("Context compactions, by reason and outcome."))
-	keep(err)
-	s.cost, err = m.Float64Counter(MetricCost, metric.WithUnit("{USD}"),
-		metric.WithDescription("Model cost in US dollars as Pi computes it, by provider and model."))
-	keep(err)
-	s.uiWait, err = m.Float64Histogram(MetricExtensionUIWait, metric.WithUnit("s"),
-		metric.WithDescription("Time an extension dialog waited for the RPC controller (usually a human)."),
-		metric.WithExplicitBucketBoundaries(humanWaitBucket...))
-	keep(err)
-	s.rpcCommands, err = m.Int64Counter(MetricRPCCommands, metric.WithUnit("{command}"),
-		metric.WithDescription("RPC commands from the controller, by command and success."))
-	keep(err)
-	if len(all) > 0 {
-		return nil, errors.Join(all...)
+	s.runs = in.int64Counter(MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
+	s.runDuration = in.float64Histogram(MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
+	s.turns = in.int64Counter(MetricTurns, "{turn}", "Agent turns (one assistant message and its tool calls).")
+	s.toolCalls = in.int64Counter(MetricToolCalls, "{call}", "Tool executions, by tool and whether they failed.")
+	s.toolDuration = in.float64Histogram(MetricToolDuration, "s", "Tool execution duration.", toolBuckets)
+	s.retries = in.int64Counter(MetricRetries, "{retry}", "Automatic retry attempts after a failed model call, by outcome.")
+	s.compactions = in.int64Counter(MetricCompactions, "{compaction}", "Context compactions, by reason and outcome.")
+	s.cost = in.float64Counter(MetricCost, "{USD}", "Model cost in US dollars as Pi computes it, by provider and model.")
+	s.uiWait = in.float64Histogram(MetricExtensionUIWait, "s",
+		"Time an extension dialog waited for the RPC controller (usually a human).", humanWaitBucket)
+	s.rpcCommands = in.int64Counter(MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
+	if err := in.err(); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
