@@ -171,17 +171,26 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // context ends.
 func (r *receiver) waitFor(t *testing.T, ctx context.Context, what string, cond func(r *receiver) bool) {
 	t.Helper()
+	if !await(ctx, &r.mu, &r.changed, func() bool { return cond(r) }) {
+		t.Fatalf("receiver never got %s", what)
+	}
+}
+
+// await calls cond under mu, again each time *changed is closed, until
+// cond holds (true) or ctx ends (false). Writers close *changed and replace
+// it, under mu, on every change.
+func await(ctx context.Context, mu *sync.Mutex, changed *chan struct{}, cond func() bool) bool {
 	for {
-		r.mu.Lock()
-		ok, ch := cond(r), r.changed
-		r.mu.Unlock()
+		mu.Lock()
+		ok, ch := cond(), *changed
+		mu.Unlock()
 		if ok {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			t.Fatalf("receiver never got %s", what)
+			return false
 		}
 	}
 }
@@ -372,17 +381,7 @@ func (s *syncBuffer) String() string {
 // waitFor blocks until the output contains sub, or ctx ends.
 func (s *syncBuffer) waitFor(t *testing.T, ctx context.Context, sub string) {
 	t.Helper()
-	for {
-		s.mu.Lock()
-		ok, ch := strings.Contains(s.b.String(), sub), s.changed
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("stderr never said %q; it has:\n%s", sub, s.String())
-		}
+	if !await(ctx, &s.mu, &s.changed, func() bool { return strings.Contains(s.b.String(), sub) }) {
+		t.Fatalf("stderr never said %q; it has:\n%s", sub, s.String())
 	}
 }

@@ -317,30 +317,22 @@ func (a attrs) str(k attribute.Key) string {
 	return ""
 }
 
-func (a attrs) int(k attribute.Key) (int64, bool) {
-	v, ok := a[k]
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case attribute.INT64:
-		return v.AsInt64(), true
-	case attribute.FLOAT64:
-		return int64(v.AsFloat64()), true
-	}
-	return 0, false
-}
+func (a attrs) int(k attribute.Key) (int64, bool) { return number[int64](a, k) }
 
-func (a attrs) float(k attribute.Key) (float64, bool) {
+func (a attrs) float(k attribute.Key) (float64, bool) { return number[float64](a, k) }
+
+// number reads a numeric attribute, whether Pi's JSON made it an int or a
+// float, as an N (a float is truncated to an int).
+func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
 	v, ok := a[k]
 	if !ok {
 		return 0, false
 	}
 	switch v.Type() {
-	case attribute.FLOAT64:
-		return v.AsFloat64(), true
 	case attribute.INT64:
-		return float64(v.AsInt64()), true
+		return N(v.AsInt64()), true
+	case attribute.FLOAT64:
+		return N(v.AsFloat64()), true
 	}
 	return 0, false
 }
