@@ -87,24 +87,19 @@ func key(attrs attribute.Set) string {
 // sums returns a counter's values by attribute set.
 func (c collected) sums(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	m, ok := c[name]
-	if !ok {
-		t.Fatalf("metric %s not collected; have %v", name, c.names())
-	}
 	out := map[string]float64{}
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] += float64(p.Value)
-		}
-	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] += p.Value
-		}
-	default:
-		t.Fatalf("%s is %T, want a sum", name, m.Data)
+	if d := c.data(t, name); !sumPoints[int64](d, out) && !sumPoints[float64](d, out) {
+		t.Fatalf("%s is %T, want a sum", name, d)
 	}
 	return out
+}
+
+func sumPoints[N int64 | float64](data metricdata.Aggregation, out map[string]float64) bool {
+	d, ok := data.(metricdata.Sum[N])
+	for _, p := range d.DataPoints {
+		out[key(p.Attributes)] += float64(p.Value)
+	}
+	return ok
 }
 
 type histo struct {
@@ -114,24 +109,29 @@ type histo struct {
 
 func (c collected) histograms(t *testing.T, name string) map[string]histo {
 	t.Helper()
+	out := map[string]histo{}
+	if d := c.data(t, name); !histoPoints[int64](d, out) && !histoPoints[float64](d, out) {
+		t.Fatalf("%s is %T, want a histogram", name, d)
+	}
+	return out
+}
+
+func histoPoints[N int64 | float64](data metricdata.Aggregation, out map[string]histo) bool {
+	d, ok := data.(metricdata.Histogram[N])
+	for _, p := range d.DataPoints {
+		out[key(p.Attributes)] = histo{p.Count, float64(p.Sum)}
+	}
+	return ok
+}
+
+// data is the named metric's, which must have been collected.
+func (c collected) data(t *testing.T, name string) metricdata.Aggregation {
+	t.Helper()
 	m, ok := c[name]
 	if !ok {
 		t.Fatalf("metric %s not collected; have %v", name, c.names())
 	}
-	out := map[string]histo{}
-	switch d := m.Data.(type) {
-	case metricdata.Histogram[int64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] = histo{p.Count, float64(p.Sum)}
-		}
-	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] = histo{p.Count, p.Sum}
-		}
-	default:
-		t.Fatalf("%s is %T, want a histogram", name, m.Data)
-	}
-	return out
+	return m.Data
 }
 
 func (c collected) names() []string {
