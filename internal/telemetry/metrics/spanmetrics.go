@@ -192,14 +192,7 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 }
 
 func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(piconv.OutcomeKey)
-	if outcome == "" {
-		// An older mapper or a hand-made span: fall back to the status.
-		outcome = string(piconv.OutcomeOK)
-		if span.Status().Code == codes.Error {
-			outcome = string(piconv.OutcomeError)
-		}
-	}
+	outcome := outcomeOf(span, a, piconv.OutcomeKey, string(piconv.OutcomeOK), string(piconv.OutcomeError))
 	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
@@ -265,13 +258,7 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 }
 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(piconv.CompactionOutcomeKey)
-	if outcome == "" {
-		outcome = string(piconv.CompactionOK)
-		if span.Status().Code == codes.Error {
-			outcome = string(piconv.CompactionError)
-		}
-	}
+	outcome := outcomeOf(span, a, piconv.CompactionOutcomeKey, string(piconv.CompactionOK), string(piconv.CompactionError))
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
 		piconv.CompactionReasonKey.String(orDefault(token(a.str(piconv.CompactionReasonKey)), unknownLabel)),
 		piconv.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
@@ -342,6 +329,18 @@ func (a attrs) bool(k attribute.Key) (bool, bool) {
 		return v.AsBool(), true
 	}
 	return false, false
+}
+
+// outcomeOf is the span's outcome attribute key, or, for a span of an older
+// mapper or a hand-made one without it, ok or failed by the span's status.
+func outcomeOf(span sdktrace.ReadOnlySpan, a attrs, key attribute.Key, ok, failed string) string {
+	if o := a.str(key); o != "" {
+		return o
+	}
+	if span.Status().Code == codes.Error {
+		return failed
+	}
+	return ok
 }
 
 func seconds(span sdktrace.ReadOnlySpan) float64 {

@@ -87,11 +87,7 @@ func key(attrs attribute.Set) string {
 // sums returns a counter's values by attribute set.
 func (c collected) sums(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	out := map[string]float64{}
-	if d := c.data(t, name); !sumPoints[int64](d, out) && !sumPoints[float64](d, out) {
-		t.Fatalf("%s is %T, want a sum", name, d)
-	}
-	return out
+	return gather(t, c, name, "a sum", sumPoints[int64], sumPoints[float64])
 }
 
 func sumPoints[N int64 | float64](data metricdata.Aggregation, out map[string]float64) bool {
@@ -107,13 +103,10 @@ type histo struct {
 	sum   float64
 }
 
+// histograms returns a histogram's counts and sums by attribute set.
 func (c collected) histograms(t *testing.T, name string) map[string]histo {
 	t.Helper()
-	out := map[string]histo{}
-	if d := c.data(t, name); !histoPoints[int64](d, out) && !histoPoints[float64](d, out) {
-		t.Fatalf("%s is %T, want a histogram", name, d)
-	}
-	return out
+	return gather(t, c, name, "a histogram", histoPoints[int64], histoPoints[float64])
 }
 
 func histoPoints[N int64 | float64](data metricdata.Aggregation, out map[string]histo) bool {
@@ -124,14 +117,22 @@ func histoPoints[N int64 | float64](data metricdata.Aggregation, out map[string]
 	return ok
 }
 
-// data is the named metric's, which must have been collected.
-func (c collected) data(t *testing.T, name string) metricdata.Aggregation {
+// gather reads the named metric's points by attribute set with the first
+// of reads that takes its aggregation (kind, as the failure names it).
+func gather[V any](t *testing.T, c collected, name, kind string, reads ...func(metricdata.Aggregation, map[string]V) bool) map[string]V {
 	t.Helper()
 	m, ok := c[name]
 	if !ok {
 		t.Fatalf("metric %s not collected; have %v", name, c.names())
 	}
-	return m.Data
+	out := map[string]V{}
+	for _, read := range reads {
+		if read(m.Data, out) {
+			return out
+		}
+	}
+	t.Fatalf("%s is %T, want %s", name, m.Data, kind)
+	return nil
 }
 
 func (c collected) names() []string {
