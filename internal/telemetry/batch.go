@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Stats counts spans on their way out. While running, Ended minus the other
@@ -158,25 +159,30 @@ type batcher struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	// retain, when set, says whether a failed batch is kept and tried
-	// again (see retainWhile).
+	batcherConfig
+}
+
+// batcherConfig is what the batcherOptions tune; each is off when unset.
+type batcherConfig struct {
+	// retain says whether a failed batch is kept and tried again (see
+	// retainWhile).
 	retain      func(error) bool
 	retainPause time.Duration
 
-	// block, when set, is live while a full queue makes OnEnd wait.
+	// block is live while a full queue makes OnEnd wait.
 	block context.Context
-	// keep, when set, may keep a batch that failed to export for a later
-	// process; it reports whether it did.
+	// keep may keep a batch that failed to export for a later process; it
+	// reports whether it did.
 	keep func(batch []sdktrace.ReadOnlySpan, err error) bool
 }
 
+// batcherOption tunes a batcher.
+type batcherOption = option.Option[batcherConfig]
+
 // keepFailed hands batches that could not be exported to keep.
 func keepFailed(keep func([]sdktrace.ReadOnlySpan, error) bool) batcherOption {
-	return func(b *batcher) { b.keep = keep }
+	return option.Func[batcherConfig](func(c *batcherConfig) { c.keep = keep })
 }
-
-// batcherOption tunes a batcher.
-type batcherOption func(*batcher)
 
 // retainWhile keeps a batch whose export failed while down() reports the
 // collector unreachable, and tries it again after pause, until it goes
@@ -185,15 +191,15 @@ type batcherOption func(*batcher)
 // meanwhile new spans wait in the queue, and only those that do not fit
 // are dropped.
 func retainWhile(down func() bool, pause time.Duration) batcherOption {
-	return func(b *batcher) {
-		b.retain = func(err error) bool { return !cancelled(err) && down() }
-		b.retainPause = pause
-	}
+	return option.Func[batcherConfig](func(c *batcherConfig) {
+		c.retain = func(err error) bool { return !cancelled(err) && down() }
+		c.retainPause = pause
+	})
 }
 
 // blockWhile makes OnEnd wait for room in a full queue while ctx is live.
 func blockWhile(ctx context.Context) batcherOption {
-	return func(b *batcher) { b.block = ctx }
+	return option.Func[batcherConfig](func(c *batcherConfig) { c.block = ctx })
 }
 
 func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onError func(error), opts ...batcherOption) *batcher {
@@ -209,9 +215,8 @@ func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onErro
 		done:    make(chan struct{}),
 		ctx:     ctx,
 		abort:   cancel,
-	}
-	for _, o := range opts {
-		o(b)
+
+		batcherConfig: option.Apply(batcherConfig{}, opts),
 	}
 	go b.run()
 	return b

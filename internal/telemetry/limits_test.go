@@ -45,17 +45,7 @@ func TestAttributeValueLengthLimit(t *testing.T) {
 				attribute.String("event.attr", long), attribute.StringSlice("event.list", []string{long, "ok"})))
 			child.End()
 			parent.End()
-			if err := tel.Shutdown(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, err := otlpfile.UnmarshalTraces(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalTraces)
 			want := strings.Repeat("é", tc.want)
 			checked := 0
 			for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
@@ -112,20 +102,28 @@ func TestLogRecordLimits(t *testing.T) {
 		_, root := tel.TracerProvider().Tracer("t").Start(context.Background(), "invoke_agent pi",
 			trace.WithAttributes(attribute.String("long", long)))
 		root.End()
-		if err := tel.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := otlpfile.UnmarshalLogs(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalLogs)
 		attrs := req.ResourceLogs[0].ScopeLogs[0].LogRecords[0].Attributes
 		if len(attrs) != 1 || len([]rune(attrs[0].Value.GetStringValue())) != tc.want {
 			t.Errorf("%v: record attributes %v, want %d characters", tc.env, attrs, tc.want)
 		}
 	}
+}
+
+// shutdownAndRead shuts tel down and decodes the one line it wrote to the
+// file at path.
+func shutdownAndRead[R any](t *testing.T, tel *telemetry.Telemetry, path string, unmarshal func([]byte) (R, error)) R {
+	t.Helper()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := unmarshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
@@ -22,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
 
@@ -38,7 +37,7 @@ const (
 // log records on the pipeline's logger provider. It is built only when a
 // logs exporter is configured: with logs off it costs nothing.
 func WithLogProcessor(build func(log.LoggerProvider) (sdktrace.SpanProcessor, error)) Option {
-	return optionFunc(func(o options) options { o.logProcs = append(o.logProcs, build); return o })
+	return option.Func[options](func(o *options) { o.logProcs = append(o.logProcs, build) })
 }
 
 // LoggerProvider is where log records go; a no-op one when logs are off.
@@ -68,11 +67,8 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 		exp = otlpfile.NewLogExporter(out)
 	case config.ExporterOTLP:
 		ol := cfg.Logs.OTLP
-		t.logDest = fmt.Sprintf("otlp %s %s", ol.Protocol, ol.Target())
-		w = &watch{rep: t.rep, dest: destination{
-			signal: "logs", host: hostOf(ol.Endpoint), target: ol.Target(),
-			hint: "set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or use --logs-exporter none",
-		}}
+		t.logDest = otlpDest(ol)
+		w = t.newWatch("logs", ol, "set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or use --logs-exporter none")
 		t.logWatch = w
 		var err error
 		if exp, err = newOTLPLogExporter(ctx, ol, o.retry, w); err != nil {
@@ -81,16 +77,7 @@ func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *r
 	default:
 		return fmt.Errorf("unknown exporter %q", cfg.Logs.Exporter)
 	}
-	dest := t.logDest
-	onError := func(err error) {
-		switch {
-		case cancelled(err):
-		case w != nil:
-			w.observe(err)
-		default:
-			t.rep.once("logs "+dest, fmt.Sprintf("exporting log records to %s failed: %v", dest, err))
-		}
-	}
+	onError := t.exportErrors("logs", "log records", t.logDest, w)
 	counted := &countedLogs{Exporter: exp, onError: onError, busy: make(chan struct{}, 1)}
 	t.logCount = counted
 	lopts := []sdklog.LoggerProviderOption{
@@ -167,43 +154,14 @@ func (e *countedLogs) dropped() int64 {
 }
 
 func newOTLPLogExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdklog.Exporter, error) {
-	if o.Protocol == config.ProtocolHTTPProtobuf {
-		client, err := httpClient(o, w)
-		if err != nil {
-			return nil, err
-		}
-		comp := otlploghttp.NoCompression
-		if o.Compression == "gzip" {
-			comp = otlploghttp.GzipCompression
-		}
-		return otlploghttp.New(ctx,
-			otlploghttp.WithEndpointURL(o.Endpoint),
-			otlploghttp.WithHTTPClient(client),
-			otlploghttp.WithTLSClientConfig(nil),
-			otlploghttp.WithHeaders(headers(o)),
-			otlploghttp.WithTimeout(o.Timeout),
-			otlploghttp.WithCompression(comp),
-			otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true,
-				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		)
-	}
-	creds, err := grpcCreds(o)
+	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, err
 	}
-	opts := []otlploggrpc.Option{
-		otlploggrpc.WithEndpoint(hostOf(o.Endpoint)),
-		otlploggrpc.WithTLSCredentials(creds),
-		otlploggrpc.WithHeaders(headers(o)),
-		otlploggrpc.WithTimeout(o.Timeout),
-		otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true,
-			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		otlploggrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
+	if s.http {
+		return otlploghttp.New(ctx, logHTTP.options(s)...)
 	}
-	if o.Compression == "gzip" {
-		opts = append(opts, otlploggrpc.WithCompressor("gzip"))
-	}
-	return otlploggrpc.New(ctx, opts...)
+	return otlploggrpc.New(ctx, logGRPC.options(s)...)
 }
 
 // consoleLogs writes one line per record on stderr:

@@ -9,8 +9,9 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
 
 // consoleMetrics writes each collection compactly, one line per data point:
@@ -19,17 +20,9 @@ import (
 //	  gen_ai.client.token.usage{gen_ai.token.type=input} 812 {token}
 //	  gen_ai.client.operation.duration{} count=2 sum=2.55 min=0.05 max=2.5 s
 type consoleMetrics struct {
-	mu          sync.Mutex
-	w           io.Writer
-	temporality sdkmetric.TemporalitySelector
-}
-
-func (e *consoleMetrics) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
-	return e.temporality(k)
-}
-
-func (e *consoleMetrics) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
-	return sdkmetric.DefaultAggregationSelector(k)
+	otlpfile.Selectors // the same temporality and aggregation as the file's
+	mu                 sync.Mutex
+	w                  io.Writer
 }
 
 func (e *consoleMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
@@ -62,48 +55,48 @@ func writeMetric(b *strings.Builder, m metricdata.Metrics) {
 		}
 		b.WriteByte('\n')
 	}
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, strconv.FormatInt(p.Value, 10))
-		}
-	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, formatFloat(p.Value))
-		}
-	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, strconv.FormatInt(p.Value, 10))
-		}
-	case metricdata.Gauge[float64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, formatFloat(p.Value))
-		}
-	case metricdata.Histogram[int64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, histogramSummary(p.Count, float64(p.Sum), p.Min, p.Max))
-		}
-	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, histogramSummary(p.Count, p.Sum, p.Min, p.Max))
-		}
-	case metricdata.ExponentialHistogram[int64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, histogramSummary(p.Count, float64(p.Sum), p.Min, p.Max))
-		}
-	case metricdata.ExponentialHistogram[float64]:
-		for _, p := range d.DataPoints {
-			line(p.Attributes, histogramSummary(p.Count, p.Sum, p.Min, p.Max))
-		}
-	case metricdata.Summary:
+	if d, ok := m.Data.(metricdata.Summary); ok {
 		for _, p := range d.DataPoints {
 			line(p.Attributes, fmt.Sprintf("count=%d sum=%s", p.Count, formatFloat(p.Sum)))
 		}
+		return
+	}
+	// Only one of the two matches: a metric's points are all of one type.
+	writePoints[int64](m.Data, line)
+	writePoints[float64](m.Data, line)
+}
+
+// writePoints lists the points of a sum, gauge or histogram of Ns.
+func writePoints[N int64 | float64](data metricdata.Aggregation, line func(attribute.Set, string)) {
+	var numbers []metricdata.DataPoint[N]
+	switch d := data.(type) {
+	case metricdata.Sum[N]:
+		numbers = d.DataPoints
+	case metricdata.Gauge[N]:
+		numbers = d.DataPoints
+	case metricdata.Histogram[N]:
+		for _, p := range d.DataPoints {
+			line(p.Attributes, histogramSummary(p.Count, p.Sum, p.Min, p.Max))
+		}
+	case metricdata.ExponentialHistogram[N]:
+		for _, p := range d.DataPoints {
+			line(p.Attributes, histogramSummary(p.Count, p.Sum, p.Min, p.Max))
+		}
+	}
+	for _, p := range numbers {
+		line(p.Attributes, formatNumber(p.Value))
 	}
 }
 
-func histogramSummary[N int64 | float64](count uint64, sum float64, lo, hi metricdata.Extrema[N]) string {
-	s := fmt.Sprintf("count=%d sum=%s", count, formatFloat(sum))
+func formatNumber[N int64 | float64](v N) string {
+	if i, ok := any(v).(int64); ok {
+		return strconv.FormatInt(i, 10)
+	}
+	return formatFloat(float64(v))
+}
+
+func histogramSummary[N int64 | float64](count uint64, sum N, lo, hi metricdata.Extrema[N]) string {
+	s := fmt.Sprintf("count=%d sum=%s", count, formatFloat(float64(sum)))
 	if v, ok := lo.Value(); ok {
 		s += " min=" + formatFloat(float64(v))
 	}

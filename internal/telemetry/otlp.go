@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -263,96 +265,158 @@ func headers(o config.OTLP) map[string]string {
 	return o.Headers
 }
 
+// exportSettings are the decisions about one signal's OTLP exporter:
+// endpoint, transport security, headers, compression, timeout, retry. They
+// are made here once for traces, metrics and logs alike; each signal's
+// exporter package only spells them in its own option types (httpOptions,
+// grpcOptions).
+type exportSettings struct {
+	http     bool                             // http/protobuf, else grpc
+	endpoint string                           // the URL, for http/protobuf
+	host     string                           // host:port, for grpc
+	client   *http.Client                     // for http/protobuf: TLS and the watch
+	creds    credentials.TransportCredentials // for grpc
+	dial     []grpc.DialOption                // for grpc: the watch and the reconnection backoff
+	headers  map[string]string
+	timeout  time.Duration
+	gzip     bool
+	retry    sdkRetry
+}
+
+func newExportSettings(o config.OTLP, r Retry, w *watch) (exportSettings, error) {
+	s := exportSettings{
+		http:     o.Protocol == config.ProtocolHTTPProtobuf,
+		endpoint: o.Endpoint,
+		host:     hostOf(o.Endpoint),
+		headers:  headers(o),
+		timeout:  o.Timeout,
+		gzip:     o.Compression == "gzip",
+		retry: sdkRetry{Enabled: true,
+			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime},
+	}
+	var err error
+	if s.http {
+		s.client, err = httpClient(o, w)
+	} else {
+		s.creds, err = grpcCreds(o)
+		s.dial = []grpc.DialOption{grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)}
+	}
+	return s, err
+}
+
+// sdkRetry is the struct under every OTLP exporter package's RetryConfig:
+// each package declares its own type, all convertible from this one.
+type sdkRetry = struct {
+	Enabled                                      bool
+	InitialInterval, MaxInterval, MaxElapsedTime time.Duration
+}
+
+type retryConfig interface{ ~sdkRetry }
+
+// httpOptions are one http/protobuf exporter package's option constructors
+// and compression values: O is its Option, C its Compression, R its
+// RetryConfig.
+type httpOptions[O, C any, R retryConfig] struct {
+	endpointURL func(string) O
+	client      func(*http.Client) O
+	tls         func(*tls.Config) O
+	headers     func(map[string]string) O
+	timeout     func(time.Duration) O
+	compression func(C) O
+	none, gzip  C
+	retry       func(R) O
+}
+
+func (h httpOptions[O, C, R]) options(s exportSettings) []O {
+	comp := h.none
+	if s.gzip {
+		comp = h.gzip
+	}
+	return []O{
+		h.endpointURL(s.endpoint),
+		h.client(s.client),
+		h.tls(nil), // the client has the TLS settings
+		h.headers(s.headers),
+		h.timeout(s.timeout),
+		h.compression(comp),
+		h.retry(R(s.retry)),
+	}
+}
+
+// grpcOptions are one grpc exporter package's option constructors: O is
+// its Option, R its RetryConfig.
+type grpcOptions[O any, R retryConfig] struct {
+	endpoint   func(string) O
+	creds      func(credentials.TransportCredentials) O
+	headers    func(map[string]string) O
+	timeout    func(time.Duration) O
+	retry      func(R) O
+	dial       func(...grpc.DialOption) O
+	compressor func(string) O
+}
+
+func (g grpcOptions[O, R]) options(s exportSettings) []O {
+	opts := []O{
+		g.endpoint(s.host),
+		g.creds(s.creds),
+		g.headers(s.headers),
+		g.timeout(s.timeout),
+		g.retry(R(s.retry)),
+		g.dial(s.dial...),
+	}
+	// Only "gzip" is a compressor name; anything else logs a complaint.
+	if s.gzip {
+		opts = append(opts, g.compressor("gzip"))
+	}
+	return opts
+}
+
+// The six exporter packages' option constructors, a signal's two to a row.
+var (
+	traceHTTP = httpOptions[otlptracehttp.Option, otlptracehttp.Compression, otlptracehttp.RetryConfig]{
+		otlptracehttp.WithEndpointURL, otlptracehttp.WithHTTPClient, otlptracehttp.WithTLSClientConfig, otlptracehttp.WithHeaders,
+		otlptracehttp.WithTimeout, otlptracehttp.WithCompression, otlptracehttp.NoCompression, otlptracehttp.GzipCompression, otlptracehttp.WithRetry}
+	traceGRPC = grpcOptions[otlptracegrpc.Option, otlptracegrpc.RetryConfig]{
+		otlptracegrpc.WithEndpoint, otlptracegrpc.WithTLSCredentials, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
+		otlptracegrpc.WithRetry, otlptracegrpc.WithDialOption, otlptracegrpc.WithCompressor}
+	metricHTTP = httpOptions[otlpmetrichttp.Option, otlpmetrichttp.Compression, otlpmetrichttp.RetryConfig]{
+		otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHTTPClient, otlpmetrichttp.WithTLSClientConfig, otlpmetrichttp.WithHeaders,
+		otlpmetrichttp.WithTimeout, otlpmetrichttp.WithCompression, otlpmetrichttp.NoCompression, otlpmetrichttp.GzipCompression, otlpmetrichttp.WithRetry}
+	metricGRPC = grpcOptions[otlpmetricgrpc.Option, otlpmetricgrpc.RetryConfig]{
+		otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithTLSCredentials, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
+		otlpmetricgrpc.WithRetry, otlpmetricgrpc.WithDialOption, otlpmetricgrpc.WithCompressor}
+	logHTTP = httpOptions[otlploghttp.Option, otlploghttp.Compression, otlploghttp.RetryConfig]{
+		otlploghttp.WithEndpointURL, otlploghttp.WithHTTPClient, otlploghttp.WithTLSClientConfig, otlploghttp.WithHeaders,
+		otlploghttp.WithTimeout, otlploghttp.WithCompression, otlploghttp.NoCompression, otlploghttp.GzipCompression, otlploghttp.WithRetry}
+	logGRPC = grpcOptions[otlploggrpc.Option, otlploggrpc.RetryConfig]{
+		otlploggrpc.WithEndpoint, otlploggrpc.WithTLSCredentials, otlploggrpc.WithHeaders, otlploggrpc.WithTimeout,
+		otlploggrpc.WithRetry, otlploggrpc.WithDialOption, otlploggrpc.WithCompressor}
+)
+
 // newOTLPTraceExporter returns the exporter and the client under it, which
 // also sends the spool (see package spool).
 func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdktrace.SpanExporter, otlptrace.Client, error) {
-	client, err := newOTLPTraceClient(o, r, w)
+	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, nil, err
+	}
+	var client otlptrace.Client
+	if s.http {
+		client = otlptracehttp.NewClient(traceHTTP.options(s)...)
+	} else {
+		client = otlptracegrpc.NewClient(traceGRPC.options(s)...)
 	}
 	exp, err := otlptrace.New(ctx, client)
 	return exp, client, err
 }
 
-func newOTLPTraceClient(o config.OTLP, r Retry, w *watch) (otlptrace.Client, error) {
-	if o.Protocol == config.ProtocolHTTPProtobuf {
-		client, err := httpClient(o, w)
-		if err != nil {
-			return nil, err
-		}
-		comp := otlptracehttp.NoCompression
-		if o.Compression == "gzip" {
-			comp = otlptracehttp.GzipCompression
-		}
-		return otlptracehttp.NewClient(
-			otlptracehttp.WithEndpointURL(o.Endpoint),
-			otlptracehttp.WithHTTPClient(client),
-			otlptracehttp.WithTLSClientConfig(nil),
-			otlptracehttp.WithHeaders(headers(o)),
-			otlptracehttp.WithTimeout(o.Timeout),
-			otlptracehttp.WithCompression(comp),
-			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
-				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		), nil
-	}
-	creds, err := grpcCreds(o)
-	if err != nil {
-		return nil, err
-	}
-	opts := []otlptracegrpc.Option{
-		otlptracegrpc.WithEndpoint(hostOf(o.Endpoint)),
-		otlptracegrpc.WithTLSCredentials(creds),
-		otlptracegrpc.WithHeaders(headers(o)),
-		otlptracegrpc.WithTimeout(o.Timeout),
-		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
-			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		otlptracegrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
-	}
-	// Only "gzip" is a compressor name; anything else logs a complaint.
-	if o.Compression == "gzip" {
-		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
-	}
-	return otlptracegrpc.NewClient(opts...), nil
-}
-
 func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {
-	if o.Protocol == config.ProtocolHTTPProtobuf {
-		client, err := httpClient(o, w)
-		if err != nil {
-			return nil, err
-		}
-		comp := otlpmetrichttp.NoCompression
-		if o.Compression == "gzip" {
-			comp = otlpmetrichttp.GzipCompression
-		}
-		return otlpmetrichttp.New(ctx,
-			otlpmetrichttp.WithEndpointURL(o.Endpoint),
-			otlpmetrichttp.WithHTTPClient(client),
-			otlpmetrichttp.WithTLSClientConfig(nil),
-			otlpmetrichttp.WithHeaders(headers(o)),
-			otlpmetrichttp.WithTimeout(o.Timeout),
-			otlpmetrichttp.WithCompression(comp),
-			otlpmetrichttp.WithTemporalitySelector(temporality),
-			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true,
-				InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		)
-	}
-	creds, err := grpcCreds(o)
+	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, err
 	}
-	opts := []otlpmetricgrpc.Option{
-		otlpmetricgrpc.WithEndpoint(hostOf(o.Endpoint)),
-		otlpmetricgrpc.WithTLSCredentials(creds),
-		otlpmetricgrpc.WithHeaders(headers(o)),
-		otlpmetricgrpc.WithTimeout(o.Timeout),
-		otlpmetricgrpc.WithTemporalitySelector(temporality),
-		otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true,
-			InitialInterval: r.InitialInterval, MaxInterval: r.MaxInterval, MaxElapsedTime: r.MaxElapsedTime}),
-		otlpmetricgrpc.WithDialOption(grpc.WithChainUnaryInterceptor(w.interceptor), grpc.WithConnectParams(reconnect)),
+	if s.http {
+		return otlpmetrichttp.New(ctx, append(metricHTTP.options(s), otlpmetrichttp.WithTemporalitySelector(temporality))...)
 	}
-	if o.Compression == "gzip" {
-		opts = append(opts, otlpmetricgrpc.WithCompressor("gzip"))
-	}
-	return otlpmetricgrpc.New(ctx, opts...)
+	return otlpmetricgrpc.New(ctx, append(metricGRPC.options(s), otlpmetricgrpc.WithTemporalitySelector(temporality))...)
 }

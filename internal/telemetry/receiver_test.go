@@ -55,21 +55,18 @@ func (r *receiver) allowed(h http.Header) bool {
 	return r.requireKey == "" || h.Get(r.requireKey) == r.requireValue
 }
 
-func (r *receiver) record(h http.Header, path string, tr *coltracepb.ExportTraceServiceRequest, m *colmetricpb.ExportMetricsServiceRequest) {
-	r.recordAny(h, path, tr, m, nil)
-}
-
-func (r *receiver) recordAny(h http.Header, path string, tr *coltracepb.ExportTraceServiceRequest, m *colmetricpb.ExportMetricsServiceRequest, l *collogpb.ExportLogsServiceRequest) {
+// record keeps one request, a trace, metrics or logs export, and what it
+// came with.
+func (r *receiver) record(h http.Header, path string, req proto.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l != nil {
-		r.logs = append(r.logs, l)
-	}
-	if tr != nil {
-		r.traces = append(r.traces, tr)
-	}
-	if m != nil {
+	switch m := req.(type) {
+	case *coltracepb.ExportTraceServiceRequest:
+		r.traces = append(r.traces, m)
+	case *colmetricpb.ExportMetricsServiceRequest:
 		r.metrics = append(r.metrics, m)
+	case *collogpb.ExportLogsServiceRequest:
+		r.logs = append(r.logs, m)
 	}
 	r.headers = append(r.headers, h)
 	r.paths = append(r.paths, path)
@@ -88,13 +85,21 @@ func mdHeader(ctx context.Context) http.Header {
 	return h
 }
 
-func (r *receiver) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+// acceptGRPC is every service's Export: it refuses a request without the
+// required header, and records the others.
+func (r *receiver) acceptGRPC(ctx context.Context, path string, req proto.Message) error {
 	h := mdHeader(ctx)
 	if !r.allowed(h) {
-		return nil, status.Error(codes.Unauthenticated, "missing credentials")
+		return status.Error(codes.Unauthenticated, "missing credentials")
 	}
-	r.record(h, "grpc traces", req, nil)
-	return &coltracepb.ExportTraceServiceResponse{}, nil
+	r.record(h, path, req)
+	return nil
+}
+
+// Export is the trace service's; the services answer an empty response even
+// with an error, which gRPC then ignores.
+func (r *receiver) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	return &coltracepb.ExportTraceServiceResponse{}, r.acceptGRPC(ctx, "grpc traces", req)
 }
 
 // metricsService adapts the receiver to the metrics service, whose method
@@ -105,12 +110,7 @@ type metricsService struct {
 }
 
 func (m metricsService) Export(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
-	h := mdHeader(ctx)
-	if !m.r.allowed(h) {
-		return nil, status.Error(codes.Unauthenticated, "missing credentials")
-	}
-	m.r.record(h, "grpc metrics", nil, req)
-	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+	return &colmetricpb.ExportMetricsServiceResponse{}, m.r.acceptGRPC(ctx, "grpc metrics", req)
 }
 
 // logsService adapts the receiver to the logs service.
@@ -120,12 +120,7 @@ type logsService struct {
 }
 
 func (l logsService) Export(ctx context.Context, req *collogpb.ExportLogsServiceRequest) (*collogpb.ExportLogsServiceResponse, error) {
-	h := mdHeader(ctx)
-	if !l.r.allowed(h) {
-		return nil, status.Error(codes.Unauthenticated, "missing credentials")
-	}
-	l.r.recordAny(h, "grpc logs", nil, nil, req)
-	return &collogpb.ExportLogsServiceResponse{}, nil
+	return &collogpb.ExportLogsServiceResponse{}, l.r.acceptGRPC(ctx, "grpc logs", req)
 }
 
 func hasLogs(r *receiver) bool { return len(r.logs) > 0 }
@@ -150,57 +145,52 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
+	var m, resp proto.Message
 	switch req.URL.Path {
 	case "/v1/traces", "/custom/traces":
-		m := &coltracepb.ExportTraceServiceRequest{}
-		if err := proto.Unmarshal(raw, m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.record(req.Header.Clone(), req.URL.Path, m, nil)
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		m, resp = &coltracepb.ExportTraceServiceRequest{}, &coltracepb.ExportTraceServiceResponse{}
 	case "/v1/metrics":
-		m := &colmetricpb.ExportMetricsServiceRequest{}
-		if err := proto.Unmarshal(raw, m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.record(req.Header.Clone(), req.URL.Path, nil, m)
-		out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		m, resp = &colmetricpb.ExportMetricsServiceRequest{}, &colmetricpb.ExportMetricsServiceResponse{}
 	case "/v1/logs":
-		m := &collogpb.ExportLogsServiceRequest{}
-		if err := proto.Unmarshal(raw, m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.recordAny(req.Header.Clone(), req.URL.Path, nil, nil, m)
-		out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		m, resp = &collogpb.ExportLogsServiceRequest{}, &collogpb.ExportLogsServiceResponse{}
 	default:
 		http.NotFound(w, req)
+		return
 	}
+	if err := proto.Unmarshal(raw, m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.record(req.Header.Clone(), req.URL.Path, m)
+	out, _ := proto.Marshal(resp)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
 }
 
 // waitFor blocks until cond holds for the receiver's state, or the test's
 // context ends.
 func (r *receiver) waitFor(t *testing.T, ctx context.Context, what string, cond func(r *receiver) bool) {
 	t.Helper()
+	if !await(ctx, &r.mu, &r.changed, func() bool { return cond(r) }) {
+		t.Fatalf("receiver never got %s", what)
+	}
+}
+
+// await calls cond under mu, again each time *changed is closed, until
+// cond holds (true) or ctx ends (false). Writers close *changed and replace
+// it, under mu, on every change.
+func await(ctx context.Context, mu *sync.Mutex, changed *chan struct{}, cond func() bool) bool {
 	for {
-		r.mu.Lock()
-		ok, ch := cond(r), r.changed
-		r.mu.Unlock()
+		mu.Lock()
+		ok, ch := cond(), *changed
+		mu.Unlock()
 		if ok {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			t.Fatalf("receiver never got %s", what)
+			return false
 		}
 	}
 }
@@ -391,17 +381,7 @@ func (s *syncBuffer) String() string {
 // waitFor blocks until the output contains sub, or ctx ends.
 func (s *syncBuffer) waitFor(t *testing.T, ctx context.Context, sub string) {
 	t.Helper()
-	for {
-		s.mu.Lock()
-		ok, ch := strings.Contains(s.b.String(), sub), s.changed
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("stderr never said %q; it has:\n%s", sub, s.String())
-		}
+	if !await(ctx, &s.mu, &s.changed, func() bool { return strings.Contains(s.b.String(), sub) }) {
+		t.Fatalf("stderr never said %q; it has:\n%s", sub, s.String())
 	}
 }

@@ -3,6 +3,8 @@ package telemetry
 import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // WithExportedAttributes rewrites each span's attributes on its way to the
@@ -11,7 +13,7 @@ import (
 // the spans as the mapper made them, and apply the mode themselves. f must
 // return its argument when it changes nothing, and must not modify it.
 func WithExportedAttributes(f func([]attribute.KeyValue) []attribute.KeyValue) Option {
-	return optionFunc(func(o options) options { o.rename = f; return o })
+	return option.Func[options](func(o *options) { o.rename = f })
 }
 
 // renaming hands the exporting processor spans with rewritten attributes.

@@ -56,6 +56,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
@@ -63,13 +64,7 @@ import (
 )
 
 // Option configures Setup.
-type Option interface {
-	apply(options) options
-}
-
-type optionFunc func(options) options
-
-func (f optionFunc) apply(o options) options { return f(o) }
+type Option = option.Option[options]
 
 type options struct {
 	stderr io.Writer
@@ -96,26 +91,26 @@ type options struct {
 // is done (a signal), a full queue drops and counts again, so nothing
 // can keep pi-otel from exiting. run and rpc never use it: Pi comes first.
 func WithBackpressure(ctx context.Context) Option {
-	return optionFunc(func(o options) options { o.backpressure = ctx; return o })
+	return option.Func[options](func(o *options) { o.backpressure = ctx })
 }
 
 // WithIDGenerator sets how span and trace ids are made (pi-otel reserves
 // the next root's ids to put them in Pi's TRACEPARENT).
 func WithIDGenerator(g sdktrace.IDGenerator) Option {
-	return optionFunc(func(o options) options { o.ids = g; return o })
+	return option.Func[options](func(o *options) { o.ids = g })
 }
 
 // WithSpanProcessor adds a processor built on the pipeline's meter provider,
 // such as the one that derives metrics from finished spans. It sees every
 // span before export.
 func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
-	return optionFunc(func(o options) options { o.procs = append(o.procs, build); return o })
+	return option.Func[options](func(o *options) { o.procs = append(o.procs, build) })
 }
 
 // WithStderr sets where pi-otel's own output goes: the console exporters,
 // "-" files and the warnings. The default is os.Stderr.
 func WithStderr(w io.Writer) Option {
-	return optionFunc(func(o options) options { o.stderr = w; return o })
+	return option.Func[options](func(o *options) { o.stderr = w })
 }
 
 // WithConsole sends the console exporters' output (the span tree, the
@@ -123,24 +118,24 @@ func WithStderr(w io.Writer) Option {
 // stderr. Replay and demo use it for stdout, which carries no Pi output
 // there, so that "pi-otel demo | less" shows the tree.
 func WithConsole(w io.Writer) Option {
-	return optionFunc(func(o options) options { o.console = w; return o })
+	return option.Func[options](func(o *options) { o.console = w })
 }
 
 // WithResource merges r over the resource built from the configuration.
 func WithResource(r *resource.Resource) Option {
-	return optionFunc(func(o options) options { o.res = r; return o })
+	return option.Func[options](func(o *options) { o.res = r })
 }
 
 // WithRetry tunes the OTLP exporters' retry. The default is the exporters'
 // own: 5s initial interval, 30s at most between attempts, 1m in all.
 func WithRetry(r Retry) Option {
-	return optionFunc(func(o options) options { o.retry = r; return o })
+	return option.Func[options](func(o *options) { o.retry = r })
 }
 
 // WithColor forces colour in the console tree on or off. By default it is
 // on when stderr is a terminal and NO_COLOR is unset.
 func WithColor(on bool) Option {
-	return optionFunc(func(o options) options { o.color = &on; return o })
+	return option.Func[options](func(o *options) { o.color = &on })
 }
 
 // Telemetry is a running pipeline.
@@ -179,10 +174,7 @@ type Telemetry struct {
 // exporters connect on their first export, so a missing collector shows up
 // later, once, on stderr, rather than here.
 func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err error) {
-	o := options{stderr: os.Stderr, retry: defaultRetry}
-	for _, opt := range opts {
-		o = opt.apply(o)
-	}
+	o := option.Apply(options{stderr: os.Stderr, retry: defaultRetry}, opts)
 	cfg = withDefaults(cfg)
 	t := &Telemetry{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
 	defer func() {
@@ -299,11 +291,6 @@ func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*
 
 func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
 	var exp sdktrace.SpanExporter
-	onError := func(err error) {
-		if !cancelled(err) {
-			t.rep.once("traces "+t.traceDest, fmt.Sprintf("exporting traces to %s failed: %v", t.traceDest, err))
-		}
-	}
 	switch cfg.Traces.Exporter {
 	case config.ExporterNone:
 		t.traceDest = "none (not exported)"
@@ -328,17 +315,13 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		exp = otlpfile.NewTraceExporter(w)
 	case config.ExporterOTLP:
 		ot := cfg.Traces.OTLP
-		t.traceDest = fmt.Sprintf("otlp %s %s", ot.Protocol, ot.Target())
-		t.traceWatch = &watch{rep: t.rep, dest: destination{
-			signal: "traces", host: hostOf(ot.Endpoint), target: ot.Target(),
-			hint: noCollectorHint(ot, "--traces-exporter console"),
-		}}
+		t.traceDest = otlpDest(ot)
+		t.traceWatch = t.newWatch("traces", ot, noCollectorHint(ot, "--traces-exporter console"))
 		var err error
 		var client otlptrace.Client
 		if exp, client, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
 			return nil, err
 		}
-		onError = t.traceWatch.observe
 		t.startSpool(cfg.Spool, client)
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
@@ -353,6 +336,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 	if t.spool != nil {
 		bopts = append(bopts, keepFailed(t.keep))
 	}
+	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
 	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
 	return t.batcher, nil
 }
@@ -368,7 +352,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		return nil, nil
 	case config.ExporterConsole:
 		dest = "console"
-		exp = &consoleMetrics{w: o.consoleOut(), temporality: temporality}
+		exp = &consoleMetrics{w: o.consoleOut(), Selectors: otlpfile.Selectors{TemporalitySelector: temporality}}
 	case config.ExporterFile:
 		out, name, err := t.open(cfg.Metrics.File, o.stderr)
 		if err != nil {
@@ -378,11 +362,8 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 		exp = otlpfile.NewMetricExporter(out, otlpfile.WithTemporalitySelector(temporality))
 	case config.ExporterOTLP:
 		om := cfg.Metrics.OTLP
-		dest = fmt.Sprintf("otlp %s %s", om.Protocol, om.Target())
-		w = &watch{rep: t.rep, dest: destination{
-			signal: "metrics", host: hostOf(om.Endpoint), target: om.Target(),
-			hint: noCollectorHint(om, "--metrics-exporter none"),
-		}}
+		dest = otlpDest(om)
+		w = t.newWatch("metrics", om, noCollectorHint(om, "--metrics-exporter none"))
 		t.metricWatch = w
 		timeout = om.Timeout
 		var err error
@@ -392,19 +373,34 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Metrics.Exporter)
 	}
-	onError := func(err error) {
+	onError := t.exportErrors("metrics", "metrics", dest, w)
+	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
+		sdkmetric.WithInterval(cfg.MetricsInterval),
+		sdkmetric.WithTimeout(timeout),
+	), nil
+}
+
+func otlpDest(o config.OTLP) string { return fmt.Sprintf("otlp %s %s", o.Protocol, o.Target()) }
+
+// newWatch watches a signal's OTLP exporter; hint is the way out when
+// nothing answers.
+func (t *Telemetry) newWatch(signal string, o config.OTLP, hint string) *watch {
+	return &watch{rep: t.rep, dest: destination{signal: signal, host: hostOf(o.Endpoint), target: o.Target(), hint: hint}}
+}
+
+// exportErrors reports a signal's failed exports of what (its data, as the
+// message names it): through w when it goes to OTLP, which explains them,
+// else once per destination.
+func (t *Telemetry) exportErrors(signal, what, dest string, w *watch) func(error) {
+	return func(err error) {
 		switch {
 		case cancelled(err):
 		case w != nil:
 			w.observe(err)
 		default:
-			t.rep.once("metrics "+dest, fmt.Sprintf("exporting metrics to %s failed: %v", dest, err))
+			t.rep.once(signal+" "+dest, fmt.Sprintf("exporting %s to %s failed: %v", what, dest, err))
 		}
 	}
-	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
-		sdkmetric.WithInterval(cfg.MetricsInterval),
-		sdkmetric.WithTimeout(timeout),
-	), nil
 }
 
 // noCollectorHint is the way out when nothing answers at the endpoint:

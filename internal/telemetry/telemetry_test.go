@@ -40,6 +40,14 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// eachProtocol runs test as a subtest for each OTLP protocol, with a
+// context bounded like testCtx's.
+func eachProtocol(t *testing.T, test func(t *testing.T, ctx context.Context, protocol string)) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) { test(t, testCtx(t), protocol) })
+	}
+}
+
 // loadConfig reads settings from env as the command line does and keeps
 // the pipeline's (internal/app maps them the same way).
 func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
@@ -416,41 +424,38 @@ func TestHTTPSignalEndpointUsedAsIs(t *testing.T) {
 func TestRefusedCredentials(t *testing.T) {
 	// A collector that wants a header pi-otel lacks: one line that points
 	// at --headers, and the spans count as failed.
-	for _, protocol := range []string{"grpc", "http/protobuf"} {
-		t.Run(protocol, func(t *testing.T) {
-			ctx := testCtx(t)
-			rcv := newReceiver()
-			rcv.requireKey, rcv.requireValue = "Authorization", "secret"
-			lis := listen(t)
-			if protocol == "grpc" {
-				serveGRPC(t, rcv, lis, nil)
-			} else {
-				serveHTTP(t, rcv, lis, nil)
-			}
-			tel, stderr := setup(t, loadConfig(t, map[string]string{
-				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
-				"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=wrong-s3cr3t",
-			}))
-			makeTrace(tel.TracerProvider())
-			_ = tel.Shutdown(ctx)
-			out := stderr.String()
-			t.Logf("stderr: %s", out)
-			if strings.Count(out, "\n") != 1 || !strings.Contains(out, "refused the traces") ||
-				!strings.Contains(out, "check --headers or OTEL_EXPORTER_OTLP_HEADERS") {
-				t.Errorf("stderr = %q", out)
-			}
-			if strings.Contains(out, "s3cr3t") {
-				t.Errorf("stderr leaks the header value: %q", out)
-			}
-			if s := tel.Stats(); s.Failed != 3 || s.Exported != 0 {
-				t.Errorf("stats = %+v", s)
-			}
-			if !strings.Contains(tel.Summary(), "; 3 failed to export") {
-				t.Errorf("summary = %q", tel.Summary())
-			}
-		})
-	}
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		rcv := newReceiver()
+		rcv.requireKey, rcv.requireValue = "Authorization", "secret"
+		lis := listen(t)
+		if protocol == "grpc" {
+			serveGRPC(t, rcv, lis, nil)
+		} else {
+			serveHTTP(t, rcv, lis, nil)
+		}
+		tel, stderr := setup(t, loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+			"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=wrong-s3cr3t",
+		}))
+		makeTrace(tel.TracerProvider())
+		_ = tel.Shutdown(ctx)
+		out := stderr.String()
+		t.Logf("stderr: %s", out)
+		if strings.Count(out, "\n") != 1 || !strings.Contains(out, "refused the traces") ||
+			!strings.Contains(out, "check --headers or OTEL_EXPORTER_OTLP_HEADERS") {
+			t.Errorf("stderr = %q", out)
+		}
+		if strings.Contains(out, "s3cr3t") {
+			t.Errorf("stderr leaks the header value: %q", out)
+		}
+		if s := tel.Stats(); s.Failed != 3 || s.Exported != 0 {
+			t.Errorf("stats = %+v", s)
+		}
+		if !strings.Contains(tel.Summary(), "; 3 failed to export") {
+			t.Errorf("summary = %q", tel.Summary())
+		}
+	})
 }
 
 func TestTLSMismatch(t *testing.T) {
@@ -472,59 +477,56 @@ func TestTLSMismatch(t *testing.T) {
 }
 
 func TestCollectorDown(t *testing.T) {
-	for _, protocol := range []string{"grpc", "http/protobuf"} {
-		t.Run(protocol, func(t *testing.T) {
-			ctx := testCtx(t)
-			addr := freePort(t)
-			// Nothing of pi-otel's may reach stdout, which belongs to Pi.
-			stdout := captureStdout(t)
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		addr := freePort(t)
+		// Nothing of pi-otel's may reach stdout, which belongs to Pi.
+		stdout := captureStdout(t)
 
-			tel, stderr := setup(t, loadConfig(t, map[string]string{
-				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
-				"OTEL_METRICS_EXPORTER":       "otlp",
-				"OTEL_BSP_MAX_QUEUE_SIZE":     "64",
-				"OTEL_BSP_SCHEDULE_DELAY":     "1",
-				// Shutdown must not wait this out: a collector found missing
-				// at exit ends the flush. A hang here fails the test.
-				"PI_OTEL_FLUSH_TIMEOUT": "1h",
-			}))
-			// The producer is never held up: far more spans than the queue
-			// holds, while the exporter sits in its retry backoff.
-			tr := tel.TracerProvider().Tracer("load")
-			const n = 5000
-			for range n {
-				_, s := tr.Start(ctx, "s")
-				s.End()
-			}
-			recordMetric(tel.MeterProvider())
-			stderr.waitFor(t, ctx, "pi-otel: no collector at "+addr+
-				" (connection refused); the endpoint comes from OTEL_EXPORTER_OTLP_ENDPOINT: start a collector there or fix it, or use --traces-exporter console\n")
-			running := tel.Stats()
-			if running.Dropped == 0 {
-				t.Errorf("a full queue dropped nothing: %+v", running)
-			}
-			_ = tel.Shutdown(ctx)
+		tel, stderr := setup(t, loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
+			"OTEL_METRICS_EXPORTER":       "otlp",
+			"OTEL_BSP_MAX_QUEUE_SIZE":     "64",
+			"OTEL_BSP_SCHEDULE_DELAY":     "1",
+			// Shutdown must not wait this out: a collector found missing
+			// at exit ends the flush. A hang here fails the test.
+			"PI_OTEL_FLUSH_TIMEOUT": "1h",
+		}))
+		// The producer is never held up: far more spans than the queue
+		// holds, while the exporter sits in its retry backoff.
+		tr := tel.TracerProvider().Tracer("load")
+		const n = 5000
+		for range n {
+			_, s := tr.Start(ctx, "s")
+			s.End()
+		}
+		recordMetric(tel.MeterProvider())
+		stderr.waitFor(t, ctx, "pi-otel: no collector at "+addr+
+			" (connection refused); the endpoint comes from OTEL_EXPORTER_OTLP_ENDPOINT: start a collector there or fix it, or use --traces-exporter console\n")
+		running := tel.Stats()
+		if running.Dropped == 0 {
+			t.Errorf("a full queue dropped nothing: %+v", running)
+		}
+		_ = tel.Shutdown(ctx)
 
-			s := tel.Stats()
-			if s.Ended != n || s.Exported != 0 || s.Failed+s.Dropped != n || s.Dropped < running.Dropped {
-				t.Errorf("stats = %+v", s)
-			}
-			// One line for the whole run, traces and metrics together.
-			if out := stderr.String(); strings.Count(out, "\n") != 1 {
-				t.Errorf("stderr has more than one line:\n%s", out)
-			}
-			sum := tel.Summary()
-			t.Logf("%s\n%s", stderr.String(), sum)
-			if !strings.Contains(sum, fmt.Sprintf("%d spans dropped", s.Dropped)) ||
-				(s.Failed > 0) != strings.Contains(sum, fmt.Sprintf("%d failed to export", s.Failed)) {
-				t.Errorf("summary = %q for %+v", sum, s)
-			}
-			if out := stdout(); out != "" {
-				t.Errorf("stdout got %q", out)
-			}
-		})
-	}
+		s := tel.Stats()
+		if s.Ended != n || s.Exported != 0 || s.Failed+s.Dropped != n || s.Dropped < running.Dropped {
+			t.Errorf("stats = %+v", s)
+		}
+		// One line for the whole run, traces and metrics together.
+		if out := stderr.String(); strings.Count(out, "\n") != 1 {
+			t.Errorf("stderr has more than one line:\n%s", out)
+		}
+		sum := tel.Summary()
+		t.Logf("%s\n%s", stderr.String(), sum)
+		if !strings.Contains(sum, fmt.Sprintf("%d spans dropped", s.Dropped)) ||
+			(s.Failed > 0) != strings.Contains(sum, fmt.Sprintf("%d failed to export", s.Failed)) {
+			t.Errorf("summary = %q for %+v", sum, s)
+		}
+		if out := stdout(); out != "" {
+			t.Errorf("stdout got %q", out)
+		}
+	})
 }
 
 func TestCollectorDownQuiet(t *testing.T) {
@@ -545,47 +547,44 @@ func TestCollectorDownQuiet(t *testing.T) {
 }
 
 func TestCollectorComesUpLate(t *testing.T) {
-	for _, protocol := range []string{"grpc", "http/protobuf"} {
-		t.Run(protocol, func(t *testing.T) {
-			ctx := testCtx(t)
-			addr := freePort(t)
-			tel, stderr := setup(t, loadConfig(t, map[string]string{
-				"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
-				"OTEL_BSP_SCHEDULE_DELAY":     "1",
-			}), telemetry.WithRetry(telemetry.Retry{
-				InitialInterval: 20 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: time.Minute,
-			}))
-			tid := makeTrace(tel.TracerProvider())
-			// The first attempt finds nobody...
-			stderr.waitFor(t, ctx, "no collector at "+addr)
-			// ...then the collector starts on that address, and a retry
-			// delivers the spans while pi-otel still runs.
-			lis, err := net.Listen("tcp", addr)
-			if err != nil {
-				t.Skipf("port %s was taken meanwhile: %v", addr, err)
-			}
-			rcv := newReceiver()
-			if protocol == "grpc" {
-				serveGRPC(t, rcv, lis, nil)
-			} else {
-				serveHTTP(t, rcv, lis, nil)
-			}
-			rcv.waitFor(t, ctx, "3 spans", spanCount(3))
-			if err := tel.Shutdown(ctx); err != nil {
-				t.Errorf("Shutdown: %v", err)
-			}
-			if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
-				t.Errorf("stats = %+v", s)
-			}
-			if got := rcv.traces[0].ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId; trace.TraceID(got) != tid {
-				t.Errorf("trace id %x", got)
-			}
-			if strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("stderr = %q", stderr.String())
-			}
-		})
-	}
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		addr := freePort(t)
+		tel, stderr := setup(t, loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
+			"OTEL_BSP_SCHEDULE_DELAY":     "1",
+		}), telemetry.WithRetry(telemetry.Retry{
+			InitialInterval: 20 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxElapsedTime: time.Minute,
+		}))
+		tid := makeTrace(tel.TracerProvider())
+		// The first attempt finds nobody...
+		stderr.waitFor(t, ctx, "no collector at "+addr)
+		// ...then the collector starts on that address, and a retry
+		// delivers the spans while pi-otel still runs.
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Skipf("port %s was taken meanwhile: %v", addr, err)
+		}
+		rcv := newReceiver()
+		if protocol == "grpc" {
+			serveGRPC(t, rcv, lis, nil)
+		} else {
+			serveHTTP(t, rcv, lis, nil)
+		}
+		rcv.waitFor(t, ctx, "3 spans", spanCount(3))
+		if err := tel.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
+			t.Errorf("stats = %+v", s)
+		}
+		if got := rcv.traces[0].ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId; trace.TraceID(got) != tid {
+			t.Errorf("trace id %x", got)
+		}
+		if strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("stderr = %q", stderr.String())
+		}
+	})
 }
 
 // captureStdout swaps os.Stdout for a pipe until the test ends and returns
@@ -648,32 +647,29 @@ func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
 // counted in the summary, the one stderr line names the collector, and the
 // flush at exit gives up instead of waiting out the retries.
 func TestLogsCollectorDown(t *testing.T) {
-	for _, protocol := range []string{"grpc", "http/protobuf"} {
-		t.Run(protocol, func(t *testing.T) {
-			ctx := testCtx(t)
-			addr := freePort(t)
-			tel, stderr := setup(t, loadConfig(t, map[string]string{
-				"OTEL_TRACES_EXPORTER":                              "none",
-				"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":                  protocol,
-				"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":                  "http://" + addr,
-				"PI_OTEL_FLUSH_TIMEOUT":                             "1h", // a hang fails the test
-				"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":                   "30000",
-				"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative",
-			}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
-				return spanlogs.New(lp, spanlogs.Config{}), nil
-			}))
-			makeTrace(tel.TracerProvider())
-			_ = tel.Shutdown(ctx)
-			out, sum := stderr.String(), tel.Summary()
-			t.Logf("%s%s", out, sum)
-			if !strings.Contains(out, "no collector at "+addr) || !strings.Contains(out, "--logs-exporter none") || strings.Count(out, "\n") != 1 {
-				t.Errorf("stderr = %q", out)
-			}
-			if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.HasSuffix(sum, "; 1 log record failed to export") {
-				t.Errorf("summary = %q", sum)
-			}
-		})
-	}
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		addr := freePort(t)
+		tel, stderr := setup(t, loadConfig(t, map[string]string{
+			"OTEL_TRACES_EXPORTER":                              "none",
+			"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":                  protocol,
+			"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":                  "http://" + addr,
+			"PI_OTEL_FLUSH_TIMEOUT":                             "1h", // a hang fails the test
+			"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":                   "30000",
+			"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative",
+		}), telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
+			return spanlogs.New(lp, spanlogs.Config{}), nil
+		}))
+		makeTrace(tel.TracerProvider())
+		_ = tel.Shutdown(ctx)
+		out, sum := stderr.String(), tel.Summary()
+		t.Logf("%s%s", out, sum)
+		if !strings.Contains(out, "no collector at "+addr) || !strings.Contains(out, "--logs-exporter none") || strings.Count(out, "\n") != 1 {
+			t.Errorf("stderr = %q", out)
+		}
+		if !strings.Contains(sum, ", 0 log records → otlp "+protocol) || !strings.HasSuffix(sum, "; 1 log record failed to export") {
+			t.Errorf("summary = %q", sum)
+		}
+	})
 }
 
 // A collector that can never take the spans (TLS against plaintext, the

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -28,33 +27,12 @@ type latestInstruments struct {
 	inferenceCalls, toolCalls            metric.Int64Histogram
 }
 
-func newLatestInstruments(m metric.Meter) (*latestInstruments, error) {
-	var (
-		l   latestInstruments
-		all []error
-	)
-	keep := func(e error) {
-		if e != nil {
-			all = append(all, e)
-		}
-	}
+func newLatestInstruments(in *instruments) *latestInstruments {
+	var l latestInstruments
 	seconds := func(name, desc string, buckets []float64) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(buckets...))
-		keep(err)
-		return h
+		return in.float64Histogram(name, "s", desc, buckets)
 	}
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit("{token}"), metric.WithDescription(desc))
-		keep(err)
-		return c
-	}
-	histogram := func(name, unit, desc string, buckets []float64) metric.Int64Histogram {
-		h, err := m.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(buckets...))
-		keep(err)
-		return h
-	}
+	counter := func(name, desc string) metric.Int64Counter { return in.int64Counter(name, "{token}", desc) }
 	l.duration = seconds(piconv.MetricInferenceDuration, "GenAI inference operation duration.", genAIBuckets)
 	l.firstChunk = seconds(piconv.MetricInferenceFirstChunk, "Time to receive the first chunk of a streaming response.", genAIBuckets)
 	l.input = counter(piconv.MetricUsageInputTokens, "The number of input (prompt) tokens used, including cached tokens.")
@@ -62,13 +40,13 @@ func newLatestInstruments(m metric.Meter) (*latestInstruments, error) {
 	l.cacheRead = counter(piconv.MetricUsageCacheReadTokens, "The number of input tokens served from a provider-managed cache.")
 	l.cacheWrite = counter(piconv.MetricUsageCacheWriteTokens, "The number of input tokens written to a provider-managed cache.")
 	l.reasoning = counter(piconv.MetricUsageReasoningTokens, "The number of output tokens used for reasoning.")
-	l.opInput = histogram(piconv.MetricOperationInputTokens, "{token}", "Input tokens per inference operation.", tokenBuckets)
-	l.opOutput = histogram(piconv.MetricOperationOutputTokens, "{token}", "Output tokens per inference operation.", tokenBuckets)
+	l.opInput = in.int64Histogram(piconv.MetricOperationInputTokens, "{token}", "Input tokens per inference operation.", tokenBuckets)
+	l.opOutput = in.int64Histogram(piconv.MetricOperationOutputTokens, "{token}", "Output tokens per inference operation.", tokenBuckets)
 	l.agentDuration = seconds(piconv.MetricInvokeAgentDuration, "The end-to-end duration of a single agent invocation.", agentBuckets)
 	l.toolDuration = seconds(piconv.MetricExecuteToolDuration, "The duration of a single tool execution.", genAIBuckets)
-	l.inferenceCalls = histogram(piconv.MetricInvokeAgentInferences, "{inference_call}", "Model calls per agent invocation.", callBuckets)
-	l.toolCalls = histogram(piconv.MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls per agent invocation.", callBuckets)
-	return &l, errors.Join(all...)
+	l.inferenceCalls = in.int64Histogram(piconv.MetricInvokeAgentInferences, "{inference_call}", "Model calls per agent invocation.", callBuckets)
+	l.toolCalls = in.int64Histogram(piconv.MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls per agent invocation.", callBuckets)
+	return &l
 }
 
 var agentName = semconv.GenAIAgentName(piconv.AgentName)

@@ -8,7 +8,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -86,7 +86,7 @@ var (
 )
 
 // Option configures SpanMetrics.
-type Option func(*config)
+type Option = option.Option[config]
 
 type config struct{ latest bool }
 
@@ -95,7 +95,7 @@ type config struct{ latest bool }
 // the v1.41 ones: gen_ai.client.inference.* for model calls, and
 // gen_ai.invoke_agent.* and gen_ai.execute_tool.duration beside the pi.*
 // run and tool metrics, which both modes record.
-func WithGenAILatest() Option { return func(c *config) { c.latest = true } }
+func WithGenAILatest() Option { return option.Func[config](func(c *config) { c.latest = true }) }
 
 // SpanMetrics records metrics for every span that ends. It implements sdktrace.SpanProcessor;
 // register it on the TracerProvider next to the exporting processor.
@@ -123,68 +123,33 @@ var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
 func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	m := mp.Meter(ScopeName)
-	var (
-		s   SpanMetrics
-		err error
-		all []error
-	)
-	keep := func(e error) {
-		if e != nil {
-			all = append(all, e)
-		}
-	}
+	cfg := option.Apply(config{}, opts)
+	in := &instruments{m: mp.Meter(ScopeName)}
+	var s SpanMetrics
 	if cfg.latest {
-		s.latest, err = newLatestInstruments(m)
-		keep(err)
+		s.latest = newLatestInstruments(in)
 	} else {
-		tu, err := genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
-		keep(err)
-		od, err := genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-		keep(err)
-		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
-		keep(err)
+		tu, err := genaiconv.NewClientTokenUsage(in.m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+		in.keep(err)
+		od, err := genaiconv.NewClientOperationDuration(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
+		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
 		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
 	}
-	s.runs, err = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Settled (or abandoned) agent invocations, by outcome."))
-	keep(err)
-	s.runDuration, err = m.Float64Histogram(MetricRunDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of an agent invocation, first agent_start to settle."),
-		metric.WithExplicitBucketBoundaries(runBuckets...))
-	keep(err)
-	s.turns, err = m.Int64Counter(MetricTurns, metric.WithUnit("{turn}"),
-		metric.WithDescription("Agent turns (one assistant message and its tool calls)."))
-	keep(err)
-	s.toolCalls, err = m.Int64Counter(MetricToolCalls, metric.WithUnit("{call}"),
-		metric.WithDescription("Tool executions, by tool and whether they failed."))
-	keep(err)
-	s.toolDuration, err = m.Float64Histogram(MetricToolDuration, metric.WithUnit("s"),
-		metric.WithDescription("Tool execution duration."),
-		metric.WithExplicitBucketBoundaries(toolBuckets...))
-	keep(err)
-	s.retries, err = m.Int64Counter(MetricRetries, metric.WithUnit("{retry}"),
-		metric.WithDescription("Automatic retry attempts after a failed model call, by outcome."))
-	keep(err)
-	s.compactions, err = m.Int64Counter(MetricCompactions, metric.WithUnit("{compaction}"),
-		metric.WithDescription("Context compactions, by reason and outcome."))
-	keep(err)
-	s.cost, err = m.Float64Counter(MetricCost, metric.WithUnit("{USD}"),
-		metric.WithDescription("Model cost in US dollars as Pi computes it, by provider and model."))
-	keep(err)
-	s.uiWait, err = m.Float64Histogram(MetricExtensionUIWait, metric.WithUnit("s"),
-		metric.WithDescription("Time an extension dialog waited for the RPC controller (usually a human)."),
-		metric.WithExplicitBucketBoundaries(humanWaitBucket...))
-	keep(err)
-	s.rpcCommands, err = m.Int64Counter(MetricRPCCommands, metric.WithUnit("{command}"),
-		metric.WithDescription("RPC commands from the controller, by command and success."))
-	keep(err)
-	if len(all) > 0 {
-		return nil, errors.Join(all...)
+	s.runs = in.int64Counter(MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
+	s.runDuration = in.float64Histogram(MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
+	s.turns = in.int64Counter(MetricTurns, "{turn}", "Agent turns (one assistant message and its tool calls).")
+	s.toolCalls = in.int64Counter(MetricToolCalls, "{call}", "Tool executions, by tool and whether they failed.")
+	s.toolDuration = in.float64Histogram(MetricToolDuration, "s", "Tool execution duration.", toolBuckets)
+	s.retries = in.int64Counter(MetricRetries, "{retry}", "Automatic retry attempts after a failed model call, by outcome.")
+	s.compactions = in.int64Counter(MetricCompactions, "{compaction}", "Context compactions, by reason and outcome.")
+	s.cost = in.float64Counter(MetricCost, "{USD}", "Model cost in US dollars as Pi computes it, by provider and model.")
+	s.uiWait = in.float64Histogram(MetricExtensionUIWait, "s",
+		"Time an extension dialog waited for the RPC controller (usually a human).", humanWaitBucket)
+	s.rpcCommands = in.int64Counter(MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
+	if err := in.err(); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -227,14 +192,7 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 }
 
 func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(piconv.OutcomeKey)
-	if outcome == "" {
-		// An older mapper or a hand-made span: fall back to the status.
-		outcome = string(piconv.OutcomeOK)
-		if span.Status().Code == codes.Error {
-			outcome = string(piconv.OutcomeError)
-		}
-	}
+	outcome := outcomeOf(span, a, piconv.OutcomeKey, string(piconv.OutcomeOK), string(piconv.OutcomeError))
 	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
@@ -300,13 +258,7 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 }
 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := a.str(piconv.CompactionOutcomeKey)
-	if outcome == "" {
-		outcome = string(piconv.CompactionOK)
-		if span.Status().Code == codes.Error {
-			outcome = string(piconv.CompactionError)
-		}
-	}
+	outcome := outcomeOf(span, a, piconv.CompactionOutcomeKey, string(piconv.CompactionOK), string(piconv.CompactionError))
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
 		piconv.CompactionReasonKey.String(orDefault(token(a.str(piconv.CompactionReasonKey)), unknownLabel)),
 		piconv.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
@@ -352,30 +304,22 @@ func (a attrs) str(k attribute.Key) string {
 	return ""
 }
 
-func (a attrs) int(k attribute.Key) (int64, bool) {
-	v, ok := a[k]
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case attribute.INT64:
-		return v.AsInt64(), true
-	case attribute.FLOAT64:
-		return int64(v.AsFloat64()), true
-	}
-	return 0, false
-}
+func (a attrs) int(k attribute.Key) (int64, bool) { return number[int64](a, k) }
 
-func (a attrs) float(k attribute.Key) (float64, bool) {
+func (a attrs) float(k attribute.Key) (float64, bool) { return number[float64](a, k) }
+
+// number reads a numeric attribute, whether Pi's JSON made it an int or a
+// float, as an N (a float is truncated to an int).
+func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
 	v, ok := a[k]
 	if !ok {
 		return 0, false
 	}
 	switch v.Type() {
-	case attribute.FLOAT64:
-		return v.AsFloat64(), true
 	case attribute.INT64:
-		return float64(v.AsInt64()), true
+		return N(v.AsInt64()), true
+	case attribute.FLOAT64:
+		return N(v.AsFloat64()), true
 	}
 	return 0, false
 }
@@ -385,6 +329,18 @@ func (a attrs) bool(k attribute.Key) (bool, bool) {
 		return v.AsBool(), true
 	}
 	return false, false
+}
+
+// outcomeOf is the span's outcome attribute key, or, for a span of an older
+// mapper or a hand-made one without it, ok or failed by the span's status.
+func outcomeOf(span sdktrace.ReadOnlySpan, a attrs, key attribute.Key, ok, failed string) string {
+	if o := a.str(key); o != "" {
+		return o
+	}
+	if span.Status().Code == codes.Error {
+		return failed
+	}
+	return ok
 }
 
 func seconds(span sdktrace.ReadOnlySpan) float64 {

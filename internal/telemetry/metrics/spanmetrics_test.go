@@ -87,24 +87,15 @@ func key(attrs attribute.Set) string {
 // sums returns a counter's values by attribute set.
 func (c collected) sums(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	m, ok := c[name]
-	if !ok {
-		t.Fatalf("metric %s not collected; have %v", name, c.names())
+	return gather(t, c, name, "a sum", sumPoints[int64], sumPoints[float64])
+}
+
+func sumPoints[N int64 | float64](data metricdata.Aggregation, out map[string]float64) bool {
+	d, ok := data.(metricdata.Sum[N])
+	for _, p := range d.DataPoints {
+		out[key(p.Attributes)] += float64(p.Value)
 	}
-	out := map[string]float64{}
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] += float64(p.Value)
-		}
-	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] += p.Value
-		}
-	default:
-		t.Fatalf("%s is %T, want a sum", name, m.Data)
-	}
-	return out
+	return ok
 }
 
 type histo struct {
@@ -112,26 +103,36 @@ type histo struct {
 	sum   float64
 }
 
+// histograms returns a histogram's counts and sums by attribute set.
 func (c collected) histograms(t *testing.T, name string) map[string]histo {
+	t.Helper()
+	return gather(t, c, name, "a histogram", histoPoints[int64], histoPoints[float64])
+}
+
+func histoPoints[N int64 | float64](data metricdata.Aggregation, out map[string]histo) bool {
+	d, ok := data.(metricdata.Histogram[N])
+	for _, p := range d.DataPoints {
+		out[key(p.Attributes)] = histo{p.Count, float64(p.Sum)}
+	}
+	return ok
+}
+
+// gather reads the named metric's points by attribute set with the first
+// of reads that takes its aggregation (kind, as the failure names it).
+func gather[V any](t *testing.T, c collected, name, kind string, reads ...func(metricdata.Aggregation, map[string]V) bool) map[string]V {
 	t.Helper()
 	m, ok := c[name]
 	if !ok {
 		t.Fatalf("metric %s not collected; have %v", name, c.names())
 	}
-	out := map[string]histo{}
-	switch d := m.Data.(type) {
-	case metricdata.Histogram[int64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] = histo{p.Count, float64(p.Sum)}
+	out := map[string]V{}
+	for _, read := range reads {
+		if read(m.Data, out) {
+			return out
 		}
-	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			out[key(p.Attributes)] = histo{p.Count, p.Sum}
-		}
-	default:
-		t.Fatalf("%s is %T, want a histogram", name, m.Data)
 	}
-	return out
+	t.Fatalf("%s is %T, want %s", name, m.Data, kind)
+	return nil
 }
 
 func (c collected) names() []string {

@@ -8,6 +8,7 @@ import (
 	logpb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 )
@@ -30,14 +31,7 @@ func (e *LogExporter) Export(ctx context.Context, records []sdklog.Record) error
 	if len(records) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	line, err := MarshalLogs(LogRequest(records))
-	if err != nil {
-		return err
-	}
-	return e.writeLine(line)
+	return e.export(ctx, func() ([]byte, error) { return MarshalLogs(LogRequest(records)) })
 }
 
 // ForceFlush does nothing: every line is written as it is exported.
@@ -58,34 +52,22 @@ func UnmarshalLogs(line []byte) (*collogpb.ExportLogsServiceRequest, error) {
 // then by instrumentation scope, each group in order of first appearance.
 func LogRequest(records []sdklog.Record) *collogpb.ExportLogsServiceRequest {
 	req := &collogpb.ExportLogsServiceRequest{}
-	type scopeKey struct {
-		res   resourceKey
-		scope scopeID
-	}
-	resources := map[resourceKey]*logpb.ResourceLogs{}
-	scopes := map[scopeKey]*logpb.ScopeLogs{}
-	for i := range records {
-		r := &records[i]
-		res := r.Resource()
+	for _, rg := range group(len(records), func(i int) (*resource.Resource, instrumentation.Scope) {
+		res := records[i].Resource()
 		if res == nil {
 			res = resource.Empty()
 		}
-		rk := keyOfResource(res)
-		rl, ok := resources[rk]
-		if !ok {
-			rl = &logpb.ResourceLogs{Resource: resourceProto(res), SchemaUrl: res.SchemaURL()}
-			resources[rk] = rl
-			req.ResourceLogs = append(req.ResourceLogs, rl)
-		}
-		sc := r.InstrumentationScope()
-		sk := scopeKey{rk, keyOfScope(sc)}
-		sl, ok := scopes[sk]
-		if !ok {
-			sl = &logpb.ScopeLogs{Scope: scopeProto(sc), SchemaUrl: sc.SchemaURL}
-			scopes[sk] = sl
+		return res, records[i].InstrumentationScope()
+	}) {
+		rl := &logpb.ResourceLogs{Resource: resourceProto(rg.res), SchemaUrl: rg.res.SchemaURL()}
+		for _, sg := range rg.scopes {
+			sl := &logpb.ScopeLogs{Scope: scopeProto(sg.scope), SchemaUrl: sg.scope.SchemaURL}
+			for _, i := range sg.items {
+				sl.LogRecords = append(sl.LogRecords, logProto(&records[i]))
+			}
 			rl.ScopeLogs = append(rl.ScopeLogs, sl)
 		}
-		sl.LogRecords = append(sl.LogRecords, logProto(r))
+		req.ResourceLogs = append(req.ResourceLogs, rl)
 	}
 	return req
 }

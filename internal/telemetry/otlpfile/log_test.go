@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,29 +14,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
 )
-
-type capture struct {
-	mu      sync.Mutex
-	records []sdklog.Record
-}
-
-func (c *capture) Export(_ context.Context, rs []sdklog.Record) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range rs {
-		c.records = append(c.records, r.Clone())
-	}
-	return nil
-}
-func (c *capture) Shutdown(context.Context) error   { return nil }
-func (c *capture) ForceFlush(context.Context) error { return nil }
 
 // TestLogExporterWritesOTLPJSONLines: one line per export, ids in hex as
 // OTLP/JSON has them, every field back after a round trip.
 func TestLogExporterWritesOTLPJSONLines(t *testing.T) {
-	c := &capture{}
-	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(c)),
+	c := &logtest.Memory{}
+	lp := logtest.NewProvider(c,
 		sdklog.WithResource(resource.NewSchemaless(attribute.String("service.name", "pi"))))
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
@@ -58,7 +42,7 @@ func TestLogExporterWritesOTLPJSONLines(t *testing.T) {
 
 	var buf bytes.Buffer
 	exp := otlpfile.NewLogExporter(&buf)
-	if err := exp.Export(context.Background(), c.records); err != nil {
+	if err := exp.Export(context.Background(), c.Records()); err != nil {
 		t.Fatal(err)
 	}
 	if err := exp.Export(context.Background(), nil); err != nil || strings.Count(buf.String(), "\n") != 1 {
@@ -88,7 +72,7 @@ func TestLogExporterWritesOTLPJSONLines(t *testing.T) {
 	if err := exp.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := exp.Export(context.Background(), c.records); err != nil || strings.Count(buf.String(), "\n") != 1 {
+	if err := exp.Export(context.Background(), c.Records()); err != nil || strings.Count(buf.String(), "\n") != 1 {
 		t.Errorf("wrote after shutdown: %v", err)
 	}
 }

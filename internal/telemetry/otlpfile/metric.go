@@ -10,71 +10,63 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // MetricExporter is an sdkmetric.Exporter that writes each collection as one
 // ExportMetricsServiceRequest line.
 type MetricExporter struct {
 	lineWriter
-	temporality sdkmetric.TemporalitySelector
+	Selectors
 }
 
 var _ sdkmetric.Exporter = (*MetricExporter)(nil)
 
-type metricConfig struct{ temporality sdkmetric.TemporalitySelector }
-
-// MetricOption configures a MetricExporter.
-type MetricOption interface {
-	apply(metricConfig) metricConfig
+// Selectors answers an sdkmetric.Exporter's Temporality and Aggregation:
+// with its TemporalitySelector and the SDK's default aggregation. pi-otel's
+// console listing of metrics embeds it too.
+type Selectors struct {
+	TemporalitySelector sdkmetric.TemporalitySelector
 }
 
-type metricOptionFunc func(metricConfig) metricConfig
+// Temporality implements sdkmetric.Exporter.
+func (s Selectors) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
+	return s.TemporalitySelector(k)
+}
 
-func (f metricOptionFunc) apply(c metricConfig) metricConfig { return f(c) }
+// Aggregation implements sdkmetric.Exporter with the SDK's defaults.
+func (Selectors) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
+	return sdkmetric.DefaultAggregationSelector(k)
+}
+
+// MetricOption configures a MetricExporter.
+type MetricOption = option.Option[Selectors]
 
 // WithTemporalitySelector sets the temporality asked of the reader. The
 // default is the SDK's, cumulative.
 func WithTemporalitySelector(s sdkmetric.TemporalitySelector) MetricOption {
-	return metricOptionFunc(func(c metricConfig) metricConfig { c.temporality = s; return c })
+	return option.Func[Selectors](func(c *Selectors) { c.TemporalitySelector = s })
 }
 
 // NewMetricExporter returns an exporter writing to w. It never closes w.
 func NewMetricExporter(w io.Writer, opts ...MetricOption) *MetricExporter {
-	c := metricConfig{temporality: sdkmetric.DefaultTemporalitySelector}
-	for _, o := range opts {
-		c = o.apply(c)
+	return &MetricExporter{
+		lineWriter: lineWriter{w: w},
+		Selectors:  option.Apply(Selectors{TemporalitySelector: sdkmetric.DefaultTemporalitySelector}, opts),
 	}
-	return &MetricExporter{lineWriter: lineWriter{w: w}, temporality: c.temporality}
-}
-
-// Temporality implements sdkmetric.Exporter.
-func (e *MetricExporter) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
-	return e.temporality(k)
-}
-
-// Aggregation implements sdkmetric.Exporter with the SDK's defaults.
-func (e *MetricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
-	return sdkmetric.DefaultAggregationSelector(k)
 }
 
 // Export writes rm as one line in a single Write. A collection with no data
 // points writes nothing.
 func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	req, err := MetricRequest(rm)
-	if err != nil {
-		return err
-	}
-	if len(req.ResourceMetrics) == 0 {
-		return nil
-	}
-	line, err := MarshalMetrics(req)
-	if err != nil {
-		return err
-	}
-	return e.writeLine(line)
+	return e.export(ctx, func() ([]byte, error) {
+		req, err := MetricRequest(rm)
+		if err != nil || len(req.ResourceMetrics) == 0 {
+			return nil, err
+		}
+		return MarshalMetrics(req)
+	})
 }
 
 // ForceFlush has nothing to do: Export writes straight through.

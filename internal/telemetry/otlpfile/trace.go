@@ -46,18 +46,11 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	line, err := MarshalTraces(TraceRequest(spans))
-	if err != nil {
-		return err
-	}
-	return e.writeLine(line)
+	return e.export(ctx, func() ([]byte, error) { return MarshalTraces(TraceRequest(spans)) })
 }
 
 // lineWriter writes whole lines, each in a single Write, until it is shut
-// down; both exporters are one.
+// down; the three exporters are one.
 type lineWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -74,6 +67,19 @@ func (l *lineWriter) writeLine(line []byte) error {
 	return err
 }
 
+// export writes the line that marshal makes, unless ctx has ended first;
+// marshal returns no line when there is nothing to write.
+func (l *lineWriter) export(ctx context.Context, marshal func() ([]byte, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	line, err := marshal()
+	if err != nil || line == nil {
+		return err
+	}
+	return l.writeLine(line)
+}
+
 // Shutdown stops further writes.
 func (l *lineWriter) Shutdown(context.Context) error {
 	l.mu.Lock()
@@ -86,31 +92,63 @@ func (l *lineWriter) Shutdown(context.Context) error {
 // then by instrumentation scope, each group in order of first appearance.
 func TraceRequest(spans []sdktrace.ReadOnlySpan) *coltracepb.ExportTraceServiceRequest {
 	req := &coltracepb.ExportTraceServiceRequest{}
+	for _, rg := range group(len(spans), func(i int) (*resource.Resource, instrumentation.Scope) {
+		return spans[i].Resource(), spans[i].InstrumentationScope()
+	}) {
+		rs := &tracepb.ResourceSpans{Resource: resourceProto(rg.res), SchemaUrl: rg.res.SchemaURL()}
+		for _, sg := range rg.scopes {
+			ss := &tracepb.ScopeSpans{Scope: scopeProto(sg.scope), SchemaUrl: sg.scope.SchemaURL}
+			for _, i := range sg.items {
+				ss.Spans = append(ss.Spans, spanProto(spans[i]))
+			}
+			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+		}
+		req.ResourceSpans = append(req.ResourceSpans, rs)
+	}
+	return req
+}
+
+// resourceGroup and scopeGroup are the nesting of every OTLP request:
+// items (by index) by instrumentation scope, by resource.
+type resourceGroup struct {
+	res    *resource.Resource
+	scopes []*scopeGroup
+}
+
+type scopeGroup struct {
+	scope instrumentation.Scope
+	items []int
+}
+
+// group sorts n items, whose resource and scope of tells, into groups,
+// each in order of first appearance.
+func group(n int, of func(i int) (*resource.Resource, instrumentation.Scope)) []*resourceGroup {
 	type scopeKey struct {
 		res   resourceKey
 		scope scopeID
 	}
-	resources := map[resourceKey]*tracepb.ResourceSpans{}
-	scopes := map[scopeKey]*tracepb.ScopeSpans{}
-	for _, s := range spans {
-		rk := keyOfResource(s.Resource())
-		rs, ok := resources[rk]
+	var out []*resourceGroup
+	resources := map[resourceKey]*resourceGroup{}
+	scopes := map[scopeKey]*scopeGroup{}
+	for i := range n {
+		res, sc := of(i)
+		rk := keyOfResource(res)
+		rg, ok := resources[rk]
 		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: resourceProto(s.Resource()), SchemaUrl: s.Resource().SchemaURL()}
-			resources[rk] = rs
-			req.ResourceSpans = append(req.ResourceSpans, rs)
+			rg = &resourceGroup{res: res}
+			resources[rk] = rg
+			out = append(out, rg)
 		}
-		sk := scopeKey{rk, keyOfScope(s.InstrumentationScope())}
-		ss, ok := scopes[sk]
+		sk := scopeKey{rk, keyOfScope(sc)}
+		sg, ok := scopes[sk]
 		if !ok {
-			sc := s.InstrumentationScope()
-			ss = &tracepb.ScopeSpans{Scope: scopeProto(sc), SchemaUrl: sc.SchemaURL}
-			scopes[sk] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+			sg = &scopeGroup{scope: sc}
+			scopes[sk] = sg
+			rg.scopes = append(rg.scopes, sg)
 		}
-		ss.Spans = append(ss.Spans, spanProto(s))
+		sg.items = append(sg.items, i)
 	}
-	return req
+	return out
 }
 
 type resourceKey struct {

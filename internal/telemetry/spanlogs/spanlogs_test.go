@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,42 +18,24 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
-	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamtest"
 	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
-// memory keeps every exported record.
-type memory struct {
-	mu      sync.Mutex
-	records []sdklog.Record
-}
-
-func (m *memory) Export(_ context.Context, rs []sdklog.Record) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range rs {
-		m.records = append(m.records, r.Clone())
-	}
-	return nil
-}
-func (m *memory) Shutdown(context.Context) error   { return nil }
-func (m *memory) ForceFlush(context.Context) error { return nil }
-
 type harness struct {
 	spans *tracetest.SpanRecorder
-	logs  *memory
+	logs  *logtest.Memory
 	tp    *sdktrace.TracerProvider
 }
 
 func newHarness(cfg spanlogs.Config) *harness {
-	h := &harness{spans: tracetest.NewSpanRecorder(), logs: &memory{}}
-	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(h.logs)))
+	h := &harness{spans: tracetest.NewSpanRecorder(), logs: &logtest.Memory{}}
 	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.spans),
-		sdktrace.WithSpanProcessor(spanlogs.New(lp, cfg)))
+		sdktrace.WithSpanProcessor(spanlogs.New(logtest.NewProvider(h.logs), cfg)))
 	return h
 }
 
@@ -65,18 +46,7 @@ func (h *harness) replay(t *testing.T, version, name string, end mapper.Ending) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mapper.New(h.tp)
-	clock := ingest.NewStreamClock(time.Unix(1_700_000_000, 0))
-	sink := ingest.New(m, ingest.WithClock(clock))
-	r := framing.NewReader(bytes.NewReader(stream))
-	for {
-		b, err := r.Next()
-		if err != nil {
-			break
-		}
-		sink.Record(b)
-	}
-	m.Close(end, clock.Now())
+	streamtest.Replay(mapper.New(h.tp), stream, end)
 }
 
 func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
@@ -113,8 +83,9 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 				spans[s.SpanContext().SpanID()] = s
 			}
 			got := map[string]int{}
-			for i := range h.logs.records {
-				r := &h.logs.records[i]
+			records := h.logs.Records()
+			for i := range records {
+				r := &records[i]
 				got[r.EventName()]++
 				s, ok := spans[r.SpanID()]
 				if !ok {
@@ -190,8 +161,9 @@ func TestSeverities(t *testing.T) {
 		// The bash call Ctrl-C cut short.
 		piconv.LogToolResult: log.SeverityWarn,
 	}
-	for i := range h.logs.records {
-		r := &h.logs.records[i]
+	records := h.logs.Records()
+	for i := range records {
+		r := &records[i]
 		if w, ok := want[r.EventName()]; !ok || r.Severity() != w || r.SeverityText() != w.String() {
 			t.Errorf("%s: severity %s %q, want %s", r.EventName(), r.Severity(), r.SeverityText(), w)
 		}
@@ -211,8 +183,9 @@ func TestDialogs(t *testing.T) {
 	_, s := tr.Start(context.Background(), piconv.SpanRPC.Name("prompt"))
 	s.End()
 	var got []string
-	for i := range h.logs.records {
-		r := &h.logs.records[i]
+	records := h.logs.Records()
+	for i := range records {
+		r := &records[i]
 		got = append(got, r.EventName()+"/"+attrsOf(r)[piconv.UIOutcomeKey].AsString())
 	}
 	want := []string{"pi.dialog.answered/confirmed", "pi.dialog.answered/value", "pi.dialog.answered/cancelled",
@@ -228,8 +201,9 @@ func TestLatestNames(t *testing.T) {
 	h := newHarness(spanlogs.Config{Rename: piconv.Latest})
 	h.replay(t, "pi-1.6.0", "bash-tool", mapper.Ending{Reason: mapper.EndEOF})
 	n := 0
-	for i := range h.logs.records {
-		r := &h.logs.records[i]
+	records := h.logs.Records()
+	for i := range records {
+		r := &records[i]
 		a := attrsOf(r)
 		if _, ok := a[piconv.UsageCacheCreationKey]; ok {
 			t.Errorf("%s: v1.41 name %s", r.EventName(), piconv.UsageCacheCreationKey)
@@ -285,8 +259,9 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 		spans[s.SpanContext().SpanID()] = s
 	}
 	var dialogs []string
-	for i := range h.logs.records {
-		r := &h.logs.records[i]
+	records := h.logs.Records()
+	for i := range records {
+		r := &records[i]
 		if !strings.HasPrefix(r.EventName(), "pi.dialog.") {
 			continue
 		}
