@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -34,30 +34,22 @@ var decoded = sync.OnceValues(func() ([]event.Event, int64) {
 // spans and dropping them (what replay with --traces-exporter none does).
 func BenchmarkMapper(b *testing.B) {
 	evs, size := decoded()
-	for _, tc := range []struct {
-		name string
-		tp   func() trace.TracerProvider
-	}{
-		{"noop", func() trace.TracerProvider { return noop.NewTracerProvider() }},
-		{"sdk", func() trace.TracerProvider { return sdktrace.NewTracerProvider() }},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			t0 := time.Unix(1_800_000_000, 0)
-			for b.Loop() {
-				m := mapper.New(tc.tp())
-				for i := range evs {
-					m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
-				}
-				m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
-				if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
-					b.Fatalf("the generated stream is not clean: %+v", st)
-				}
+	benchutil.EachTracerProvider(b, func(b *testing.B, newTP func() trace.TracerProvider) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		t0 := time.Unix(1_800_000_000, 0)
+		for b.Loop() {
+			m := mapper.New(newTP())
+			for i := range evs {
+				m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/record")
-		})
-	}
+			m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
+			if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
+				b.Fatalf("the generated stream is not clean: %+v", st)
+			}
+		}
+		benchutil.ReportPerRecord(b, len(evs))
+	})
 }
 
 // BenchmarkMapperMessageUpdate is the record nearly every event is: a delta

@@ -1,17 +1,14 @@
 package mapper_test
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/mapper"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
@@ -21,30 +18,11 @@ func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Opti
 	t.Helper()
 	rec := spantree.NewRecorder()
 	m := mapper.New(rec, opts...)
-	clock := ingest.NewStreamClock(time.Unix(1_700_000_000, 0))
-	sink := ingest.New(m, ingest.WithClock(clock))
-	r := framing.NewReader(bytes.NewReader(stream))
-	for {
-		b, err := r.Next()
-		if err != nil {
-			break
-		}
-		sink.Record(b)
-	}
 	if end == nil {
 		end = &mapper.Ending{Reason: mapper.EndEOF}
 	}
-	m.Close(*end, clock.Now())
-	return rec.Forest(t), m, sink.Stats()
-}
-
-func capture(t *testing.T, version, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(repo.Captures(version, name+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	st := replaytest.Map(m, stream, *end)
+	return rec.Forest(t), m, st
 }
 
 // ending is how the captured run of name ended, as `pi-otel run` would
@@ -78,7 +56,7 @@ func TestCaptureTrees(t *testing.T) {
 		}
 		n++
 		t.Run(version+"/"+name, func(t *testing.T) {
-			forest, _, _ := replay(t, capture(t, version, name), ending(version, name))
+			forest, _, _ := replay(t, replaytest.Capture(t, version, name), ending(version, name))
 			spantree.Golden(t, spantree.CaptureTree(version, name), forest)
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -23,14 +24,14 @@ func TestAttributesWithANewConvention(t *testing.T) {
 		return out
 	}
 
-	forest, _, _ := replay(t, capture(t, v160, "thinking"), nil)
+	forest, _, _ := replay(t, replaytest.Capture(t, v160, "thinking"), nil)
 	for _, c := range chats(forest) {
 		if got := c.Str(string(piconv.ThinkingLevelKey)); got != "high" {
 			t.Errorf("thinking: %s has pi.thinking_level %q, want high", c.Name, got)
 		}
 	}
 
-	forest, _, _ = replay(t, capture(t, v160, "bash-tool"), nil)
+	forest, _, _ = replay(t, replaytest.Capture(t, v160, "bash-tool"), nil)
 	tools := spantree.Find(forest, "execute_tool bash")
 	if len(tools) != 1 || !strings.HasPrefix(tools[0].Str("gen_ai.tool.description"), "Execute a bash command") {
 		t.Errorf("bash-tool: execute_tool bash without its description: %v", tools)
@@ -46,7 +47,7 @@ func TestAttributesWithANewConvention(t *testing.T) {
 
 	// threshold-compaction: two runs, each compacting after its model calls; the second run's
 	// calls follow the first compaction.
-	forest, _, _ = replay(t, capture(t, v160, "threshold-compaction"), nil)
+	forest, _, _ = replay(t, replaytest.Capture(t, v160, "threshold-compaction"), nil)
 	var flags []string
 	for _, c := range chats(forest) {
 		v, _ := c.Attr(string(piconv.ConversationCompactedKey))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -12,7 +13,7 @@ import (
 const v160 = "pi-1.6.0"
 
 func TestPlainText(t *testing.T) {
-	forest, _, st := replay(t, capture(t, v160, "text"), nil)
+	forest, _, st := replay(t, replaytest.Capture(t, v160, "text"), nil)
 	root := spantree.One(t, forest)
 	if root.Kind != "internal" {
 		t.Errorf("root kind %v", root.Kind)
@@ -64,7 +65,7 @@ func assertNoText(t *testing.T, n *spantree.Node, s string) {
 }
 
 func TestBashTool(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "bash-tool"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "bash-tool"), nil)))
 	tool := root.Find("execute_tool bash")[0]
 	tool.WantAttrs(t, map[string]string{
 		"gen_ai.tool.name":    "bash",
@@ -81,7 +82,7 @@ func TestBashTool(t *testing.T) {
 func first(f []*spantree.Node, _ *mapper.Mapper, _ ingest.Stats) []*spantree.Node { return f }
 
 func TestParallelToolsWithFailures(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "parallel-tools"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "parallel-tools"), nil)))
 	turn := root.Find("pi.turn")[0]
 	status := map[string]string{}
 	for _, c := range turn.Children {
@@ -107,7 +108,7 @@ func TestParallelToolsWithFailures(t *testing.T) {
 }
 
 func TestRetryThenSuccess(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "retry-529"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "retry-529"), nil)))
 	retry := root.Find("pi.retry")[0]
 	if got := retry.Must(t, "pi.retry.outcome"); got != "success" {
 		t.Errorf("retry outcome %s", got)
@@ -124,7 +125,7 @@ func TestRetryThenSuccess(t *testing.T) {
 }
 
 func TestRetriesExhausted(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "retry-exhausted"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "retry-exhausted"), nil)))
 	if !root.Failed() || root.Must(t, "pi.outcome") != "error" || root.Must(t, "pi.end_reason") != "settled" {
 		t.Errorf("root %v outcome %s", root.Status, root.Must(t, "pi.outcome"))
 	}
@@ -144,7 +145,7 @@ func TestRetriesExhausted(t *testing.T) {
 }
 
 func TestConnectionCutIsRetried(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "cut"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "cut"), nil)))
 	if got := root.Find("chat fake-model")[0].Must(t, "error.type"); got != "terminated" {
 		t.Errorf("error.type %s", got)
 	}
@@ -154,7 +155,7 @@ func TestConnectionCutIsRetried(t *testing.T) {
 }
 
 func TestTwoPromptsMakeTwoTraces(t *testing.T) {
-	forest, _, _ := replay(t, capture(t, v160, "two-prompts"), nil)
+	forest, _, _ := replay(t, replaytest.Capture(t, v160, "two-prompts"), nil)
 	if len(forest) != 2 {
 		t.Fatalf("%d traces", len(forest))
 	}
@@ -176,7 +177,7 @@ func TestSignalEndsOpenSpans(t *testing.T) {
 		{"sigint-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := spantree.One(t, first(replay(t, capture(t, v160, tc.name), &tc.end)))
+			root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, tc.name), &tc.end)))
 			if !root.Failed() {
 				t.Error("unsettled root not in error")
 			}
@@ -190,7 +191,7 @@ func TestSignalEndsOpenSpans(t *testing.T) {
 }
 
 func TestTruncatedStreamClosesAtEOF(t *testing.T) {
-	b := capture(t, v160, "bash-tool")
+	b := replaytest.Capture(t, v160, "bash-tool")
 	cut := strings.Index(string(b), `"tool_execution_end"`)
 	root := spantree.One(t, first(replay(t, b[:cut], nil)))
 	if root.Must(t, "pi.end_reason") != "eof" || !root.Failed() {
@@ -199,7 +200,7 @@ func TestTruncatedStreamClosesAtEOF(t *testing.T) {
 }
 
 func TestBigOutputAndLineSeparators(t *testing.T) {
-	forest, _, st := replay(t, capture(t, v160, "big-output"), nil)
+	forest, _, st := replay(t, replaytest.Capture(t, v160, "big-output"), nil)
 	root := spantree.One(t, forest)
 	if st.Malformed != 0 {
 		t.Errorf("%d malformed", st.Malformed)
@@ -210,7 +211,7 @@ func TestBigOutputAndLineSeparators(t *testing.T) {
 }
 
 func TestThinkingUsage(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "thinking"), nil)))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "thinking"), nil)))
 	chat := root.Find("chat fake-model")[0]
 	if got := chat.Must(t, "gen_ai.usage.reasoning.output_tokens"); got == "0" {
 		t.Errorf("reasoning tokens %s", got)
@@ -221,7 +222,7 @@ func TestThinkingUsage(t *testing.T) {
 }
 
 func TestThresholdCompactionAfterAgentEndAndBetweenTurns(t *testing.T) {
-	forest, _, _ := replay(t, capture(t, v160, "threshold-compaction"), nil)
+	forest, _, _ := replay(t, replaytest.Capture(t, v160, "threshold-compaction"), nil)
 	if len(forest) != 2 {
 		t.Fatalf("%d traces", len(forest))
 	}
@@ -236,7 +237,7 @@ func TestThresholdCompactionAfterAgentEndAndBetweenTurns(t *testing.T) {
 }
 
 func TestOverflowRecoveryStaysInOneTrace(t *testing.T) {
-	forest, _, _ := replay(t, capture(t, v160, "overflow"), nil)
+	forest, _, _ := replay(t, replaytest.Capture(t, v160, "overflow"), nil)
 	if len(forest) != 2 {
 		t.Fatalf("%d traces", len(forest))
 	}
@@ -257,7 +258,7 @@ func TestOlderPi(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			for _, name := range []string{"text", "bash-tool", "retry-529"} {
 				exit := &mapper.Ending{Reason: mapper.EndExit}
-				root := spantree.One(t, first(replay(t, capture(t, version, name), exit)))
+				root := spantree.One(t, first(replay(t, replaytest.Capture(t, version, name), exit)))
 				if len(root.Find("pi.agent_run")) == 0 || len(root.Find("chat fake-model")) == 0 {
 					t.Errorf("%s: tree\n%s", name, root.String())
 				}
@@ -280,14 +281,14 @@ func TestOlderPi(t *testing.T) {
 }
 
 func TestInexactTimesLeaveOutTimeToFirstChunk(t *testing.T) {
-	root := spantree.One(t, first(replay(t, capture(t, v160, "text"), nil, mapper.WithInexactTimes())))
+	root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, "text"), nil, mapper.WithInexactTimes())))
 	if _, ok := root.Find("chat fake-model")[0].Attr("gen_ai.response.time_to_first_chunk"); ok {
 		t.Fatal("a replay reported a time to first chunk it cannot know")
 	}
 }
 
 func TestCompactionNamesTheRunsModel(t *testing.T) {
-	forest, _, _ := replay(t, capture(t, v160, "threshold-compaction"), nil)
+	forest, _, _ := replay(t, replaytest.Capture(t, v160, "threshold-compaction"), nil)
 	c := forest[0].Find("pi.compaction")[0]
 	if c.Must(t, "gen_ai.request.model") != "fake-model" || c.Must(t, "gen_ai.provider.name") != "fake" {
 		t.Fatal("compaction without its model")

@@ -3,11 +3,10 @@ package event_test
 import (
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 )
 
@@ -45,99 +44,77 @@ var samples = sync.OnceValue(func() []sample {
 	return out
 })
 
-// cpuTime is the CPU time the process has used. Benchmarks report it per
-// operation as cpu-ns/op next to ns/op: on a busy machine wall time
-// includes waiting for a core, CPU time much less so.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+// An op decodes one record; newOp makes one, so that each benchmark gets
+// a fresh Decoder.
+type newOp func() func(rec []byte) error
+
+func decodeOp() func([]byte) error {
+	return func(rec []byte) error {
+		_, err := event.Decode(rec, event.Options{})
+		return err
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// loop runs body b.N times and reports the CPU time per iteration too.
-func loop(b *testing.B, body func()) {
-	start := cpuTime()
-	for b.Loop() {
-		body()
+func decoderOp() func([]byte) error {
+	d := event.NewDecoder(event.Options{})
+	return func(rec []byte) error {
+		_, err := d.Decode(rec)
+		return err
 	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
 
-func BenchmarkDecode(b *testing.B) {
+func peekOp() func([]byte) error {
+	return func(rec []byte) error {
+		_, err := event.Peek(rec)
+		return err
+	}
+}
+
+// eachSample runs an op on each sample as a sub-benchmark.
+func eachSample(b *testing.B, newOp newOp) {
 	for _, s := range samples() {
 		b.Run(s.kind, func(b *testing.B) {
+			op := newOp()
 			b.SetBytes(int64(len(s.rec)))
 			b.ReportAllocs()
-			loop(b, func() {
-				if _, err := event.Decode(s.rec, event.Options{}); err != nil {
+			benchutil.Loop(b, func() {
+				if err := op(s.rec); err != nil {
 					b.Fatal(err)
 				}
 			})
 		})
 	}
 }
+
+func BenchmarkDecode(b *testing.B) { eachSample(b, decodeOp) }
 
 // BenchmarkDecoder is what ingest does: one Decoder, reused. Decoding the
 // same record over and over, it also shows the best case of the Decoder
 // remembering a repeated usage object.
-func BenchmarkDecoder(b *testing.B) {
-	for _, s := range samples() {
-		b.Run(s.kind, func(b *testing.B) {
-			d := event.NewDecoder(event.Options{})
-			b.SetBytes(int64(len(s.rec)))
-			b.ReportAllocs()
-			loop(b, func() {
-				if _, err := d.Decode(s.rec); err != nil {
-					b.Fatal(err)
-				}
-			})
-		})
-	}
-}
+func BenchmarkDecoder(b *testing.B) { eachSample(b, decoderOp) }
 
-func BenchmarkPeek(b *testing.B) {
-	for _, s := range samples() {
-		b.Run(s.kind, func(b *testing.B) {
-			b.SetBytes(int64(len(s.rec)))
-			b.ReportAllocs()
-			loop(b, func() {
-				if _, err := event.Peek(s.rec); err != nil {
-					b.Fatal(err)
-				}
-			})
-		})
-	}
-}
+func BenchmarkPeek(b *testing.B) { eachSample(b, peekOp) }
 
 // BenchmarkDecodeStream decodes every record of the realistic mix, with
 // Decode and with one reused Decoder.
 func BenchmarkDecodeStream(b *testing.B) {
 	data, recs := streamgen.BenchStream()
-	b.Run("Decode", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		b.ReportAllocs()
-		loop(b, func() {
-			for _, r := range recs {
-				if _, err := event.Decode(r, event.Options{}); err != nil {
-					b.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		newOp newOp
+	}{{"Decode", decodeOp}, {"Decoder", decoderOp}} {
+		b.Run(tc.name, func(b *testing.B) {
+			op := tc.newOp()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			benchutil.Loop(b, func() {
+				for _, r := range recs {
+					if err := op(r); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
+			})
+			benchutil.ReportPerRecord(b, len(recs))
 		})
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
-	})
-	b.Run("Decoder", func(b *testing.B) {
-		d := event.NewDecoder(event.Options{})
-		b.SetBytes(int64(len(data)))
-		b.ReportAllocs()
-		loop(b, func() {
-			for _, r := range recs {
-				if _, err := d.Decode(r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
-	})
+	}
 }

@@ -116,20 +116,8 @@ func (s *scan) decodeAMESub(rec []byte, a *AssistantMessageEvent) bool {
 	var sn seen
 	for k := range s.subN {
 		m := &s.sub[k]
-		key, val := rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd]
-		switch string(key) {
-		case "type":
-			if !sn.first(0) || !decodeString(val, &a.Type) {
-				return false
-			}
-		case "contentIndex":
-			if !sn.first(1) || !decodeInt(val, &a.ContentIndex) {
-				return false
-			}
-		default:
-			if !plainKey(key) || foldsToAny(key, ameNames[:2]) {
-				return false
-			}
+		if !a.liteMember(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd], &sn) {
+			return false
 		}
 	}
 	return true
@@ -143,57 +131,46 @@ func decodeAMELite(v []byte, a *AssistantMessageEvent) bool {
 		if !ok {
 			return true
 		}
-		val := v[vs:ve]
-		switch string(key) {
-		case "type":
-			if !sn.first(0) || !decodeString(val, &a.Type) {
-				return false
-			}
-		case "contentIndex":
-			if !sn.first(1) || !decodeInt(val, &a.ContentIndex) {
-				return false
-			}
-		default:
-			if !plainKey(key) || foldsToAny(key, ameNames[:2]) {
-				return false
-			}
+		if !a.liteMember(key, v[vs:ve], &sn) {
+			return false
 		}
 	}
 }
 
-func decodeAME(v []byte, dst **AssistantMessageEvent) bool {
-	switch v[0] {
-	case 'n':
-		*dst = nil
-		return true
-	case '{':
-	default:
+// liteMember decodes one member of an assistantMessageEvent with content
+// off: its type and contentIndex; the rest is skipped.
+func (a *AssistantMessageEvent) liteMember(key, val []byte, sn *seen) bool {
+	switch string(key) {
+	case "type":
+		return sn.first(0) && decodeString(val, &a.Type)
+	case "contentIndex":
+		return sn.first(1) && decodeInt(val, &a.ContentIndex)
+	}
+	return plainKey(key) && !foldsToAny(key, ameNames[:2])
+}
+
+func decodeAME(v []byte, a *AssistantMessageEvent) bool {
+	if v[0] != '{' {
 		return false
 	}
-	a := new(AssistantMessageEvent)
 	var sn seen
 	it := iterObject(v, 0)
 	for {
 		key, vs, ve, ok := it.next()
 		if !ok {
-			*dst = a
 			return true
 		}
 		val := v[vs:ve]
 		var good bool
 		switch string(key) {
-		case "type":
-			good = sn.first(0) && decodeString(val, &a.Type)
-		case "contentIndex":
-			good = sn.first(1) && decodeInt(val, &a.ContentIndex)
 		case "delta":
 			good = sn.first(2) && decodeString(val, &a.Delta)
 		case "id":
 			good = sn.first(3) && decodeString(val, &a.ID)
 		case "toolName":
 			good = sn.first(4) && decodeString(val, &a.ToolName)
-		default:
-			good = plainKey(key) && !foldsToAny(key, ameNames)
+		default: // type, contentIndex, or a key no field takes
+			good = a.liteMember(key, val, &sn) && !foldsToAny(key, ameNames[2:])
 		}
 		if !good {
 			return false
@@ -223,18 +200,18 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 		case "messages":
 			good = sn.first(5) && decodeRawList(v, &ev.Messages, alias)
 		case "willRetry":
-			good = sn.first(6) && decodeBoolPtr(v, &ev.WillRetry)
+			good = sn.first(6) && decodePtr(v, &ev.WillRetry, decodeBool)
 		case "aborted":
-			good = sn.first(7) && decodeBoolPtr(v, &ev.Aborted)
+			good = sn.first(7) && decodePtr(v, &ev.Aborted, decodeBool)
 		case "message":
 			good = sn.first(8)
 			decodeRaw(v, &ev.RawMessage, alias)
 		case "toolResults":
 			good = sn.first(9) && decodeRawList(v, &ev.ToolResults, alias)
 		case "assistantMessageEvent":
-			good = sn.first(10) && decodeAME(v, &ev.AssistantMessageEvent)
+			good = sn.first(10) && decodePtr(v, &ev.AssistantMessageEvent, decodeAME)
 		case "usage":
-			good = sn.first(11) && decodeUsagePtr(v, &ev.Usage)
+			good = sn.first(11) && decodePtr(v, &ev.Usage, decodeUsage)
 		case "toolCallId":
 			good = sn.first(12) && decodeString(v, &ev.ToolCallID)
 		case "toolName":
@@ -251,7 +228,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 		case "isError":
 			good = sn.first(17) && decodeBool(v, &ev.IsError)
 		case "durationMs":
-			good = sn.first(18) && decodeFloatPtr(v, &ev.DurationMs)
+			good = sn.first(18) && decodePtr(v, &ev.DurationMs, decodeFloat)
 		case "steering":
 			good = sn.first(19) && decodeRawList(v, &ev.Steering, alias)
 		case "followUp":
@@ -260,7 +237,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 			good = sn.first(21)
 			decodeRaw(v, &ev.Entry, alias)
 		case "name":
-			good = sn.first(22) && decodeStringPtr(v, &ev.Name)
+			good = sn.first(22) && decodePtr(v, &ev.Name, decodeString)
 		case "level":
 			good = sn.first(23) && decodeString(v, &ev.Level)
 		case "reason":
@@ -274,7 +251,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 		case "delayMs":
 			good = sn.first(28) && decodeFloat(v, &ev.DelayMs)
 		case "success":
-			good = sn.first(29) && decodeBoolPtr(v, &ev.Success)
+			good = sn.first(29) && decodePtr(v, &ev.Success, decodeBool)
 		case "finalError":
 			good = sn.first(30) && decodeString(v, &ev.FinalError)
 		case "source":
@@ -346,7 +323,7 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 		case "responseId":
 			good = sn.first(6) && decodeString(val, &msg.ResponseID)
 		case "usage":
-			good = sn.first(7) && decodeUsagePtr(val, &msg.Usage)
+			good = sn.first(7) && decodePtr(val, &msg.Usage, decodeUsage)
 		case "stopReason":
 			good = sn.first(8) && decodeString(val, &msg.StopReason)
 		case "errorMessage":
@@ -354,7 +331,7 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 		case "rawStopReason":
 			good = sn.first(10) && decodeString(val, &msg.RawStopReason)
 		case "durationMs":
-			good = sn.first(11) && decodeFloatPtr(val, &msg.DurationMs)
+			good = sn.first(11) && decodePtr(val, &msg.DurationMs, decodeFloat)
 		case "timestamp":
 			good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
 		case "thinkingLevel":
@@ -401,29 +378,22 @@ func decodeSections(v []byte, dst *map[string]*string) bool {
 			return false
 		}
 		var p *string
-		if !decodeStringPtr(v[vs:ve], &p) {
+		if !decodePtr(v[vs:ve], &p, decodeString) {
 			return false
 		}
 		m[string(key)] = p
 	}
 }
 
-func decodeUsagePtr(v []byte, dst **Usage) bool {
-	switch v[0] {
-	case 'n':
-		*dst = nil
-		return true
-	case '{':
-	default:
+func decodeUsage(v []byte, u *Usage) bool {
+	if v[0] != '{' {
 		return false
 	}
-	u := new(Usage)
 	var sn seen
 	it := iterObject(v, 0)
 	for {
 		key, vs, ve, ok := it.next()
 		if !ok {
-			*dst = u
 			return true
 		}
 		val := v[vs:ve]

@@ -92,6 +92,7 @@ func (s *scan) walk(b []byte) error {
 		reused bool     // that value matched the remembered one
 		inSub  bool     // reading the assistantMessageEvent object's own members
 		subCur = -1     // index in s.sub of the member whose value is being read
+		closer byte     // what closes the innermost open container
 	)
 	kindAt := func(d int) bool {
 		if d <= 64 {
@@ -146,29 +147,22 @@ value:
 			return err
 		}
 		i = j
-	case '{':
-		if !push(true) {
+	case '{', '[':
+		obj := c == '{'
+		if !push(obj) {
 			return errJSON
 		}
-		if depth == 2 && cur >= 0 && cur == s.ame {
+		if obj && depth == 2 && cur >= 0 && cur == s.ame {
 			inSub = true
 		}
 		i = space(b, i+1)
-		if i < len(b) && b[i] == '}' {
+		if i < len(b) && b[i] == c+2 { // '}' and ']' follow their openers by two
 			i++
 			pop()
 			goto after
 		}
-		goto key
-	case '[':
-		if !push(false) {
-			return errJSON
-		}
-		i = space(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			i++
-			pop()
-			goto after
+		if obj {
+			goto key
 		}
 		goto value
 	case 't':
@@ -218,23 +212,19 @@ after:
 	if i >= len(b) {
 		return errJSON
 	}
+	// A comma goes on to the next member or element; the closer closes.
+	closer = ']'
 	if inObj {
-		switch b[i] {
-		case ',':
-			i = space(b, i+1)
-			goto key
-		case '}':
-			i++
-			pop()
-			goto after
-		}
-		return errJSON
+		closer = '}'
 	}
 	switch b[i] {
 	case ',':
 		i = space(b, i+1)
+		if inObj {
+			goto key
+		}
 		goto value
-	case ']':
+	case closer:
 		i++
 		pop()
 		goto after

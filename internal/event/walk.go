@@ -163,26 +163,25 @@ func decodeString(v []byte, dst *string) bool {
 	return false
 }
 
-func decodeStringPtr(v []byte, dst **string) bool {
-	if v[0] == 'n' {
-		*dst = nil
-		return true
-	}
-	var s string
-	if !decodeString(v, &s) {
-		return false
-	}
-	*dst = &s
-	return true
-}
-
-func decodeInt64(v []byte, dst *int64) bool {
+// decodeNumber decodes a number field: null leaves it alone, a value of
+// another kind takes the slow path, and parse reads the number.
+func decodeNumber[T int64 | float64](v []byte, dst *T, parse func([]byte) (T, bool)) bool {
 	switch v[0] {
 	case 'n':
 		return true
 	case '"', 't', 'f', '{', '[':
 		return false
 	}
+	n, ok := parse(v)
+	if ok {
+		*dst = n
+	}
+	return ok
+}
+
+func decodeInt64(v []byte, dst *int64) bool { return decodeNumber(v, dst, parseInt64) }
+
+func parseInt64(v []byte) (int64, bool) {
 	if len(v) <= 18 { // small non-negative integers, the usual case
 		var n int64
 		for _, c := range v {
@@ -191,16 +190,11 @@ func decodeInt64(v []byte, dst *int64) bool {
 			}
 			n = n*10 + int64(c-'0')
 		}
-		*dst = n
-		return true
+		return n, true
 	}
 general:
 	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = n
-	return true
+	return n, err == nil
 }
 
 func decodeInt(v []byte, dst *int) bool {
@@ -212,31 +206,25 @@ func decodeInt(v []byte, dst *int) bool {
 	return true
 }
 
-func decodeFloat(v []byte, dst *float64) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case '"', 't', 'f', '{', '[':
-		return false
-	}
+func decodeFloat(v []byte, dst *float64) bool { return decodeNumber(v, dst, parseFloat) }
+
+func parseFloat(v []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return false
-	}
-	*dst = f
-	return true
+	return f, err == nil
 }
 
-func decodeFloatPtr(v []byte, dst **float64) bool {
+// decodePtr decodes a pointer field as encoding/json does: null sets it
+// to nil, any other value to a new T that dec fills.
+func decodePtr[T any](v []byte, dst **T, dec func([]byte, *T) bool) bool {
 	if v[0] == 'n' {
 		*dst = nil
 		return true
 	}
-	var f float64
-	if !decodeFloat(v, &f) {
+	p := new(T)
+	if !dec(v, p) {
 		return false
 	}
-	*dst = &f
+	*dst = p
 	return true
 }
 
@@ -249,21 +237,6 @@ func decodeBool(v []byte, dst *bool) bool {
 		return true
 	case 'f':
 		*dst = false
-		return true
-	}
-	return false
-}
-
-func decodeBoolPtr(v []byte, dst **bool) bool {
-	switch v[0] {
-	case 'n':
-		*dst = nil
-		return true
-	case 't':
-		*dst = &[]bool{true}[0]
-		return true
-	case 'f':
-		*dst = &[]bool{false}[0]
 		return true
 	}
 	return false

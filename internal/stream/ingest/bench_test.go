@@ -1,15 +1,14 @@
 package ingest_test
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -48,11 +47,7 @@ func BenchmarkRecord(b *testing.B) {
 			rec := byKind[k]
 			b.SetBytes(int64(len(rec)))
 			b.ReportAllocs()
-			start := cpuTime()
-			for b.Loop() {
-				s.Record(rec)
-			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+			benchutil.Loop(b, func() { s.Record(rec) })
 		})
 	}
 }
@@ -61,33 +56,15 @@ func BenchmarkRecord(b *testing.B) {
 // spans that go nowhere (noop) and with the SDK recording them.
 func BenchmarkRecordStream(b *testing.B) {
 	data, recs := streamgen.BenchStream()
-	for _, tc := range []struct {
-		name string
-		tp   func() trace.TracerProvider
-	}{
-		{"noop", func() trace.TracerProvider { return noop.NewTracerProvider() }},
-		{"sdk", func() trace.TracerProvider { return sdktrace.NewTracerProvider() }},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				s := ingest.New(mapper.New(tc.tp()), ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
-				for _, r := range recs {
-					s.Record(r)
-				}
+	benchutil.EachTracerProvider(b, func(b *testing.B, newTP func() trace.TracerProvider) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s := ingest.New(mapper.New(newTP()), ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
+			for _, r := range recs {
+				s.Record(r)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
-		})
-	}
-}
-
-// cpuTime is the CPU time the process has used; on a busy machine it is
-// steadier than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		benchutil.ReportPerRecord(b, len(recs))
+	})
 }
