@@ -20,8 +20,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/internal/testutil/streamtest"
 	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -42,11 +42,7 @@ func newHarness(cfg spanlogs.Config) *harness {
 // replay maps a real capture the way `pi-otel replay` does.
 func (h *harness) replay(t *testing.T, version, name string, end mapper.Ending) {
 	t.Helper()
-	stream, err := os.ReadFile(repo.Captures(version, name+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	streamtest.Replay(mapper.New(h.tp), stream, end)
+	replaytest.Map(mapper.New(h.tp), replaytest.Capture(t, version, name), end)
 }
 
 func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
