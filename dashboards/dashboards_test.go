@@ -203,13 +203,21 @@ func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 	}
 }
 
-// provisionedDatasources returns uid → type from the Grafana provisioning file.
-func provisionedDatasources(t *testing.T) map[string]string {
+// readYAML decodes the YAML file at path (below this folder) into v.
+func readYAML(t *testing.T, v any, path ...string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir(t), "grafana", "provisioning", "datasources", "datasources.yaml"))
+	raw, err := os.ReadFile(filepath.Join(append([]string{dir(t)}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// provisionedDatasources returns uid → type from the Grafana provisioning file.
+func provisionedDatasources(t *testing.T) map[string]string {
+	t.Helper()
 	var doc struct {
 		APIVersion  int `yaml:"apiVersion"`
 		Datasources []struct {
@@ -217,9 +225,7 @@ func provisionedDatasources(t *testing.T) map[string]string {
 			JSONData             map[string]any `yaml:"jsonData"`
 		} `yaml:"datasources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &doc, "grafana", "provisioning", "datasources", "datasources.yaml")
 	out := map[string]string{}
 	for _, d := range doc.Datasources {
 		out[d.UID] = d.Type
@@ -234,10 +240,6 @@ func TestProvisioning(t *testing.T) {
 			t.Errorf("datasource uid %q: type %q, want %q", uid, ds[uid], typ)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir(t), "grafana", "provisioning", "dashboards", "dashboards.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prov struct {
 		APIVersion int `yaml:"apiVersion"`
 		Providers  []struct {
@@ -245,9 +247,7 @@ func TestProvisioning(t *testing.T) {
 			Options    struct{ Path string }
 		}
 	}
-	if err := yaml.Unmarshal(raw, &prov); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &prov, "grafana", "provisioning", "dashboards", "dashboards.yaml")
 	if prov.APIVersion != 1 || len(prov.Providers) != 1 || prov.Providers[0].Type != "file" || prov.Providers[0].Options.Path == "" {
 		t.Errorf("dashboard provider: %+v", prov)
 	}
@@ -295,10 +295,6 @@ func TestQueriesParse(t *testing.T) {
 // TestEveryAlertIsDocumentedAndTested: each alert has a severity, a summary, a description and
 // a runbook, and alerts.test.yml has a case where it fires and one where it stays quiet.
 func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(dir(t), "alerts", "alerts.test.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tests struct {
 		Tests []struct {
 			AlertRuleTest []struct {
@@ -307,9 +303,7 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 			} `yaml:"alert_rule_test"`
 		} `yaml:"tests"`
 	}
-	if err := yaml.Unmarshal(raw, &tests); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &tests, "alerts", "alerts.test.yml")
 	fires, quiet := map[string]bool{}, map[string]bool{}
 	for _, tc := range tests.Tests {
 		for _, a := range tc.AlertRuleTest {
