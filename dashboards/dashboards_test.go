@@ -315,32 +315,24 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 		}
 	}
 	var names []string
-	for _, f := range ruleFiles(t) {
-		rf, err := queries.LoadRules(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range loadRules(t, ruleFiles(t)...) {
+		if r.Alert == "" {
+			continue
 		}
-		for _, g := range rf.Groups {
-			for _, r := range g.Rules {
-				if r.Alert == "" {
-					continue
-				}
-				names = append(names, r.Alert)
-				if r.Labels["severity"] == "" {
-					t.Errorf("%s: no severity label", r.Alert)
-				}
-				for _, a := range []string{"summary", "description", "runbook"} {
-					if strings.TrimSpace(r.Annotations[a]) == "" {
-						t.Errorf("%s: no %s annotation", r.Alert, a)
-					}
-				}
-				if !fires[r.Alert] {
-					t.Errorf("%s: no promtool test where it fires", r.Alert)
-				}
-				if !quiet[r.Alert] {
-					t.Errorf("%s: no promtool test where it stays quiet", r.Alert)
-				}
+		names = append(names, r.Alert)
+		if r.Labels["severity"] == "" {
+			t.Errorf("%s: no severity label", r.Alert)
+		}
+		for _, a := range []string{"summary", "description", "runbook"} {
+			if strings.TrimSpace(r.Annotations[a]) == "" {
+				t.Errorf("%s: no %s annotation", r.Alert, a)
 			}
+		}
+		if !fires[r.Alert] {
+			t.Errorf("%s: no promtool test where it fires", r.Alert)
+		}
+		if !quiet[r.Alert] {
+			t.Errorf("%s: no promtool test where it stays quiet", r.Alert)
 		}
 	}
 	sort.Strings(names)
@@ -354,21 +346,40 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 // TestRecordingRulesKeepTheirInterval: the increment rules subtract the value one minute ago, so
 // their group must be evaluated exactly once a minute.
 func TestRecordingRulesKeepTheirInterval(t *testing.T) {
-	rf, err := queries.LoadRules(filepath.Join(dir(t), "alerts", "recording.rules.yml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range loadRules(t, filepath.Join(dir(t), "alerts", "recording.rules.yml")) {
+		if r.Record == "" {
+			continue
+		}
+		if r.Interval != "1m" || !strings.Contains(r.Expr, "offset 1m") {
+			t.Errorf("%s: group interval %q must match the rule's offset 1m", r.Record, r.Interval)
+		}
+		if _, err := queries.RecordedLabels(r.Expr); err != nil {
+			t.Errorf("%s: %v", r.Record, err)
+		}
 	}
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Record == "" {
-				continue
-			}
-			if g.Interval != "1m" || !strings.Contains(r.Expr, "offset 1m") {
-				t.Errorf("%s: group interval %q must match the rule's offset 1m", r.Record, g.Interval)
-			}
-			if _, err := queries.RecordedLabels(r.Expr); err != nil {
-				t.Errorf("%s: %v", r.Record, err)
+}
+
+// rule is one rule of a rule file, with its group's evaluation interval.
+type rule struct {
+	Interval            string
+	Alert, Record, Expr string
+	Labels, Annotations map[string]string
+}
+
+// loadRules returns every rule of the rule files, in order.
+func loadRules(t *testing.T, files ...string) []rule {
+	t.Helper()
+	var out []rule
+	for _, f := range files {
+		rf, err := queries.LoadRules(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				out = append(out, rule{g.Interval, r.Alert, r.Record, r.Expr, r.Labels, r.Annotations})
 			}
 		}
 	}
+	return out
 }

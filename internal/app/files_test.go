@@ -37,9 +37,11 @@ func streamFile(t *testing.T, stream []byte) string {
 	return in
 }
 
-// readOTLP reads an OTLP/JSON lines file, as the file exporters write it,
-// and returns the items flatten finds in each request.
-func readOTLP[R, T any](t *testing.T, path string, unmarshal func([]byte) (R, error), flatten func(R) []T) []T {
+// readOTLP reads an OTLP/JSON lines file, as the file exporters write
+// it, and returns every item of every request: OTLP nests each signal's
+// items the same way, in scopes within resources.
+func readOTLP[R, Res, Scope, T any](t *testing.T, path string, unmarshal func([]byte) (R, error),
+	resources func(R) []Res, scopes func(Res) []Scope, items func(Scope) []T) []T {
 	t.Helper()
 	var out []T
 	for _, line := range lines(t, path) {
@@ -47,7 +49,11 @@ func readOTLP[R, T any](t *testing.T, path string, unmarshal func([]byte) (R, er
 		if err != nil {
 			t.Fatalf("%s: %v: %s", path, err, line)
 		}
-		out = append(out, flatten(req)...)
+		for _, r := range resources(req) {
+			for _, s := range scopes(r) {
+				out = append(out, items(s)...)
+			}
+		}
 	}
 	return out
 }
@@ -55,27 +61,15 @@ func readOTLP[R, T any](t *testing.T, path string, unmarshal func([]byte) (R, er
 // fileMetrics is every metric of a --metrics-file.
 func fileMetrics(t *testing.T, path string) []*metricpb.Metric {
 	t.Helper()
-	return readOTLP(t, path, otlpfile.UnmarshalMetrics, func(req *colmetricpb.ExportMetricsServiceRequest) (out []*metricpb.Metric) {
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				out = append(out, sm.Metrics...)
-			}
-		}
-		return out
-	})
+	return readOTLP(t, path, otlpfile.UnmarshalMetrics, (*colmetricpb.ExportMetricsServiceRequest).GetResourceMetrics,
+		(*metricpb.ResourceMetrics).GetScopeMetrics, (*metricpb.ScopeMetrics).GetMetrics)
 }
 
 // fileLogs is every log record of a --logs-file.
 func fileLogs(t *testing.T, path string) []*logspb.LogRecord {
 	t.Helper()
-	return readOTLP(t, path, otlpfile.UnmarshalLogs, func(req *collogpb.ExportLogsServiceRequest) (out []*logspb.LogRecord) {
-		for _, rl := range req.ResourceLogs {
-			for _, sl := range rl.ScopeLogs {
-				out = append(out, sl.LogRecords...)
-			}
-		}
-		return out
-	})
+	return readOTLP(t, path, otlpfile.UnmarshalLogs, (*collogpb.ExportLogsServiceRequest).GetResourceLogs,
+		(*logspb.ResourceLogs).GetScopeLogs, (*logspb.ScopeLogs).GetLogRecords)
 }
 
 func lines(t *testing.T, path string) [][]byte {
