@@ -203,13 +203,21 @@ func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 	}
 }
 
-// provisionedDatasources returns uid → type from the Grafana provisioning file.
-func provisionedDatasources(t *testing.T) map[string]string {
+// readYAML decodes the YAML file at path (below this folder) into v.
+func readYAML(t *testing.T, v any, path ...string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir(t), "grafana", "provisioning", "datasources", "datasources.yaml"))
+	raw, err := os.ReadFile(filepath.Join(append([]string{dir(t)}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// provisionedDatasources returns uid → type from the Grafana provisioning file.
+func provisionedDatasources(t *testing.T) map[string]string {
+	t.Helper()
 	var doc struct {
 		APIVersion  int `yaml:"apiVersion"`
 		Datasources []struct {
@@ -217,9 +225,7 @@ func provisionedDatasources(t *testing.T) map[string]string {
 			JSONData             map[string]any `yaml:"jsonData"`
 		} `yaml:"datasources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &doc, "grafana", "provisioning", "datasources", "datasources.yaml")
 	out := map[string]string{}
 	for _, d := range doc.Datasources {
 		out[d.UID] = d.Type
@@ -234,10 +240,6 @@ func TestProvisioning(t *testing.T) {
 			t.Errorf("datasource uid %q: type %q, want %q", uid, ds[uid], typ)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir(t), "grafana", "provisioning", "dashboards", "dashboards.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prov struct {
 		APIVersion int `yaml:"apiVersion"`
 		Providers  []struct {
@@ -245,9 +247,7 @@ func TestProvisioning(t *testing.T) {
 			Options    struct{ Path string }
 		}
 	}
-	if err := yaml.Unmarshal(raw, &prov); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &prov, "grafana", "provisioning", "dashboards", "dashboards.yaml")
 	if prov.APIVersion != 1 || len(prov.Providers) != 1 || prov.Providers[0].Type != "file" || prov.Providers[0].Options.Path == "" {
 		t.Errorf("dashboard provider: %+v", prov)
 	}
@@ -295,10 +295,6 @@ func TestQueriesParse(t *testing.T) {
 // TestEveryAlertIsDocumentedAndTested: each alert has a severity, a summary, a description and
 // a runbook, and alerts.test.yml has a case where it fires and one where it stays quiet.
 func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(dir(t), "alerts", "alerts.test.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tests struct {
 		Tests []struct {
 			AlertRuleTest []struct {
@@ -307,9 +303,7 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 			} `yaml:"alert_rule_test"`
 		} `yaml:"tests"`
 	}
-	if err := yaml.Unmarshal(raw, &tests); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, &tests, "alerts", "alerts.test.yml")
 	fires, quiet := map[string]bool{}, map[string]bool{}
 	for _, tc := range tests.Tests {
 		for _, a := range tc.AlertRuleTest {
@@ -321,32 +315,24 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 		}
 	}
 	var names []string
-	for _, f := range ruleFiles(t) {
-		rf, err := queries.LoadRules(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range loadRules(t, ruleFiles(t)...) {
+		if r.Alert == "" {
+			continue
 		}
-		for _, g := range rf.Groups {
-			for _, r := range g.Rules {
-				if r.Alert == "" {
-					continue
-				}
-				names = append(names, r.Alert)
-				if r.Labels["severity"] == "" {
-					t.Errorf("%s: no severity label", r.Alert)
-				}
-				for _, a := range []string{"summary", "description", "runbook"} {
-					if strings.TrimSpace(r.Annotations[a]) == "" {
-						t.Errorf("%s: no %s annotation", r.Alert, a)
-					}
-				}
-				if !fires[r.Alert] {
-					t.Errorf("%s: no promtool test where it fires", r.Alert)
-				}
-				if !quiet[r.Alert] {
-					t.Errorf("%s: no promtool test where it stays quiet", r.Alert)
-				}
+		names = append(names, r.Alert)
+		if r.Labels["severity"] == "" {
+			t.Errorf("%s: no severity label", r.Alert)
+		}
+		for _, a := range []string{"summary", "description", "runbook"} {
+			if strings.TrimSpace(r.Annotations[a]) == "" {
+				t.Errorf("%s: no %s annotation", r.Alert, a)
 			}
+		}
+		if !fires[r.Alert] {
+			t.Errorf("%s: no promtool test where it fires", r.Alert)
+		}
+		if !quiet[r.Alert] {
+			t.Errorf("%s: no promtool test where it stays quiet", r.Alert)
 		}
 	}
 	sort.Strings(names)
@@ -360,21 +346,40 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 // TestRecordingRulesKeepTheirInterval: the increment rules subtract the value one minute ago, so
 // their group must be evaluated exactly once a minute.
 func TestRecordingRulesKeepTheirInterval(t *testing.T) {
-	rf, err := queries.LoadRules(filepath.Join(dir(t), "alerts", "recording.rules.yml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range loadRules(t, filepath.Join(dir(t), "alerts", "recording.rules.yml")) {
+		if r.Record == "" {
+			continue
+		}
+		if r.Interval != "1m" || !strings.Contains(r.Expr, "offset 1m") {
+			t.Errorf("%s: group interval %q must match the rule's offset 1m", r.Record, r.Interval)
+		}
+		if _, err := queries.RecordedLabels(r.Expr); err != nil {
+			t.Errorf("%s: %v", r.Record, err)
+		}
 	}
-	for _, g := range rf.Groups {
-		for _, r := range g.Rules {
-			if r.Record == "" {
-				continue
-			}
-			if g.Interval != "1m" || !strings.Contains(r.Expr, "offset 1m") {
-				t.Errorf("%s: group interval %q must match the rule's offset 1m", r.Record, g.Interval)
-			}
-			if _, err := queries.RecordedLabels(r.Expr); err != nil {
-				t.Errorf("%s: %v", r.Record, err)
+}
+
+// rule is one rule of a rule file, with its group's evaluation interval.
+type rule struct {
+	Interval            string
+	Alert, Record, Expr string
+	Labels, Annotations map[string]string
+}
+
+// loadRules returns every rule of the rule files, in order.
+func loadRules(t *testing.T, files ...string) []rule {
+	t.Helper()
+	var out []rule
+	for _, f := range files {
+		rf, err := queries.LoadRules(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				out = append(out, rule{g.Interval, r.Alert, r.Record, r.Expr, r.Labels, r.Annotations})
 			}
 		}
 	}
+	return out
 }

@@ -13,19 +13,16 @@
 #   IDLE       seconds of idle to measure CPU over (default 60)
 #   BENCH_DIR  where the binary and files go (default $TMPDIR/pi-otel-bench)
 set -euo pipefail
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FILES="${FILES:-10000}"
 PER_DIR="${PER_DIR:-100}"
 IDLE="${IDLE:-60}"
-DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/pi-otel-bench}"
 SRC="$ROOT/testdata/sessions/pi-1.6.0/two-prompts.jsonl" # a real Pi 1.6.0 session, two runs
 TICK=$(getconf CLK_TCK)
 
-log() { printf '%s\n' "$*" >&2; }
-mkdir -p "$DIR"
-log "bench-watch: building pi-otel"
-(cd "$ROOT" && go build -o "$DIR/pi-otel" ./cmd/pi-otel)
+build ./cmd/pi-otel
 PIOTEL="$DIR/pi-otel"
 
 SESS="$DIR/watch-$FILES"

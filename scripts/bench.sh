@@ -24,17 +24,14 @@
 #   BASELINE         another pi-otel binary to measure alongside, e.g. one built
 #                    from an earlier commit (git archive REV | tar -x -C DIR; go build)
 set -euo pipefail
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SIZE="${SIZE:-1GB}"
 RUNS="${RUNS:-3}"
-DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/pi-otel-bench}"
 LATENCY_RECORDS="${LATENCY_RECORDS:-5000}"
 LATENCY_INTERVAL="${LATENCY_INTERVAL:-1ms}"
 BIG_RECORD="${BIG_RECORD:-40MB}"
-
-log() { printf '%s\n' "$*" >&2; }
-mkdir -p "$DIR"
 
 command -v jq >/dev/null || { log "bench: jq is needed (apt-get install -y jq)"; exit 1; }
 TIME=/usr/bin/time
@@ -43,20 +40,27 @@ if [[ ! -x $TIME ]]; then
 	TIME=""
 fi
 
-log "bench: building pi-otel and streamgen"
-(cd "$ROOT" && go build -o "$DIR/pi-otel" ./cmd/pi-otel && go build -o "$DIR/streamgen" ./internal/testutil/streamgen/cmd/streamgen)
+build ./cmd/pi-otel ./internal/testutil/streamgen/cmd/streamgen
 PIOTEL="$DIR/pi-otel"
 GEN="$DIR/streamgen"
 
-# stream NAME ARGS... generates a stream once and reuses it afterwards.
-stream() {
-	local file="$DIR/$1.jsonl"
+# generate FILE CMD... runs the generator CMD -stats once into FILE (its
+# stats into FILE.stats) and reuses both afterwards.
+generate() {
+	local file="$1"
 	shift
 	if [[ ! -s $file || ! -s $file.stats ]]; then
 		log "bench: generating $file"
-		"$GEN" "$@" -stats >"$file.tmp" 2>"$file.stats"
+		"$@" -stats >"$file.tmp" 2>"$file.stats"
 		mv "$file.tmp" "$file"
 	fi
+}
+
+# stream NAME ARGS... generates a stream once and prints its path.
+stream() {
+	local file="$DIR/$1.jsonl"
+	shift
+	generate "$file" "$GEN" "$@"
 	printf '%s\n' "$file"
 }
 
@@ -178,13 +182,9 @@ SESSION_SIZE="${SESSION_SIZE:-$SIZE}"
 if [[ $SESSION_SIZE != 0 ]]; then
 	# Months of Pi session history in one file (internal/session/sessiongen),
 	# traced from Pi's session format rather than its event stream.
-	(cd "$ROOT" && go build -o "$DIR/sessiongen" ./internal/session/sessiongen/cmd/sessiongen)
+	build ./internal/session/sessiongen/cmd/sessiongen
 	HIST="$DIR/history-$SESSION_SIZE.jsonl"
-	if [[ ! -s $HIST || ! -s $HIST.stats ]]; then
-		log "bench: generating $HIST"
-		"$DIR/sessiongen" -size "$SESSION_SIZE" -stats >"$HIST.tmp" 2>"$HIST.stats"
-		mv "$HIST.tmp" "$HIST"
-	fi
+	generate "$HIST" "$DIR/sessiongen" -size "$SESSION_SIZE"
 	cat "$HIST" >/dev/null
 	HBYTES=$(stat -c %s "$HIST")
 	HLINES=$(wc -l <"$HIST")

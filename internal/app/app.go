@@ -241,8 +241,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	if err != nil {
 		return nil, err
 	}
-	// The caller's TRACEPARENT makes each run a child of its trace.
-	parentCtx := propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
+	parentCtx := callerContext(env)
 	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
 	if content != nil {
 		mopts = append(mopts, mapper.WithContent(content))
@@ -267,10 +266,8 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		parentCtx: parentCtx,
 		cfg:       cfg,
 		stderr:    env.Stderr,
+		content:   content,
 		flushSigs: make(chan os.Signal, 1),
-	}
-	if content != nil {
-		p.content = content
 	}
 	signal.Notify(p.flushSigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	p.records = func() (int64, int64) {
@@ -379,6 +376,12 @@ func setDeadline(w io.Writer, t time.Time) {
 	if d, ok := w.(interface{ SetDeadline(time.Time) }); ok {
 		d.SetDeadline(t)
 	}
+}
+
+// callerContext holds the caller's TRACEPARENT (and TRACESTATE): each
+// run becomes a child of its trace.
+func callerContext(env Env) context.Context {
+	return propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
 }
 
 // envCarrier reads TRACEPARENT and TRACESTATE from the environment, the

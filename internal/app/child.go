@@ -5,9 +5,104 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/mapper"
 )
+
+// parseChild reads the flags of a command that runs Pi as its child (run,
+// rpc): a command line must follow them; want shows one.
+func parseChild(env Env, name, synopsis, want string, args []string) (config.Config, []string, int) {
+	cfg, argv, code := parse(env, name, synopsis, args, nil)
+	if code >= 0 {
+		return cfg, nil, code
+	}
+	if len(argv) == 0 {
+		fmt.Fprintf(env.Stderr, "pi-otel %s: no command to run; want pi-otel %s %s; see pi-otel %s --help\n", name, name, want, name)
+		return cfg, nil, 2
+	}
+	return cfg, argv, -1
+}
+
+// tracedChild is what run and rpc share around Pi's process: they differ
+// only in how its records reach the trace.
+type tracedChild struct {
+	argv []string
+	opts []launch.Option
+	// started runs once Pi does, before its stdout is read; g is open
+	// until Pi has exited.
+	started func(proc *launch.Process, g *gate)
+	// forward copies Pi's stdout r to out, tracing records through g.
+	forward func(out io.Writer, r io.Reader, g *gate) error
+	// close ends the trace, also when Pi did not start.
+	close func(end mapper.Ending, at time.Time)
+}
+
+// run starts Pi, passes its stdout on to ours while tracing it, and
+// returns Pi's exit code once the trace is closed.
+func (c tracedChild) run(env Env) int {
+	proc, err := launch.Start(c.argv, c.opts...)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		c.close(mapper.Ending{Reason: mapper.EndExit}, time.Now())
+		return launch.ExitCodeForStartError(err)
+	}
+	relayed, stop := superviseSignals(proc)
+	defer stop()
+
+	var g gate
+	if c.started != nil {
+		c.started(proc, &g)
+	}
+	stdout := proc.Stdout()
+	out := &consumerWriter{w: env.Stdout, onError: func() {
+		// Our consumer stopped reading: let Pi's next write fail too, as
+		// it would without pi-otel in the pipe.
+		_ = stdout.Close()
+	}}
+	status := pumpStdout(env, proc, func(r io.Reader) error {
+		err := c.forward(out, r, &g)
+		if out.failed {
+			return nil // our consumer left; Pi's stdout was closed on purpose
+		}
+		return err
+	}, func(status launch.Status) {
+		g.close()
+		c.close(ending(status, relayed()), time.Now())
+	})
+	return status.Code
+}
+
+// ending says why Pi's stream stopped, for a run that did not settle. Pi
+// handles SIGTERM and SIGHUP itself and exits with 128+N, so a relayed
+// signal followed by that code is a death by signal though Pi exited.
+func ending(s launch.Status, relayed syscall.Signal) mapper.Ending {
+	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
+	}
+	if s.Signal != 0 {
+		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
+	}
+	return mapper.Ending{Reason: mapper.EndExit, ExitCode: s.Code}
+}
+
+// consumerWriter notices the first failed write to our stdout.
+type consumerWriter struct {
+	w       io.Writer
+	onError func()
+	failed  bool
+}
+
+func (c *consumerWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && !c.failed {
+		c.failed = true
+		c.onError()
+	}
+	return n, err
+}
 
 // pumpStdout runs forward over Pi's stdout until EOF and calls drained
 // once Pi has exited and its own output is read (launch.Process.Pump): a

@@ -6,6 +6,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // content is the opt-in capture of prompts, arguments and outputs: every
@@ -16,8 +17,9 @@ type content struct {
 	whole int
 }
 
-// newContent returns nil, capturing nothing, unless the user opted in.
-func newContent(cfg config.Config) (*content, error) {
+// newContent returns nil, capturing nothing, unless the user opted in. A
+// nil interface, not a nil *content, so that callers may test for nil.
+func newContent(cfg config.Config) (mapper.Content, error) {
 	if !cfg.CaptureContent {
 		return nil, nil
 	}

@@ -1,65 +1,36 @@
 package app
 
 import (
-	"bytes"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // replayModes replays a real capture to span and metric files and returns
-// each span's attribute keys (by span name, in order) and the metric names.
+// each span's attribute keys (by span name) and the metric names.
 func replayModes(t *testing.T, capture string, flags ...string) (map[string][]map[string]bool, map[string]bool) {
 	t.Helper()
 	dir := t.TempDir()
 	spans, mets := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "metrics.jsonl")
-	var stderr bytes.Buffer
-	args := append([]string{"replay", "--traces-file", spans, "--metrics-file", mets}, flags...)
-	args = append(args, repo.Captures("pi-1.6.0", capture+".jsonl"))
-	if code := Main(Env{Args: args, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	replayOK(t, append(append([]string{"--traces-file", spans, "--metrics-file", mets}, flags...),
+		repo.Captures("pi-1.6.0", capture+".jsonl"))...)
 	keys := map[string][]map[string]bool{}
-	for _, line := range lines(t, spans) {
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatal(err)
+	for _, s := range spantree.All(spantree.ReadOTLPFile(t, spans)) {
+		k := map[string]bool{}
+		for key := range s.Attrs {
+			k[key] = true
 		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					k := map[string]bool{}
-					for _, kv := range s.Attributes {
-						k[kv.Key] = true
-					}
-					keys[s.Name] = append(keys[s.Name], k)
-				}
-			}
-		}
+		keys[s.Name] = append(keys[s.Name], k)
 	}
 	names := map[string]bool{}
-	for _, line := range lines(t, mets) {
-		req, err := otlpfile.UnmarshalMetrics(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					names[m.Name] = true
-				}
-			}
-		}
-	}
-	if _, err := os.Stat(mets); err != nil {
-		t.Fatal(err)
+	for _, m := range fileMetrics(t, mets) {
+		names[m.Name] = true
 	}
 	return keys, names
 }

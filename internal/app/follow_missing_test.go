@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -21,7 +22,7 @@ import (
 // waits for it, as tail -F does; interrupted before anything came, it
 // says nothing was traced and exits 1, not 0.
 func TestFollowMissingFileSaysItWaits(t *testing.T) {
-	bin := buildBin(t)
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	cmd := exec.Command(bin, "replay", "--follow", missing)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
@@ -61,7 +62,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 // The exporters parse OTEL_* themselves too; what they log about a garbled
 // value must not reach stderr unprefixed, beside pi-otel's own warning.
 func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
-	bin := buildBin(t)
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,8 @@
 package app_test
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // A --traces-file FIFO that nobody reads: pi-otel neither blocks Pi's start
@@ -25,18 +23,13 @@ func TestFIFOTracesFileNobodyReads(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
-	code := app.Main(app.Env{
-		Args: []string{"run", "--traces-file", fifo, "--flush-timeout", "300ms", "--",
-			"sh", "-c", `cat "$0"; exit 5`, captures + "bash-tool.jsonl"},
-		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Getenv: func(string) string { return "" },
-	})
+	code, _, stderr := mainRun(t, "run", "--traces-file", fifo, "--flush-timeout", "300ms", "--",
+		"sh", "-c", `cat "$0"; exit 5`, captures+"bash-tool.jsonl")
 	if code != 5 {
 		t.Errorf("exit %d, want the child's 5", code)
 	}
-	if !strings.Contains(stderr.String(), "pi-otel: 1 trace") || !(strings.Contains(stderr.String(), "7 failed") || strings.Contains(stderr.String(), "7 spans dropped")) {
-		t.Errorf("the summary does not say spans were lost:\n%s", stderr.String())
+	if !bytes.Contains(stderr, []byte("pi-otel: 1 trace")) || !(bytes.Contains(stderr, []byte("7 failed")) || bytes.Contains(stderr, []byte("7 spans dropped"))) {
+		t.Errorf("the summary does not say spans were lost:\n%s", stderr)
 	}
 }
 
@@ -67,53 +60,35 @@ func TestStalledStderrUnderConsoleExporter(t *testing.T) {
 // Ctrl-C while pi-otel flushes at exit ends the flush, not pi-otel: the
 // exit code is Pi's and the summary line still comes.
 func TestSignalDuringExitFlush(t *testing.T) {
-	bin := buildBin(t)
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The flush waits for a reader that never comes, far longer than the
 	// test lets it; only the signal can end it.
-	cmd := exec.Command(bin, "run", "--traces-file", fifo, "--flush-timeout", "10m", "--",
-		"sh", "-c", `cat "$0"; echo done; exit 4`, captures+"bash-tool.jsonl")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	r := runBin(t, bin, binRun{
+		args: []string{"run", "--traces-file", fifo, "--flush-timeout", "10m", "--",
+			"sh", "-c", `cat "$0"; echo done; exit 4`, captures + "bash-tool.jsonl"},
+		onLine: func(line []byte, p *os.Process) {
+			if string(line) == "done\n" {
+				go signalAfter(p, 200*time.Millisecond, syscall.SIGINT) // into the flush
+			}
+		},
+	})
+	if r.code != 4 {
+		t.Fatalf("pi-otel ended with %d, want exit 4\n%s", r.code, r.stderr)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if n := strings.Count(string(r.stderr), "pi-otel: 1 trace"); n != 1 {
+		t.Errorf("%d summary lines:\n%s", n, r.stderr)
 	}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() && lines.Text() != "done" {
-	}
-	go io.Copy(io.Discard, stdout)
-	time.Sleep(200 * time.Millisecond) // into the flush
-	cmd.Process.Signal(syscall.SIGINT)
-	err = waitOrKill(t, cmd)
-	ee, _ := err.(*exec.ExitError)
-	if ee == nil || ee.ExitCode() != 4 {
-		t.Fatalf("pi-otel ended with %v, want exit 4\n%s", err, stderr.String())
-	}
-	if n := strings.Count(stderr.String(), "pi-otel: 1 trace"); n != 1 {
-		t.Errorf("%d summary lines:\n%s", n, stderr.String())
-	}
-}
-
-func buildBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pi-otel")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pi-otel/pi-otel/cmd/pi-otel").CombinedOutput(); err != nil {
-		t.Fatalf("building pi-otel: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // Replaying a FIFO waits for its writer; SIGINT and SIGTERM still end
-// pi-otel, with or without --follow.
+// pi-otel, with or without --follow. (runBin fails the test if pi-otel
+// dies of the signal instead of handling it, or does not end.)
 func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
-	bin := buildBin(t)
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -128,34 +103,19 @@ func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var stderr bytes.Buffer
-			cmd := exec.Command(bin, append(c.args, fifo)...)
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(300 * time.Millisecond) // blocked in open
-			cmd.Process.Signal(c.sig)
-			err := waitOrKill(t, cmd)
-			if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
-				t.Fatalf("killed by the signal instead of handling it: %v\n%s", err, stderr.String())
-			}
+			runBin(t, bin, binRun{
+				args: append(c.args, fifo),
+				started: func(p *os.Process) {
+					go signalAfter(p, 300*time.Millisecond, c.sig) // blocked in open
+				},
+			})
 		})
 	}
 }
 
-// waitOrKill waits for cmd; a guard against a hang, not a timing check.
-func waitOrKill(t *testing.T, cmd *exec.Cmd) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatal("still running 30s after the signal")
-		return nil
-	}
+// signalAfter sends sig to p after d; a p that has ended by then fails
+// the test on what it did instead.
+func signalAfter(p *os.Process, d time.Duration, sig syscall.Signal) {
+	time.Sleep(d)
+	_ = p.Signal(sig)
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -138,10 +137,7 @@ func firstLine(s string) string {
 // Warnings about bad records stop after a burst; the end says how many
 // more there were, before the summary that counts them all.
 func TestHeldBackWarningsCounted(t *testing.T) {
-	capture, err := os.ReadFile(repo.Path("testdata/captures/pi-0.73.x/bash-tool.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	capture := repo.Read(t, "testdata/captures/pi-0.73.x/bash-tool.jsonl")
 	in := string(capture) + strings.Repeat("{bad\n", 20)
 	var out, errb bytes.Buffer
 	code := Main(Env{Args: []string{"replay", "--traces-exporter", "none", "-"}, Stdin: strings.NewReader(in),
@@ -176,10 +172,7 @@ func TestDemoTreeIsStable(t *testing.T) {
 				t.Fatalf("no tools in the demo tree:\n%s", tree)
 			}
 			// The README shows this tree: it must be what users see.
-			readme, err := os.ReadFile(repo.Path("README.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			readme := repo.Read(t, "README.md")
 			shown := regexp.MustCompile("(?s)\n(invoke_agent pi  274ms.*?)\n```").FindSubmatch(readme)
 			if shown == nil || !strings.Contains(tree, string(shown[1])) {
 				t.Errorf("the README's tree is not the demo's:\n%s", tree)

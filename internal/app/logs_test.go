@@ -1,16 +1,14 @@
 package app
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -25,82 +23,36 @@ type fileRecord struct {
 func replayWithLogs(t *testing.T, stream []byte, flags ...string) (string, []fileRecord, map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
-	in, spans, logs := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "logs.jsonl")
-	if err := os.WriteFile(in, stream, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	args := append([]string{"replay", "--traces-file", spans, "--logs-file", logs}, flags...)
-	if code := Main(Env{Args: append(args, in), Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	spans, logs := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "logs.jsonl")
+	stderr := replayOK(t, append(append([]string{"--traces-file", spans, "--logs-file", logs}, flags...), streamFile(t, stream))...)
 	names := map[string]string{}
-	for _, line := range lines(t, spans) {
-		req, err := otlpfile.UnmarshalTraces(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					names[hex.EncodeToString(s.TraceId)+"/"+hex.EncodeToString(s.SpanId)] = s.Name
-				}
-			}
-		}
+	for _, s := range spantree.All(spantree.ReadOTLPFile(t, spans)) {
+		names[s.TraceID+"/"+s.SpanID] = s.Name
 	}
 	var records []fileRecord
-	for _, line := range lines(t, logs) {
-		req, err := otlpfile.UnmarshalLogs(line)
-		if err != nil {
-			t.Fatalf("%v: %s", err, line)
+	for _, r := range fileLogs(t, logs) {
+		fr := fileRecord{event: r.EventName, severity: r.SeverityText,
+			traceID: hex.EncodeToString(r.TraceId), spanID: hex.EncodeToString(r.SpanId), attrs: map[string]string{}}
+		for _, kv := range r.Attributes {
+			fr.attrs[kv.Key] = kv.Value.String()
 		}
-		for _, rl := range req.ResourceLogs {
-			for _, sl := range rl.ScopeLogs {
-				for _, r := range sl.LogRecords {
-					fr := fileRecord{event: r.EventName, severity: r.SeverityText,
-						traceID: hex.EncodeToString(r.TraceId), spanID: hex.EncodeToString(r.SpanId), attrs: map[string]string{}}
-					for _, kv := range r.Attributes {
-						fr.attrs[kv.Key] = kv.Value.String()
-					}
-					records = append(records, fr)
-				}
-			}
-		}
+		records = append(records, fr)
 	}
 	raw, err := os.ReadFile(logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr.String(), "log records → file "+logs) {
-		t.Errorf("summary does not count the records: %s", stderr.String())
+	if !strings.Contains(stderr, "log records → file "+logs) {
+		t.Errorf("summary does not count the records: %s", stderr)
 	}
 	return string(raw), records, names
-}
-
-func lines(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][]byte
-	s := bufio.NewScanner(f)
-	s.Buffer(nil, 64<<20)
-	for s.Scan() {
-		out = append(out, append([]byte(nil), s.Bytes()...))
-	}
-	return out
 }
 
 // TestLogFileTiesRecordsToSpans: `pi-otel replay --logs-file` of a real
 // capture writes OTLP/JSON lines whose records name spans of the traces
 // file written beside them.
 func TestLogFileTiesRecordsToSpans(t *testing.T) {
-	stream, err := os.ReadFile(repo.Captures("pi-1.6.0", "retry-529.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := repo.Read(t, "testdata/captures/pi-1.6.0/retry-529.jsonl")
 	_, records, names := replayWithLogs(t, stream)
 	want := map[string]string{ // event → span name
 		piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFailed: "chat fake-model",

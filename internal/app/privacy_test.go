@@ -2,7 +2,6 @@ package app
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -76,23 +75,13 @@ func secretStream(t *testing.T, corpus []secret) []byte {
 
 func replayToFile(t *testing.T, stream []byte, flags ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	out := filepath.Join(dir, "spans.jsonl")
-	if err := os.WriteFile(in, stream, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	args := append([]string{"replay", "--traces-exporter", "file", "--traces-file", out}, flags...)
-	code := Main(Env{Args: append(args, in), Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }})
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	out := filepath.Join(t.TempDir(), "spans.jsonl")
+	stderr := replayOK(t, append(append([]string{"--traces-exporter", "file", "--traces-file", out}, flags...), streamFile(t, stream))...)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b) + stderr.String()
+	return string(b) + stderr
 }
 
 func TestNoContentByDefault(t *testing.T) {

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"io"
-	"os"
 	"testing"
 	"time"
 
@@ -18,10 +17,7 @@ import (
 // A followed session file: a run that has answered and gone quiet is traced
 // while the follower waits for more, before the next prompt arrives.
 func TestFollowSessionTracesAQuietRun(t *testing.T) {
-	b, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	second := -1
 	for i, l := range lines {

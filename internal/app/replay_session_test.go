@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,11 +14,9 @@ import (
 func replayArgs(t *testing.T, in string, flags ...string) (code int, spans, stderr string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "spans.jsonl")
-	var errb bytes.Buffer
-	args := append([]string{"replay", "--traces-exporter", "file", "--traces-file", out}, flags...)
-	code = Main(Env{Args: append(args, in), Stdout: &bytes.Buffer{}, Stderr: &errb, Getenv: func(string) string { return "" }})
+	code, _, stderr = mainWith(nil, append(append([]string{"replay", "--traces-exporter", "file", "--traces-file", out}, flags...), in)...)
 	b, _ := os.ReadFile(out)
-	return code, string(b), errb.String()
+	return code, string(b), stderr
 }
 
 var traceIDRe = regexp.MustCompile(`"traceId":\s*"([0-9a-f]{32})"`)
@@ -100,10 +97,7 @@ func TestReplayRejectsOtherFiles(t *testing.T) {
 // Damaged lines are reported and skipped; a session with no prompt says so.
 func TestReplaySessionFileDamagedAndEmpty(t *testing.T) {
 	dir := t.TempDir()
-	b, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/text.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repo.Read(t, "testdata/sessions/pi-1.6.0/text.jsonl")
 	lines := strings.SplitAfter(string(b), "\n")
 	damaged := strings.Join(lines[:2], "") + `{"type":"message","id":"x","parentId":null,"message":{"role":"us` + "\n" + strings.Join(lines[2:], "")
 	p := filepath.Join(dir, "damaged.jsonl")

@@ -18,13 +18,9 @@ import (
 // order, while an rpc.Tracker watches both directions. It returns Pi's
 // exit code. See docs/rpc.md.
 func RPC(env Env, args []string) int {
-	cfg, argv, code := parse(env, "rpc", "[flags] -- pi --mode rpc ...", args, nil)
+	cfg, argv, code := parseChild(env, "rpc", "[flags] -- pi --mode rpc ...", "[flags] -- pi --mode rpc ...", args)
 	if code >= 0 {
 		return code
-	}
-	if len(argv) == 0 {
-		fmt.Fprintln(env.Stderr, "pi-otel rpc: no command to run; want pi-otel rpc [flags] -- pi --mode rpc ...; see pi-otel rpc --help")
-		return 2
 	}
 	p, err := newPipeline(env, cfg, nil)
 	if err != nil {
@@ -32,8 +28,8 @@ func RPC(env Env, args []string) int {
 		return 2
 	}
 	var opts []rpc.Option
-	if c, err := newContent(cfg); err == nil && c != nil {
-		opts = append(opts, rpc.WithContent(c))
+	if p.content != nil {
+		opts = append(opts, rpc.WithContent(p.content))
 	}
 	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
 	p.countRecordsWith(func() (int64, int64) {
@@ -44,56 +40,36 @@ func RPC(env Env, args []string) int {
 	// No TRACEPARENT is reserved for Pi here: one RPC process serves many
 	// runs, so no single root id would be right for what Pi starts. Pi
 	// inherits the caller's TRACEPARENT, if any, like any child.
-	proc, err := launch.Start(argv, launch.WithStdinPipe())
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-		now := time.Now()
-		tr.Close(mapper.Ending{Reason: mapper.EndExit}, now)
-		p.finish(mapper.Ending{Reason: mapper.EndExit}, now)
-		return launch.ExitCodeForStartError(err)
-	}
-	relayed, stop := superviseSignals(proc)
-	defer stop()
-
-	var g gate // traces both directions until Pi has exited
-
-	// Controller → Pi. The controller's EOF becomes Pi's, which asks Pi to
-	// shut down. If Pi exits first this goroutine stays blocked reading
-	// our stdin; the process ends without it.
-	go func() {
-		stdin := proc.Stdin()
-		in := newTap(stdin, func(rec []byte) { g.do(func() { tr.FromController(rec, time.Now()) }) })
-		_, err := framing.Forward(in, env.Stdin, nil)
-		in.flush()
-		if err != nil && !errors.Is(err, os.ErrClosed) {
-			fmt.Fprintf(env.Stderr, "pi-otel: reading the controller's input: %v\n", err)
-		}
-		_ = stdin.Close()
-	}()
-
-	// Pi → controller.
-	stdout := proc.Stdout()
-	out := &consumerWriter{w: env.Stdout, onError: func() {
-		// The controller stopped reading: let Pi's next write fail too, as
-		// it would without the proxy.
-		_ = stdout.Close()
-	}}
-	piOut := newTap(out, func(rec []byte) { g.do(func() { tr.FromPi(rec, time.Now()) }) })
-	status := pumpStdout(env, proc, func(r io.Reader) error {
-		_, err := framing.Forward(piOut, r, nil)
-		piOut.flush()
-		if out.failed {
-			return nil // the controller left; Pi's stdout was closed on purpose
-		}
-		return err
-	}, func(status launch.Status) {
-		g.close()
-		end := ending(status, relayed())
-		now := time.Now()
-		tr.Close(end, now)
-		p.finish(end, now)
-	})
-	return status.Code
+	return tracedChild{
+		argv: argv,
+		opts: []launch.Option{launch.WithStdinPipe()},
+		// Controller → Pi. The controller's EOF becomes Pi's, which asks
+		// Pi to shut down. If Pi exits first this goroutine stays blocked
+		// reading our stdin; the process ends without it.
+		started: func(proc *launch.Process, g *gate) {
+			go func() {
+				stdin := proc.Stdin()
+				in := newTap(stdin, func(rec []byte) { g.do(func() { tr.FromController(rec, time.Now()) }) })
+				_, err := framing.Forward(in, env.Stdin, nil)
+				in.flush()
+				if err != nil && !errors.Is(err, os.ErrClosed) {
+					fmt.Fprintf(env.Stderr, "pi-otel: reading the controller's input: %v\n", err)
+				}
+				_ = stdin.Close()
+			}()
+		},
+		// Pi → controller.
+		forward: func(out io.Writer, r io.Reader, g *gate) error {
+			piOut := newTap(out, func(rec []byte) { g.do(func() { tr.FromPi(rec, time.Now()) }) })
+			_, err := framing.Forward(piOut, r, nil)
+			piOut.flush()
+			return err
+		},
+		close: func(end mapper.Ending, at time.Time) {
+			tr.Close(end, at)
+			p.finish(end, at)
+		},
+	}.run(env)
 }
 
 // tap hands each record to the tracker before its bytes are written on,

@@ -364,10 +364,11 @@ func TestRunBinary(t *testing.T) {
 
 // binRun is one run of a built program.
 type binRun struct {
-	args   []string
-	env    []string // added to this process's, minus OTEL_* and PI_OTEL_*
-	stdin  io.Reader
-	onLine func(line []byte, p *os.Process) // sees each stdout line as it comes
+	args    []string
+	env     []string // added to this process's, minus OTEL_* and PI_OTEL_*
+	stdin   io.Reader
+	started func(p *os.Process)              // called once it runs
+	onLine  func(line []byte, p *os.Process) // sees each stdout line as it comes
 }
 
 type binResult struct {
@@ -393,7 +394,7 @@ func runBin(t *testing.T, name string, r binRun) *binResult {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdout, err := proc.Run(cmd, nil, r.onLine)
+	stdout, err := proc.Run(cmd, r.started, r.onLine)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,16 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/mapper"
 )
@@ -79,11 +78,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	home := env.Getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	dirs := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd, Project: true}
+	dirs := sessionwatch.PiDirs{Getenv: env.Getenv, Home: homeDir(env), Cwd: cwd, Project: true}
 	dir, custom := "", true
 	if v, ok := piFlag(argv, false, "--session-dir"); ok && v != "" {
 		dir = dirs.Abs(v)
@@ -98,7 +93,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	argv = pinSession(argv, dir, owner)
 
 	// Everything pi-otel writes waits until Pi gives the terminal back.
-	held := &heldWriter{}
+	held := &outfile.Buffer{}
 	quietEnv := env
 	quietEnv.Stderr = held
 	sp, err := newSessionPipeline(quietEnv, cfg)
@@ -140,7 +135,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		cleanPrecreated(owner.Created)
 		fmt.Fprintf(held, "pi-otel: %v\n", err)
 		sp.summary(nil)
-		held.release(env.Stderr)
+		_, _ = held.WriteTo(env.Stderr)
 		return launch.ExitCodeForStartError(err)
 	}
 	owner.SetPID(proc.Pid())
@@ -161,7 +156,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	}
 	cleanPrecreated(owner.Created)
 	sp.summary(nil)
-	held.release(env.Stderr)
+	_, _ = held.WriteTo(env.Stderr)
 	return status.Code
 }
 
@@ -351,22 +346,4 @@ func runUntraced(env Env, argv []string) int {
 		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", err)
 	}
 	return status.Code
-}
-
-// heldWriter keeps what is written until release.
-type heldWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (h *heldWriter) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.buf.Write(p)
-}
-
-func (h *heldWriter) release(w io.Writer) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, _ = h.buf.WriteTo(w)
 }

@@ -9,11 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/session"
@@ -41,10 +40,7 @@ func Watch(env Env, args []string) int {
 	for _, w := range wcfg.Warnings {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 	}
-	home, _ := os.UserHomeDir()
-	if env.Getenv("HOME") != "" {
-		home = env.Getenv("HOME")
-	}
+	home := homeDir(env)
 	if len(dirs) == 0 {
 		cwd, _ := os.Getwd()
 		root, _, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd}.SessionRoot()
@@ -84,7 +80,7 @@ func Watch(env Env, args []string) int {
 		fcfg.Since = time.Now().Add(-wcfg.Since)
 	}
 	if !cfg.Quiet {
-		fmt.Fprintf(env.Stderr, "pi-otel: watching %s (state %s)\n", joinDirs(dirs), state)
+		fmt.Fprintf(env.Stderr, "pi-otel: watching %s (state %s)\n", strings.Join(dirs, ", "), state)
 	}
 	f := sessionwatch.New(fcfg)
 	runErr := f.Run(ctx)
@@ -97,15 +93,13 @@ func Watch(env Env, args []string) int {
 	return 0
 }
 
-func joinDirs(dirs []string) string {
-	s := ""
-	for i, d := range dirs {
-		if i > 0 {
-			s += ", "
-		}
-		s += d
+// homeDir is $HOME as the environment gives it, else the user's.
+func homeDir(env Env) string {
+	if h := env.Getenv("HOME"); h != "" {
+		return h
 	}
-	return s
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // sessionPipeline is the telemetry of the commands that trace session
@@ -128,14 +122,11 @@ type sessionPipeline struct {
 }
 
 func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
-	sp := &sessionPipeline{ids: &session.IDs{}, cfg: cfg, stderr: env.Stderr}
-	c, err := newContent(cfg)
+	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if c != nil { // a nil *content would be a non-nil interface
-		sp.content = c
-	}
+	sp := &sessionPipeline{ids: &session.IDs{}, cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
 	// Trace and span ids derive from the session and entry ids, so a run
 	// traced again (after a failed export) keeps its ids.
 	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), 0 },
@@ -144,7 +135,6 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 		return nil, err
 	}
 	sp.tel = tel
-	sp.parent = propagation.TraceContext{}.Extract(context.Background(), envCarrier(env.Getenv))
 	return sp, nil
 }
 

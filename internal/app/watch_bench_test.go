@@ -19,10 +19,7 @@ import (
 // does, exporter none: the follower, the session tracer, the SDK and the
 // span metrics.
 func BenchmarkWatchSinceAll(b *testing.B) {
-	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	src := repo.Read(b, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
 	dir := b.TempDir()
 	old := time.Now().Add(-48 * time.Hour)
 	const files = 1000

@@ -15,10 +15,7 @@ import (
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
 // the watch command's own flags and variables.
 func TestConfigurationDocListsWatchFlags(t *testing.T) {
-	doc, err := os.ReadFile(repo.Path("docs/configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := repo.Read(t, "docs/configuration.md")
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	config.RegisterWatchFlags(fs)
 	n := 0

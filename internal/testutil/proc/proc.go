@@ -11,10 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -94,32 +94,9 @@ func SameBytes(tb testing.TB, what string, got, want []byte) {
 	tb.Errorf("%s: %d bytes, want %d; they differ from byte %d: got %q, want %q", what, len(got), len(want), i, cut(got), cut(want))
 }
 
-// Buffer is a bytes.Buffer that a writer (a process's stderr) and a
-// reader (the test) may use at once.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Bytes returns a copy of what was written so far.
-func (b *Buffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
+// Buffer is a buffer that a writer (a process's stderr) and a reader
+// (the test) may use at once.
+type Buffer = outfile.Buffer
 
 // Tool is the path of the program name on PATH. A missing tool fails tb:
 // the suites that need one must not skip. hint says where to get it.
