@@ -37,6 +37,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
@@ -562,16 +563,12 @@ func faultMetrics(t *testing.T, path string) map[string]int64 {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					if !strings.HasPrefix(m.Name, "pi_otel.") || m.GetSum() == nil {
-						continue
-					}
-					for _, dp := range m.GetSum().DataPoints {
-						out[m.Name] = dp.GetAsInt()
-					}
-				}
+		for m := range otlpwalk.Metrics(req) {
+			if !strings.HasPrefix(m.Name, "pi_otel.") || m.GetSum() == nil {
+				continue
+			}
+			for _, dp := range m.GetSum().DataPoints {
+				out[m.Name] = dp.GetAsInt()
 			}
 		}
 	}
@@ -608,13 +605,11 @@ func (c *faultCollector) Export(ctx context.Context, req *coltracepb.ExportTrace
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	n := 0
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			n += len(ss.Spans)
-		}
+	var n int64
+	for range otlpwalk.Spans(req) {
+		n++
 	}
-	c.spans.Add(int64(n))
+	c.spans.Add(n)
 	c.exports.Add(1)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }

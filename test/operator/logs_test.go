@@ -4,11 +4,9 @@ package operator_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -25,48 +23,26 @@ import (
 	"time"
 
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
-// logStore is an OTLP/HTTP logs endpoint standing in for the log store behind the gateway.
+// logStore stands in for the log store behind the gateway.
 type logStore struct {
 	mu      sync.Mutex
 	records map[string]string // "traceid/spanid/event" → severity
 	paths   []string
 }
 
-func (s *logStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" { // otlphttp compresses by default
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, "bad gzip", http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	req := &collogpb.ExportLogsServiceRequest{}
-	if err != nil || proto.Unmarshal(raw, req) != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
+func (s *logStore) keep(path string, req *collogpb.ExportLogsServiceRequest) {
 	s.mu.Lock()
-	s.paths = append(s.paths, r.URL.Path)
-	for _, rl := range req.ResourceLogs {
-		for _, sl := range rl.ScopeLogs {
-			for _, lr := range sl.LogRecords {
-				s.records[hex.EncodeToString(lr.TraceId)+"/"+hex.EncodeToString(lr.SpanId)+"/"+lr.EventName] = lr.SeverityText
-			}
-		}
+	defer s.mu.Unlock()
+	s.paths = append(s.paths, path)
+	for lr := range otlpwalk.LogRecords(req) {
+		s.records[hex.EncodeToString(lr.TraceId)+"/"+hex.EncodeToString(lr.SpanId)+"/"+lr.EventName] = lr.SeverityText
 	}
-	s.mu.Unlock()
-	out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 // TestLogsThroughTheCollectors: `pi-otel replay` of real captures with OTEL_LOGS_EXPORTER=otlp,
@@ -81,7 +57,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: store, ReadHeaderTimeout: time.Minute}
+	srv := &http.Server{Handler: collectortest.LogsEndpoint(store.keep), ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
