@@ -50,7 +50,7 @@ func (s *logStore) keep(path string, req *collogpb.ExportLogsServiceRequest) {
 // OTLP log store with every record, each carrying its run's trace id.
 func TestLogsThroughTheCollectors(t *testing.T) {
 	t.Parallel()
-	bin := piOtelBinary(t)
+	bin := collectortest.PiOtel(t)
 
 	store := &logStore{records: map[string]string{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,7 +77,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		// The generic endpoint and OTEL_LOGS_EXPORTER=otlp, as operators set them.
 		cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "none",
 			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = append(exportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
+		cmd.Env = append(collectortest.ExportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -96,7 +96,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		// The same replay to a file gives the records to expect.
 		cmd = exec.Command(bin, "replay", "--quiet", "--traces-exporter", "none", "--metrics-exporter", "none", "--logs-file", file,
 			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = exportEnv(os.Environ(), "http://"+nowhere, "grpc")
+		cmd.Env = collectortest.ExportEnv(os.Environ(), "http://"+nowhere, "grpc")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("replay %s to a file: %v\n%s", name, err, out)
 		}
