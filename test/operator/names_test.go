@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestDashboardAndAlertNamesExistInPrometheus runs the real pi-otel binary on real scenarios —

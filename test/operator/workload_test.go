@@ -23,8 +23,8 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // The real workload: the built pi-otel binary replaying every real Pi capture, each replay its
