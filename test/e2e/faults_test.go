@@ -41,6 +41,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -199,7 +200,7 @@ type faultResult struct {
 
 // faultSummary is pi-otel's exit line, with its trouble counts.
 type faultSummary struct {
-	summary
+	summaryline.Summary
 	failed, dropped, pending int
 }
 
@@ -210,13 +211,13 @@ var (
 )
 
 func parseFaultSummary(stderr []byte) (faultSummary, bool) {
-	s, ok := parseSummary(stderr)
+	s, ok := summaryline.Parse(stderr)
 	if !ok {
 		return faultSummary{}, false
 	}
-	fs := faultSummary{summary: s}
+	fs := faultSummary{Summary: s}
 	for re, n := range map[*regexp.Regexp]*int{faultFailedRE: &fs.failed, faultDroppedRE: &fs.dropped, faultPendingRE: &fs.pending} {
-		if m := re.FindStringSubmatch(s.line); m != nil {
+		if m := re.FindStringSubmatch(s.Line); m != nil {
 			*n, _ = strconv.Atoi(m[1])
 		}
 	}
@@ -405,16 +406,16 @@ func TestCollectorDownAtStart(t *testing.T) {
 		t.Errorf("want two pi-otel lines (the collector, the summary), got %d:\n%s", n, res.stderr)
 	}
 	if res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
-		t.Errorf("spans lost: %s", res.sum.line)
+		t.Errorf("spans lost: %s", res.sum.Line)
 	}
-	all := faultWaitSpans(t, j, service, since, res.sum.spans)
-	if len(all) != res.sum.spans {
-		t.Errorf("Jaeger holds %d spans, pi-otel ended %d", len(all), res.sum.spans)
+	all := faultWaitSpans(t, j, service, since, res.sum.Spans)
+	if len(all) != res.sum.Spans {
+		t.Errorf("Jaeger holds %d spans, pi-otel ended %d", len(all), res.sum.Spans)
 	}
 	lag, where := faultLag(res.recs)
 	t.Logf("sent %d, delivered %d, dropped %d; longest gap between Pi's records %v (%s, the scripted wait)",
-		res.sum.spans, len(all), res.sum.dropped, lag.Round(time.Millisecond), where)
-	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.summary})
+		res.sum.Spans, len(all), res.sum.dropped, lag.Round(time.Millisecond), where)
+	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.Summary})
 	if len(traces) != 1 {
 		t.Fatalf("%d traces", len(traces))
 	}
@@ -471,7 +472,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 		t.Fatalf("pi-otel exited %d\n%s", res.code, res.stderr)
 	}
 	res.complete(t)
-	after := faultWaitSpans(t, second, service, since, res.sum.spans-len(before))
+	after := faultWaitSpans(t, second, service, since, res.sum.Spans-len(before))
 	seen := map[string]int{}
 	for _, sp := range append(before, after...) {
 		seen[sp.SpanID]++
@@ -481,9 +482,9 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 		dups += n - 1
 	}
 	t.Logf("sent %d; delivered %d before the kill and %d after the restart (%d of them ended during the outage); %d duplicates; %s",
-		res.sum.spans, len(before), len(after), len(during), dups, res.sum.line)
-	if len(seen) != res.sum.spans || res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
-		t.Errorf("pi-otel ended %d spans, the two collectors hold %d distinct: %s", res.sum.spans, len(seen), res.sum.line)
+		res.sum.Spans, len(before), len(after), len(during), dups, res.sum.Line)
+	if len(seen) != res.sum.Spans || res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
+		t.Errorf("pi-otel ended %d spans, the two collectors hold %d distinct: %s", res.sum.Spans, len(seen), res.sum.Line)
 	}
 	if n := faultLines(res.stderr, "pi-otel: "); n != 2 {
 		t.Errorf("want two pi-otel lines (the collector, the summary), got %d:\n%s", n, res.stderr)
@@ -531,19 +532,19 @@ func TestCollectorDownQueueFull(t *testing.T) {
 	res.complete(t)
 	sum := res.sum
 	if sum.dropped < 2 || sum.failed+sum.pending != 0 {
-		t.Errorf("want at least 2 spans dropped and none failed: %s", sum.line)
+		t.Errorf("want at least 2 spans dropped and none failed: %s", sum.Line)
 	}
-	got := faultWaitSpans(t, j, service, since, sum.spans-sum.dropped)
-	if len(got) != sum.spans-sum.dropped {
-		t.Errorf("Jaeger holds %d spans; pi-otel ended %d and dropped %d", len(got), sum.spans, sum.dropped)
+	got := faultWaitSpans(t, j, service, since, sum.Spans-sum.dropped)
+	if len(got) != sum.Spans-sum.dropped {
+		t.Errorf("Jaeger holds %d spans; pi-otel ended %d and dropped %d", len(got), sum.Spans, sum.dropped)
 	}
 	m := faultMetrics(t, metricsFile)
-	if m["pi_otel.spans.dropped"] != int64(sum.dropped) || m["pi_otel.spans.ended"] != int64(sum.spans) ||
-		m["pi_otel.spans.exported"] != int64(sum.spans-sum.dropped) {
-		t.Errorf("health metrics %v disagree with %q", m, sum.line)
+	if m["pi_otel.spans.dropped"] != int64(sum.dropped) || m["pi_otel.spans.ended"] != int64(sum.Spans) ||
+		m["pi_otel.spans.exported"] != int64(sum.Spans-sum.dropped) {
+		t.Errorf("health metrics %v disagree with %q", m, sum.Line)
 	}
 	t.Logf("sent %d, delivered %d, dropped %d (metric pi_otel.spans.dropped=%d); %s",
-		sum.spans, len(got), sum.dropped, m["pi_otel.spans.dropped"], sum.line)
+		sum.Spans, len(got), sum.dropped, m["pi_otel.spans.dropped"], sum.Line)
 }
 
 // faultMetrics reads the last value of each of pi-otel's health counters
@@ -766,16 +767,16 @@ func TestCollectorSlow(t *testing.T) {
 		t.Fatalf("stdout: %d bytes, want the %d bytes of the stream", len(r.stdout), len(want))
 	}
 	sum := r.sum
-	if sum.spans != base.sum.spans || sum.traces != base.sum.traces {
-		t.Errorf("ended %d spans in %d traces, without export %d in %d", sum.spans, sum.traces, base.sum.spans, base.sum.traces)
+	if sum.Spans != base.sum.Spans || sum.Traces != base.sum.Traces {
+		t.Errorf("ended %d spans in %d traces, without export %d in %d", sum.Spans, sum.Traces, base.sum.Spans, base.sum.Traces)
 	}
 	got := int(slow.spans.Load())
-	if got+sum.dropped+sum.failed != sum.spans {
-		t.Errorf("collector got %d spans; %s", got, sum.line)
+	if got+sum.dropped+sum.failed != sum.Spans {
+		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
 	t.Logf("%d MB: all bytes out after %v (no export: %v), exit after %v; sent %d, delivered %d in %d exports, dropped %d, failed %d",
 		len(want)/1e6, r.toData.Round(time.Millisecond), base.toData.Round(time.Millisecond), r.toExit.Round(time.Millisecond),
-		sum.spans, got, slow.exports.Load(), sum.dropped, sum.failed)
+		sum.Spans, got, slow.exports.Load(), sum.dropped, sum.failed)
 }
 
 // TestCollectorBlackHole: the collector accepts connections and never
@@ -800,11 +801,11 @@ func TestCollectorBlackHole(t *testing.T) {
 		if r.code != 0 || !bytes.Equal(r.stdout, want) {
 			t.Errorf("%s: exit %d, %d bytes out of %d:\n%s", proto.name, r.code, len(r.stdout), len(want), r.stderr)
 		}
-		if sum := r.sum; sum.spans == 0 || sum.dropped+sum.failed != sum.spans {
-			t.Errorf("%s: want every span dropped or failed: %q", proto.name, sum.line)
+		if sum := r.sum; sum.Spans == 0 || sum.dropped+sum.failed != sum.Spans {
+			t.Errorf("%s: want every span dropped or failed: %q", proto.name, sum.Line)
 		}
 		t.Logf("%s: all of Pi's bytes out after %v, pi-otel exited %v later (--flush-timeout 1s); %s",
-			proto.name, r.toData.Round(time.Millisecond), (r.toExit - r.toData).Round(time.Millisecond), r.sum.line)
+			proto.name, r.toData.Round(time.Millisecond), (r.toExit - r.toData).Round(time.Millisecond), r.sum.Line)
 	}
 }
 
@@ -871,7 +872,7 @@ func BenchmarkFaultThroughput(b *testing.B) {
 				n := float64(b.N)
 				b.ReportMetric(float64(len(want))/1e6/(data.Seconds()/n), "MB/s")
 				b.ReportMetric(exit.Seconds()/n, "s-exit")
-				b.ReportMetric(float64(last.sum.spans), "spans")
+				b.ReportMetric(float64(last.sum.Spans), "spans")
 				b.ReportMetric(float64(last.sum.dropped+last.sum.failed), "lost")
 			})
 		}
@@ -1023,7 +1024,7 @@ func faultSleepScenario(t *testing.T, name string) *setup {
 // since, and returns its attributes.
 func faultRoot(t *testing.T, j *jaegertest.Jaeger, service string, since time.Time, res *faultResult) *jaegertest.Span {
 	t.Helper()
-	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.summary})
+	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.Summary})
 	if len(traces) != 1 {
 		t.Fatalf("%d traces", len(traces))
 	}
@@ -1061,7 +1062,7 @@ func TestPiKilledMidTool(t *testing.T) {
 		t.Errorf("root status %+v", rt.Status)
 	}
 	t.Logf("pi-otel exited %v after Pi was killed; %s; the tool's sleep still runs: %v",
-		res.exited.Sub(killed).Round(time.Millisecond), res.sum.line, faultAlive(tool))
+		res.exited.Sub(killed).Round(time.Millisecond), res.sum.Line, faultAlive(tool))
 }
 
 // TestPiOtelKilled: pi-otel itself dies of SIGKILL while Pi's bash tool

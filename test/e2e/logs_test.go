@@ -81,7 +81,7 @@ func TestLogRecordsOfALiveRun(t *testing.T) {
 			break
 		}
 	}
-	if !strings.Contains(r.summary.line, ", 5 log records → file "+logs) {
-		t.Errorf("summary %q does not count the records", r.summary.line)
+	if !strings.Contains(r.summary.Line, ", 5 log records → file "+logs) {
+		t.Errorf("summary %q does not count the records", r.summary.Line)
 	}
 }

@@ -389,8 +389,8 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 	if caller {
 		wantProto = "http"
 	}
-	if !strings.Contains(r.summary.dest, wantProto) {
-		t.Errorf("summary %q does not name %s", r.summary.line, wantProto)
+	if !strings.Contains(r.summary.Dest, wantProto) {
+		t.Errorf("summary %q does not name %s", r.summary.Line, wantProto)
 	}
 	tr := one(t, stored(t, j, service, since, r))
 	wantTree(t, v160, "bash-tool", tr) // a tool, then an answer
@@ -431,11 +431,11 @@ func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason st
 func runConsoleDefault(t *testing.T) {
 	s := prepare(t, "bash-tool")
 	r := runTeed(t, s, nil)
-	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
-		t.Errorf("summary %q", r.summary.line)
+	if r.summary.Dest != "console (stderr)" || r.summary.Spans != 7 || r.summary.Traces != 1 {
+		t.Errorf("summary %q", r.summary.Line)
 	}
 	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
-	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
+	if got := consoleTree(t, r.stderr, r.summary.TraceID); got != tree {
 		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
 	}
 }

@@ -41,9 +41,9 @@ func TestSpoolAcrossProcesses(t *testing.T) {
 		t.Fatalf("pi-otel exited %d\n%s", first.code, first.stderr)
 	}
 	first.complete(t)
-	kept := fmt.Sprintf("%d kept in %s", first.sum.spans, spoolDir)
-	if !strings.Contains(first.sum.line, kept) || first.sum.dropped+first.sum.failed != 0 {
-		t.Fatalf("want all %d spans kept, got: %s", first.sum.spans, first.sum.line)
+	kept := fmt.Sprintf("%d kept in %s", first.sum.Spans, spoolDir)
+	if !strings.Contains(first.sum.Line, kept) || first.sum.dropped+first.sum.failed != 0 {
+		t.Fatalf("want all %d spans kept, got: %s", first.sum.Spans, first.sum.Line)
 	}
 
 	j := jaegertest.Start(t, jaegertest.WithOTLPGRPC(addr))
@@ -60,17 +60,17 @@ func TestSpoolAcrossProcesses(t *testing.T) {
 		if next.code != 0 {
 			t.Fatalf("the next pi-otel exited %d\n%s", next.code, next.stderr)
 		}
-		if m := lateRE.FindStringSubmatch(next.sum.line); m != nil {
+		if m := lateRE.FindStringSubmatch(next.sum.Line); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			late += n
 		}
 	}
-	if late != first.sum.spans {
-		t.Errorf("the next processes report %d late spans, want %d", late, first.sum.spans)
+	if late != first.sum.Spans {
+		t.Errorf("the next processes report %d late spans, want %d", late, first.sum.Spans)
 	}
-	got := faultWaitSpans(t, j, service, since, first.sum.spans)
-	if len(got) != first.sum.spans {
-		t.Errorf("Jaeger holds %d of the first run's spans, want %d", len(got), first.sum.spans)
+	got := faultWaitSpans(t, j, service, since, first.sum.Spans)
+	if len(got) != first.sum.Spans {
+		t.Errorf("Jaeger holds %d of the first run's spans, want %d", len(got), first.sum.Spans)
 	}
 	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
 		t.Errorf("spool not empty after delivery: %v", ents)
