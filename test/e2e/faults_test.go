@@ -82,14 +82,8 @@ func faultStart(t *testing.T, pi *pitest.Env, env []string, args ...string) *fau
 	cmd.Env = append(scrubbed(cmd.Env), env...)
 	r := &faultRun{t: t, cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
 	cmd.Stderr = (*faultStderr)(r)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.start = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := proc.StartPiped(t, cmd, proc.Stdout).Stdout
 	pi.Track(cmd)
 	go func() {
 		br := bufio.NewReaderSize(out, 1<<20)
@@ -713,15 +707,9 @@ func faultCat(tb testing.TB, env []string, file string, want int, args ...string
 	cmd.Env = append(scrubbed(os.Environ()), env...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var r faultCatRun
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
+	out := proc.StartPiped(tb, cmd, proc.Stdout).Stdout
 	buf := make([]byte, 0, want)
 	for {
 		if len(buf) == cap(buf) {
@@ -898,13 +886,7 @@ func BenchmarkFaultLatency(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command(piOtelBin, append(append([]string{"run"}, tg.args...), "--", "sh", "-c", script)...)
 				cmd.Env = append(scrubbed(os.Environ()), tg.env...)
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
+				out := proc.StartPiped(b, cmd, proc.Stdout).Stdout
 				lat, err := streamgen.MeasureLatency(out, 0)
 				if err != nil || lat.Count != 2000 {
 					b.Fatalf("%d stamped records: %v", lat.Count, err)
@@ -1165,13 +1147,7 @@ func TestSecondSignalStopsWaiting(t *testing.T) {
 	cmd.Env = scrubbed(os.Environ())
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := proc.StartPiped(t, cmd, proc.Stdout).Stdout
 	want, err := os.ReadFile(capture)
 	if err != nil {
 		t.Fatal(err)

@@ -417,17 +417,8 @@ func TestSoakRPCPi(t *testing.T) {
 	cmd.Env = append(scrubbed(cmd.Env), faultOTLP(col.addr, "soak-rpc")...)
 	var errb proc.Buffer
 	cmd.Stderr = &errb
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pipes := proc.StartPiped(t, cmd, proc.Stdin|proc.Stdout)
+	stdin, stdout := pipes.Stdin, pipes.Stdout
 	pi.Track(cmd)
 	stop := make(chan struct{})
 	samples := soakSampleRSS(cmd.Process.Pid, 100*time.Millisecond, stop)
@@ -464,7 +455,7 @@ func TestSoakRPCPi(t *testing.T) {
 	elapsed := time.Since(start)
 	_ = stdin.Close()
 	rest, _ := io.Copy(io.Discard, br)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	close(stop)
 	rss := <-samples
 	if err != nil {
