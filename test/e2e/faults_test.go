@@ -365,14 +365,10 @@ func TestCollectorDownAtStart(t *testing.T) {
 	t.Parallel()
 	addr := faultPort(t)
 	gate := newFaultGate(t)
-	s := prepareScenario(t, capture.Scenario{
-		Name: "collector-down-at-start",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			gate.answer(fakemodel.Text("Done.", 2)),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it"},
-	})
+	s := prepareJSON(t, "collector-down-at-start", "Run it",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		gate.answer(fakemodel.Text("Done.", 2)),
+	)
 	since := time.Now().Add(-time.Second)
 	const service = "fault-down-at-start"
 	r := faultStart(t, s.pi, faultOTLP(addr, service), append([]string{"run", "--"}, s.piArgs()...)...)
@@ -426,15 +422,11 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 	t.Parallel()
 	addr := faultPort(t)
 	gate1, gate2 := newFaultGate(t), newFaultGate(t)
-	s := prepareScenario(t, capture.Scenario{
-		Name: "collector-killed",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			gate1.answer(fakemodel.Tools(fakemodel.Bash("call_2", "echo two"))),
-			gate2.answer(fakemodel.Text("Done.", 2)),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it twice"},
-	})
+	s := prepareJSON(t, "collector-killed", "Run it twice",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		gate1.answer(fakemodel.Tools(fakemodel.Bash("call_2", "echo two"))),
+		gate2.answer(fakemodel.Text("Done.", 2)),
+	)
 	const service = "fault-killed"
 	// One export, retries included, gives up after --timeout.
 	const exportTimeout = 2 * time.Second
@@ -499,11 +491,7 @@ func TestCollectorDownQueueFull(t *testing.T) {
 	for i := range 6 {
 		calls = append(calls, fakemodel.Bash(fmt.Sprintf("call_%d", i), fmt.Sprintf("echo %d", i)))
 	}
-	s := prepareScenario(t, capture.Scenario{
-		Name:   "collector-down-queue-full",
-		Script: []fakemodel.Response{fakemodel.Tools(calls...), gate.answer(fakemodel.Text("Done.", 2))},
-		Args:   []string{"--mode", "json", "--no-session", "Run six"},
-	})
+	s := prepareJSON(t, "collector-down-queue-full", "Run six", fakemodel.Tools(calls...), gate.answer(fakemodel.Text("Done.", 2)))
 	const service = "fault-queue-full"
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
 	since := time.Now().Add(-time.Second)
@@ -992,14 +980,10 @@ func faultGone(t *testing.T, pid int, what string) time.Duration {
 
 // faultSleepScenario is a run whose bash tool sleeps until a signal comes.
 func faultSleepScenario(t *testing.T, name string) *setup {
-	return prepareScenario(t, capture.Scenario{
-		Name: name,
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 300")),
-			fakemodel.Text("unused", 1),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Sleep"},
-	})
+	return prepareJSON(t, name, "Sleep",
+		fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 300")),
+		fakemodel.Text("unused", 1),
+	)
 }
 
 // faultRoot checks the root of the single trace service stored since

@@ -87,6 +87,13 @@ func prepare(t *testing.T, name string, opts ...pitest.Option) *setup {
 	return nil
 }
 
+// prepareJSON prepares a scenario of its own: Pi in json mode, no session,
+// sent prompt, the fake model answering with script.
+func prepareJSON(t *testing.T, name, prompt string, script ...fakemodel.Response) *setup {
+	t.Helper()
+	return prepareScenario(t, capture.Scenario{Name: name, Script: script, Args: []string{"--mode", "json", "--no-session", prompt}})
+}
+
 // prepareScenario starts the fake model for s and a hermetic Pi for it.
 func prepareScenario(t *testing.T, s capture.Scenario, opts ...pitest.Option) *setup {
 	t.Helper()

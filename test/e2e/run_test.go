@@ -363,14 +363,10 @@ func runSigterm(t *testing.T, j *jaegertest.Jaeger) {
 // before Pi starts). With the caller's TRACEPARENT set, that root is the
 // caller's child, in the caller's trace.
 func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
-	s := prepareScenario(t, capture.Scenario{
-		Name: "traceparent",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_env", "printenv TRACEPARENT")),
-			fakemodel.Text("Printed.", 1),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Show the trace context"},
-	})
+	s := prepareJSON(t, "traceparent", "Show the trace context",
+		fakemodel.Tools(fakemodel.Bash("call_env", "printenv TRACEPARENT")),
+		fakemodel.Text("Printed.", 1),
+	)
 	service := "e2e-traceparent-grpc"
 	env := otlpGRPC(j, service)
 	var callerTrace, callerSpan string

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
@@ -24,14 +23,10 @@ func TestSpoolAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	addr := faultPort(t)
 	spoolDir := t.TempDir()
-	s := prepareScenario(t, capture.Scenario{
-		Name: "spool-across-processes",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			fakemodel.Text("Done.", 2),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it"},
-	})
+	s := prepareJSON(t, "spool-across-processes", "Run it",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		fakemodel.Text("Done.", 2),
+	)
 	since := time.Now().Add(-time.Second)
 	const service = "spool-first"
 	spool := "PI_OTEL_SPOOL_DIR=" + spoolDir
