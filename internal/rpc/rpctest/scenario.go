@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -180,6 +181,25 @@ func (d *Driver) Wait(match func(Line) bool) Line {
 	}
 	d.cur = cur
 	return l
+}
+
+// Call sends line, a command with an id, and waits for the response
+// carrying that id.
+func (d *Driver) Call(line string) Line {
+	var cmd struct {
+		ID string `json:"id"`
+	}
+	if d.err == nil {
+		d.err = json.Unmarshal([]byte(line), &cmd)
+	}
+	d.Send(line)
+	return d.Wait(IsResponseID(cmd.ID))
+}
+
+// Settle sends line, a prompt, and waits for the agent to settle.
+func (d *Driver) Settle(line string) {
+	d.Send(line)
+	d.Wait(IsType("agent_settled"))
 }
 
 // Answer waits for a dialog of method and sends answer, a JSON object

@@ -16,14 +16,10 @@ func Scenarios() []Scenario {
 			Name:   "prompt-state",
 			Script: []fakemodel.Response{fakemodel.Text("First answer.", 2), fakemodel.Text("Second answer.", 2)},
 			Drive: func(d *Driver) error {
-				d.Send(`{"id":"s0","type":"get_state"}`)
-				d.Wait(IsResponseID("s0"))
-				d.Send(`{"id":"p1","type":"prompt","message":"First prompt"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"s1","type":"get_state"}`)
-				d.Wait(IsResponseID("s1"))
-				d.Send(`{"id":"p2","type":"prompt","message":"Second prompt"}`)
-				d.Wait(IsType("agent_settled"))
+				d.Call(`{"id":"s0","type":"get_state"}`)
+				d.Settle(`{"id":"p1","type":"prompt","message":"First prompt"}`)
+				d.Call(`{"id":"s1","type":"get_state"}`)
+				d.Settle(`{"id":"p2","type":"prompt","message":"Second prompt"}`)
 				return d.Err()
 			},
 		},
@@ -37,10 +33,8 @@ func Scenarios() []Scenario {
 			Drive: func(d *Driver) error {
 				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
 				d.Wait(IsToolStart("bash"))
-				d.Send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
-				d.Wait(IsResponseID("st1"))
-				d.Send(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
-				d.Wait(IsResponseID("fu1"))
+				d.Call(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
+				d.Call(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
 				d.Wait(IsType("agent_settled"))
 				return d.Err()
 			},
@@ -54,12 +48,9 @@ func Scenarios() []Scenario {
 				fakemodel.Text("A second answer.", 2),
 			},
 			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"First"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"p2","type":"prompt","message":"Second"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"c1","type":"compact"}`)
-				d.Wait(IsResponseID("c1"))
+				d.Settle(`{"id":"p1","type":"prompt","message":"First"}`)
+				d.Settle(`{"id":"p2","type":"prompt","message":"Second"}`)
+				d.Call(`{"id":"c1","type":"compact"}`)
 				return d.Err()
 			},
 		},
@@ -67,14 +58,12 @@ func Scenarios() []Scenario {
 			Name:   "bash",
 			Script: []fakemodel.Response{fakemodel.Text("I saw the bash output.", 2)},
 			Drive: func(d *Driver) error {
-				d.Send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
-				d.Wait(IsResponseID("b1"))
+				d.Call(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
 				d.Send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`)
 				d.Wait(IsType("bash_execution_update"))
 				d.Send(`{"id":"ab1","type":"abort_bash"}`)
 				d.Wait(IsResponseID("b2"))
-				d.Send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
-				d.Wait(IsType("agent_settled"))
+				d.Settle(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
 				return d.Err()
 			},
 		},
@@ -94,8 +83,7 @@ func Scenarios() []Scenario {
 				d.Send(`{"id":"p2","type":"prompt","message":"/pick"}`)
 				d.Answer("select", `"cancelled":true`)
 				d.Wait(IsResponseID("p2"))
-				d.Send(`{"id":"p3","type":"prompt","message":"/ask"}`)
-				d.Wait(IsResponseID("p3"))
+				d.Call(`{"id":"p3","type":"prompt","message":"/ask"}`)
 				return d.Err()
 			},
 		},
@@ -105,10 +93,8 @@ func Scenarios() []Scenario {
 			Env:       []string{"RPCTEST_THROW=1"},
 			Script:    []fakemodel.Response{fakemodel.Text("Fine.", 1)},
 			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Hello"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"p2","type":"prompt","message":"/boom"}`)
-				d.Wait(IsResponseID("p2"))
+				d.Settle(`{"id":"p1","type":"prompt","message":"Hello"}`)
+				d.Call(`{"id":"p2","type":"prompt","message":"/boom"}`)
 				return d.Err()
 			},
 		},
@@ -119,8 +105,7 @@ func Scenarios() []Scenario {
 				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
 				d.Wait(IsToolStart("bash"))
 				d.Pause(300 * time.Millisecond)
-				d.Send(`{"id":"a1","type":"abort"}`)
-				d.Wait(IsResponseID("a1"))
+				d.Call(`{"id":"a1","type":"abort"}`)
 				return d.Err()
 			},
 		},
@@ -135,8 +120,7 @@ func Scenarios() []Scenario {
 				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
 				d.Wait(IsToolStart("bash"))
 				d.Send(`{"id":"p2","type":"prompt","message":"Interrupting"}`)
-				d.Send(`{"id":"p3","type":"prompt","message":"Afterwards","streamingBehavior":"followUp"}`)
-				d.Wait(IsType("agent_settled"))
+				d.Settle(`{"id":"p3","type":"prompt","message":"Afterwards","streamingBehavior":"followUp"}`)
 				return d.Err()
 			},
 		},
@@ -161,8 +145,7 @@ func Scenarios() []Scenario {
 				}
 				d.SendRaw([]byte("{\"id\":\"crlf\",\"type\":\"get_state\"}\r\n"))
 				d.Wait(IsResponseID("crlf"))
-				d.Send("{\"id\":\"sep\u2028\u2029\",\"type\":\"get_state\"}")
-				d.Wait(IsResponseID("sep\u2028\u2029"))
+				d.Call("{\"id\":\"sep\u2028\u2029\",\"type\":\"get_state\"}")
 				d.Send(`{"type":"get_state"}`)
 				d.Wait(IsResponse("get_state"))
 				return d.Err()

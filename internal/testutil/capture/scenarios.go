@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 )
@@ -388,6 +389,18 @@ func rpcOK(c *Capture, recs []map[string]any) error {
 	)
 }
 
+// rpcSession gives s the fake model's side (script, settings, summary) of
+// the rpctest scenario name: those RPC captures play the same sessions as
+// the rpc tests' transcripts, only driven in steps of their own.
+func rpcSession(name string, s Scenario) Scenario {
+	r, ok := rpctest.ByName(name)
+	if !ok {
+		panic("capture: rpctest has no scenario " + name)
+	}
+	s.Script, s.Settings, s.Summary = r.Script, r.Settings, r.Summary
+	return s
+}
+
 // RPCScenarios are driven through stdin; each closes stdin at the end.
 func RPCScenarios() []Scenario {
 	return []Scenario{
@@ -405,15 +418,10 @@ func RPCScenarios() []Scenario {
 					expect(len(responses(recs)) == 2, "want 2 responses"))
 			},
 		},
-		{
+		rpcSession("steer-follow-up", Scenario{
 			Name:        "rpc-steer-follow-up",
 			Description: "steer and follow_up sent while a bash tool runs",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_slow", "sleep 1; echo slept")),
-				fakemodel.Text("Steering received.", 2),
-				fakemodel.Text("Follow-up handled.", 2),
-			},
-			Args: rpcArgs(),
+			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, isToolStart("bash")),
 				send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`, isResponse("steer")),
@@ -424,17 +432,11 @@ func RPCScenarios() []Scenario {
 			Check: func(c *Capture, recs []map[string]any) error {
 				return all(rpcOK(c, recs), expect(count(recs, "queue_update") >= 2, "want queue_update records"))
 			},
-		},
-		{
+		}),
+		rpcSession("compact", Scenario{
 			Name:        "rpc-compact",
 			Description: "two prompts, then a manual compact command",
-			Settings:    map[string]any{"compaction": map[string]any{"keepRecentTokens": 50}},
-			Summary:     "Summary: two greetings.",
-			Script: []fakemodel.Response{
-				fakemodel.Text(strings.Repeat("A first answer with some length. ", 20), 3),
-				fakemodel.Text("A second answer.", 2),
-			},
-			Args: rpcArgs(),
+			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"First"}`, isType("agent_settled")),
 				send(`{"id":"p2","type":"prompt","message":"Second"}`, isType("agent_settled")),
@@ -444,11 +446,10 @@ func RPCScenarios() []Scenario {
 				cs := first(recs, "compaction_start")
 				return all(rpcOK(c, recs), expect(cs != nil && cs["reason"] == "manual", "no manual compaction_start"))
 			},
-		},
-		{
+		}),
+		rpcSession("bash", Scenario{
 			Name:        "rpc-bash",
 			Description: "bash command, then a long bash command aborted with abort_bash, then a prompt that sees the output",
-			Script:      []fakemodel.Response{fakemodel.Text("I saw the bash output.", 2)},
 			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`, isResponse("bash")),
@@ -460,14 +461,11 @@ func RPCScenarios() []Scenario {
 			Check: func(c *Capture, recs []map[string]any) error {
 				return all(rpcOK(c, recs), expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records"))
 			},
-		},
-		{
+		}),
+		rpcSession("abort-mid-tool", Scenario{
 			Name:        "rpc-abort-mid-tool",
 			Description: "abort while a bash tool sleeps",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30")),
-			},
-			Args: rpcArgs(),
+			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Sleep"}`, isToolStart("bash")),
 				{Pause: 300 * time.Millisecond, Send: `{"id":"a1","type":"abort"}`, WaitFor: isType("agent_settled")},
@@ -476,7 +474,7 @@ func RPCScenarios() []Scenario {
 				st := first(recs, "agent_settled")
 				return all(rpcOK(c, recs), expect(st != nil && st["aborted"] == true, "want agent_settled aborted:true"))
 			},
-		},
+		}),
 		{
 			Name:        "rpc-malformed",
 			Description: "lines that are not JSON, not objects, or not commands; then a valid get_state",
