@@ -35,6 +35,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
@@ -277,18 +278,6 @@ func faultLines(stderr []byte, sub string) int {
 	return n
 }
 
-// faultPort reserves a loopback port nothing listens on (yet).
-func faultPort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // faultGate blocks a scripted model answer until opened.
 type faultGate struct {
 	ch   chan struct{}
@@ -363,7 +352,7 @@ func faultLag(recs []faultRecord) (time.Duration, string) {
 // configured address the exporter's retry delivers them, before Pi ends.
 func TestCollectorDownAtStart(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate := newFaultGate(t)
 	s := prepareJSON(t, "collector-down-at-start", "Run it",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
@@ -420,7 +409,7 @@ func TestCollectorDownAtStart(t *testing.T) {
 // first one stored dies with it: the test reads it before the kill.)
 func TestCollectorKilledAndRestarted(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate1, gate2 := newFaultGate(t), newFaultGate(t)
 	s := prepareJSON(t, "collector-killed", "Run it twice",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
@@ -485,7 +474,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 // rather than wait out gRPC's reconnection backoff.
 func TestCollectorDownQueueFull(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate := newFaultGate(t)
 	var calls []fakemodel.ToolCall
 	for i := range 6 {
@@ -799,7 +788,7 @@ func faultTargets(b *testing.B) []faultTarget {
 	up := startFaultCollector(b, 0)
 	slow := startFaultCollector(b, time.Second)
 	hole := faultBlackHole(b)
-	down := faultPort(b)
+	down := collectortest.FreeAddr(b)
 	return []faultTarget{
 		{name: "no-export", args: []string{"--traces-exporter", "none"}},
 		{name: "collector", env: faultOTLP(up.addr, "bench")},

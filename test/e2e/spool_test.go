@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
@@ -21,7 +22,7 @@ import (
 // back, delivers them first. Nothing is lost, nothing arrives twice.
 func TestSpoolAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	spoolDir := t.TempDir()
 	s := prepareJSON(t, "spool-across-processes", "Run it",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
@@ -204,7 +205,7 @@ func TestWatchCollectorOutage(t *testing.T) {
 	pi := pitest.New(t, model.URL())
 	dir := pi.SessionDir
 	state := filepath.Join(t.TempDir(), "watch.json")
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	service := "e2e-watch-outage"
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_SERVICE_NAME=" + service, "OTEL_METRICS_EXPORTER=none"}
 	since := time.Now().Add(-time.Second)

@@ -35,9 +35,9 @@ type Scenario struct {
 	// Env is added to the peer's environment (Pi inherits it through a
 	// proxy).
 	Env []string
-	// Drive is the controller's part. The runner closes stdin afterwards
-	// unless Drive did.
-	Drive func(d *Driver) error
+	// Drive is the controller's part; the Driver keeps its first error. The
+	// runner closes stdin afterwards unless Drive did.
+	Drive func(d *Driver)
 	// Exit is the exit code the peer must end with.
 	Exit int
 }
@@ -100,7 +100,8 @@ func (s Scenario) Run(dir string, peer Peer) (*Result, error) {
 	}
 	env.Track(cmd)
 	d := &Driver{C: c, Timeout: 60 * time.Second}
-	derr := s.Drive(d)
+	s.Drive(d)
+	derr := d.Err()
 	if !d.closed {
 		_ = c.CloseStdin()
 	}
@@ -194,6 +195,13 @@ func (d *Driver) Call(line string) Line {
 	}
 	d.Send(line)
 	return d.Wait(IsResponseID(cmd.ID))
+}
+
+// StartTool sends line, a prompt, and waits until the model's call of
+// tool starts.
+func (d *Driver) StartTool(line, tool string) {
+	d.Send(line)
+	d.Wait(IsToolStart(tool))
 }
 
 // Settle sends line, a prompt, and waits for the agent to settle.

@@ -15,12 +15,11 @@ func Scenarios() []Scenario {
 		{
 			Name:   "prompt-state",
 			Script: []fakemodel.Response{fakemodel.Text("First answer.", 2), fakemodel.Text("Second answer.", 2)},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Call(`{"id":"s0","type":"get_state"}`)
 				d.Settle(`{"id":"p1","type":"prompt","message":"First prompt"}`)
 				d.Call(`{"id":"s1","type":"get_state"}`)
 				d.Settle(`{"id":"p2","type":"prompt","message":"Second prompt"}`)
-				return d.Err()
 			},
 		},
 		{
@@ -30,13 +29,11 @@ func Scenarios() []Scenario {
 				fakemodel.Text("Steering received.", 2),
 				fakemodel.Text("Follow-up handled.", 2),
 			},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, "bash")
 				d.Call(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
 				d.Call(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
 				d.Wait(IsType("agent_settled"))
-				return d.Err()
 			},
 		},
 		{
@@ -47,24 +44,22 @@ func Scenarios() []Scenario {
 				fakemodel.Text(strings.Repeat("A first answer with some length. ", 20), 3),
 				fakemodel.Text("A second answer.", 2),
 			},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Settle(`{"id":"p1","type":"prompt","message":"First"}`)
 				d.Settle(`{"id":"p2","type":"prompt","message":"Second"}`)
 				d.Call(`{"id":"c1","type":"compact"}`)
-				return d.Err()
 			},
 		},
 		{
 			Name:   "bash",
 			Script: []fakemodel.Response{fakemodel.Text("I saw the bash output.", 2)},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Call(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
 				d.Send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`)
 				d.Wait(IsType("bash_execution_update"))
 				d.Send(`{"id":"ab1","type":"abort_bash"}`)
 				d.Wait(IsResponseID("b2"))
 				d.Settle(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
-				return d.Err()
 			},
 		},
 		{
@@ -75,7 +70,7 @@ func Scenarios() []Scenario {
 				fakemodel.Tools(fakemodel.Bash("call_two", "echo two")),
 				fakemodel.Text("One ran, two was blocked.", 2),
 			},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Send(`{"id":"p1","type":"prompt","message":"Run two commands"}`)
 				d.Answer("confirm", `"confirmed":true`)
 				d.Answer("confirm", `"confirmed":false`)
@@ -84,7 +79,6 @@ func Scenarios() []Scenario {
 				d.Answer("select", `"cancelled":true`)
 				d.Wait(IsResponseID("p2"))
 				d.Call(`{"id":"p3","type":"prompt","message":"/ask"}`)
-				return d.Err()
 			},
 		},
 		{
@@ -92,21 +86,18 @@ func Scenarios() []Scenario {
 			Extension: true,
 			Env:       []string{"RPCTEST_THROW=1"},
 			Script:    []fakemodel.Response{fakemodel.Text("Fine.", 1)},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Settle(`{"id":"p1","type":"prompt","message":"Hello"}`)
 				d.Call(`{"id":"p2","type":"prompt","message":"/boom"}`)
-				return d.Err()
 			},
 		},
 		{
 			Name:   "abort-mid-tool",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.Pause(300 * time.Millisecond)
 				d.Call(`{"id":"a1","type":"abort"}`)
-				return d.Err()
 			},
 		},
 		{
@@ -116,17 +107,15 @@ func Scenarios() []Scenario {
 				fakemodel.Text("Done.", 1),
 				fakemodel.Text("Queued prompt handled.", 2),
 			},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, "bash")
 				d.Send(`{"id":"p2","type":"prompt","message":"Interrupting"}`)
 				d.Settle(`{"id":"p3","type":"prompt","message":"Afterwards","streamingBehavior":"followUp"}`)
-				return d.Err()
 			},
 		},
 		{
 			Name: "malformed",
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				// Each line gets exactly one response; wait for it so the
 				// transcript's order does not depend on Pi's scheduling.
 				for _, line := range []string{
@@ -148,33 +137,28 @@ func Scenarios() []Scenario {
 				d.Call("{\"id\":\"sep\u2028\u2029\",\"type\":\"get_state\"}")
 				d.Send(`{"type":"get_state"}`)
 				d.Wait(IsResponse("get_state"))
-				return d.Err()
 			},
 		},
 		{
 			Name:   "eof-mid-run",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.CloseStdin()
-				return d.Err()
 			},
 		},
 		{
 			Name:   "sigterm-mid-tool",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
 			Exit:   143,
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.Wait(IsType("tool_execution_update"))
 				d.Signal(syscall.SIGTERM)
 				d.Wait(func(Line) bool { return false }) // until stdout ends
 				if d.err == ErrEOF {
 					d.err = nil
 				}
-				return d.Err()
 			},
 		},
 	}

@@ -402,26 +402,26 @@ func rpcSession(name string, s Scenario) Scenario {
 }
 
 // RPCScenarios are driven through stdin; each closes stdin at the end.
+// All run Pi with rpcArgs and must end as rpcOK says, besides their own
+// Check.
 func RPCScenarios() []Scenario {
-	return []Scenario{
+	out := []Scenario{
 		{
 			Name:        "rpc-prompt-state",
 			Description: "prompt, wait for agent_settled, get_state",
 			Script:      []fakemodel.Response{fakemodel.Text("Hello over RPC.", 3)},
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Say hello"}`, isType("agent_settled")),
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "agent_settled") == 1, "want one agent_settled"),
+				return all(expect(count(recs, "agent_settled") == 1, "want one agent_settled"),
 					expect(len(responses(recs)) == 2, "want 2 responses"))
 			},
 		},
 		rpcSession("steer-follow-up", Scenario{
 			Name:        "rpc-steer-follow-up",
 			Description: "steer and follow_up sent while a bash tool runs",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, isToolStart("bash")),
 				send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`, isResponse("steer")),
@@ -430,13 +430,12 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "queue_update") >= 2, "want queue_update records"))
+				return expect(count(recs, "queue_update") >= 2, "want queue_update records")
 			},
 		}),
 		rpcSession("compact", Scenario{
 			Name:        "rpc-compact",
 			Description: "two prompts, then a manual compact command",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"First"}`, isType("agent_settled")),
 				send(`{"id":"p2","type":"prompt","message":"Second"}`, isType("agent_settled")),
@@ -444,13 +443,12 @@ func RPCScenarios() []Scenario {
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				cs := first(recs, "compaction_start")
-				return all(rpcOK(c, recs), expect(cs != nil && cs["reason"] == "manual", "no manual compaction_start"))
+				return expect(cs != nil && cs["reason"] == "manual", "no manual compaction_start")
 			},
 		}),
 		rpcSession("bash", Scenario{
 			Name:        "rpc-bash",
 			Description: "bash command, then a long bash command aborted with abort_bash, then a prompt that sees the output",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`, isResponse("bash")),
 				send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`, isType("bash_execution_update")),
@@ -459,26 +457,24 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`, isType("agent_settled")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records"))
+				return expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records")
 			},
 		}),
 		rpcSession("abort-mid-tool", Scenario{
 			Name:        "rpc-abort-mid-tool",
 			Description: "abort while a bash tool sleeps",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Sleep"}`, isToolStart("bash")),
 				{Pause: 300 * time.Millisecond, Send: `{"id":"a1","type":"abort"}`, WaitFor: isType("agent_settled")},
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				st := first(recs, "agent_settled")
-				return all(rpcOK(c, recs), expect(st != nil && st["aborted"] == true, "want agent_settled aborted:true"))
+				return expect(st != nil && st["aborted"] == true, "want agent_settled aborted:true")
 			},
 		}),
 		{
 			Name:        "rpc-malformed",
 			Description: "lines that are not JSON, not objects, or not commands; then a valid get_state",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`this is not json`, anyResponse),
 				send(`[1,2,3]`, anyResponse),
@@ -488,8 +484,18 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(len(responses(recs)) == 6, "%d responses, want 6", len(responses(recs))))
+				return expect(len(responses(recs)) == 6, "%d responses, want 6", len(responses(recs)))
 			},
 		},
 	}
+	for i := range out {
+		out[i].Args = rpcArgs()
+		out[i].Check = rpcChecked(out[i].Check)
+	}
+	return out
+}
+
+// rpcChecked is check after rpcOK.
+func rpcChecked(check func(*Capture, []map[string]any) error) func(*Capture, []map[string]any) error {
+	return func(c *Capture, recs []map[string]any) error { return all(rpcOK(c, recs), check(c, recs)) }
 }
