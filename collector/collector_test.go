@@ -4,7 +4,6 @@ package collector_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -167,34 +166,9 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 // spanNames returns the span names Jaeger stores for id (none when it has no such trace).
 func spanNames(t *testing.T, b *collectortest.Backend, id trace.TraceID) []string {
 	t.Helper()
-	code, body := collectortest.Get(t, "http://"+b.Query+"/api/v3/traces/"+id.String())
-	if code == http.StatusNotFound {
-		return nil
-	}
-	if code != http.StatusOK {
-		t.Fatalf("%s: GET trace %s: %d %s", b.Proc.Name, id, code, body)
-	}
-	var doc struct {
-		Result struct {
-			ResourceSpans []struct {
-				ScopeSpans []struct {
-					Spans []struct {
-						Name string `json:"name"`
-					} `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		t.Fatalf("%s: trace %s: %v: %s", b.Proc.Name, id, err, body)
-	}
 	var names []string
-	for _, rs := range doc.Result.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				names = append(names, s.Name)
-			}
-		}
+	for _, s := range b.Trace(t, id.String()) {
+		names = append(names, s.Name)
 	}
 	sort.Strings(names)
 	return names

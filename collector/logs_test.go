@@ -4,12 +4,9 @@ package collector_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -26,47 +23,25 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 )
 
-// logStore is an OTLP/HTTP logs endpoint standing in for a gateway's log store: it keeps the
-// trace id of every record it receives.
+// logStore stands in for a gateway's log store: it keeps the trace id of every record it
+// receives.
 type logStore struct {
 	mu     sync.Mutex
 	traces map[string]int // trace id → records
 }
 
-func (s *logStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, "bad gzip", http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	req := &collogpb.ExportLogsServiceRequest{}
-	if err != nil || proto.Unmarshal(raw, req) != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
+func (s *logStore) keep(_ string, req *collogpb.ExportLogsServiceRequest) {
 	s.mu.Lock()
-	for _, rl := range req.ResourceLogs {
-		for _, sl := range rl.ScopeLogs {
-			for _, lr := range sl.LogRecords {
-				s.traces[hex.EncodeToString(lr.TraceId)]++
-			}
-		}
+	defer s.mu.Unlock()
+	for lr := range otlpwalk.LogRecords(req) {
+		s.traces[hex.EncodeToString(lr.TraceId)]++
 	}
-	s.mu.Unlock()
-	out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 func (s *logStore) snapshot() map[string]int {
@@ -90,7 +65,7 @@ func TestLogsRideTheAgent(t *testing.T) {
 	var urls [2]string
 	for i := range stores {
 		stores[i] = &logStore{traces: map[string]int{}}
-		srv := httptest.NewServer(stores[i])
+		srv := httptest.NewServer(collectortest.LogsEndpoint(stores[i].keep))
 		t.Cleanup(srv.Close)
 		urls[i] = srv.URL
 	}

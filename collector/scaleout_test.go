@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,19 +62,10 @@ func (s scaleStack) out(t *testing.T, i int) map[string][]collectortest.Span {
 	return s.Gateways[i].Jaeger.Traces(t)
 }
 
-// captureFiles lists the real Pi 1.6.0 json-mode captures (rpc-* are RPC transcripts).
+// captureFiles lists the real Pi 1.6.0 json-mode captures; the scale tests need enough of them.
 func captureFiles(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob(collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, p := range paths {
-		if !strings.HasPrefix(filepath.Base(p), "rpc-") {
-			out = append(out, p)
-		}
-	}
+	out := collectortest.JSONCaptures(t)
 	if len(out) < 10 {
 		t.Fatalf("only %d captures in testdata/captures/pi-1.6.0", len(out))
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // The test binary doubles as the small programs the tests run: with
@@ -239,20 +240,10 @@ func startHelper(t *testing.T, mode string, args []string, o helperOpts) *helper
 	if o.stdin != nil {
 		cmd.Stdin = o.stdin
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := proc.StartPiped(t, cmd, proc.Stdout|proc.Stderr)
 	h := &helper{t: t, cmd: cmd, lines: make(chan string, 256)}
 	var wg sync.WaitGroup
-	for tag, r := range map[string]io.Reader{"out: ": stdout, "err: ": stderr} {
+	for tag, r := range map[string]io.Reader{"out: ": p.Stdout, "err: ": p.Stderr} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

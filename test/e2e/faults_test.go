@@ -35,11 +35,14 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -80,14 +83,8 @@ func faultStart(t *testing.T, pi *pitest.Env, env []string, args ...string) *fau
 	cmd.Env = append(scrubbed(cmd.Env), env...)
 	r := &faultRun{t: t, cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
 	cmd.Stderr = (*faultStderr)(r)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.start = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := proc.StartPiped(t, cmd, proc.Stdout).Stdout
 	pi.Track(cmd)
 	go func() {
 		br := bufio.NewReaderSize(out, 1<<20)
@@ -198,7 +195,7 @@ type faultResult struct {
 
 // faultSummary is pi-otel's exit line, with its trouble counts.
 type faultSummary struct {
-	summary
+	summaryline.Summary
 	failed, dropped, pending int
 }
 
@@ -209,13 +206,13 @@ var (
 )
 
 func parseFaultSummary(stderr []byte) (faultSummary, bool) {
-	s, ok := parseSummary(stderr)
+	s, ok := summaryline.Parse(stderr)
 	if !ok {
 		return faultSummary{}, false
 	}
-	fs := faultSummary{summary: s}
+	fs := faultSummary{Summary: s}
 	for re, n := range map[*regexp.Regexp]*int{faultFailedRE: &fs.failed, faultDroppedRE: &fs.dropped, faultPendingRE: &fs.pending} {
-		if m := re.FindStringSubmatch(s.line); m != nil {
+		if m := re.FindStringSubmatch(s.Line); m != nil {
 			*n, _ = strconv.Atoi(m[1])
 		}
 	}
@@ -279,18 +276,6 @@ func faultLines(stderr []byte, sub string) int {
 		}
 	}
 	return n
-}
-
-// faultPort reserves a loopback port nothing listens on (yet).
-func faultPort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // faultGate blocks a scripted model answer until opened.
@@ -367,16 +352,12 @@ func faultLag(recs []faultRecord) (time.Duration, string) {
 // configured address the exporter's retry delivers them, before Pi ends.
 func TestCollectorDownAtStart(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate := newFaultGate(t)
-	s := prepareScenario(t, capture.Scenario{
-		Name: "collector-down-at-start",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			gate.answer(fakemodel.Text("Done.", 2)),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it"},
-	})
+	s := prepareJSON(t, "collector-down-at-start", "Run it",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		gate.answer(fakemodel.Text("Done.", 2)),
+	)
 	since := time.Now().Add(-time.Second)
 	const service = "fault-down-at-start"
 	r := faultStart(t, s.pi, faultOTLP(addr, service), append([]string{"run", "--"}, s.piArgs()...)...)
@@ -404,16 +385,16 @@ func TestCollectorDownAtStart(t *testing.T) {
 		t.Errorf("want two pi-otel lines (the collector, the summary), got %d:\n%s", n, res.stderr)
 	}
 	if res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
-		t.Errorf("spans lost: %s", res.sum.line)
+		t.Errorf("spans lost: %s", res.sum.Line)
 	}
-	all := faultWaitSpans(t, j, service, since, res.sum.spans)
-	if len(all) != res.sum.spans {
-		t.Errorf("Jaeger holds %d spans, pi-otel ended %d", len(all), res.sum.spans)
+	all := faultWaitSpans(t, j, service, since, res.sum.Spans)
+	if len(all) != res.sum.Spans {
+		t.Errorf("Jaeger holds %d spans, pi-otel ended %d", len(all), res.sum.Spans)
 	}
 	lag, where := faultLag(res.recs)
 	t.Logf("sent %d, delivered %d, dropped %d; longest gap between Pi's records %v (%s, the scripted wait)",
-		res.sum.spans, len(all), res.sum.dropped, lag.Round(time.Millisecond), where)
-	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.summary})
+		res.sum.Spans, len(all), res.sum.dropped, lag.Round(time.Millisecond), where)
+	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.Summary})
 	if len(traces) != 1 {
 		t.Fatalf("%d traces", len(traces))
 	}
@@ -428,17 +409,13 @@ func TestCollectorDownAtStart(t *testing.T) {
 // first one stored dies with it: the test reads it before the kill.)
 func TestCollectorKilledAndRestarted(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate1, gate2 := newFaultGate(t), newFaultGate(t)
-	s := prepareScenario(t, capture.Scenario{
-		Name: "collector-killed",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			gate1.answer(fakemodel.Tools(fakemodel.Bash("call_2", "echo two"))),
-			gate2.answer(fakemodel.Text("Done.", 2)),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it twice"},
-	})
+	s := prepareJSON(t, "collector-killed", "Run it twice",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		gate1.answer(fakemodel.Tools(fakemodel.Bash("call_2", "echo two"))),
+		gate2.answer(fakemodel.Text("Done.", 2)),
+	)
 	const service = "fault-killed"
 	// One export, retries included, gives up after --timeout.
 	const exportTimeout = 2 * time.Second
@@ -470,7 +447,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 		t.Fatalf("pi-otel exited %d\n%s", res.code, res.stderr)
 	}
 	res.complete(t)
-	after := faultWaitSpans(t, second, service, since, res.sum.spans-len(before))
+	after := faultWaitSpans(t, second, service, since, res.sum.Spans-len(before))
 	seen := map[string]int{}
 	for _, sp := range append(before, after...) {
 		seen[sp.SpanID]++
@@ -480,9 +457,9 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 		dups += n - 1
 	}
 	t.Logf("sent %d; delivered %d before the kill and %d after the restart (%d of them ended during the outage); %d duplicates; %s",
-		res.sum.spans, len(before), len(after), len(during), dups, res.sum.line)
-	if len(seen) != res.sum.spans || res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
-		t.Errorf("pi-otel ended %d spans, the two collectors hold %d distinct: %s", res.sum.spans, len(seen), res.sum.line)
+		res.sum.Spans, len(before), len(after), len(during), dups, res.sum.Line)
+	if len(seen) != res.sum.Spans || res.sum.failed+res.sum.dropped+res.sum.pending != 0 {
+		t.Errorf("pi-otel ended %d spans, the two collectors hold %d distinct: %s", res.sum.Spans, len(seen), res.sum.Line)
 	}
 	if n := faultLines(res.stderr, "pi-otel: "); n != 2 {
 		t.Errorf("want two pi-otel lines (the collector, the summary), got %d:\n%s", n, res.stderr)
@@ -497,17 +474,13 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 // rather than wait out gRPC's reconnection backoff.
 func TestCollectorDownQueueFull(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	gate := newFaultGate(t)
 	var calls []fakemodel.ToolCall
 	for i := range 6 {
 		calls = append(calls, fakemodel.Bash(fmt.Sprintf("call_%d", i), fmt.Sprintf("echo %d", i)))
 	}
-	s := prepareScenario(t, capture.Scenario{
-		Name:   "collector-down-queue-full",
-		Script: []fakemodel.Response{fakemodel.Tools(calls...), gate.answer(fakemodel.Text("Done.", 2))},
-		Args:   []string{"--mode", "json", "--no-session", "Run six"},
-	})
+	s := prepareJSON(t, "collector-down-queue-full", "Run six", fakemodel.Tools(calls...), gate.answer(fakemodel.Text("Done.", 2)))
 	const service = "fault-queue-full"
 	metricsFile := filepath.Join(t.TempDir(), "metrics.jsonl")
 	since := time.Now().Add(-time.Second)
@@ -530,19 +503,19 @@ func TestCollectorDownQueueFull(t *testing.T) {
 	res.complete(t)
 	sum := res.sum
 	if sum.dropped < 2 || sum.failed+sum.pending != 0 {
-		t.Errorf("want at least 2 spans dropped and none failed: %s", sum.line)
+		t.Errorf("want at least 2 spans dropped and none failed: %s", sum.Line)
 	}
-	got := faultWaitSpans(t, j, service, since, sum.spans-sum.dropped)
-	if len(got) != sum.spans-sum.dropped {
-		t.Errorf("Jaeger holds %d spans; pi-otel ended %d and dropped %d", len(got), sum.spans, sum.dropped)
+	got := faultWaitSpans(t, j, service, since, sum.Spans-sum.dropped)
+	if len(got) != sum.Spans-sum.dropped {
+		t.Errorf("Jaeger holds %d spans; pi-otel ended %d and dropped %d", len(got), sum.Spans, sum.dropped)
 	}
 	m := faultMetrics(t, metricsFile)
-	if m["pi_otel.spans.dropped"] != int64(sum.dropped) || m["pi_otel.spans.ended"] != int64(sum.spans) ||
-		m["pi_otel.spans.exported"] != int64(sum.spans-sum.dropped) {
-		t.Errorf("health metrics %v disagree with %q", m, sum.line)
+	if m["pi_otel.spans.dropped"] != int64(sum.dropped) || m["pi_otel.spans.ended"] != int64(sum.Spans) ||
+		m["pi_otel.spans.exported"] != int64(sum.Spans-sum.dropped) {
+		t.Errorf("health metrics %v disagree with %q", m, sum.Line)
 	}
 	t.Logf("sent %d, delivered %d, dropped %d (metric pi_otel.spans.dropped=%d); %s",
-		sum.spans, len(got), sum.dropped, m["pi_otel.spans.dropped"], sum.line)
+		sum.Spans, len(got), sum.dropped, m["pi_otel.spans.dropped"], sum.Line)
 }
 
 // faultMetrics reads the last value of each of pi-otel's health counters
@@ -562,16 +535,12 @@ func faultMetrics(t *testing.T, path string) map[string]int64 {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					if !strings.HasPrefix(m.Name, "pi_otel.") || m.GetSum() == nil {
-						continue
-					}
-					for _, dp := range m.GetSum().DataPoints {
-						out[m.Name] = dp.GetAsInt()
-					}
-				}
+		for m := range otlpwalk.Metrics(req) {
+			if !strings.HasPrefix(m.Name, "pi_otel.") || m.GetSum() == nil {
+				continue
+			}
+			for _, dp := range m.GetSum().DataPoints {
+				out[m.Name] = dp.GetAsInt()
 			}
 		}
 	}
@@ -608,13 +577,11 @@ func (c *faultCollector) Export(ctx context.Context, req *coltracepb.ExportTrace
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	n := 0
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			n += len(ss.Spans)
-		}
+	var n int64
+	for range otlpwalk.Spans(req) {
+		n++
 	}
-	c.spans.Add(int64(n))
+	c.spans.Add(n)
 	c.exports.Add(1)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
@@ -717,15 +684,9 @@ func faultCat(tb testing.TB, env []string, file string, want int, args ...string
 	cmd.Env = append(scrubbed(os.Environ()), env...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var r faultCatRun
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
+	out := proc.StartPiped(tb, cmd, proc.Stdout).Stdout
 	buf := make([]byte, 0, want)
 	for {
 		if len(buf) == cap(buf) {
@@ -771,16 +732,16 @@ func TestCollectorSlow(t *testing.T) {
 		t.Fatalf("stdout: %d bytes, want the %d bytes of the stream", len(r.stdout), len(want))
 	}
 	sum := r.sum
-	if sum.spans != base.sum.spans || sum.traces != base.sum.traces {
-		t.Errorf("ended %d spans in %d traces, without export %d in %d", sum.spans, sum.traces, base.sum.spans, base.sum.traces)
+	if sum.Spans != base.sum.Spans || sum.Traces != base.sum.Traces {
+		t.Errorf("ended %d spans in %d traces, without export %d in %d", sum.Spans, sum.Traces, base.sum.Spans, base.sum.Traces)
 	}
 	got := int(slow.spans.Load())
-	if got+sum.dropped+sum.failed != sum.spans {
-		t.Errorf("collector got %d spans; %s", got, sum.line)
+	if got+sum.dropped+sum.failed != sum.Spans {
+		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
 	t.Logf("%d MB: all bytes out after %v (no export: %v), exit after %v; sent %d, delivered %d in %d exports, dropped %d, failed %d",
 		len(want)/1e6, r.toData.Round(time.Millisecond), base.toData.Round(time.Millisecond), r.toExit.Round(time.Millisecond),
-		sum.spans, got, slow.exports.Load(), sum.dropped, sum.failed)
+		sum.Spans, got, slow.exports.Load(), sum.dropped, sum.failed)
 }
 
 // TestCollectorBlackHole: the collector accepts connections and never
@@ -805,11 +766,11 @@ func TestCollectorBlackHole(t *testing.T) {
 		if r.code != 0 || !bytes.Equal(r.stdout, want) {
 			t.Errorf("%s: exit %d, %d bytes out of %d:\n%s", proto.name, r.code, len(r.stdout), len(want), r.stderr)
 		}
-		if sum := r.sum; sum.spans == 0 || sum.dropped+sum.failed != sum.spans {
-			t.Errorf("%s: want every span dropped or failed: %q", proto.name, sum.line)
+		if sum := r.sum; sum.Spans == 0 || sum.dropped+sum.failed != sum.Spans {
+			t.Errorf("%s: want every span dropped or failed: %q", proto.name, sum.Line)
 		}
 		t.Logf("%s: all of Pi's bytes out after %v, pi-otel exited %v later (--flush-timeout 1s); %s",
-			proto.name, r.toData.Round(time.Millisecond), (r.toExit - r.toData).Round(time.Millisecond), r.sum.line)
+			proto.name, r.toData.Round(time.Millisecond), (r.toExit - r.toData).Round(time.Millisecond), r.sum.Line)
 	}
 }
 
@@ -827,7 +788,7 @@ func faultTargets(b *testing.B) []faultTarget {
 	up := startFaultCollector(b, 0)
 	slow := startFaultCollector(b, time.Second)
 	hole := faultBlackHole(b)
-	down := faultPort(b)
+	down := collectortest.FreeAddr(b)
 	return []faultTarget{
 		{name: "no-export", args: []string{"--traces-exporter", "none"}},
 		{name: "collector", env: faultOTLP(up.addr, "bench")},
@@ -876,7 +837,7 @@ func BenchmarkFaultThroughput(b *testing.B) {
 				n := float64(b.N)
 				b.ReportMetric(float64(len(want))/1e6/(data.Seconds()/n), "MB/s")
 				b.ReportMetric(exit.Seconds()/n, "s-exit")
-				b.ReportMetric(float64(last.sum.spans), "spans")
+				b.ReportMetric(float64(last.sum.Spans), "spans")
 				b.ReportMetric(float64(last.sum.dropped+last.sum.failed), "lost")
 			})
 		}
@@ -902,13 +863,7 @@ func BenchmarkFaultLatency(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command(piOtelBin, append(append([]string{"run"}, tg.args...), "--", "sh", "-c", script)...)
 				cmd.Env = append(scrubbed(os.Environ()), tg.env...)
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
+				out := proc.StartPiped(b, cmd, proc.Stdout).Stdout
 				lat, err := streamgen.MeasureLatency(out, 0)
 				if err != nil || lat.Count != 2000 {
 					b.Fatalf("%d stamped records: %v", lat.Count, err)
@@ -1014,21 +969,17 @@ func faultGone(t *testing.T, pid int, what string) time.Duration {
 
 // faultSleepScenario is a run whose bash tool sleeps until a signal comes.
 func faultSleepScenario(t *testing.T, name string) *setup {
-	return prepareScenario(t, capture.Scenario{
-		Name: name,
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 300")),
-			fakemodel.Text("unused", 1),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Sleep"},
-	})
+	return prepareJSON(t, name, "Sleep",
+		fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 300")),
+		fakemodel.Text("unused", 1),
+	)
 }
 
 // faultRoot checks the root of the single trace service stored since
 // since, and returns its attributes.
 func faultRoot(t *testing.T, j *jaegertest.Jaeger, service string, since time.Time, res *faultResult) *jaegertest.Span {
 	t.Helper()
-	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.summary})
+	traces := stored(t, j, service, since, &result{stderr: res.stderr, summary: res.sum.Summary})
 	if len(traces) != 1 {
 		t.Fatalf("%d traces", len(traces))
 	}
@@ -1066,7 +1017,7 @@ func TestPiKilledMidTool(t *testing.T) {
 		t.Errorf("root status %+v", rt.Status)
 	}
 	t.Logf("pi-otel exited %v after Pi was killed; %s; the tool's sleep still runs: %v",
-		res.exited.Sub(killed).Round(time.Millisecond), res.sum.line, faultAlive(tool))
+		res.exited.Sub(killed).Round(time.Millisecond), res.sum.Line, faultAlive(tool))
 }
 
 // TestPiOtelKilled: pi-otel itself dies of SIGKILL while Pi's bash tool
@@ -1169,13 +1120,7 @@ func TestSecondSignalStopsWaiting(t *testing.T) {
 	cmd.Env = scrubbed(os.Environ())
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := proc.StartPiped(t, cmd, proc.Stdout).Stdout
 	want, err := os.ReadFile(capture)
 	if err != nil {
 		t.Fatal(err)

@@ -14,10 +14,8 @@ import (
 	"io"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // piOtelBin is the pi-otel binary every test here runs: $PI_OTEL_BIN when
@@ -86,6 +85,13 @@ func prepare(t *testing.T, name string, opts ...pitest.Option) *setup {
 	}
 	t.Fatalf("no capture scenario %q", name)
 	return nil
+}
+
+// prepareJSON prepares a scenario of its own: Pi in json mode, no session,
+// sent prompt, the fake model answering with script.
+func prepareJSON(t *testing.T, name, prompt string, script ...fakemodel.Response) *setup {
+	t.Helper()
+	return prepareScenario(t, capture.Scenario{Name: name, Script: script, Args: []string{"--mode", "json", "--no-session", prompt}})
 }
 
 // prepareScenario starts the fake model for s and a hermetic Pi for it.
@@ -160,36 +166,7 @@ type result struct {
 	stdout, stderr []byte
 	code           int  // the exit code; -1 when pi-otel itself died of a signal
 	signaled       bool // pi-otel died of a signal (it never should)
-	summary        summary
-}
-
-// summary is pi-otel's exit line on stderr, such as
-// "pi-otel: 1 trace (4bf9…), 12 spans → otlp grpc 127.0.0.1:4317".
-type summary struct {
-	line    string
-	traces  int
-	traceID string // when traces == 1
-	spans   int
-	dest    string
-}
-
-var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
-
-// parseSummary finds the last summary line on stderr.
-func parseSummary(stderr []byte) (summary, bool) {
-	all := summaryRE.FindAllSubmatch(stderr, -1)
-	if len(all) == 0 {
-		return summary{}, false
-	}
-	m := all[len(all)-1]
-	s := summary{line: string(m[0]), traceID: string(m[1]), dest: string(m[4])}
-	if s.traceID != "" {
-		s.traces = 1
-	} else {
-		s.traces, _ = strconv.Atoi(string(m[2]))
-	}
-	s.spans, _ = strconv.Atoi(string(m[3]))
-	return s, true
+	summary        summaryline.Summary
 }
 
 // scrubbed drops from env what the test process may have inherited and
@@ -249,7 +226,7 @@ func runPiOtel(t *testing.T, pi *pitest.Env, c call) *result {
 		t.Errorf("pi-otel panicked:\n%s", res.stderr)
 	}
 	var ok bool
-	if res.summary, ok = parseSummary(res.stderr); !ok && !slices.Contains(c.args, "--quiet") {
+	if res.summary, ok = summaryline.Parse(res.stderr); !ok && !slices.Contains(c.args, "--quiet") {
 		t.Errorf("no summary line on pi-otel's stderr:\n%s", res.stderr)
 	}
 	return res
@@ -297,25 +274,25 @@ func traced(t *testing.T, j *jaegertest.Jaeger, s *setup, service string) (*resu
 func stored(t *testing.T, j *jaegertest.Jaeger, service string, since time.Time, r *result) []*jaegertest.Trace {
 	t.Helper()
 	sum := r.summary
-	if sum.line == "" {
+	if sum.Line == "" {
 		t.Fatalf("no summary on stderr:\n%s", r.stderr)
 	}
-	if strings.Contains(sum.line, ";") {
-		t.Errorf("export trouble: %s", sum.line)
+	if sum.Trouble() {
+		t.Errorf("export trouble: %s", sum.Line)
 	}
-	if sum.spans == 0 {
-		t.Fatalf("pi-otel ended no spans: %s", sum.line)
+	if sum.Spans == 0 {
+		t.Fatalf("pi-otel ended no spans: %s", sum.Line)
 	}
-	traces := j.WaitService(t, context.Background(), service, since, sum.spans)
+	traces := j.WaitService(t, context.Background(), service, since, sum.Spans)
 	got := 0
 	for _, tr := range traces {
 		got += len(tr.Spans)
 	}
-	if len(traces) != sum.traces || got != sum.spans {
-		t.Fatalf("Jaeger holds %d traces with %d spans of %s; pi-otel said %q", len(traces), got, service, sum.line)
+	if len(traces) != sum.Traces || got != sum.Spans {
+		t.Fatalf("Jaeger holds %d traces with %d spans of %s; pi-otel said %q", len(traces), got, service, sum.Line)
 	}
-	if sum.traceID != "" && traces[0].ID != sum.traceID {
-		t.Errorf("Jaeger's trace %s, pi-otel said %s", traces[0].ID, sum.traceID)
+	if sum.TraceID != "" && traces[0].ID != sum.TraceID {
+		t.Errorf("Jaeger's trace %s, pi-otel said %s", traces[0].ID, sum.TraceID)
 	}
 	sort.SliceStable(traces, func(a, b int) bool { return root(t, traces[a]).Start.Before(root(t, traces[b]).Start) })
 	for _, tr := range traces {

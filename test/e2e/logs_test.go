@@ -13,6 +13,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -55,22 +56,18 @@ func TestLogRecordsOfALiveRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rl := range req.ResourceLogs {
-			for _, sl := range rl.ScopeLogs {
-				for _, lr := range sl.LogRecords {
-					got[lr.EventName]++
-					if id := hex.EncodeToString(lr.TraceId); id != tr.ID {
-						t.Errorf("%s: trace %s, the run's is %s", lr.EventName, id, tr.ID)
-					}
-					span := names[hex.EncodeToString(lr.SpanId)]
-					want := map[string]string{
-						piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFinished: "chat fake-model",
-						piconv.LogToolResult: "execute_tool bash", piconv.LogRunSettled: piconv.SpanRoot,
-					}[lr.EventName]
-					if span == "" || span != want {
-						t.Errorf("%s tied to span %q in Jaeger, want %q", lr.EventName, span, want)
-					}
-				}
+		for lr := range otlpwalk.LogRecords(req) {
+			got[lr.EventName]++
+			if id := hex.EncodeToString(lr.TraceId); id != tr.ID {
+				t.Errorf("%s: trace %s, the run's is %s", lr.EventName, id, tr.ID)
+			}
+			span := names[hex.EncodeToString(lr.SpanId)]
+			want := map[string]string{
+				piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFinished: "chat fake-model",
+				piconv.LogToolResult: "execute_tool bash", piconv.LogRunSettled: piconv.SpanRoot,
+			}[lr.EventName]
+			if span == "" || span != want {
+				t.Errorf("%s tied to span %q in Jaeger, want %q", lr.EventName, span, want)
 			}
 		}
 	}
@@ -84,7 +81,7 @@ func TestLogRecordsOfALiveRun(t *testing.T) {
 			break
 		}
 	}
-	if !strings.Contains(r.summary.line, ", 5 log records → file "+logs) {
-		t.Errorf("summary %q does not count the records", r.summary.line)
+	if !strings.Contains(r.summary.Line, ", 5 log records → file "+logs) {
+		t.Errorf("summary %q does not count the records", r.summary.Line)
 	}
 }

@@ -363,14 +363,10 @@ func runSigterm(t *testing.T, j *jaegertest.Jaeger) {
 // before Pi starts). With the caller's TRACEPARENT set, that root is the
 // caller's child, in the caller's trace.
 func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
-	s := prepareScenario(t, capture.Scenario{
-		Name: "traceparent",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_env", "printenv TRACEPARENT")),
-			fakemodel.Text("Printed.", 1),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Show the trace context"},
-	})
+	s := prepareJSON(t, "traceparent", "Show the trace context",
+		fakemodel.Tools(fakemodel.Bash("call_env", "printenv TRACEPARENT")),
+		fakemodel.Text("Printed.", 1),
+	)
 	service := "e2e-traceparent-grpc"
 	env := otlpGRPC(j, service)
 	var callerTrace, callerSpan string
@@ -389,8 +385,8 @@ func runTraceparent(t *testing.T, j *jaegertest.Jaeger, caller bool) {
 	if caller {
 		wantProto = "http"
 	}
-	if !strings.Contains(r.summary.dest, wantProto) {
-		t.Errorf("summary %q does not name %s", r.summary.line, wantProto)
+	if !strings.Contains(r.summary.Dest, wantProto) {
+		t.Errorf("summary %q does not name %s", r.summary.Line, wantProto)
 	}
 	tr := one(t, stored(t, j, service, since, r))
 	wantTree(t, v160, "bash-tool", tr) // a tool, then an answer
@@ -431,11 +427,11 @@ func runOlderPi(t *testing.T, j *jaegertest.Jaeger, piVar, version, endReason st
 func runConsoleDefault(t *testing.T) {
 	s := prepare(t, "bash-tool")
 	r := runTeed(t, s, nil)
-	if r.summary.dest != "console (stderr)" || r.summary.spans != 7 || r.summary.traces != 1 {
-		t.Errorf("summary %q", r.summary.line)
+	if r.summary.Dest != "console (stderr)" || r.summary.Spans != 7 || r.summary.Traces != 1 {
+		t.Errorf("summary %q", r.summary.Line)
 	}
 	tree := spantree.Names(spantree.Read(t, spantree.CaptureTree(v160, "bash-tool")))
-	if got := consoleTree(t, r.stderr, r.summary.traceID); got != tree {
+	if got := consoleTree(t, r.stderr, r.summary.TraceID); got != tree {
 		t.Errorf("tree on stderr:\n%s\nwant:\n%s\nstderr:\n%s", got, tree, r.stderr)
 	}
 }

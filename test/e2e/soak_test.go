@@ -197,7 +197,7 @@ func TestSoakReplay(t *testing.T) {
 	// from nothing, later ones after the last capture.
 	one := faultCat(t, nil, setFile, len(set), "--traces-exporter", "none")
 	two := faultCat(t, nil, twice, 2*len(set), "--traces-exporter", "none")
-	spansPerPass := two.sum.spans - one.sum.spans
+	spansPerPass := two.sum.Spans - one.sum.Spans
 
 	col := startFaultCollector(t, 0)
 	script := fmt.Sprintf(`end=$(( $(date +%%s) + %d )); while [ "$(date +%%s)" -lt "$end" ]; do cat %s; done`,
@@ -228,17 +228,17 @@ func TestSoakReplay(t *testing.T) {
 	if !ok {
 		t.Fatalf("no summary:\n%s", errb.Bytes())
 	}
-	if want := one.sum.spans + int(passes-1)*spansPerPass; sum.spans != want {
-		t.Errorf("%d spans for %d passes, want %d", sum.spans, passes, want)
+	if want := one.sum.Spans + int(passes-1)*spansPerPass; sum.Spans != want {
+		t.Errorf("%d spans for %d passes, want %d", sum.Spans, passes, want)
 	}
 	got := int(col.spans.Load())
-	if got+sum.dropped+sum.failed != sum.spans {
-		t.Errorf("collector got %d spans; %s", got, sum.line)
+	if got+sum.dropped+sum.failed != sum.Spans {
+		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
 	soakFlat(t, "pi-otel's RSS", rss)
 	t.Logf("%v: %d passes over %d captures, %.0f MB through (%.0f MB/s); %s; collector got %d spans",
 		dur, passes, bytes.Count(set, []byte(`{"type":"session"`)), float64(check.total)/1e6,
-		float64(check.total)/1e6/dur.Seconds(), sum.line, got)
+		float64(check.total)/1e6/dur.Seconds(), sum.Line, got)
 	t.Logf("pi-otel RSS: %s", soakCurve(rss))
 }
 
@@ -417,17 +417,8 @@ func TestSoakRPCPi(t *testing.T) {
 	cmd.Env = append(scrubbed(cmd.Env), faultOTLP(col.addr, "soak-rpc")...)
 	var errb proc.Buffer
 	cmd.Stderr = &errb
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pipes := proc.StartPiped(t, cmd, proc.Stdin|proc.Stdout)
+	stdin, stdout := pipes.Stdin, pipes.Stdout
 	pi.Track(cmd)
 	stop := make(chan struct{})
 	samples := soakSampleRSS(cmd.Process.Pid, 100*time.Millisecond, stop)
@@ -464,7 +455,7 @@ func TestSoakRPCPi(t *testing.T) {
 	elapsed := time.Since(start)
 	_ = stdin.Close()
 	rest, _ := io.Copy(io.Discard, br)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	close(stop)
 	rss := <-samples
 	if err != nil {
@@ -474,15 +465,15 @@ func TestSoakRPCPi(t *testing.T) {
 	if !ok {
 		t.Fatalf("no summary:\n%s", errb.String())
 	}
-	if sum.traces != n {
-		t.Errorf("%d traces for %d prompts: %s", sum.traces, n, sum.line)
+	if sum.Traces != n {
+		t.Errorf("%d traces for %d prompts: %s", sum.Traces, n, sum.Line)
 	}
 	got := int(col.spans.Load())
-	if got+sum.dropped+sum.failed != sum.spans {
-		t.Errorf("collector got %d spans; %s", got, sum.line)
+	if got+sum.dropped+sum.failed != sum.Spans {
+		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
 	soakFlat(t, "pi-otel's RSS", rss)
 	t.Logf("%d prompts in %v (%.1f prompts/s), %d compactions, %d records (%.1f MB) out, %d after the last; %s; collector got %d",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), compactions, lines, float64(bytesOut)/1e6, rest, sum.line, got)
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), compactions, lines, float64(bytesOut)/1e6, rest, sum.Line, got)
 	t.Logf("pi-otel RSS: %s", soakCurve(rss))
 }

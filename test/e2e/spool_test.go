@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
@@ -22,16 +22,12 @@ import (
 // back, delivers them first. Nothing is lost, nothing arrives twice.
 func TestSpoolAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	spoolDir := t.TempDir()
-	s := prepareScenario(t, capture.Scenario{
-		Name: "spool-across-processes",
-		Script: []fakemodel.Response{
-			fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
-			fakemodel.Text("Done.", 2),
-		},
-		Args: []string{"--mode", "json", "--no-session", "Run it"},
-	})
+	s := prepareJSON(t, "spool-across-processes", "Run it",
+		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
+		fakemodel.Text("Done.", 2),
+	)
 	since := time.Now().Add(-time.Second)
 	const service = "spool-first"
 	spool := "PI_OTEL_SPOOL_DIR=" + spoolDir
@@ -41,9 +37,9 @@ func TestSpoolAcrossProcesses(t *testing.T) {
 		t.Fatalf("pi-otel exited %d\n%s", first.code, first.stderr)
 	}
 	first.complete(t)
-	kept := fmt.Sprintf("%d kept in %s", first.sum.spans, spoolDir)
-	if !strings.Contains(first.sum.line, kept) || first.sum.dropped+first.sum.failed != 0 {
-		t.Fatalf("want all %d spans kept, got: %s", first.sum.spans, first.sum.line)
+	kept := fmt.Sprintf("%d kept in %s", first.sum.Spans, spoolDir)
+	if !strings.Contains(first.sum.Line, kept) || first.sum.dropped+first.sum.failed != 0 {
+		t.Fatalf("want all %d spans kept, got: %s", first.sum.Spans, first.sum.Line)
 	}
 
 	j := jaegertest.Start(t, jaegertest.WithOTLPGRPC(addr))
@@ -60,17 +56,17 @@ func TestSpoolAcrossProcesses(t *testing.T) {
 		if next.code != 0 {
 			t.Fatalf("the next pi-otel exited %d\n%s", next.code, next.stderr)
 		}
-		if m := lateRE.FindStringSubmatch(next.sum.line); m != nil {
+		if m := lateRE.FindStringSubmatch(next.sum.Line); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			late += n
 		}
 	}
-	if late != first.sum.spans {
-		t.Errorf("the next processes report %d late spans, want %d", late, first.sum.spans)
+	if late != first.sum.Spans {
+		t.Errorf("the next processes report %d late spans, want %d", late, first.sum.Spans)
 	}
-	got := faultWaitSpans(t, j, service, since, first.sum.spans)
-	if len(got) != first.sum.spans {
-		t.Errorf("Jaeger holds %d of the first run's spans, want %d", len(got), first.sum.spans)
+	got := faultWaitSpans(t, j, service, since, first.sum.Spans)
+	if len(got) != first.sum.Spans {
+		t.Errorf("Jaeger holds %d of the first run's spans, want %d", len(got), first.sum.Spans)
 	}
 	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
 		t.Errorf("spool not empty after delivery: %v", ents)

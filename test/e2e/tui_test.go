@@ -19,6 +19,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // tui is one real Pi terminal UI under pi-otel run, in a detached tmux
@@ -216,11 +217,11 @@ func TestTUI(t *testing.T) {
 	}
 	r := &result{stderr: []byte(stderr)}
 	var ok bool
-	if r.summary, ok = parseSummary(r.stderr); !ok {
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
 		t.Fatalf("no summary line:\n%s", stderr)
 	}
-	if r.summary.traces != 4 {
-		t.Fatalf("%d traces, want one per prompt: %s", r.summary.traces, r.summary.line)
+	if r.summary.Traces != 4 {
+		t.Fatalf("%d traces, want one per prompt: %s", r.summary.Traces, r.summary.Line)
 	}
 	traces := stored(t, j, service, since, r)
 	if len(traces) != 4 {
@@ -327,7 +328,7 @@ func TestTUISigterm(t *testing.T) {
 	}
 	r := &result{stderr: []byte(u.readStderr())}
 	var ok bool
-	if r.summary, ok = parseSummary(r.stderr); !ok {
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
 		t.Fatalf("no summary:\n%s", r.stderr)
 	}
 	// Pi records the stop itself: the tool's result in error, then an
@@ -376,7 +377,7 @@ func TestTUITwoPisInOneFolder(t *testing.T) {
 	stderr := a.readStderr()
 	r := &result{stderr: []byte(stderr)}
 	var ok bool
-	if r.summary, ok = parseSummary(r.stderr); !ok {
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
 		t.Fatalf("no summary:\n%s", stderr)
 	}
 	traces := stored(t, j, service, since, r)
@@ -479,10 +480,10 @@ func TestTUIContinue(t *testing.T) {
 			args: append([]string{"run", "--", pi.Pi}, pi.Args(args...)...),
 			env:  otlpGRPC(j, service),
 		})
-		if r.code != 0 || r.summary.traces != 1 {
-			t.Fatalf("%v: exit %d, %s\n%s", args, r.code, r.summary.line, r.stderr)
+		if r.code != 0 || r.summary.Traces != 1 {
+			t.Fatalf("%v: exit %d, %s\n%s", args, r.code, r.summary.Line, r.stderr)
 		}
-		tr := j.WaitTrace(t, context.Background(), r.summary.traceID, 4)
+		tr := j.WaitTrace(t, context.Background(), r.summary.TraceID, 4)
 		convs = append(convs, root(t, tr).Str("gen_ai.conversation.id"))
 	}
 	if convs[0] == "" || convs[0] != convs[1] {

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // watcher is one pi-otel watch process.
@@ -42,7 +44,7 @@ func startWatch(t *testing.T, pi *pitest.Env, env []string, args ...string) *wat
 }
 
 // stop sends sig and waits for the exit; it returns the summary.
-func (w *watcher) stop(sig syscall.Signal) summary {
+func (w *watcher) stop(sig syscall.Signal) summaryline.Summary {
 	w.t.Helper()
 	_ = w.cmd.Process.Signal(sig)
 	select {
@@ -51,12 +53,12 @@ func (w *watcher) stop(sig syscall.Signal) summary {
 		w.t.Fatalf("pi-otel watch did not exit on %v\n%s", sig, w.stderr)
 	}
 	if sig == syscall.SIGKILL {
-		return summary{}
+		return summaryline.Summary{}
 	}
 	if code := w.cmd.ProcessState.ExitCode(); code != 0 {
 		w.t.Fatalf("pi-otel watch exited %d on %v\n%s", code, sig, w.stderr)
 	}
-	s, ok := parseSummary(w.stderr.Bytes())
+	s, ok := summaryline.Parse(w.stderr.Bytes())
 	if !ok {
 		w.t.Fatalf("no summary line:\n%s", w.stderr)
 	}
@@ -153,8 +155,8 @@ func TestWatchRestarts(t *testing.T) {
 
 	// The killed watch exported the two runs of step 2; the last, only the
 	// run written while the second was dead.
-	if s1.traces != 1 || s3.traces != 1 {
-		t.Errorf("traces per watch: %d, (killed), %d; want 1, 1", s1.traces, s3.traces)
+	if s1.Traces != 1 || s3.Traces != 1 {
+		t.Errorf("traces per watch: %d, (killed), %d; want 1, 1", s1.Traces, s3.Traces)
 	}
 	runs := 4
 	traces := j.WaitService(t, context.Background(), service, since, runs*4)
@@ -203,7 +205,7 @@ func TestWatchCollectorOutage(t *testing.T) {
 	pi := pitest.New(t, model.URL())
 	dir := pi.SessionDir
 	state := filepath.Join(t.TempDir(), "watch.json")
-	addr := faultPort(t)
+	addr := collectortest.FreeAddr(t)
 	service := "e2e-watch-outage"
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_SERVICE_NAME=" + service, "OTEL_METRICS_EXPORTER=none"}
 	since := time.Now().Add(-time.Second)
@@ -225,8 +227,8 @@ func TestWatchCollectorOutage(t *testing.T) {
 	if !strings.Contains(w.stderr.String(), "no collector at "+addr) {
 		t.Errorf("the outage was not reported:\n%s", w.stderr.String())
 	}
-	if s.traces != 2 || strings.Contains(s.line, "dropped") || strings.Contains(s.line, "failed") {
-		t.Errorf("summary %q: want 2 traces, nothing lost", s.line)
+	if s.Traces != 2 || strings.Contains(s.Line, "dropped") || strings.Contains(s.Line, "failed") {
+		t.Errorf("summary %q: want 2 traces, nothing lost", s.Line)
 	}
 	traces := j.WaitService(t, context.Background(), service, since, 2*4)
 	if len(traces) != 2 {
@@ -262,7 +264,7 @@ func TestWatchDefaultDir(t *testing.T) {
 	}
 	waitCommitted(t, w, state, filepath.Dir(files[0]))
 	s := w.stop(syscall.SIGTERM)
-	if !strings.Contains(w.stderr.String(), "watching "+root+" ") || s.traces != 1 {
+	if !strings.Contains(w.stderr.String(), "watching "+root+" ") || s.Traces != 1 {
 		t.Errorf("want the run traced from %s:\n%s", root, w.stderr.String())
 	}
 	wantShape(t, one(t, j.WaitService(t, context.Background(), service, since, 4)), oneCall)

@@ -117,11 +117,6 @@ type promServer struct {
 	done chan struct{}
 }
 
-func promtoolPath(t *testing.T) string {
-	t.Helper()
-	return proc.Tool(t, "promtool", "Debian package prometheus")
-}
-
 // startPrometheus runs Prometheus on loopback scraping the gateway's prometheus exporter
 // (exporter, with honor_labels as in the shipped config) and, if set, the gateway's own telemetry.
 func startPrometheus(t *testing.T, exporter, telemetry string, ruleFiles []string) *promServer {

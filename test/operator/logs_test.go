@@ -4,11 +4,9 @@ package operator_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -25,48 +23,26 @@ import (
 	"time"
 
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
-// logStore is an OTLP/HTTP logs endpoint standing in for the log store behind the gateway.
+// logStore stands in for the log store behind the gateway.
 type logStore struct {
 	mu      sync.Mutex
 	records map[string]string // "traceid/spanid/event" → severity
 	paths   []string
 }
 
-func (s *logStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" { // otlphttp compresses by default
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, "bad gzip", http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	req := &collogpb.ExportLogsServiceRequest{}
-	if err != nil || proto.Unmarshal(raw, req) != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
+func (s *logStore) keep(path string, req *collogpb.ExportLogsServiceRequest) {
 	s.mu.Lock()
-	s.paths = append(s.paths, r.URL.Path)
-	for _, rl := range req.ResourceLogs {
-		for _, sl := range rl.ScopeLogs {
-			for _, lr := range sl.LogRecords {
-				s.records[hex.EncodeToString(lr.TraceId)+"/"+hex.EncodeToString(lr.SpanId)+"/"+lr.EventName] = lr.SeverityText
-			}
-		}
+	defer s.mu.Unlock()
+	s.paths = append(s.paths, path)
+	for lr := range otlpwalk.LogRecords(req) {
+		s.records[hex.EncodeToString(lr.TraceId)+"/"+hex.EncodeToString(lr.SpanId)+"/"+lr.EventName] = lr.SeverityText
 	}
-	s.mu.Unlock()
-	out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 // TestLogsThroughTheCollectors: `pi-otel replay` of real captures with OTEL_LOGS_EXPORTER=otlp,
@@ -74,14 +50,14 @@ func (s *logStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // OTLP log store with every record, each carrying its run's trace id.
 func TestLogsThroughTheCollectors(t *testing.T) {
 	t.Parallel()
-	bin := piOtelBinary(t)
+	bin := collectortest.PiOtel(t)
 
 	store := &logStore{records: map[string]string{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: store, ReadHeaderTimeout: time.Minute}
+	srv := &http.Server{Handler: collectortest.LogsEndpoint(store.keep), ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
@@ -101,7 +77,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		// The generic endpoint and OTEL_LOGS_EXPORTER=otlp, as operators set them.
 		cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "none",
 			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = append(exportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
+		cmd.Env = append(collectortest.ExportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -120,7 +96,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		// The same replay to a file gives the records to expect.
 		cmd = exec.Command(bin, "replay", "--quiet", "--traces-exporter", "none", "--metrics-exporter", "none", "--logs-file", file,
 			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = exportEnv(os.Environ(), "http://"+nowhere, "grpc")
+		cmd.Env = collectortest.ExportEnv(os.Environ(), "http://"+nowhere, "grpc")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("replay %s to a file: %v\n%s", name, err, out)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestDashboardAndAlertNamesExistInPrometheus runs the real pi-otel binary on real scenarios —
@@ -42,7 +43,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	// The RPC session needs the real Pi and Node: fail now, not after the replays, without them.
 	pitest.Lookup(t, pitest.EnvPi)
 	pitest.Lookup(t, pitest.EnvNodeDir)
-	bin := piOtelBinary(t)
+	bin := collectortest.PiOtel(t)
 	caps := captureFiles(t)
 	t.Logf("pi-otel binary ready in %v", time.Since(began).Round(time.Millisecond))
 	// The Tempo stand-in is stopped and the gateway does not retry: its otlp_grpc/tempo export of
@@ -80,7 +81,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	}
 	rpc := ro.s
 	rpcSummary := parseSummary(t, "pi-otel rpc", []byte(rpc.result.Stderr))
-	t.Logf("replays: %d records, %d spans, %.6f USD; RPC session: %q, %.6f USD", rep.records, rep.spans, rep.cost, rpcSummary.line, rpc.cost)
+	t.Logf("replays: %d records, %d spans, %.6f USD; RPC session: %q, %.6f USD", rep.records, rep.spans, rep.cost, rpcSummary.Line, rpc.cost)
 
 	all := loadQueries(t)
 	recorded := recordedMetrics(t, rules)
@@ -245,8 +246,8 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 				}
 			}
 		}
-		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc", mode); ok && s.traceID != "" {
-			ours[s.traceID] = true
+		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc", mode); ok && s.TraceID != "" {
+			ours[s.TraceID] = true
 		}
 		return false
 	}, func() string { return "no chat latency exemplar in Prometheus carries one of the replays' trace ids" })
@@ -271,7 +272,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 // checkQuantities compares what Prometheus holds with what the replays and the RPC session
 // produced, counted independently of pi-otel where possible (records and cost from the captures
 // and the transcript, spans from each process's own summary line).
-func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSession, rpcSummary exportSummary, mode semconvMode) {
+func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSession, rpcSummary summaryline.Summary, mode semconvMode) {
 	t.Helper()
 	replays := fmt.Sprintf(`{job="pi", instance!=%q}`, rpcInstance)
 	session := fmt.Sprintf(`{job="pi", instance=%q}`, rpcInstance)
@@ -289,16 +290,16 @@ func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSessi
 		return sofar(`count(count by (instance) (pi_otel_records_read_total`+replays+`))`) == float64(rep.processes) &&
 			sofar(`sum(pi_otel_records_read_total`+replays+`)`) == float64(rep.records) &&
 			sofar(`sum(pi_otel_spans_ended_total`+replays+`)`) == float64(rep.spans) &&
-			sofar(`sum(pi_otel_spans_ended_total`+session+`)`) == float64(rpcSummary.spans)
+			sofar(`sum(pi_otel_spans_ended_total`+session+`)`) == float64(rpcSummary.Spans)
 	}, func() string {
 		return fmt.Sprintf("want %d replay processes with %d records and %d spans, and %d spans from the RPC session; Prometheus has %v processes, %v records, %v spans and %v",
-			rep.processes, rep.records, rep.spans, rpcSummary.spans,
+			rep.processes, rep.records, rep.spans, rpcSummary.Spans,
 			prom.query(t, `count(count by (instance) (pi_otel_records_read_total`+replays+`))`),
 			prom.query(t, `sum(pi_otel_records_read_total`+replays+`)`),
 			prom.query(t, `sum(pi_otel_spans_ended_total`+replays+`)`),
 			prom.query(t, `sum(pi_otel_spans_ended_total`+session+`)`))
 	})
-	if v, want := value(`sum(pi_otel_spans_exported_total)`), float64(rep.spans+rpcSummary.spans); v != want {
+	if v, want := value(`sum(pi_otel_spans_exported_total)`), float64(rep.spans+rpcSummary.Spans); v != want {
 		t.Errorf("spans exported %v, want every span ended (%v)", v, want)
 	}
 	for _, q := range []string{`sum(pi_otel_spans_dropped_total)`, `sum(pi_otel_export_failures_total)`, `sum(pi_otel_records_malformed_total)`} {

@@ -10,11 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,16 +24,13 @@ import (
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // The real workload: the built pi-otel binary replaying every real Pi capture, each replay its
 // own short process, and a real `pi --mode rpc` session through `pi-otel rpc`. What the
 // captures and the session transcript say (records, cost) is computed here independently of
 // pi-otel, so the numbers Prometheus ends up with can be checked against them.
-
-// piOtelBinEnv names a prebuilt pi-otel to test instead of building one (as in e2e).
-const piOtelBinEnv = "PI_OTEL_BIN"
 
 // hangGuard bounds one pi-otel process so a hang fails the test instead of the package timing
 // out. It is not a performance assertion.
@@ -46,19 +40,6 @@ const hangGuard = 2 * time.Minute
 // the per-process identity), so its series can be told from the replays' random ones.
 const rpcInstance = "operator-test-rpc-session"
 
-// piOtelBinary returns $PI_OTEL_BIN or a pi-otel built from this module into a temporary
-// directory.
-func piOtelBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv(piOtelBinEnv); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s=%s: %v", piOtelBinEnv, bin, err)
-		}
-		return bin
-	}
-	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-}
-
 // realCapture is one captured `pi --mode json` stream and what it holds.
 type realCapture struct {
 	path    string
@@ -66,28 +47,17 @@ type realCapture struct {
 	cost    float64 // what Pi charged: assistant message_end and compaction_end costs
 }
 
-// captureFiles lists the real Pi 1.6.0 json-mode captures (the rpc-* ones are RPC transcripts,
-// not replayable streams).
+// captureFiles reads the real Pi 1.6.0 json-mode captures.
 func captureFiles(t *testing.T) []realCapture {
 	t.Helper()
-	paths, err := filepath.Glob(collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []realCapture
-	for _, p := range paths {
-		if strings.HasPrefix(filepath.Base(p), "rpc-") {
-			continue
-		}
+	for _, p := range collectortest.JSONCaptures(t) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs := splitRecords(b)
 		out = append(out, realCapture{path: p, records: len(recs), cost: piCost(recs)})
-	}
-	if len(out) == 0 {
-		t.Fatal("no captures in testdata/captures/pi-1.6.0")
 	}
 	return out
 }
@@ -138,35 +108,15 @@ type usage struct {
 	} `json:"cost"`
 }
 
-// exportSummary is pi-otel's exit line on stderr, e.g.
-// "pi-otel: 1 trace (4bf9…), 12 spans → otlp grpc 127.0.0.1:4317".
-type exportSummary struct {
-	line    string
-	traces  int
-	traceID string // when traces == 1
-	spans   int
-}
-
-var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
-
-// parseSummary reads the last summary line of stderr; a ";" after the destination means pi-otel
-// reported export trouble.
-func parseSummary(t *testing.T, what string, stderr []byte) exportSummary {
+// parseSummary reads the last summary line of stderr and reports export trouble.
+func parseSummary(t *testing.T, what string, stderr []byte) summaryline.Summary {
 	t.Helper()
-	all := summaryRE.FindAllSubmatch(stderr, -1)
-	if len(all) == 0 {
+	s, ok := summaryline.Parse(stderr)
+	if !ok {
 		t.Fatalf("%s: no summary line on pi-otel's stderr:\n%s", what, stderr)
 	}
-	m := all[len(all)-1]
-	s := exportSummary{line: string(m[0]), traceID: string(m[1])}
-	if s.traceID != "" {
-		s.traces = 1
-	} else {
-		s.traces, _ = strconv.Atoi(string(m[2]))
-	}
-	s.spans, _ = strconv.Atoi(string(m[3]))
-	if strings.Contains(string(m[4]), ";") {
-		t.Errorf("%s: export trouble: %s", what, s.line)
+	if s.Trouble() {
+		t.Errorf("%s: export trouble: %s", what, s.Line)
 	}
 	return s
 }
@@ -203,46 +153,22 @@ func (m semconvMode) isForeign(metric string) bool {
 	return false
 }
 
-// exportEnv is the environment of one pi-otel process: the test's own minus anything that would
-// change pi-otel's settings (OTEL_*, PI_*, a caller's trace context), plus OTLP to endpoint.
-func exportEnv(base []string, endpoint, protocol string) []string {
-	out := base[:0:0]
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "PI_OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol, "PI_OTEL_SPOOL_DIR=none")
-}
-
-// replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` as a user
-// would, exporting to endpoint, and returns its summary. Errors are reported with t.Errorf so
-// replays can run concurrently.
-func replay(t *testing.T, bin, file, endpoint, protocol string, mode semconvMode) (exportSummary, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
-	cmd.Env = append(exportEnv(os.Environ(), endpoint, protocol), mode.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+// replay runs `pi-otel replay` of file as a user would, exporting to endpoint in mode, and
+// returns its summary. Errors are reported with t.Errorf so replays can run concurrently.
+func replay(t *testing.T, bin, file, endpoint, protocol string, mode semconvMode) (summaryline.Summary, bool) {
+	r, err := collectortest.Replay(bin, file, endpoint, protocol, mode.env...)
 	what := "replay " + filepath.Base(file)
-	if ctx.Err() != nil {
-		t.Errorf("%s: still running after %v\nstderr:\n%s", what, hangGuard, stderr.Bytes())
-		return exportSummary{}, false
-	}
 	if err != nil {
-		t.Errorf("%s over %s: %v\nstderr:\n%s", what, protocol, err, stderr.Bytes())
-		return exportSummary{}, false
+		t.Errorf("%s over %s: %v", what, protocol, err)
+		return summaryline.Summary{}, false
 	}
-	if bytes.Contains(stderr.Bytes(), []byte("panic:")) {
-		t.Errorf("%s panicked:\n%s", what, stderr.Bytes())
+	if bytes.Contains(r.Stderr, []byte("panic:")) {
+		t.Errorf("%s panicked:\n%s", what, r.Stderr)
 	}
-	return parseSummary(t, what, stderr.Bytes()), true
+	if r.Trouble != "" {
+		t.Errorf("%s: export trouble: %s", what, r.Trouble)
+	}
+	return r.Summary, true
 }
 
 // replayed is the outcome of replaying every capture.
@@ -280,9 +206,9 @@ func replayAll(t *testing.T, bin string, stack *collectortest.Stack, caps []real
 			out.processes++
 			out.records += c.records
 			out.cost += c.cost
-			out.spans += s.spans
-			if s.traceID != "" {
-				out.traceIDs = append(out.traceIDs, s.traceID)
+			out.spans += s.Spans
+			if s.TraceID != "" {
+				out.traceIDs = append(out.traceIDs, s.TraceID)
 			}
 		}()
 	}
@@ -313,7 +239,7 @@ func runRPCSession(dir, bin, endpoint string, mode semconvMode) (*rpcSession, er
 		args := append([]string{"rpc", "--traces-exporter", "otlp", "--metrics-exporter", "otlp",
 			"--metrics-interval", "1s", "--", env.Pi}, piArgs...)
 		cmd := env.Wrap(context.Background(), bin, args...)
-		cmd.Env = append(append(exportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
+		cmd.Env = append(append(collectortest.ExportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
 		return cmd
 	}
 	res, err := s.Run(dir, peer)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,9 +35,9 @@ type Scenario struct {
 	// Env is added to the peer's environment (Pi inherits it through a
 	// proxy).
 	Env []string
-	// Drive is the controller's part. The runner closes stdin afterwards
-	// unless Drive did.
-	Drive func(d *Driver) error
+	// Drive is the controller's part; the Driver keeps its first error. The
+	// runner closes stdin afterwards unless Drive did.
+	Drive func(d *Driver)
 	// Exit is the exit code the peer must end with.
 	Exit int
 }
@@ -99,7 +100,8 @@ func (s Scenario) Run(dir string, peer Peer) (*Result, error) {
 	}
 	env.Track(cmd)
 	d := &Driver{C: c, Timeout: 60 * time.Second}
-	derr := s.Drive(d)
+	s.Drive(d)
+	derr := d.Err()
 	if !d.closed {
 		_ = c.CloseStdin()
 	}
@@ -180,6 +182,32 @@ func (d *Driver) Wait(match func(Line) bool) Line {
 	}
 	d.cur = cur
 	return l
+}
+
+// Call sends line, a command with an id, and waits for the response
+// carrying that id.
+func (d *Driver) Call(line string) Line {
+	var cmd struct {
+		ID string `json:"id"`
+	}
+	if d.err == nil {
+		d.err = json.Unmarshal([]byte(line), &cmd)
+	}
+	d.Send(line)
+	return d.Wait(IsResponseID(cmd.ID))
+}
+
+// StartTool sends line, a prompt, and waits until the model's call of
+// tool starts.
+func (d *Driver) StartTool(line, tool string) {
+	d.Send(line)
+	d.Wait(IsToolStart(tool))
+}
+
+// Settle sends line, a prompt, and waits for the agent to settle.
+func (d *Driver) Settle(line string) {
+	d.Send(line)
+	d.Wait(IsType("agent_settled"))
 }
 
 // Answer waits for a dialog of method and sends answer, a JSON object

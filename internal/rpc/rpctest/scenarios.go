@@ -15,16 +15,11 @@ func Scenarios() []Scenario {
 		{
 			Name:   "prompt-state",
 			Script: []fakemodel.Response{fakemodel.Text("First answer.", 2), fakemodel.Text("Second answer.", 2)},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"s0","type":"get_state"}`)
-				d.Wait(IsResponseID("s0"))
-				d.Send(`{"id":"p1","type":"prompt","message":"First prompt"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"s1","type":"get_state"}`)
-				d.Wait(IsResponseID("s1"))
-				d.Send(`{"id":"p2","type":"prompt","message":"Second prompt"}`)
-				d.Wait(IsType("agent_settled"))
-				return d.Err()
+			Drive: func(d *Driver) {
+				d.Call(`{"id":"s0","type":"get_state"}`)
+				d.Settle(`{"id":"p1","type":"prompt","message":"First prompt"}`)
+				d.Call(`{"id":"s1","type":"get_state"}`)
+				d.Settle(`{"id":"p2","type":"prompt","message":"Second prompt"}`)
 			},
 		},
 		{
@@ -34,15 +29,11 @@ func Scenarios() []Scenario {
 				fakemodel.Text("Steering received.", 2),
 				fakemodel.Text("Follow-up handled.", 2),
 			},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
-				d.Wait(IsToolStart("bash"))
-				d.Send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
-				d.Wait(IsResponseID("st1"))
-				d.Send(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
-				d.Wait(IsResponseID("fu1"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, "bash")
+				d.Call(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
+				d.Call(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
 				d.Wait(IsType("agent_settled"))
-				return d.Err()
 			},
 		},
 		{
@@ -53,29 +44,22 @@ func Scenarios() []Scenario {
 				fakemodel.Text(strings.Repeat("A first answer with some length. ", 20), 3),
 				fakemodel.Text("A second answer.", 2),
 			},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"First"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"p2","type":"prompt","message":"Second"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"c1","type":"compact"}`)
-				d.Wait(IsResponseID("c1"))
-				return d.Err()
+			Drive: func(d *Driver) {
+				d.Settle(`{"id":"p1","type":"prompt","message":"First"}`)
+				d.Settle(`{"id":"p2","type":"prompt","message":"Second"}`)
+				d.Call(`{"id":"c1","type":"compact"}`)
 			},
 		},
 		{
 			Name:   "bash",
 			Script: []fakemodel.Response{fakemodel.Text("I saw the bash output.", 2)},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
-				d.Wait(IsResponseID("b1"))
+			Drive: func(d *Driver) {
+				d.Call(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
 				d.Send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`)
 				d.Wait(IsType("bash_execution_update"))
 				d.Send(`{"id":"ab1","type":"abort_bash"}`)
 				d.Wait(IsResponseID("b2"))
-				d.Send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
-				d.Wait(IsType("agent_settled"))
-				return d.Err()
+				d.Settle(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
 			},
 		},
 		{
@@ -86,7 +70,7 @@ func Scenarios() []Scenario {
 				fakemodel.Tools(fakemodel.Bash("call_two", "echo two")),
 				fakemodel.Text("One ran, two was blocked.", 2),
 			},
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				d.Send(`{"id":"p1","type":"prompt","message":"Run two commands"}`)
 				d.Answer("confirm", `"confirmed":true`)
 				d.Answer("confirm", `"confirmed":false`)
@@ -94,9 +78,7 @@ func Scenarios() []Scenario {
 				d.Send(`{"id":"p2","type":"prompt","message":"/pick"}`)
 				d.Answer("select", `"cancelled":true`)
 				d.Wait(IsResponseID("p2"))
-				d.Send(`{"id":"p3","type":"prompt","message":"/ask"}`)
-				d.Wait(IsResponseID("p3"))
-				return d.Err()
+				d.Call(`{"id":"p3","type":"prompt","message":"/ask"}`)
 			},
 		},
 		{
@@ -104,24 +86,18 @@ func Scenarios() []Scenario {
 			Extension: true,
 			Env:       []string{"RPCTEST_THROW=1"},
 			Script:    []fakemodel.Response{fakemodel.Text("Fine.", 1)},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Hello"}`)
-				d.Wait(IsType("agent_settled"))
-				d.Send(`{"id":"p2","type":"prompt","message":"/boom"}`)
-				d.Wait(IsResponseID("p2"))
-				return d.Err()
+			Drive: func(d *Driver) {
+				d.Settle(`{"id":"p1","type":"prompt","message":"Hello"}`)
+				d.Call(`{"id":"p2","type":"prompt","message":"/boom"}`)
 			},
 		},
 		{
 			Name:   "abort-mid-tool",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.Pause(300 * time.Millisecond)
-				d.Send(`{"id":"a1","type":"abort"}`)
-				d.Wait(IsResponseID("a1"))
-				return d.Err()
+				d.Call(`{"id":"a1","type":"abort"}`)
 			},
 		},
 		{
@@ -131,18 +107,15 @@ func Scenarios() []Scenario {
 				fakemodel.Text("Done.", 1),
 				fakemodel.Text("Queued prompt handled.", 2),
 			},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, "bash")
 				d.Send(`{"id":"p2","type":"prompt","message":"Interrupting"}`)
-				d.Send(`{"id":"p3","type":"prompt","message":"Afterwards","streamingBehavior":"followUp"}`)
-				d.Wait(IsType("agent_settled"))
-				return d.Err()
+				d.Settle(`{"id":"p3","type":"prompt","message":"Afterwards","streamingBehavior":"followUp"}`)
 			},
 		},
 		{
 			Name: "malformed",
-			Drive: func(d *Driver) error {
+			Drive: func(d *Driver) {
 				// Each line gets exactly one response; wait for it so the
 				// transcript's order does not depend on Pi's scheduling.
 				for _, line := range []string{
@@ -161,37 +134,31 @@ func Scenarios() []Scenario {
 				}
 				d.SendRaw([]byte("{\"id\":\"crlf\",\"type\":\"get_state\"}\r\n"))
 				d.Wait(IsResponseID("crlf"))
-				d.Send("{\"id\":\"sep\u2028\u2029\",\"type\":\"get_state\"}")
-				d.Wait(IsResponseID("sep\u2028\u2029"))
+				d.Call("{\"id\":\"sep\u2028\u2029\",\"type\":\"get_state\"}")
 				d.Send(`{"type":"get_state"}`)
 				d.Wait(IsResponse("get_state"))
-				return d.Err()
 			},
 		},
 		{
 			Name:   "eof-mid-run",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.CloseStdin()
-				return d.Err()
 			},
 		},
 		{
 			Name:   "sigterm-mid-tool",
 			Script: []fakemodel.Response{fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30"))},
 			Exit:   143,
-			Drive: func(d *Driver) error {
-				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
-				d.Wait(IsToolStart("bash"))
+			Drive: func(d *Driver) {
+				d.StartTool(`{"id":"p1","type":"prompt","message":"Sleep"}`, "bash")
 				d.Wait(IsType("tool_execution_update"))
 				d.Signal(syscall.SIGTERM)
 				d.Wait(func(Line) bool { return false }) // until stdout ends
 				if d.err == ErrEOF {
 					d.err = nil
 				}
-				return d.Err()
 			},
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 )
@@ -388,32 +389,39 @@ func rpcOK(c *Capture, recs []map[string]any) error {
 	)
 }
 
+// rpcSession gives s the fake model's side (script, settings, summary) of
+// the rpctest scenario name: those RPC captures play the same sessions as
+// the rpc tests' transcripts, only driven in steps of their own.
+func rpcSession(name string, s Scenario) Scenario {
+	r, ok := rpctest.ByName(name)
+	if !ok {
+		panic("capture: rpctest has no scenario " + name)
+	}
+	s.Script, s.Settings, s.Summary = r.Script, r.Settings, r.Summary
+	return s
+}
+
 // RPCScenarios are driven through stdin; each closes stdin at the end.
+// All run Pi with rpcArgs and must end as rpcOK says, besides their own
+// Check.
 func RPCScenarios() []Scenario {
-	return []Scenario{
+	out := []Scenario{
 		{
 			Name:        "rpc-prompt-state",
 			Description: "prompt, wait for agent_settled, get_state",
 			Script:      []fakemodel.Response{fakemodel.Text("Hello over RPC.", 3)},
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Say hello"}`, isType("agent_settled")),
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "agent_settled") == 1, "want one agent_settled"),
+				return all(expect(count(recs, "agent_settled") == 1, "want one agent_settled"),
 					expect(len(responses(recs)) == 2, "want 2 responses"))
 			},
 		},
-		{
+		rpcSession("steer-follow-up", Scenario{
 			Name:        "rpc-steer-follow-up",
 			Description: "steer and follow_up sent while a bash tool runs",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_slow", "sleep 1; echo slept")),
-				fakemodel.Text("Steering received.", 2),
-				fakemodel.Text("Follow-up handled.", 2),
-			},
-			Args: rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, isToolStart("bash")),
 				send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`, isResponse("steer")),
@@ -422,19 +430,12 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "queue_update") >= 2, "want queue_update records"))
+				return expect(count(recs, "queue_update") >= 2, "want queue_update records")
 			},
-		},
-		{
+		}),
+		rpcSession("compact", Scenario{
 			Name:        "rpc-compact",
 			Description: "two prompts, then a manual compact command",
-			Settings:    map[string]any{"compaction": map[string]any{"keepRecentTokens": 50}},
-			Summary:     "Summary: two greetings.",
-			Script: []fakemodel.Response{
-				fakemodel.Text(strings.Repeat("A first answer with some length. ", 20), 3),
-				fakemodel.Text("A second answer.", 2),
-			},
-			Args: rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"First"}`, isType("agent_settled")),
 				send(`{"id":"p2","type":"prompt","message":"Second"}`, isType("agent_settled")),
@@ -442,14 +443,12 @@ func RPCScenarios() []Scenario {
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				cs := first(recs, "compaction_start")
-				return all(rpcOK(c, recs), expect(cs != nil && cs["reason"] == "manual", "no manual compaction_start"))
+				return expect(cs != nil && cs["reason"] == "manual", "no manual compaction_start")
 			},
-		},
-		{
+		}),
+		rpcSession("bash", Scenario{
 			Name:        "rpc-bash",
 			Description: "bash command, then a long bash command aborted with abort_bash, then a prompt that sees the output",
-			Script:      []fakemodel.Response{fakemodel.Text("I saw the bash output.", 2)},
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`, isResponse("bash")),
 				send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`, isType("bash_execution_update")),
@@ -458,29 +457,24 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`, isType("agent_settled")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records"))
+				return expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records")
 			},
-		},
-		{
+		}),
+		rpcSession("abort-mid-tool", Scenario{
 			Name:        "rpc-abort-mid-tool",
 			Description: "abort while a bash tool sleeps",
-			Script: []fakemodel.Response{
-				fakemodel.Tools(fakemodel.Bash("call_sleep", "sleep 30")),
-			},
-			Args: rpcArgs(),
 			RPC: []rpcStep{
 				send(`{"id":"p1","type":"prompt","message":"Sleep"}`, isToolStart("bash")),
 				{Pause: 300 * time.Millisecond, Send: `{"id":"a1","type":"abort"}`, WaitFor: isType("agent_settled")},
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				st := first(recs, "agent_settled")
-				return all(rpcOK(c, recs), expect(st != nil && st["aborted"] == true, "want agent_settled aborted:true"))
+				return expect(st != nil && st["aborted"] == true, "want agent_settled aborted:true")
 			},
-		},
+		}),
 		{
 			Name:        "rpc-malformed",
 			Description: "lines that are not JSON, not objects, or not commands; then a valid get_state",
-			Args:        rpcArgs(),
 			RPC: []rpcStep{
 				send(`this is not json`, anyResponse),
 				send(`[1,2,3]`, anyResponse),
@@ -490,8 +484,18 @@ func RPCScenarios() []Scenario {
 				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
-				return all(rpcOK(c, recs), expect(len(responses(recs)) == 6, "%d responses, want 6", len(responses(recs))))
+				return expect(len(responses(recs)) == 6, "%d responses, want 6", len(responses(recs)))
 			},
 		},
 	}
+	for i := range out {
+		out[i].Args = rpcArgs()
+		out[i].Check = rpcChecked(out[i].Check)
+	}
+	return out
+}
+
+// rpcChecked is check after rpcOK.
+func rpcChecked(check func(*Capture, []map[string]any) error) func(*Capture, []map[string]any) error {
+	return func(c *Capture, recs []map[string]any) error { return all(rpcOK(c, recs), check(c, recs)) }
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // The environment variables naming the two binaries (scripts/deps.sh builds both).
@@ -57,6 +58,26 @@ func Binary(t testing.TB, env string) string {
 func RepoFile(t testing.TB, rel string) string {
 	t.Helper()
 	return repo.Path(rel)
+}
+
+// JSONCaptures lists the real Pi 1.6.0 json-mode captures, the streams a replay reads (the rpc-*
+// ones are RPC transcripts, not replayable streams). None fails t.
+func JSONCaptures(t testing.TB) []string {
+	t.Helper()
+	paths, err := filepath.Glob(RepoFile(t, "testdata/captures/pi-1.6.0/*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range paths {
+		if !strings.HasPrefix(filepath.Base(p), "rpc-") {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no captures in testdata/captures/pi-1.6.0")
+	}
+	return out
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
@@ -509,39 +530,56 @@ func (b *Backend) Traces(t testing.TB) map[string][]Span {
 		q.Set("query.start_time_min", "2000-01-01T00:00:00Z")
 		q.Set("query.start_time_max", now.Add(time.Minute).Format(time.RFC3339Nano))
 		q.Set("query.num_traces", "100000")
-		code, body := Get(t, "http://"+b.Query+"/api/v3/traces?"+q.Encode())
-		if code == http.StatusNotFound {
-			continue
+		for _, s := range b.spans(t, "/api/v3/traces?"+q.Encode(), "traces of "+svc) {
+			out[s.TraceID] = append(out[s.TraceID], s)
 		}
-		if code != http.StatusOK {
-			t.Fatalf("%s: traces of %s: %d %s", b.Proc.Name, svc, code, body)
-		}
-		var doc struct {
-			Result struct {
-				ResourceSpans []struct {
-					ScopeSpans []struct {
-						Spans []struct {
-							TraceID string `json:"traceId"`
-							SpanID  string `json:"spanId"`
-							Name    string `json:"name"`
-							Status  struct {
-								Code any `json:"code"`
-							} `json:"status"`
-						} `json:"spans"`
-					} `json:"scopeSpans"`
-				} `json:"resourceSpans"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			t.Fatalf("%s: traces of %s: %v", b.Proc.Name, svc, err)
-		}
-		for _, rs := range doc.Result.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					// OTLP/JSON writes the status code as a number; some encoders use the enum name.
-					isErr := fmt.Sprint(s.Status.Code) == "2" || fmt.Sprint(s.Status.Code) == "STATUS_CODE_ERROR"
-					out[s.TraceID] = append(out[s.TraceID], Span{TraceID: s.TraceID, SpanID: s.SpanID, Name: s.Name, Error: isErr})
-				}
+	}
+	return out
+}
+
+// Trace returns the spans b holds for the trace id (hex), none when it has no such trace.
+func (b *Backend) Trace(t testing.TB, id string) []Span {
+	t.Helper()
+	return b.spans(t, "/api/v3/traces/"+id, "trace "+id)
+}
+
+// spans GETs a query API path that answers with OTLP/JSON traces and returns their spans; a 404
+// (nothing found) is no spans.
+func (b *Backend) spans(t testing.TB, path, what string) []Span {
+	t.Helper()
+	code, body := Get(t, "http://"+b.Query+path)
+	if code == http.StatusNotFound {
+		return nil
+	}
+	if code != http.StatusOK {
+		t.Fatalf("%s: %s: %d %s", b.Proc.Name, what, code, body)
+	}
+	var doc struct {
+		Result struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						TraceID string `json:"traceId"`
+						SpanID  string `json:"spanId"`
+						Name    string `json:"name"`
+						Status  struct {
+							Code any `json:"code"`
+						} `json:"status"`
+					} `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("%s: %s: %v: %s", b.Proc.Name, what, err, body)
+	}
+	var out []Span
+	for _, rs := range doc.Result.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				// OTLP/JSON writes the status code as a number; some encoders use the enum name.
+				isErr := fmt.Sprint(s.Status.Code) == "2" || fmt.Sprint(s.Status.Code) == "STATUS_CODE_ERROR"
+				out = append(out, Span{TraceID: s.TraceID, SpanID: s.SpanID, Name: s.Name, Error: isErr})
 			}
 		}
 	}
@@ -557,78 +595,69 @@ func PiOtel(t testing.TB) string {
 		}
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "pi-otel")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pi-otel")
-	cmd.Dir = repo.Path(".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building pi-otel: %v\n%s", err, out)
+	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+}
+
+// ExportEnv is the environment of one pi-otel process: base minus anything that would change
+// pi-otel's settings (OTEL_*, PI_OTEL_*, a caller's trace context), plus OTLP to endpoint over
+// protocol ("grpc" or "http/protobuf") and no spool.
+func ExportEnv(base []string, endpoint, protocol string) []string {
+	out := base[:0:0]
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "PI_OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
+			continue
+		}
+		out = append(out, kv)
 	}
-	return bin
+	return append(out, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol, "PI_OTEL_SPOOL_DIR=none")
 }
 
 // Replayed is what one `pi-otel replay` process reported on exit.
 type Replayed struct {
-	File    string
-	TraceID string // when the capture made exactly one trace
-	Traces  int
-	Spans   int
+	File string
+	summaryline.Summary
 	Failed  int    // spans pi-otel reported as not delivered ("failed to export", "dropped")
 	Trouble string // the summary line, when it reports any export trouble
+	Stderr  []byte
 }
 
 var failedRE = regexp.MustCompile(`(\d+) (?:failed to export|spans? dropped)`)
-
-var summaryRE = regexp.MustCompile(`(?m)^pi-otel: (?:1 trace \(([0-9a-f]{32})\)|(\d+) traces), (\d+) spans? → (.*)$`)
 
 // replayGuard bounds one replay so a hang fails instead of timing the package out.
 const replayGuard = 2 * time.Minute
 
 // Replay runs `pi-otel replay --traces-exporter otlp --metrics-exporter otlp FILE` exporting to
-// endpoint over protocol ("grpc" or "http/protobuf") and parses its exit summary. It returns an
-// error instead of failing, so replays can run on many goroutines. Export trouble is not an
-// error: it is in Trouble and Failed, for the caller to judge.
-func Replay(bin, file, endpoint, protocol string) (Replayed, error) {
+// endpoint over protocol ("grpc" or "http/protobuf"), with env added to ExportEnv's, and parses its
+// exit summary. It returns an error instead of failing, so replays can run on many goroutines.
+// Export trouble is not an error: it is in Trouble and Failed, for the caller to judge.
+func Replay(bin, file, endpoint, protocol string, env ...string) (Replayed, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), replayGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "PI_OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol, "PI_OTEL_SPOOL_DIR=none")
+	cmd.Env = append(ExportEnv(os.Environ(), endpoint, protocol), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
-	r := Replayed{File: file}
+	r := Replayed{File: file, Stderr: stderr.Bytes()}
 	if ctx.Err() != nil {
 		return r, fmt.Errorf("replay %s: still running after %v:\n%s", file, replayGuard, stderr.Bytes())
 	}
 	if err != nil {
 		return r, fmt.Errorf("replay %s: %v:\n%s", file, err, stderr.Bytes())
 	}
-	all := summaryRE.FindAllSubmatch(stderr.Bytes(), -1)
-	if len(all) == 0 {
+	var ok bool
+	if r.Summary, ok = summaryline.Parse(stderr.Bytes()); !ok {
 		return r, fmt.Errorf("replay %s: no summary line:\n%s", file, stderr.Bytes())
 	}
-	m := all[len(all)-1]
-	if strings.Contains(string(m[4]), ";") {
-		r.Trouble = string(m[0])
-		for _, f := range failedRE.FindAllSubmatch(m[4], -1) {
-			n, _ := strconv.Atoi(string(f[1]))
+	if r.Summary.Trouble() {
+		r.Trouble = r.Line
+		for _, f := range failedRE.FindAllStringSubmatch(r.Dest, -1) {
+			n, _ := strconv.Atoi(f[1])
 			r.Failed += n
 		}
 	}
-	r.TraceID = string(m[1])
-	if r.TraceID != "" {
-		r.Traces = 1
-	} else {
-		r.Traces, _ = strconv.Atoi(string(m[2]))
-	}
-	r.Spans, _ = strconv.Atoi(string(m[3]))
 	return r, nil
 }
