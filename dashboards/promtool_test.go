@@ -14,15 +14,10 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
-func promtool(t *testing.T) string {
-	t.Helper()
-	return proc.Tool(t, "promtool", "Debian package prometheus")
-}
-
 // TestPromQLPassesPromtool checks every expression with promtool: the rule files as they are,
 // and the dashboard queries written into a temporary rule file.
 func TestPromQLPassesPromtool(t *testing.T) {
-	tool := promtool(t)
+	tool := proc.Promtool(t)
 	args := append([]string{"check", "rules"}, ruleFiles(t)...)
 	if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
 		t.Errorf("promtool check rules: %v\n%s", err, out)
@@ -57,7 +52,7 @@ func TestPromQLPassesPromtool(t *testing.T) {
 }
 
 func TestAlertRulesUnitTests(t *testing.T) {
-	cmd := exec.Command(promtool(t), "test", "rules", "alerts.test.yml")
+	cmd := exec.Command(proc.Promtool(t), "test", "rules", "alerts.test.yml")
 	cmd.Dir = filepath.Join(dir(t), "alerts")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules: %v\n%s", err, out)
