@@ -540,7 +540,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 }
 
 func TestShippedPrometheusConfig(t *testing.T) {
-	tool := proc.Tool(t, "promtool", "Debian package prometheus")
+	tool := proc.Promtool(t)
 	out, err := exec.Command(tool, "check", "config", collectortest.RepoFile(t, "dashboards/prometheus/prometheus.yml")).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool check config: %v\n%s", err, out)
