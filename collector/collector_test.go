@@ -2,29 +2,27 @@
 
 package collector_test
 
-import (
-	"context"
-	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
+import "context"
+import "fmt"
+import "net/http"
+import "os"
+import "os/exec"
+import "regexp"
+import "sort"
+import "strconv"
+import "strings"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	"go.yaml.in/yaml/v3"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+import "go.opentelemetry.io/otel/sdk/resource"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/trace"
+import "go.yaml.in/yaml/v3"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
 // containers use and with the loopback overrides the tests use.

@@ -1,17 +1,15 @@
 package collector_test
 
-import (
-	"bytes"
-	"fmt"
-	"os"
-	"reflect"
-	"strings"
-	"testing"
+import "bytes"
+import "fmt"
+import "os"
+import "reflect"
+import "strings"
+import "testing"
 
-	"go.yaml.in/yaml/v3"
+import "go.yaml.in/yaml/v3"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 func loadConfig(t *testing.T, rel string) map[string]any {
 	t.Helper()

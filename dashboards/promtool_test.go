@@ -2,17 +2,15 @@
 
 package dashboards_test
 
-import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
+import "encoding/json"
+import "fmt"
+import "os"
+import "os/exec"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/proc"
 
 // TestPromQLPassesPromtool checks every expression with promtool: the rule files as they are,
 // and the dashboard queries written into a temporary rule file.

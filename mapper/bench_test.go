@@ -1,18 +1,16 @@
 package mapper_test
 
-import (
-	"sync"
-	"testing"
-	"time"
+import "sync"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
+import "go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // decoded is a realistic generated stream, decoded once, so that the
 // benchmark measures the mapper alone.

@@ -1,14 +1,12 @@
 package mapper
 
-import (
-	"time"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // Close ends a stream that stopped without settling: every open span ends,
 // innermost first, and the root records why.

@@ -1,17 +1,15 @@
 package mapper
 
-import (
-	"slices"
-	"time"
+import "slices"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // maxOpenCompactions bounds the compactions open at once; Pi overlaps two
 // at most.

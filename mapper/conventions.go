@@ -1,14 +1,12 @@
 package mapper
 
-import (
-	"encoding/json"
+import "encoding/json"
 
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/attribute"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // Bounds on what the mapper keeps of the tool declarations: a session
 // declares a handful of tools, a stream is input pi-otel does not control.

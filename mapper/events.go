@@ -1,14 +1,12 @@
 package mapper
 
-import (
-	"time"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // ExtensionError records an extension_error on the innermost open span.
 func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {

@@ -1,16 +1,14 @@
 package mapper_test
 
-import (
-	"math/rand/v2"
-	"testing"
-	"time"
+import "math/rand/v2"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // vocabulary is every lifecycle step, with small id and flag spaces so that
 // random sequences hit duplicates, ends without starts and the like.

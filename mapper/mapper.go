@@ -13,18 +13,16 @@
 // open spans; options.go the configuration.
 package mapper
 
-import (
-	"context"
-	"maps"
-	"time"
+import "context"
+import "maps"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
 const ScopeName = "github.com/pi-otel/pi-otel/mapper"

@@ -1,8 +1,6 @@
 package mapper
 
-import (
-	"context"
-)
+import "context"
 
 // Content is what the mapper needs to capture message content. Leaving it
 // nil (the default) keeps every prompt, argument and output out of spans.

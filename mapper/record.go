@@ -1,10 +1,8 @@
 package mapper
 
-import (
-	"time"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
 
 // Record decodes one record of Pi's JSON stream (a line of `pi --mode
 // json`, or of an RPC session's output, without its LF) and applies it at

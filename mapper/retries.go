@@ -1,15 +1,13 @@
 package mapper
 
-import (
-	"time"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "auto_retry_start")

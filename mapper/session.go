@@ -1,15 +1,13 @@
 package mapper
 
-import (
-	"strings"
-	"time"
+import "strings"
+import "time"
 
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/codes"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // The seams below serve a session file's translation (internal/session),
 // which knows facts no stream record carries.

@@ -1,13 +1,11 @@
 package mapper
 
-import (
-	"time"
+import "time"
 
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 func (m *Mapper) turnStart(at time.Time) {
 	r := m.ensureRun(at, "turn_start")

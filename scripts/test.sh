@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs the real tools (scripts/deps.sh), then
-# gofmt, go vet, go build and go test over the whole module.
+# gofmt, the import style check, go vet, go build and go test over the whole
+# module.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +19,9 @@ if [[ -n "$unformatted" ]]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+
+echo "== imports"
+bash scripts/imports.sh --check
 
 echo "== go vet"
 go vet -tags realstack ./...

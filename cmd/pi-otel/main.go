@@ -2,11 +2,9 @@
 // trace. See the README for usage.
 package main
 
-import (
-	"os"
+import "os"
 
-	"github.com/pi-otel/pi-otel/internal/app"
-)
+import "github.com/pi-otel/pi-otel/internal/app"
 
 func main() {
 	os.Exit(app.Main(app.OSEnv()))

@@ -1,12 +1,10 @@
 package main
 
-import (
-	"go/parser"
-	"go/token"
-	"strconv"
-	"strings"
-	"testing"
-)
+import "go/parser"
+import "go/token"
+import "strconv"
+import "strings"
+import "testing"
 
 // The example shows what a program in another module can do, so it may
 // use nothing from this module's internal packages.

@@ -2,15 +2,13 @@
 // test keeps the unit true to the command's real flags.
 package watchsystemd
 
-import (
-	"bufio"
-	"flag"
-	"os"
-	"strings"
-	"testing"
+import "bufio"
+import "flag"
+import "os"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
 
 // TestUnitExecStart parses the unit's ExecStart with pi-otel watch's own
 // flag set: every flag must exist and take its value, and the command

@@ -1,17 +1,15 @@
 package app_test
 
-import (
-	"io"
-	"os"
-	"path/filepath"
-	"sync"
-	"syscall"
-	"testing"
-	"time"
+import "io"
+import "os"
+import "path/filepath"
+import "sync"
+import "syscall"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-)
+import "github.com/pi-otel/pi-otel/internal/app"
+import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 
 // benchStream writes a realistic generated stream to a file once.
 var benchStream = sync.OnceValues(func() (string, int64) {

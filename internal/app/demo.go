@@ -1,13 +1,11 @@
 package app
 
-import (
-	"bytes"
-	"context"
-	"embed"
-	"io"
+import "bytes"
+import "context"
+import "embed"
+import "io"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry"
 
 // demoStreams are real Pi 1.6.0 runs, captured against the test suite's
 // scripted model: four parallel tools (two failing), and a 529 then a retry.

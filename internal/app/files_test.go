@@ -1,18 +1,16 @@
 package app
 
-import (
-	"bufio"
-	"os"
-	"path/filepath"
-	"testing"
+import "bufio"
+import "os"
+import "path/filepath"
+import "testing"
 
-	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+import colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+import logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+import metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 
 // What the tests that replay into the --*-file exporters share.
 

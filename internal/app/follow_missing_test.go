@@ -1,22 +1,20 @@
 package app_test
 
-import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
-	"net"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"testing"
-	"time"
+import "bufio"
+import "bytes"
+import "errors"
+import "io"
+import "net"
+import "os/exec"
+import "path/filepath"
+import "strings"
+import "syscall"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/app"
+import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 // replay --follow of a file that is not there yet says at once that it
 // waits for it, as tail -F does; interrupted before anything came, it

@@ -1,14 +1,12 @@
 package app
 
-import (
-	"flag"
-	"fmt"
-	"io"
-	"regexp"
-	"strings"
+import "flag"
+import "fmt"
+import "io"
+import "regexp"
+import "strings"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
 
 // commandDoc is what `pi-otel COMMAND --help` says before the flags.
 type commandDoc struct {

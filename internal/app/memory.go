@@ -1,9 +1,7 @@
 package app
 
-import (
-	"math"
-	"runtime/debug"
-)
+import "math"
+import "runtime/debug"
 
 // defaultMemoryLimit is the soft heap limit pi-otel runs with. pi-otel sits
 // beside the agent and should stay small. Without a limit the collector

@@ -1,12 +1,10 @@
 package app
 
-import (
-	"bytes"
-	"io"
-	"math"
-	"runtime/debug"
-	"testing"
-)
+import "bytes"
+import "io"
+import "math"
+import "runtime/debug"
+import "testing"
 
 func TestMemoryLimitIsSoftDefaultUnlessGOMEMLIMIT(t *testing.T) {
 	before := debug.SetMemoryLimit(-1) // -1 reads without changing

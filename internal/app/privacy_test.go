@@ -1,15 +1,13 @@
 package app
 
-import (
-	"bufio"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
+import "bufio"
+import "encoding/json"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 type secret struct{ context, value string }
 

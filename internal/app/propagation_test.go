@@ -1,14 +1,12 @@
 package app_test
 
-import (
-	"bytes"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
+import "bytes"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/app"
-)
+import "github.com/pi-otel/pi-otel/internal/app"
 
 // TestChildTraceparentKeepsCallersSampling: the TRACEPARENT Pi gets names
 // the run's root, keeps the caller's sampled flag (an unsampled caller

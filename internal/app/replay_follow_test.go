@@ -1,18 +1,16 @@
 package app
 
-import (
-	"bytes"
-	"io"
-	"testing"
-	"time"
+import "bytes"
+import "io"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/internal/session"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/session"
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // A followed session file: a run that has answered and gone quiet is traced
 // while the follower waits for more, before the next prompt arrives.

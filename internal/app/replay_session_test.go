@@ -1,15 +1,13 @@
 package app
 
-import (
-	"os"
-	"path/filepath"
-	"regexp"
-	"sort"
-	"strings"
-	"testing"
+import "os"
+import "path/filepath"
+import "regexp"
+import "sort"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 func replayArgs(t *testing.T, in string, flags ...string) (code int, spans, stderr string) {
 	t.Helper()

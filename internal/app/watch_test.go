@@ -1,16 +1,14 @@
 package app
 
-import (
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
+import "flag"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-	"github.com/pi-otel/pi-otel/internal/sessionwatch"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
+import "github.com/pi-otel/pi-otel/internal/sessionwatch"
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
 // the watch command's own flags and variables.

@@ -39,13 +39,11 @@
 // still hold several patterns joined with "|".
 package config
 
-import (
-	"net/url"
-	"strings"
-	"time"
+import "net/url"
+import "strings"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-)
+import "go.opentelemetry.io/otel/attribute"
 
 // ExporterKind names where a signal goes.
 type ExporterKind string

@@ -1,19 +1,17 @@
 package config_test
 
-import (
-	"flag"
-	"fmt"
-	"io"
-	"reflect"
-	"slices"
-	"strings"
-	"testing"
-	"time"
+import "flag"
+import "fmt"
+import "io"
+import "reflect"
+import "slices"
+import "strings"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/attribute"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
 
 // load parses args with pi-otel's flags and env as the environment.
 func load(t *testing.T, args []string, env map[string]string) (config.Config, error) {

@@ -1,9 +1,7 @@
 package config
 
-import (
-	"flag"
-	"strings"
-)
+import "flag"
+import "strings"
 
 // The groups flags are shown in, in order, for help and docs.
 const (

@@ -1,9 +1,7 @@
 package config
 
-import (
-	"flag"
-	"strings"
-)
+import "flag"
+import "strings"
 
 // flagDef is one command-line flag. Load does the parsing, so every flag
 // only records the text it was given; that keeps flag and environment values

@@ -1,12 +1,10 @@
 package config
 
-import (
-	"errors"
-	"flag"
-	"strconv"
-	"strings"
-	"time"
-)
+import "errors"
+import "flag"
+import "strconv"
+import "strings"
+import "time"
 
 // Watch holds the settings of pi-otel watch that are not telemetry.
 type Watch struct {

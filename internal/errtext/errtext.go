@@ -7,10 +7,8 @@
 // With content capture the whole text goes through the content redactor.
 package errtext
 
-import (
-	"regexp"
-	"strings"
-)
+import "regexp"
+import "strings"
 
 // Scrubber redacts and bounds captured text; the content capturer is one.
 type Scrubber interface {

@@ -1,9 +1,7 @@
 package errtext
 
-import (
-	"strings"
-	"testing"
-)
+import "strings"
+import "testing"
 
 func TestSummary(t *testing.T) {
 	for _, c := range []struct{ msg, want, class string }{

@@ -1,14 +1,12 @@
 package event_test
 
-import (
-	"slices"
-	"sync"
-	"testing"
+import "slices"
+import "sync"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 
 // sample is one record of a kind: the one of median length, so that a
 // kind's benchmark is typical of it, plus the largest tool output.

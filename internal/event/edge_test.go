@@ -1,9 +1,7 @@
 package event
 
-import (
-	"errors"
-	"testing"
-)
+import "errors"
+import "testing"
 
 // decodeAll decodes rec every way a caller can, so that each answer is
 // checked.

@@ -1,10 +1,8 @@
 package event
 
-import (
-	"errors"
-	"strings"
-	"testing"
-)
+import "errors"
+import "strings"
+import "testing"
 
 func TestDecodeKinds(t *testing.T) {
 	for _, tc := range []struct {

@@ -2,14 +2,12 @@
 
 package launch
 
-import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"strconv"
-)
+import "errors"
+import "fmt"
+import "io/fs"
+import "os"
+import "os/exec"
+import "strconv"
 
 var errNoCommand = errors.New("no command given")
 

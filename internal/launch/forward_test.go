@@ -2,15 +2,13 @@
 
 package launch_test
 
-import (
-	"os"
-	"os/exec"
-	"strconv"
-	"syscall"
-	"testing"
+import "os"
+import "os/exec"
+import "strconv"
+import "syscall"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/launch"
-)
+import "github.com/pi-otel/pi-otel/internal/launch"
 
 // superviseTrap starts the supervise helper (pi-otel's role) over a trap
 // child (Pi's role) and waits until both are ready for signals.

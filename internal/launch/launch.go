@@ -2,17 +2,15 @@
 
 package launch
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"os/signal"
-	"runtime"
-	"sync"
-	"syscall"
-)
+import "errors"
+import "fmt"
+import "io"
+import "os"
+import "os/exec"
+import "os/signal"
+import "runtime"
+import "sync"
+import "syscall"
 
 // Status is how the child ended.
 type Status struct {

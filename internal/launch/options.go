@@ -2,12 +2,10 @@
 
 package launch
 
-import (
-	"syscall"
-	"time"
+import "syscall"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // defaultParentDeathSignal is what Pi gets if pi-otel dies first. SIGTERM
 // lets Pi run its own shutdown (it kills the bash-tool children it tracks

@@ -1,12 +1,10 @@
 package launch_test
 
-import (
-	"os"
-	"strconv"
-	"syscall"
-	"testing"
-	"time"
-)
+import "os"
+import "strconv"
+import "syscall"
+import "testing"
+import "time"
 
 const prSetChildSubreaper = 36
 

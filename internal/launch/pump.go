@@ -2,18 +2,16 @@
 
 package launch
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
-	"time"
+import "errors"
+import "fmt"
+import "io"
+import "os"
+import "os/signal"
+import "sync/atomic"
+import "syscall"
+import "time"
 
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // orphanGrace is how long the reader may sit in an empty Read after the
 // child has exited before the child's own output counts as all read.

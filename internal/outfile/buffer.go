@@ -1,10 +1,8 @@
 package outfile
 
-import (
-	"bytes"
-	"io"
-	"sync"
-)
+import "bytes"
+import "io"
+import "sync"
 
 // Buffer is a bytes.Buffer that one goroutine may write while another
 // reads it: output held back (pi-otel's stderr lines while Pi owns the

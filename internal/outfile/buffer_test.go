@@ -1,10 +1,8 @@
 package outfile
 
-import (
-	"strings"
-	"sync"
-	"testing"
-)
+import "strings"
+import "sync"
+import "testing"
 
 // Writers and a reader at once (run with -race), and WriteTo hands on
 // what is held and empties the buffer.

@@ -10,17 +10,15 @@
 // the background, so that opening it never blocks start-up or signals.
 package outfile
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
-)
+import "errors"
+import "fmt"
+import "io"
+import "io/fs"
+import "os"
+import "sync"
+import "sync/atomic"
+import "syscall"
+import "time"
 
 // ErrStalled is returned by a write that did not finish by the deadline.
 var ErrStalled = errors.New("output stalled: its reader is not reading")

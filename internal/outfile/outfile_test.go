@@ -1,16 +1,14 @@
 package outfile
 
-import (
-	"bytes"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"testing"
-	"time"
-)
+import "bytes"
+import "errors"
+import "io"
+import "os"
+import "path/filepath"
+import "strings"
+import "syscall"
+import "testing"
+import "time"
 
 func TestCreatesPrivateFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "traces.jsonl")

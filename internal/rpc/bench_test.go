@@ -1,17 +1,15 @@
 package rpc_test
 
-import (
-	"bytes"
-	"testing"
-	"time"
+import "bytes"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-	"github.com/pi-otel/pi-otel/internal/stream/ingest"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/rpc"
+import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+import "github.com/pi-otel/pi-otel/internal/stream/ingest"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // The cost of tracing one recorded session through the tracker, against
 // feeding Pi's records alone to the json-mode sink: the difference is what

@@ -1,17 +1,15 @@
 package rpc
 
-import (
-	"bytes"
-	"container/list"
-	"context"
-	"encoding/json"
-	"math"
-	"strconv"
-	"strings"
-	"time"
+import "bytes"
+import "container/list"
+import "context"
+import "encoding/json"
+import "math"
+import "strconv"
+import "strings"
+import "time"
 
-	"go.opentelemetry.io/otel/trace"
-)
+import "go.opentelemetry.io/otel/trace"
 
 // Command names Pi 1.6.0 knows (docs/rpc-commands.md and the binary). Any
 // other type is traced as "pi.rpc unknown" so that a misbehaving

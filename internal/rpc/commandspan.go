@@ -1,16 +1,14 @@
 package rpc
 
-import (
-	"context"
-	"time"
+import "context"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // command opens the span of one command.
 func (t *Tracker) command(c *command) {

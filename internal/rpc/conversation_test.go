@@ -1,17 +1,15 @@
 package rpc_test
 
-import (
-	"testing"
-	"time"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/rpc"
+import "github.com/pi-otel/pi-otel/mapper"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // TestConversationIDOnEveryRPCSpan: commands and dialogs inside a run
 // carry the session id too, and those open when the id is learnt (the

@@ -1,15 +1,13 @@
 package rpc
 
-import (
-	"container/list"
-	"context"
-	"encoding/json"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-	"time"
+import "container/list"
+import "context"
+import "encoding/json"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-)
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/trace"
 
 // dialogMethods block in Pi until the controller answers (or a timeout
 // passes); every other extension UI method is fire-and-forget.

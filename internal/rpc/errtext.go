@@ -1,10 +1,8 @@
 package rpc
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/pi-otel/pi-otel/internal/errtext"
-)
+import "github.com/pi-otel/pi-otel/internal/errtext"
 
 // errorText is what a failed command's span says about the failure. Pi's
 // error texts echo prompts, commands and provider errors, so without

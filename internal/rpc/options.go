@@ -1,10 +1,8 @@
 package rpc
 
-import (
-	"time"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // Scrubber redacts and bounds one captured value. Giving one (content
 // capture) records error texts in full, redacted, instead of masked.

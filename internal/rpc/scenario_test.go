@@ -1,13 +1,11 @@
 package rpc_test
 
-import (
-	"strings"
-	"testing"
-	"time"
+import "strings"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // Replays of sessions recorded from the real Pi 1.6.0 (rpctest scenarios).
 

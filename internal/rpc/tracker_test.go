@@ -1,19 +1,17 @@
 package rpc_test
 
-import (
-	"fmt"
-	"runtime"
-	"strings"
-	"sync"
-	"testing"
-	"time"
+import "fmt"
+import "runtime"
+import "strings"
+import "sync"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/rpc"
+import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // Synthetic sessions for what the recorded ones do not show. Record
 // shapes follow Pi 1.6.0.

@@ -1,17 +1,15 @@
 package rpc_test
 
-import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
-	"testing"
-	"time"
+import "bytes"
+import "flag"
+import "os"
+import "path/filepath"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // -update (spantree's) rewrites the golden trees; re-recording needs the
 // real Pi, so it has a flag of its own.

@@ -1,14 +1,12 @@
 package session
 
-import (
-	"bytes"
-	"testing"
+import "bytes"
+import "testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/session/sessiongen"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // BenchmarkTraceHistory traces a generated 32 MB session file, with the SDK
 // recording (and dropping) every span.

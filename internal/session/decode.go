@@ -1,14 +1,12 @@
 package session
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"strings"
-	"time"
+import "bytes"
+import "encoding/json"
+import "errors"
+import "strings"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
 
 // Entry types of Pi's session format (docs/session-format.md).
 const (

@@ -1,16 +1,14 @@
 package session
 
-import (
-	"fmt"
-	"math"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-	"testing"
+import "fmt"
+import "math"
+import "os"
+import "path/filepath"
+import "sort"
+import "strings"
+import "testing"
 
-	"go.opentelemetry.io/otel/codes"
-)
+import "go.opentelemetry.io/otel/codes"
 
 // summary is what the stream and the session file of one run must agree on.
 type summary struct {

@@ -1,18 +1,16 @@
 package session
 
-import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
-	"testing"
-	"unicode/utf8"
+import "bytes"
+import "fmt"
+import "os"
+import "path/filepath"
+import "testing"
+import "unicode/utf8"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/mapper"
 
 // FuzzDecode feeds arbitrary files to a Tracer. Whatever the bytes, it must
 // not panic, must end every span it starts, must count every line, must not

@@ -25,19 +25,17 @@
 //     a session file from an event stream by the lines that follow.
 package session
 
-import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"hash/fnv"
-	"strconv"
-	"time"
+import "bytes"
+import "context"
+import "encoding/json"
+import "hash/fnv"
+import "strconv"
+import "time"
 
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // ScopeName is the instrumentation scope of the spans only session files
 // give (pi.bash); the rest come from the mapper's scope.

@@ -1,20 +1,18 @@
 package session
 
-import (
-	"bytes"
-	"sort"
-	"strings"
-	"sync"
-	"testing"
-	"time"
+import "bytes"
+import "sort"
+import "strings"
+import "sync"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+import "go.opentelemetry.io/otel/codes"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/session/sessiongen"
+import "github.com/pi-otel/pi-otel/mapper"
 
 func roots(tr traced, name string) []*node {
 	var out []*node

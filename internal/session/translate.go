@@ -1,18 +1,16 @@
 package session
 
-import (
-	"context"
-	"encoding/json"
-	"time"
+import "context"
+import "encoding/json"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/attribute"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
+import "github.com/pi-otel/pi-otel/mapper"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // Why a tool span whose result is missing from the file ends in error.
 const missingResult = "no tool result in the session file: Pi stopped before the tool returned"

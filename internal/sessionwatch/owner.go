@@ -1,14 +1,12 @@
 package sessionwatch
 
-import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-)
+import "bytes"
+import "encoding/json"
+import "os"
+import "path/filepath"
+import "strconv"
+import "strings"
+import "sync"
 
 // Owner decides which session files one Pi process writes, for
 // pi-otel run in front of Pi's terminal UI. Pi opens a session file only

@@ -1,12 +1,10 @@
 package sessionwatch
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-)
+import "fmt"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
 
 // fakeProc builds a /proc with the processes given: pid → ppid, argv, cwd
 // and open files.

@@ -1,13 +1,11 @@
 package sessionwatch
 
-import (
-	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
-)
+import "encoding/json"
+import "errors"
+import "io/fs"
+import "os"
+import "path/filepath"
+import "strings"
 
 // PiDirs says where Pi keeps its files, resolved as Pi 1.x resolves them.
 // Getenv and Home are injected so tests need no globals.

@@ -1,18 +1,16 @@
 package telemetry
 
-import (
-	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
-	"time"
+import "context"
+import "errors"
+import "sync"
+import "sync/atomic"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // Stats counts spans on their way out. While running, Ended minus the other
 // three is what is still queued or being exported; after Shutdown every

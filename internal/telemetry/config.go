@@ -1,12 +1,10 @@
 package telemetry
 
-import (
-	"time"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/attribute"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
 
 // Config is the pipeline's configuration. As in the Collector, the
 // component owns its Config; the command line's settings are mapped onto

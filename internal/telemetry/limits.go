@@ -1,12 +1,10 @@
 package telemetry
 
-import (
-	"context"
+import "context"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/embedded"
-)
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/trace/embedded"
 
 // The SDK applies OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT to span attributes but
 // not to span events' (it only counts those). The specification means

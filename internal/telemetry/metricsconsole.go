@@ -1,18 +1,16 @@
 package telemetry
 
-import (
-	"context"
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"sync"
+import "context"
+import "fmt"
+import "io"
+import "strconv"
+import "strings"
+import "sync"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 
 // consoleMetrics writes each collection compactly, one line per data point:
 //

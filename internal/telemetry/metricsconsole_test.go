@@ -1,12 +1,10 @@
 package telemetry
 
-import (
-	"strings"
-	"testing"
+import "strings"
+import "testing"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-)
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 // TestWriteMetricKinds pins the console line of every aggregation, int and
 // float alike.

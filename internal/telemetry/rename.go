@@ -1,11 +1,9 @@
 package telemetry
 
-import (
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/attribute"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // WithExportedAttributes rewrites each span's attributes on its way to the
 // exporter (the semantic conventions mode, see piconv.Latest). The span

@@ -1,17 +1,15 @@
 package telemetry
 
-import (
-	"context"
-	"errors"
-	"sync"
-	"testing"
-	"time"
+import "context"
+import "errors"
+import "sync"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/config"
-)
+import "github.com/pi-otel/pi-otel/internal/config"
 
 var errUnreachable = errors.New("connection refused")
 

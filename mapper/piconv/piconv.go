@@ -8,11 +8,9 @@
 // keeps the two equal.
 package piconv
 
-import (
-	"unicode/utf8"
+import "unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
-)
+import "go.opentelemetry.io/otel/attribute"
 
 // Span names with no variable part.
 const (

@@ -1,12 +1,10 @@
 package piconv_test
 
-import (
-	"testing"
+import "testing"
 
-	"go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/attribute"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 func TestLatest(t *testing.T) {
 	emit := func(kvs []attribute.KeyValue) string {

@@ -2,20 +2,18 @@
 
 package e2e
 
-import (
-	"bufio"
-	"encoding/hex"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-	"time"
+import "bufio"
+import "encoding/hex"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+import "github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // TestLogRecordsOfALiveRun runs the real Pi under `pi-otel run --logs-file`
 // with its spans going to a real Jaeger: every log record names its run's

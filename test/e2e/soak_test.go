@@ -8,35 +8,33 @@ package e2e
 //
 //	PI_OTEL_SOAK=1h PI_OTEL_SOAK_PROMPTS=10000 go test -tags realstack ./test/e2e -run Soak -v -timeout 3h
 
-import (
-	"bufio"
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"runtime/pprof"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"testing"
-	"time"
+import "bufio"
+import "bytes"
+import "context"
+import "fmt"
+import "io"
+import "os"
+import "os/exec"
+import "path/filepath"
+import "runtime"
+import "runtime/pprof"
+import "strconv"
+import "strings"
+import "sync/atomic"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
-	"github.com/pi-otel/pi-otel/mapper"
+import "github.com/pi-otel/pi-otel/internal/app"
+import "github.com/pi-otel/pi-otel/internal/rpc"
+import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+import "github.com/pi-otel/pi-otel/mapper"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 // soakDuration is how long TestSoakReplay streams: $PI_OTEL_SOAK, 20s by
 // default.

@@ -2,20 +2,18 @@
 
 package e2e
 
-import (
-	"fmt"
-	"os"
-	"regexp"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
+import "fmt"
+import "os"
+import "regexp"
+import "strconv"
+import "strings"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 // TestSpoolAcrossProcesses: a short real Pi run whose collector is away
 // keeps its spans on disk; the next pi-otel process, once the collector is

@@ -2,24 +2,22 @@
 
 package e2e
 
-import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"testing"
-	"time"
+import "bytes"
+import "context"
+import "encoding/json"
+import "os"
+import "os/exec"
+import "path/filepath"
+import "strings"
+import "syscall"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+import "github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 
 // watcher is one pi-otel watch process.
 type watcher struct {

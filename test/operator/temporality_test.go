@@ -2,16 +2,14 @@
 
 package operator_test
 
-import (
-	"context"
-	"fmt"
-	"strings"
-	"testing"
-	"time"
+import "context"
+import "fmt"
+import "strings"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 
 // TestDeltaTemporalityThroughTheCollector measures what the Collector's prometheus exporter
 // (v0.140) makes of DELTA metrics from many short-lived pi-otel processes, and that spanmetrics

@@ -31,13 +31,11 @@
 // would require the base64 data itself.
 package genaimsg
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
-)
+import "bytes"
+import "encoding/json"
+import "errors"
+import "fmt"
+import "strings"
 
 // Part types from the conventions, plus "image" for images whose data is
 // left out.

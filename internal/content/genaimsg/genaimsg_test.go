@@ -1,16 +1,14 @@
 package genaimsg
 
-import (
-	"bufio"
-	"encoding/json"
-	"os"
-	"strings"
-	"testing"
+import "bufio"
+import "encoding/json"
+import "os"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/content/redact"
+import "github.com/pi-otel/pi-otel/internal/content/redact"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 // mark shows in the expected JSON exactly which strings went through the
 // scrubber.

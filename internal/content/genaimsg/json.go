@@ -1,13 +1,11 @@
 package genaimsg
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
+import "bytes"
+import "encoding/json"
+import "errors"
+import "io"
 
-	"github.com/pi-otel/pi-otel/internal/content/redact"
-)
+import "github.com/pi-otel/pi-otel/internal/content/redact"
 
 // scrubJSON copies a JSON value token by token, keeping key order and number
 // spelling, with every string passed through scrub. Scalars under a

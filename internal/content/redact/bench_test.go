@@ -1,10 +1,8 @@
 package redact
 
-import (
-	"fmt"
-	"strings"
-	"testing"
-)
+import "fmt"
+import "strings"
+import "testing"
 
 // toolOutput builds about size bytes of text shaped like a large tool result:
 // log and source lines, many mentioning tokens, keys, URLs and passwords

@@ -1,9 +1,7 @@
 package redact
 
-import (
-	"regexp"
-	"strings"
-)
+import "regexp"
+import "strings"
 
 var (
 	sensitiveKey = regexp.MustCompile(`(?i)(?:` + secretWords + `|authorization|cookie)$`)

@@ -1,9 +1,7 @@
 package redact
 
-import (
-	"regexp"
-	"strings"
-)
+import "regexp"
+import "strings"
 
 var (
 	pemBegin = regexp.MustCompile(`^-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)

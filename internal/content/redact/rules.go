@@ -1,9 +1,7 @@
 package redact
 
-import (
-	"regexp"
-	"strings"
-)
+import "regexp"
+import "strings"
 
 // A rule finds one kind of secret. Every secret shape starts at, or is keyed
 // by, a literal hint ("sk-", "AKIA", "password"…). The rule looks the hints

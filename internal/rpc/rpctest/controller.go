@@ -5,17 +5,15 @@
 // controller saw them.
 package rpctest
 
-import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os/exec"
-	"sync"
-	"time"
-)
+import "bufio"
+import "bytes"
+import "encoding/json"
+import "errors"
+import "fmt"
+import "io"
+import "os/exec"
+import "sync"
+import "time"
 
 // Dir is the direction of one transcript line.
 type Dir string

@@ -1,12 +1,10 @@
 package rpctest
 
-import (
-	"encoding/json"
-	"fmt"
-	"regexp"
-	"sort"
-	"strings"
-)
+import "encoding/json"
+import "fmt"
+import "regexp"
+import "sort"
+import "strings"
 
 var (
 	reUUID  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)

@@ -1,21 +1,19 @@
 package rpctest
 
-import (
-	"bytes"
-	"context"
-	_ "embed"
-	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
+import "bytes"
+import "context"
+import _ "embed"
+import "encoding/json"
+import "fmt"
+import "os"
+import "os/exec"
+import "path/filepath"
+import "strings"
+import "syscall"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
 
 //go:embed testdata/ext.ts
 var extensionSource []byte

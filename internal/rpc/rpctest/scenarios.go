@@ -1,12 +1,10 @@
 package rpctest
 
-import (
-	"strings"
-	"syscall"
-	"time"
+import "strings"
+import "syscall"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 
 // Scenarios are the RPC sessions the rpc tests cover, each named for what
 // it exercises.

@@ -5,16 +5,14 @@
 // changes). The output is deterministic for a seed.
 package sessiongen
 
-import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
-	"math"
-	"math/rand/v2"
-	"strings"
-	"time"
-)
+import "bufio"
+import "encoding/json"
+import "fmt"
+import "io"
+import "math"
+import "math/rand/v2"
+import "strings"
+import "time"
 
 // Config sizes the file.
 type Config struct {

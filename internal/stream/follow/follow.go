@@ -3,14 +3,12 @@
 // truncated or replaced (log rotation).
 package follow
 
-import (
-	"context"
-	"io"
-	"os"
-	"time"
+import "context"
+import "io"
+import "os"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // Reader is an io.Reader over a growing file. It returns io.EOF only once
 // its context is done.

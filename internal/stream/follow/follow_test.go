@@ -1,14 +1,12 @@
 package follow
 
-import (
-	"bufio"
-	"context"
-	"os"
-	"path/filepath"
-	"syscall"
-	"testing"
-	"time"
-)
+import "bufio"
+import "context"
+import "os"
+import "path/filepath"
+import "syscall"
+import "testing"
+import "time"
 
 // lines reads lines from r into a channel until EOF.
 func lines(r *Reader) <-chan string {

@@ -1,13 +1,11 @@
 package framing_test
 
-import (
-	"bytes"
-	"io"
-	"slices"
-	"testing"
+import "bytes"
+import "io"
+import "slices"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
-)
+import "github.com/pi-otel/pi-otel/internal/stream/framing"
 
 // FuzzSplit checks that the Splitter under arbitrary chunking, the Reader
 // under arbitrary read sizes and Forward all agree, and that the records

@@ -1,11 +1,9 @@
 package framing_test
 
-import (
-	"bytes"
-	"errors"
+import "bytes"
+import "errors"
 
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
-)
+import "github.com/pi-otel/pi-otel/internal/stream/framing"
 
 // referenceSplit is the test oracle, written independently of the package:
 // EOF ends the last line like an LF, one CR before the end of a line is

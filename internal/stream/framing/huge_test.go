@@ -1,12 +1,10 @@
 package framing_test
 
-import (
-	"bytes"
-	"io"
-	"testing"
+import "bytes"
+import "io"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
-)
+import "github.com/pi-otel/pi-otel/internal/stream/framing"
 
 const hugeSize = 64 << 20
 

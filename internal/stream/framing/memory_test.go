@@ -1,11 +1,9 @@
 package framing
 
-import (
-	"bytes"
-	"io"
-	"runtime"
-	"testing"
-)
+import "bytes"
+import "io"
+import "runtime"
+import "testing"
 
 // These tests measure live heap, so they stay sequential.
 

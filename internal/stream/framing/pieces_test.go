@@ -1,11 +1,9 @@
 package framing
 
-import (
-	"bytes"
-	"io"
-	"slices"
-	"testing"
-)
+import "bytes"
+import "io"
+import "slices"
+import "testing"
 
 // FuzzPieces runs the Splitter and the Reader with pieces and a retain
 // limit of a few bytes, so that inputs of fuzzing size take the paths of

@@ -1,10 +1,8 @@
 package framing
 
-import (
-	"bytes"
-	"errors"
-	"io"
-)
+import "bytes"
+import "errors"
+import "io"
 
 // maxEmptyReads bounds how often a source may return (0, nil) in a row
 // before it is treated as broken rather than slow.

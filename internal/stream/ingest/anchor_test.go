@@ -1,16 +1,14 @@
 package ingest_test
 
-import (
-	"bytes"
-	"runtime"
-	"testing"
-	"time"
+import "bytes"
+import "runtime"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/trace/noop"
+import "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/pi-otel/pi-otel/internal/stream/ingest"
-	"github.com/pi-otel/pi-otel/mapper"
-)
+import "github.com/pi-otel/pi-otel/internal/stream/ingest"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // TestAnchoredWaitsForTheStreamsTime: untimed records that open a stream
 // are held back until a record says when it began, then placed there; a

@@ -1,11 +1,9 @@
 package ingest
 
-import (
-	"errors"
-	"time"
+import "errors"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-)
+import "github.com/pi-otel/pi-otel/internal/event"
 
 // StreamClock places events in time from what the stream itself carries,
 // for replay: the session header's ISO timestamp, message timestamps (epoch

@@ -1,10 +1,8 @@
 package ingest
 
-import (
-	"strings"
-	"testing"
-	"time"
-)
+import "strings"
+import "testing"
+import "time"
 
 // TestOutOfRangeNumberKeepsTheRecord: a tool end whose durationMs is 1e999
 // still ends its tool, counted as a dropped field, not as a lost record

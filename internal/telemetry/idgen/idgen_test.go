@@ -1,12 +1,10 @@
 package idgen
 
-import (
-	"context"
-	"testing"
+import "context"
+import "testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-)
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/trace"
 
 func TestReservedIDsGoToTheNextRoot(t *testing.T) {
 	g := New()

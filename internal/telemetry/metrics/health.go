@@ -1,11 +1,9 @@
 package metrics
 
-import (
-	"context"
-	"errors"
+import "context"
+import "errors"
 
-	"go.opentelemetry.io/otel/metric"
-)
+import "go.opentelemetry.io/otel/metric"
 
 // Health is a snapshot of pi-otel's own pipeline counters, each monotonic over the process life.
 type Health struct {

@@ -1,15 +1,13 @@
 package metrics_test
 
-import (
-	"context"
-	"sync/atomic"
-	"testing"
+import "context"
+import "sync/atomic"
+import "testing"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+import "go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 
 func TestHealthCountersReportSnapshots(t *testing.T) {
 	reader := sdkmetric.NewManualReader()

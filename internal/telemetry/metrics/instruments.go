@@ -1,10 +1,8 @@
 package metrics
 
-import (
-	"errors"
+import "errors"
 
-	"go.opentelemetry.io/otel/metric"
-)
+import "go.opentelemetry.io/otel/metric"
 
 // instruments creates instruments on a meter and gathers their errors, so
 // that both conventions' sets (SpanMetrics, latestInstruments) are a list

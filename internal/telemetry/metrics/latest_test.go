@@ -1,15 +1,13 @@
 package metrics_test
 
-import (
-	"testing"
-	"time"
+import "testing"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // latestRun ends the spans of a small run: two model calls (one failed,
 // with no usage), a tool that fails, and the root.

@@ -6,21 +6,19 @@
 // provider, model, tool and command names), never from ids or free text.
 package metrics
 
-import (
-	"context"
-	"strings"
-	"time"
+import "context"
+import "strings"
+import "time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import "go.opentelemetry.io/otel/metric"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+import "go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
+import "github.com/pi-otel/pi-otel/mapper/piconv"
 
 // ScopeName is the instrumentation scope of every instrument this package creates.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/metrics"

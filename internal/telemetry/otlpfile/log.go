@@ -1,17 +1,15 @@
 package otlpfile
 
-import (
-	"context"
-	"io"
+import "context"
+import "io"
 
-	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	logpb "go.opentelemetry.io/proto/otlp/logs/v1"
+import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+import logpb "go.opentelemetry.io/proto/otlp/logs/v1"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	sdklog "go.opentelemetry.io/otel/sdk/log"
-	"go.opentelemetry.io/otel/sdk/resource"
-)
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/sdk/instrumentation"
+import sdklog "go.opentelemetry.io/otel/sdk/log"
+import "go.opentelemetry.io/otel/sdk/resource"
 
 // LogExporter is an sdklog.Exporter that writes each batch of log records
 // as one ExportLogsServiceRequest line.

@@ -1,23 +1,21 @@
 package otlpfile_test
 
-import (
-	"bytes"
-	"context"
-	"slices"
-	"strings"
-	"testing"
-	"time"
+import "bytes"
+import "context"
+import "slices"
+import "strings"
+import "testing"
+import "time"
 
-	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+import metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.opentelemetry.io/otel/sdk/resource"
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/metric"
+import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+import "go.opentelemetry.io/otel/sdk/metric/metricdata"
+import "go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 
 // collect records one of each instrument through the real SDK and collects
 // them with the given temporality.

@@ -9,22 +9,20 @@
 // bounded in bytes and in age; what the bounds cut is counted.
 package spool
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
-	"time"
+import "context"
+import "errors"
+import "fmt"
+import "os"
+import "path/filepath"
+import "slices"
+import "strconv"
+import "strings"
+import "sync/atomic"
+import "syscall"
+import "time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
-)
+import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+import "google.golang.org/protobuf/proto"
 
 // Config bounds a spool.
 type Config struct {

@@ -1,16 +1,14 @@
 package spool
 
-import (
-	"context"
-	"errors"
-	"os"
-	"path/filepath"
-	"testing"
-	"time"
+import "context"
+import "errors"
+import "os"
+import "path/filepath"
+import "testing"
+import "time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-)
+import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 func request(spans int, name string) *coltracepb.ExportTraceServiceRequest {
 	ss := &tracepb.ScopeSpans{}

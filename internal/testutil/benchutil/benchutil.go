@@ -3,15 +3,13 @@
 // providers the mapping benchmarks run with.
 package benchutil
 
-import (
-	"syscall"
-	"testing"
-	"time"
+import "syscall"
+import "testing"
+import "time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
-)
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/trace"
+import "go.opentelemetry.io/otel/trace/noop"
 
 // CPUTime is the CPU time the process has used.
 func CPUTime() time.Duration {

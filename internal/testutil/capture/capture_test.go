@@ -2,16 +2,14 @@
 
 package capture
 
-import (
-	"flag"
-	"path/filepath"
-	"strings"
-	"testing"
+import "flag"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 var (
 	update      = flag.Bool("update", false, "run the real Pi and rewrite the captures")

@@ -2,14 +2,12 @@
 
 package capture
 
-import (
-	"flag"
-	"path/filepath"
-	"testing"
+import "flag"
+import "path/filepath"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 var sessionsDir = flag.String("sessions", repo.Path("testdata/sessions"), "directory of the session captures")
 

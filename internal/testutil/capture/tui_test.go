@@ -2,20 +2,18 @@
 
 package capture
 
-import (
-	"bytes"
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
-	"time"
+import "bytes"
+import "context"
+import "fmt"
+import "os"
+import "os/exec"
+import "path/filepath"
+import "strings"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
 
 // tmux drives one Pi TUI on a private tmux server.
 type tmux struct {

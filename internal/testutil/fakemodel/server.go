@@ -1,18 +1,16 @@
 package fakemodel
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"sync"
-	"testing"
-	"time"
+import "bytes"
+import "encoding/json"
+import "fmt"
+import "io"
+import "net"
+import "net/http"
+import "sync"
+import "testing"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 // Request is one request the server received.
 type Request struct {

@@ -1,14 +1,12 @@
 package fakemodel
 
-import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
-	"testing"
-)
+import "bufio"
+import "bytes"
+import "encoding/json"
+import "io"
+import "net/http"
+import "strings"
+import "testing"
 
 type chunk struct {
 	ID      string `json:"id"`

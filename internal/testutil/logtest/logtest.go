@@ -2,12 +2,10 @@
 // memory, for tests of what pi-otel logs.
 package logtest
 
-import (
-	"context"
-	"sync"
+import "context"
+import "sync"
 
-	sdklog "go.opentelemetry.io/otel/sdk/log"
-)
+import sdklog "go.opentelemetry.io/otel/sdk/log"
 
 // Memory is an sdklog.Exporter that keeps a copy of every record it is
 // sent (the SDK reuses a record's storage after Export returns).

@@ -1,10 +1,8 @@
 package proc
 
-import (
-	"io"
-	"os/exec"
-	"testing"
-)
+import "io"
+import "os/exec"
+import "testing"
 
 // Streams names the standard streams StartPiped connects to the test.
 type Streams uint8

@@ -1,10 +1,8 @@
 package proc
 
-import (
-	"io"
-	"os/exec"
-	"testing"
-)
+import "io"
+import "os/exec"
+import "testing"
 
 func TestStartPiped(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `read x; echo "out $x"; echo "err $x" >&2`)

@@ -1,9 +1,7 @@
 package queries
 
-import (
-	"reflect"
-	"testing"
-)
+import "reflect"
+import "testing"
 
 func TestParse(t *testing.T) {
 	cases := []struct {

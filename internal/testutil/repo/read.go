@@ -1,9 +1,7 @@
 package repo
 
-import (
-	"os"
-	"testing"
-)
+import "os"
+import "testing"
 
 // Read returns the content of a file of this repository (a
 // slash-separated path relative to the root), failing tb if it cannot.

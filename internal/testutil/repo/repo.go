@@ -2,10 +2,8 @@
 // test's package sits, so that moving a package never breaks a path.
 package repo
 
-import (
-	"path/filepath"
-	"runtime"
-)
+import "path/filepath"
+import "runtime"
 
 // Root is the repository's top directory.
 func Root() string {

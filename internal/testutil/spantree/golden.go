@@ -1,14 +1,12 @@
 package spantree
 
-import (
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
+import "flag"
+import "os"
+import "path/filepath"
+import "strings"
+import "testing"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/repo"
 
 var update = flag.Bool("update", false, "rewrite the golden span trees (*.tree) from what the tests build")
 

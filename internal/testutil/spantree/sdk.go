@@ -1,15 +1,13 @@
 package spantree
 
-import (
-	"sort"
-	"strings"
-	"testing"
+import "sort"
+import "strings"
+import "testing"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-)
+import "go.opentelemetry.io/otel/attribute"
+import "go.opentelemetry.io/otel/codes"
+import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import "go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 // Recorder is an SDK TracerProvider that keeps every span it starts and
 // ends, for the trees.

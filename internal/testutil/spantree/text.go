@@ -1,10 +1,8 @@
 package spantree
 
-import (
-	"encoding/json"
-	"fmt"
-	"strconv"
-)
+import "encoding/json"
+import "fmt"
+import "strconv"
 
 // Text renders an attribute value decoded from JSON or protobuf the way
 // the SDK's attribute.Value.String renders the same value, so trees from

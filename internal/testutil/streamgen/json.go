@@ -1,9 +1,7 @@
 package streamgen
 
-import (
-	"strconv"
-	"unicode/utf8"
-)
+import "strconv"
+import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 

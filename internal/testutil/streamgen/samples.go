@@ -1,10 +1,8 @@
 package streamgen
 
-import (
-	"bytes"
-	"encoding/json"
-	"sync"
-)
+import "bytes"
+import "encoding/json"
+import "sync"
 
 // Generate returns a stream of at least size bytes, in memory, for tests
 // and benchmarks.

@@ -11,16 +11,14 @@
 // The output is deterministic for a given seed.
 package streamgen
 
-import (
-	"bufio"
-	"io"
-	"maps"
-	"math/rand/v2"
-	"strconv"
-	"time"
+import "bufio"
+import "io"
+import "maps"
+import "math/rand/v2"
+import "strconv"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/option"
-)
+import "github.com/pi-otel/pi-otel/internal/option"
 
 type config struct {
 	seed           uint64

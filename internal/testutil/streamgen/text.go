@@ -1,9 +1,7 @@
 package streamgen
 
-import (
-	"math/rand/v2"
-	"strings"
-)
+import "math/rand/v2"
+import "strings"
 
 // words is what model deltas are made of: prose, code, paths, and now and
 // then characters that need escaping or are not ASCII, as real output has.

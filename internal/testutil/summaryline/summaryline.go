@@ -3,11 +3,9 @@
 // every suite that runs pi-otel checks against what the backend holds.
 package summaryline
 
-import (
-	"regexp"
-	"strconv"
-	"strings"
-)
+import "regexp"
+import "strconv"
+import "strings"
 
 // Summary is one exit line.
 type Summary struct {

@@ -7,18 +7,16 @@
 // Sizes take a KB, MB or GB suffix (powers of ten) or KiB, MiB, GiB.
 package main
 
-import (
-	"flag"
-	"fmt"
-	"io"
-	"os"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
+import "flag"
+import "fmt"
+import "io"
+import "os"
+import "sort"
+import "strconv"
+import "strings"
+import "time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-)
+import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
