@@ -14,10 +14,6 @@ import "strings"
 import "testing"
 import "time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 import "go.opentelemetry.io/otel/trace"
 import "go.yaml.in/yaml/v3"
 
@@ -79,12 +75,7 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "1s"})
 
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(stack.AgentOTLP), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := resource.NewSchemaless(attribute.String("service.name", "pi-otel"))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSyncer(exp))
+	tp := collectortest.Sender(t, stack.AgentOTLP, "pi-otel")
 	defer tp.Shutdown(ctx)
 	tracer := tp.Tracer("tailsampling-test")
 

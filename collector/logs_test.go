@@ -11,10 +11,6 @@ import "sync"
 import "testing"
 import "time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 import "go.opentelemetry.io/otel/trace"
 import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -75,12 +71,7 @@ func TestLogsRideTheAgent(t *testing.T) {
 
 	const runs, recordsPerRun = 40, 2
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(s.AgentOTLP), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := resource.NewSchemaless(attribute.String("service.name", "pi-otel"))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSyncer(exp))
+	tp := collectortest.Sender(t, s.AgentOTLP, "pi-otel")
 	var roots []trace.SpanContext
 	for range runs {
 		roots = append(roots, metricstest.Emit(ctx, tp.Tracer("logs-test"), benchRun))

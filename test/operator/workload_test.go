@@ -16,9 +16,6 @@ import "time"
 
 import "go.opentelemetry.io/otel/attribute"
 import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
@@ -272,12 +269,7 @@ const syntheticService = "operator-test-synthetic"
 func sendSynthetic(t *testing.T, endpoint string) {
 	t.Helper()
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", syntheticService))))
+	tp := collectortest.Sender(t, endpoint, syntheticService)
 	_, s := tp.Tracer("operator-test").Start(ctx, "pi.compaction")
 	s.SetAttributes(attribute.String("pi.compaction.reason", "overflow"), attribute.String("pi.compaction.outcome", "error"))
 	s.SetStatus(codes.Error, "synthetic: the summary call failed")
