@@ -37,9 +37,17 @@ func referencePeek(rec []byte) (string, error) {
 	if i >= len(rec) || rec[i] != '{' {
 		return "", ErrNotObject
 	}
-	// Of duplicate keys the last wins, as in JSON.parse. headType is
-	// encoding/json alone, no part of the fast path this checks.
-	return headType(rec)
+	// Of duplicate keys the last wins, as in JSON.parse. This is written
+	// out, not shared with headType: Peek falls back to headType, and the
+	// reference must not share code with what it checks.
+	var head struct {
+		Type json.RawMessage `json:"type"`
+	}
+	var typ string
+	if json.Unmarshal(rec, &head) != nil || json.Unmarshal(head.Type, &typ) != nil {
+		return "", ErrNoType
+	}
+	return typ, nil
 }
 
 func errText(err error) string {
