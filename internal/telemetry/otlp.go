@@ -303,7 +303,8 @@ func newExportSettings(o config.OTLP, r Retry, w *watch) (exportSettings, error)
 }
 
 // sdkRetry is the struct under every OTLP exporter package's RetryConfig:
-// each package declares its own type, all convertible from this one.
+// each package declares its own type, all convertible from this one. If
+// the SDK ever changes that struct, the conversion stops compiling.
 type sdkRetry = struct {
 	Enabled                                      bool
 	InitialInterval, MaxInterval, MaxElapsedTime time.Duration
@@ -370,25 +371,39 @@ func (g grpcOptions[O, R]) options(s exportSettings) []O {
 }
 
 // The six exporter packages' option constructors, a signal's two to a row.
+// Fields are keyed: several share a type, so a positional row could swap
+// two and still compile.
 var (
 	traceHTTP = httpOptions[otlptracehttp.Option, otlptracehttp.Compression, otlptracehttp.RetryConfig]{
-		otlptracehttp.WithEndpointURL, otlptracehttp.WithHTTPClient, otlptracehttp.WithTLSClientConfig, otlptracehttp.WithHeaders,
-		otlptracehttp.WithTimeout, otlptracehttp.WithCompression, otlptracehttp.NoCompression, otlptracehttp.GzipCompression, otlptracehttp.WithRetry}
+		endpointURL: otlptracehttp.WithEndpointURL, client: otlptracehttp.WithHTTPClient, tls: otlptracehttp.WithTLSClientConfig,
+		headers: otlptracehttp.WithHeaders, timeout: otlptracehttp.WithTimeout, retry: otlptracehttp.WithRetry,
+		compression: otlptracehttp.WithCompression, none: otlptracehttp.NoCompression, gzip: otlptracehttp.GzipCompression,
+	}
 	traceGRPC = grpcOptions[otlptracegrpc.Option, otlptracegrpc.RetryConfig]{
-		otlptracegrpc.WithEndpoint, otlptracegrpc.WithTLSCredentials, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
-		otlptracegrpc.WithRetry, otlptracegrpc.WithDialOption, otlptracegrpc.WithCompressor}
+		endpoint: otlptracegrpc.WithEndpoint, creds: otlptracegrpc.WithTLSCredentials, headers: otlptracegrpc.WithHeaders,
+		timeout: otlptracegrpc.WithTimeout, retry: otlptracegrpc.WithRetry, dial: otlptracegrpc.WithDialOption,
+		compressor: otlptracegrpc.WithCompressor,
+	}
 	metricHTTP = httpOptions[otlpmetrichttp.Option, otlpmetrichttp.Compression, otlpmetrichttp.RetryConfig]{
-		otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithHTTPClient, otlpmetrichttp.WithTLSClientConfig, otlpmetrichttp.WithHeaders,
-		otlpmetrichttp.WithTimeout, otlpmetrichttp.WithCompression, otlpmetrichttp.NoCompression, otlpmetrichttp.GzipCompression, otlpmetrichttp.WithRetry}
+		endpointURL: otlpmetrichttp.WithEndpointURL, client: otlpmetrichttp.WithHTTPClient, tls: otlpmetrichttp.WithTLSClientConfig,
+		headers: otlpmetrichttp.WithHeaders, timeout: otlpmetrichttp.WithTimeout, retry: otlpmetrichttp.WithRetry,
+		compression: otlpmetrichttp.WithCompression, none: otlpmetrichttp.NoCompression, gzip: otlpmetrichttp.GzipCompression,
+	}
 	metricGRPC = grpcOptions[otlpmetricgrpc.Option, otlpmetricgrpc.RetryConfig]{
-		otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithTLSCredentials, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
-		otlpmetricgrpc.WithRetry, otlpmetricgrpc.WithDialOption, otlpmetricgrpc.WithCompressor}
+		endpoint: otlpmetricgrpc.WithEndpoint, creds: otlpmetricgrpc.WithTLSCredentials, headers: otlpmetricgrpc.WithHeaders,
+		timeout: otlpmetricgrpc.WithTimeout, retry: otlpmetricgrpc.WithRetry, dial: otlpmetricgrpc.WithDialOption,
+		compressor: otlpmetricgrpc.WithCompressor,
+	}
 	logHTTP = httpOptions[otlploghttp.Option, otlploghttp.Compression, otlploghttp.RetryConfig]{
-		otlploghttp.WithEndpointURL, otlploghttp.WithHTTPClient, otlploghttp.WithTLSClientConfig, otlploghttp.WithHeaders,
-		otlploghttp.WithTimeout, otlploghttp.WithCompression, otlploghttp.NoCompression, otlploghttp.GzipCompression, otlploghttp.WithRetry}
+		endpointURL: otlploghttp.WithEndpointURL, client: otlploghttp.WithHTTPClient, tls: otlploghttp.WithTLSClientConfig,
+		headers: otlploghttp.WithHeaders, timeout: otlploghttp.WithTimeout, retry: otlploghttp.WithRetry,
+		compression: otlploghttp.WithCompression, none: otlploghttp.NoCompression, gzip: otlploghttp.GzipCompression,
+	}
 	logGRPC = grpcOptions[otlploggrpc.Option, otlploggrpc.RetryConfig]{
-		otlploggrpc.WithEndpoint, otlploggrpc.WithTLSCredentials, otlploggrpc.WithHeaders, otlploggrpc.WithTimeout,
-		otlploggrpc.WithRetry, otlploggrpc.WithDialOption, otlploggrpc.WithCompressor}
+		endpoint: otlploggrpc.WithEndpoint, creds: otlploggrpc.WithTLSCredentials, headers: otlploggrpc.WithHeaders,
+		timeout: otlploggrpc.WithTimeout, retry: otlploggrpc.WithRetry, dial: otlploggrpc.WithDialOption,
+		compressor: otlploggrpc.WithCompressor,
+	}
 )
 
 // newOTLPTraceExporter returns the exporter and the client under it, which
