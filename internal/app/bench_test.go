@@ -4,11 +4,10 @@ import "io"
 import "os"
 import "path/filepath"
 import "sync"
-import "syscall"
 import "testing"
-import "time"
 
 import "github.com/pi-otel/pi-otel/internal/app"
+import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 
 // benchStream writes a realistic generated stream to a file once.
@@ -51,11 +50,11 @@ func BenchmarkReplay(b *testing.B) {
 		b.Run(exp.name, func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
-			start := cpuTime()
+			start := benchutil.CPUTime()
 			defer func() {
 				// Throughput per CPU second: steadier than wall time when
 				// other work shares the machine.
-				b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuTime()-start).Seconds(), "MB/cpu-s")
+				b.ReportMetric(float64(size)*float64(b.N)/1e6/(benchutil.CPUTime()-start).Seconds(), "MB/cpu-s")
 			}()
 			for b.Loop() {
 				args := append([]string{"replay", "--quiet"}, exp.args...)
@@ -71,13 +70,4 @@ func BenchmarkReplay(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuTime is the CPU time the process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

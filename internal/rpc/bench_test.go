@@ -9,6 +9,7 @@ import sdktrace "go.opentelemetry.io/otel/sdk/trace"
 import "github.com/pi-otel/pi-otel/internal/rpc"
 import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 import "github.com/pi-otel/pi-otel/internal/stream/ingest"
+import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 import "github.com/pi-otel/pi-otel/mapper"
 
 // The cost of tracing one recorded session through the tracker, against
@@ -41,7 +42,7 @@ func BenchmarkTrackerSession(b *testing.B) {
 		}
 		tr.Close(exit0, at)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/record")
+	benchutil.ReportPerRecord(b, len(lines))
 }
 
 func BenchmarkSinkSession(b *testing.B) {
@@ -58,5 +59,5 @@ func BenchmarkSinkSession(b *testing.B) {
 		}
 		m.Close(exit0, time.Now())
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/record")
+	benchutil.ReportPerRecord(b, len(lines))
 }

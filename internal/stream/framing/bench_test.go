@@ -7,6 +7,7 @@ import "sync"
 import "testing"
 
 import "github.com/pi-otel/pi-otel/internal/stream/framing"
+import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 
 // mix is a realistic Pi stream: mostly ~250-byte records (150–350 bytes)
 // with a 1 MB record after every 10,000 of them, CRLF now and then.
@@ -99,7 +100,7 @@ func TestReaderAllocationsDoNotGrowWithRecords(t *testing.T) {
 }
 
 func reportRecords(b *testing.B, records int) {
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(records), "ns/record")
+	benchutil.ReportPerRecord(b, records)
 }
 
 func BenchmarkSplitter(b *testing.B) {
