@@ -194,6 +194,13 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
+	// Model calls outside any turn, charged all the same: without them pi.cost falls short of
+	// the root's total.
+	for _, ev := range span.Events() {
+		if ev.Name == piconv.EventUsage || ev.Name == piconv.EventBranchSummary {
+			s.addCost(ctx, indexAttrs(ev.Attributes))
+		}
+	}
 	if s.latest != nil {
 		s.latest.onRoot(ctx, span, a, outcome)
 	}
@@ -262,6 +269,13 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 		piconv.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
 	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
 	// reports. The span names a model only when the mapper knows it.
+	s.addCost(ctx, a)
+}
+
+// addCost counts the cost a carries under the provider and model it names, or the unknown
+// labels: a compaction's summary call, and the usage and branch-summary entries of a session
+// file, which the mapper records as events of the root.
+func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
@@ -286,8 +300,9 @@ func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a a
 // attrs indexes a span's attributes once per span.
 type attrs map[attribute.Key]attribute.Value
 
-func attrsOf(span sdktrace.ReadOnlySpan) attrs {
-	kvs := span.Attributes()
+func attrsOf(span sdktrace.ReadOnlySpan) attrs { return indexAttrs(span.Attributes()) }
+
+func indexAttrs(kvs []attribute.KeyValue) attrs {
 	a := make(attrs, len(kvs))
 	for _, kv := range kvs {
 		a[kv.Key] = kv.Value

@@ -321,6 +321,26 @@ func TestCompactionCostCounts(t *testing.T) {
 	}
 }
 
+// A session file's usage and branch-summary entries are model calls outside any turn: the
+// mapper records them as events of the root, and their cost counts in pi.cost, under the
+// entry's provider and model if it names them.
+func TestSessionEntryCostCounts(t *testing.T) {
+	h := newHarness(t)
+	_, root := h.tracer.Start(context.Background(), piconv.SpanRoot)
+	root.AddEvent(piconv.EventUsage, trace.WithAttributes(piconv.UsageKindKey.String("title"),
+		attribute.String("gen_ai.provider.name", "openai"), attribute.String("gen_ai.request.model", "gpt-x"),
+		piconv.CostTotalKey.Float64(0.002)))
+	root.AddEvent(piconv.EventBranchSummary, trace.WithAttributes(piconv.CostTotalKey.Float64(0.003)))
+	root.AddEvent(piconv.EventLabel, trace.WithAttributes(piconv.CostTotalKey.Float64(7)))
+	root.End()
+
+	cost := h.collect().sums(t, metrics.MetricCost)
+	if len(cost) != 2 || !near(cost["gen_ai.provider.name=openai,gen_ai.request.model=gpt-x"], 0.002) ||
+		!near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.003) {
+		t.Errorf("pi.cost = %v, want 0.002 under openai/gpt-x and 0.003 under _OTHER/unknown", cost)
+	}
+}
+
 func TestRPCAndExtensionUI(t *testing.T) {
 	h := newHarness(t)
 	h.span(piconv.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
