@@ -112,7 +112,9 @@ type sessionPipeline struct {
 	content mapper.Content
 	parent  context.Context
 
-	lines atomic.Int64
+	// lines and damaged count every file's lines, and those that did not
+	// decode, for the health metrics.
+	lines, damaged atomic.Int64
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
 	bad     int64
@@ -127,7 +129,7 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 	sp := &sessionPipeline{ids: &session.IDs{}, cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
 	// Trace and span ids derive from the session and entry ids, so a run
 	// traced again (after a failed export) keeps its ids.
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), 0 },
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() },
 		telemetry.WithIDGenerator(sp.ids))
 	if err != nil {
 		return nil, err
@@ -161,18 +163,24 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		SkipThrough:    spec.SkipThrough,
 		Since:          spec.Since,
 	})
-	return &countingTracer{Tracer: t, lines: &sp.lines}
+	return &countingTracer{Tracer: t, sp: sp}
 }
 
-// countingTracer counts lines for the health metrics.
+// countingTracer counts one file's lines, and the damaged ones, into the
+// pipeline's totals for the health metrics.
 type countingTracer struct {
 	*session.Tracer
-	lines *atomic.Int64
+	sp      *sessionPipeline
+	damaged int64 // this file's damaged lines already counted
 }
 
 func (c *countingTracer) Line(off int64, b []byte) {
-	c.lines.Add(1)
+	c.sp.lines.Add(1)
 	c.Tracer.Line(off, b)
+	if d := c.Tracer.Stats().Damaged; d > c.damaged {
+		c.sp.damaged.Add(d - c.damaged)
+		c.damaged = d
+	}
 }
 
 // flush exports what is queued and reports whether every span ended so

@@ -1,6 +1,9 @@
 package app
 
+import "bytes"
+import "context"
 import "flag"
+import "io"
 import "os"
 import "path/filepath"
 import "strings"
@@ -9,6 +12,7 @@ import "testing"
 import "github.com/pi-otel/pi-otel/internal/config"
 import "github.com/pi-otel/pi-otel/internal/sessionwatch"
 import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+import "github.com/pi-otel/pi-otel/mapper"
 
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
 // the watch command's own flags and variables.
@@ -148,4 +152,43 @@ func TestRunTUIPiNotFound(t *testing.T) {
 	if ents, _ := os.ReadDir(sessions); len(ents) != 0 {
 		t.Errorf("left behind in the session dir: %v", ents)
 	}
+}
+
+// A damaged line of a watched session file counts as a malformed record in
+// the health metrics, as it does in replay, summed over every file.
+func TestWatchCountsDamagedLines(t *testing.T) {
+	cfg := config.Default()
+	cfg.Traces.Exporter = config.ExporterNone
+	cfg.Quiet = true
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.flush(context.Background(), true)
+	src := bytes.Split(bytes.TrimRight(repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl"), "\n"), []byte("\n"))
+	feed := func(damage ...string) {
+		tr := sp.newTracer(sessionwatch.TracerSpec{})
+		var off int64
+		for _, l := range append(append(src[:1:1], bytesOf(damage)...), src[1:]...) {
+			tr.Line(off, l)
+			off += int64(len(l)) + 1
+		}
+		tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	}
+	feed(`{"type":"message","id":`, "not json at all")
+	feed(`{"type":`)
+	if got, want := sp.damaged.Load(), int64(3); got != want {
+		t.Errorf("damaged = %d, want %d", got, want)
+	}
+	if got, want := sp.lines.Load(), int64(2*len(src)+3); got != want {
+		t.Errorf("lines = %d, want %d", got, want)
+	}
+}
+
+func bytesOf(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
 }
