@@ -200,8 +200,13 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	}
 }
 
-// Stop ends the process gracefully (SIGTERM, which flushes its exporters) and waits for it.
-func (p *Process) Stop(t testing.TB) {
+// Stop ends the process gracefully (SIGTERM, which flushes its exporters) and waits for it, at
+// most 30 s.
+func (p *Process) Stop(t testing.TB) { p.StopWithin(t, 30*time.Second) }
+
+// StopWithin is Stop with its own limit, for a collector that drains a queue towards a dead
+// backend while it stops: each request it hands on retries until its own deadline first.
+func (p *Process) StopWithin(t testing.TB, limit time.Duration) {
 	select {
 	case <-p.done:
 		return
@@ -210,10 +215,10 @@ func (p *Process) Stop(t testing.TB) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(limit):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Errorf("%s ignored SIGTERM for 30s:\n%s", p.Name, p.Logs())
+		t.Errorf("%s ignored SIGTERM for %v:\n%s", p.Name, limit, p.Logs())
 	}
 }
 
