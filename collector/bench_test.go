@@ -2,19 +2,21 @@
 
 package collector_test
 
-import "context"
-import "fmt"
-import "strings"
-import "testing"
-import "time"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+)
 
 // The sizing figures of docs/performance.md, measured on real processes. Run with
 //

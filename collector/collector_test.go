@@ -2,23 +2,25 @@
 
 package collector_test
 
-import "context"
-import "fmt"
-import "net/http"
-import "os"
-import "os/exec"
-import "regexp"
-import "sort"
-import "strconv"
-import "strings"
-import "testing"
-import "time"
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
-import "go.yaml.in/yaml/v3"
+	"go.opentelemetry.io/otel/trace"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+)
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
 // containers use and with the loopback overrides the tests use.

@@ -1,15 +1,17 @@
 package collector_test
 
-import "bytes"
-import "fmt"
-import "os"
-import "reflect"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
 
-import "go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 func loadConfig(t *testing.T, rel string) map[string]any {
 	t.Helper()

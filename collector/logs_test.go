@@ -2,26 +2,28 @@
 
 package collector_test
 
-import "bytes"
-import "context"
-import "encoding/hex"
-import "fmt"
-import "net/http/httptest"
-import "sync"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
-import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-import resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-import "google.golang.org/grpc"
-import "google.golang.org/grpc/credentials/insecure"
+	"go.opentelemetry.io/otel/trace"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+)
 
 // logStore stands in for a gateway's log store: it keeps the trace id of every record it
 // receives.

@@ -2,16 +2,18 @@
 
 package collector_test
 
-import "fmt"
-import "maps"
-import "os"
-import "path/filepath"
-import "slices"
-import "sync"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+)
 
 // Scale-out, proven on real processes: pi-otel replays of real Pi captures → one agent (the
 // shipped agent.yaml, routing by trace id) → two gateways (the shipped gateway.yaml) → Jaeger.

@@ -1,25 +1,27 @@
 package dashboards_test
 
-import "encoding/json"
-import "errors"
-import "os"
-import "path/filepath"
-import "runtime"
-import "sort"
-import "strings"
-import "testing"
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
 
-import "github.com/grafana/grafana-foundation-sdk/go/cog"
-import "github.com/grafana/grafana-foundation-sdk/go/cog/variants"
-import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
-import "github.com/grafana/grafana-foundation-sdk/go/prometheus"
-import "github.com/grafana/grafana-foundation-sdk/go/stat"
-import "github.com/grafana/grafana-foundation-sdk/go/table"
-import "github.com/grafana/grafana-foundation-sdk/go/tempo"
-import "github.com/grafana/grafana-foundation-sdk/go/timeseries"
-import "go.yaml.in/yaml/v3"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/tempo"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+)
 
 func dir(t *testing.T) string {
 	t.Helper()

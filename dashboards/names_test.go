@@ -1,19 +1,21 @@
 package dashboards_test
 
-import "encoding/json"
-import "os"
-import "path/filepath"
-import "regexp"
-import "slices"
-import "strings"
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.yaml.in/yaml/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/internal/testutil/queries"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // vocabulary indexes package piconv and the metric names by the forms a
 // query or a Collector config uses.

@@ -2,15 +2,17 @@
 
 package dashboards_test
 
-import "encoding/json"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // TestPromQLPassesPromtool checks every expression with promtool: the rule files as they are,
 // and the dashboard queries written into a temporary rule file.

@@ -4,23 +4,25 @@
 // Collector (examples/library's test needs none and lives beside it).
 package examples
 
-import "bytes"
-import "context"
-import "os"
-import "os/exec"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
 
-import "go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // hangGuard bounds one example's run; it is not a performance assertion.
 const hangGuard = 2 * time.Minute

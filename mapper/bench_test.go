@@ -1,16 +1,18 @@
 package mapper_test
 
-import "sync"
-import "testing"
-import "time"
+import (
+	"sync"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
-import "go.opentelemetry.io/otel/trace/noop"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // decoded is a realistic generated stream, decoded once, so that the
 // benchmark measures the mapper alone.

@@ -1,15 +1,16 @@
 package mapper_test
 
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/mapper"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/replaytest"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // replay maps a stream through a recorder, the way `pi-otel replay` does.
 func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Option) ([]*spantree.Node, *mapper.Mapper, ingest.Stats) {

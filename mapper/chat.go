@@ -1,16 +1,18 @@
 package mapper
 
-import "time"
+import (
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/content/genaimsg"
-import "github.com/pi-otel/pi-otel/internal/errtext"
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
+	"github.com/pi-otel/pi-otel/internal/errtext"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	msg := ev.Message

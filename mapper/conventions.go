@@ -1,12 +1,14 @@
 package mapper
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-import "go.opentelemetry.io/otel/attribute"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // Bounds on what the mapper keeps of the tool declarations: a session
 // declares a handful of tools, a stream is input pi-otel does not control.

@@ -1,11 +1,13 @@
 package mapper_test
 
-import "testing"
+import (
+	"testing"
 
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // aRun is a run with every kind of span the mapper makes, the session id
 // first (json mode) or learnt mid-run (RPC mode, from get_state).

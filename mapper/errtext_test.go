@@ -1,15 +1,17 @@
 package mapper_test
 
-import "strings"
-import "testing"
-import "time"
+import (
+	"strings"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-import "github.com/pi-otel/pi-otel/internal/content/redact"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // secretStream sends credentials through every error path the mapper
 // reads: an assistant message_end, auto_retry_start and _end, a failed

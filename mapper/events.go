@@ -1,12 +1,14 @@
 package mapper
 
-import "time"
+import (
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // ExtensionError records an extension_error on the innermost open span.
 func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {

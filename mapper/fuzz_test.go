@@ -1,14 +1,16 @@
 package mapper_test
 
-import "math/rand/v2"
-import "testing"
-import "time"
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // vocabulary is every lifecycle step, with small id and flag spaces so that
 // random sequences hit duplicates, ends without starts and the like.

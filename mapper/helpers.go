@@ -1,11 +1,13 @@
 package mapper
 
-import "encoding/json"
-import "sort"
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"sort"
+	"unicode/utf8"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // shortName bounds a name Pi sends (a record type, a level, an event
 // name) as span names are bounded: such names are short, and one that is

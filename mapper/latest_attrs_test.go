@@ -1,11 +1,13 @@
 package mapper_test
 
-import "strings"
-import "testing"
+import (
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/replaytest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // TestAttributesWithANewConvention: real Pi 1.6.0 runs give the attributes
 // the GenAI conventions named after v1.41, where Pi says them: the thinking

@@ -1,18 +1,20 @@
 package mapper_test
 
-import "fmt"
-import "math/rand/v2"
-import "strings"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // recorded maps evs and returns the ended spans, in end order.
 func recorded(t *testing.T, evs []event.Event, opts ...mapper.Option) ([]sdktrace.ReadOnlySpan, *mapper.Mapper) {

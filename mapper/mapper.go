@@ -13,16 +13,18 @@
 // open spans; options.go the configuration.
 package mapper
 
-import "context"
-import "maps"
-import "time"
+import (
+	"context"
+	"maps"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
 const ScopeName = "github.com/pi-otel/pi-otel/mapper"

@@ -1,12 +1,14 @@
 package mapper_test
 
-import "strings"
-import "testing"
+import (
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/testutil/replaytest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 const v160 = "pi-1.6.0"
 

@@ -1,8 +1,10 @@
 package mapper
 
-import "time"
+import (
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/event"
+)
 
 // Record decodes one record of Pi's JSON stream (a line of `pi --mode
 // json`, or of an RPC session's output, without its LF) and applies it at

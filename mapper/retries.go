@@ -1,13 +1,15 @@
 package mapper
 
-import "time"
+import (
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "auto_retry_start")

@@ -1,15 +1,17 @@
 package mapper_test
 
-import "fmt"
-import "runtime"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // parallelTools is a turn that starts n tools before any ends, then ends
 // them in start order: what a model fanning out n tool calls produces.

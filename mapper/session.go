@@ -1,13 +1,15 @@
 package mapper
 
-import "strings"
-import "time"
+import (
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/codes"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // The seams below serve a session file's translation (internal/session),
 // which knows facts no stream record carries.

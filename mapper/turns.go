@@ -1,11 +1,13 @@
 package mapper
 
-import "time"
+import (
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 func (m *Mapper) turnStart(at time.Time) {
 	r := m.ensureRun(at, "turn_start")

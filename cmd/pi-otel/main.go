@@ -2,9 +2,11 @@
 // trace. See the README for usage.
 package main
 
-import "os"
+import (
+	"os"
 
-import "github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/app"
+)
 
 func main() {
 	os.Exit(app.Main(app.OSEnv()))

@@ -1,10 +1,12 @@
 package main
 
-import "go/parser"
-import "go/token"
-import "strconv"
-import "strings"
-import "testing"
+import (
+	"go/parser"
+	"go/token"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // The example shows what a program in another module can do, so it may
 // use nothing from this module's internal packages.

@@ -5,19 +5,21 @@
 //	go run ./examples/library testdata/captures/pi-1.6.0/bash-tool.jsonl
 package main
 
-import "bufio"
-import "bytes"
-import "context"
-import "errors"
-import "fmt"
-import "io"
-import "os"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
 
-import "go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 func main() {
 	if len(os.Args) != 2 {

@@ -1,19 +1,21 @@
 package main
 
-import "bytes"
-import "encoding/json"
-import "errors"
-import "io"
-import "os/exec"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // TestLibrary builds the example, runs it on captured streams and holds
 // the spans it prints to the captures' golden trees: a program of your own

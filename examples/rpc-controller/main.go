@@ -8,14 +8,16 @@
 // controller sees the same records.
 package main
 
-import "bufio"
-import "encoding/json"
-import "errors"
-import "flag"
-import "fmt"
-import "io"
-import "os"
-import "os/exec"
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+)
 
 func main() {
 	prompt := flag.String("prompt", "Say hello", "the prompt to send")

@@ -2,13 +2,15 @@
 // test keeps the unit true to the command's real flags.
 package watchsystemd
 
-import "bufio"
-import "flag"
-import "os"
-import "strings"
-import "testing"
+import (
+	"bufio"
+	"flag"
+	"os"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 // TestUnitExecStart parses the unit's ExecStart with pi-otel watch's own
 // flag set: every flag must exist and take its value, and the command

@@ -1,12 +1,14 @@
 package app_test
 
-import "bytes"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // Replay has no live Pi to protect: with a queue far smaller than the
 // stream, it waits for the exporter and loses no span.

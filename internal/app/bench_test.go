@@ -1,14 +1,16 @@
 package app_test
 
-import "io"
-import "os"
-import "path/filepath"
-import "sync"
-import "testing"
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+)
 
 // benchStream writes a realistic generated stream to a file once.
 var benchStream = sync.OnceValues(func() (string, int64) {

@@ -1,14 +1,16 @@
 package app
 
-import "fmt"
-import "io"
-import "sync"
-import "syscall"
-import "time"
+import (
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // parseChild reads the flags of a command that runs Pi as its child (run,
 // rpc): a command line must follow them; want shows one.

@@ -1,13 +1,15 @@
 package app
 
-import "bytes"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // A process Pi leaves behind (`cmd &`) keeps Pi's stdout open. As with a
 // plain pipe, its late output still reaches the consumer; but the trace is

@@ -1,11 +1,13 @@
 package app
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/content/genaimsg"
-import "github.com/pi-otel/pi-otel/internal/content/redact"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
+	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // content is the opt-in capture of prompts, arguments and outputs: every
 // value is rendered in the GenAI message format, redacted and truncated.

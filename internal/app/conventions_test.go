@@ -1,14 +1,16 @@
 package app
 
-import "maps"
-import "path/filepath"
-import "slices"
-import "testing"
+import (
+	"maps"
+	"path/filepath"
+	"slices"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // replayModes replays a real capture to span and metric files and returns
 // each span's attribute keys (by span name) and the metric names.

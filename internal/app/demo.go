@@ -1,11 +1,13 @@
 package app
 
-import "bytes"
-import "context"
-import "embed"
-import "io"
+import (
+	"bytes"
+	"context"
+	"embed"
+	"io"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
 
 // demoStreams are real Pi 1.6.0 runs, captured against the test suite's
 // scripted model: four parallel tools (two failing), and a 529 then a retry.

@@ -1,15 +1,17 @@
 package app
 
-import "flag"
-import "fmt"
-import "os"
-import "path/filepath"
-import "regexp"
-import "strings"
-import "testing"
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // updating reports -update, which internal/testutil/spantree defines for
 // the whole test binary.

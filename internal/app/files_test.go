@@ -1,16 +1,18 @@
 package app
 
-import "bufio"
-import "os"
-import "path/filepath"
-import "testing"
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"testing"
 
-import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-import logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-import metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 // What the tests that replay into the --*-file exporters share.
 

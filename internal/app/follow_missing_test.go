@@ -1,20 +1,22 @@
 package app_test
 
-import "bufio"
-import "bytes"
-import "errors"
-import "io"
-import "net"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // replay --follow of a file that is not there yet says at once that it
 // waits for it, as tail -F does; interrupted before anything came, it

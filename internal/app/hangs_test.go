@@ -1,17 +1,19 @@
 package app_test
 
-import "bytes"
-import "os"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "golang.org/x/sys/unix"
+	"golang.org/x/sys/unix"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // A --traces-file FIFO that nobody reads: pi-otel neither blocks Pi's start
 // nor outlives the flush timeout, exits with the child's code, and says

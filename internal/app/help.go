@@ -1,12 +1,14 @@
 package app
 
-import "flag"
-import "fmt"
-import "io"
-import "regexp"
-import "strings"
+import (
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
 
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 // commandDoc is what `pi-otel COMMAND --help` says before the flags.
 type commandDoc struct {

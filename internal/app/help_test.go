@@ -1,12 +1,14 @@
 package app
 
-import "bytes"
-import "regexp"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // mainWith runs Main with args and env, and returns the exit code and
 // what was written to stdout and stderr.

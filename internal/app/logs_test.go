@@ -1,14 +1,16 @@
 package app
 
-import "encoding/hex"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 type fileRecord struct {
 	event, severity, traceID, spanID string

@@ -1,7 +1,9 @@
 package app
 
-import "math"
-import "runtime/debug"
+import (
+	"math"
+	"runtime/debug"
+)
 
 // defaultMemoryLimit is the soft heap limit pi-otel runs with. pi-otel sits
 // beside the agent and should stay small. Without a limit the collector

@@ -1,10 +1,12 @@
 package app
 
-import "bytes"
-import "io"
-import "math"
-import "runtime/debug"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"math"
+	"runtime/debug"
+	"testing"
+)
 
 func TestMemoryLimitIsSoftDefaultUnlessGOMEMLIMIT(t *testing.T) {
 	before := debug.SetMemoryLimit(-1) // -1 reads without changing

@@ -1,13 +1,15 @@
 package app
 
-import "bufio"
-import "encoding/json"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 type secret struct{ context, value string }
 

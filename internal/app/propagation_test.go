@@ -1,12 +1,14 @@
 package app_test
 
-import "bytes"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/app"
+)
 
 // TestChildTraceparentKeepsCallersSampling: the TRACEPARENT Pi gets names
 // the run's root, keeps the caller's sampled flag (an unsampled caller

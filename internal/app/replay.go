@@ -1,25 +1,27 @@
 package app
 
-import "bytes"
-import "context"
-import "flag"
-import "fmt"
-import "io"
-import "os"
-import "os/signal"
-import "strconv"
-import "strings"
-import "sync/atomic"
-import "syscall"
-import "time"
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/session"
-import "github.com/pi-otel/pi-otel/internal/stream/follow"
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/telemetry"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/stream/follow"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Replay traces a Pi session file or a captured JSONL stream, from a file
 // or stdin; it tells which by the content.

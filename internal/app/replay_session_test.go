@@ -1,13 +1,15 @@
 package app
 
-import "os"
-import "path/filepath"
-import "regexp"
-import "sort"
-import "strings"
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 func replayArgs(t *testing.T, in string, flags ...string) (code int, spans, stderr string) {
 	t.Helper()

@@ -1,15 +1,17 @@
 package app
 
-import "errors"
-import "fmt"
-import "io"
-import "os"
-import "time"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/internal/rpc"
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // RPC runs Pi in RPC mode behind a transparent proxy: the controller's
 // bytes go to Pi's stdin and Pi's bytes to our stdout unchanged and in

@@ -1,11 +1,13 @@
 package app
 
-import "fmt"
-import "io"
+import (
+	"fmt"
+	"io"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/internal/sessionwatch"
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
 
 // Run launches Pi, passes its stdout through byte for byte while tracing
 // it, and returns Pi's exit code.

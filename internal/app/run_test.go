@@ -1,24 +1,25 @@
 package app_test
 
-import "bytes"
-import "context"
-import "fmt"
-import "io"
-import "os"
-import "os/exec"
-import "os/signal"
-import "path/filepath"
-import "regexp"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // `pi-otel run` with deterministic children instead of Pi: what a user
 // relies on when they put pi-otel in front of a command.

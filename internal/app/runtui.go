@@ -1,22 +1,24 @@
 package app
 
-import "bytes"
-import "context"
-import "crypto/rand"
-import "encoding/json"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "time"
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/internal/outfile"
-import "github.com/pi-otel/pi-otel/internal/sessionwatch"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // piMode is the --mode of a Pi command line ("" for the TUI or -p text).
 func piMode(argv []string) string {

@@ -1,7 +1,9 @@
 package app
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/telemetry"
+import (
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
 
 // telemetryConfig maps the command line's settings onto the telemetry
 // pipeline's own Config; content capture and the rest stay here.

@@ -1,23 +1,25 @@
 package app
 
-import "context"
-import "errors"
-import "flag"
-import "fmt"
-import "io"
-import "os"
-import "os/signal"
-import "path/filepath"
-import "strings"
-import "sync/atomic"
-import "syscall"
-import "time"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/session"
-import "github.com/pi-otel/pi-otel/internal/sessionwatch"
-import "github.com/pi-otel/pi-otel/internal/telemetry"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Watch follows Pi's session directories and traces every run as it
 // completes, until SIGINT or SIGTERM.

@@ -1,16 +1,18 @@
 package app
 
-import "context"
-import "fmt"
-import "io"
-import "os"
-import "path/filepath"
-import "testing"
-import "time"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/sessionwatch"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // BenchmarkWatchSinceAll traces the history of 1000 session files (a real
 // Pi 1.6.0 session of two runs each) the way pi-otel watch --since all

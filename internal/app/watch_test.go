@@ -1,18 +1,20 @@
 package app
 
-import "bytes"
-import "context"
-import "flag"
-import "io"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/sessionwatch"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
 // the watch command's own flags and variables.

@@ -39,11 +39,13 @@
 // still hold several patterns joined with "|".
 package config
 
-import "net/url"
-import "strings"
-import "time"
+import (
+	"net/url"
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
+)
 
 // ExporterKind names where a signal goes.
 type ExporterKind string

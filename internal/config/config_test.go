@@ -1,17 +1,19 @@
 package config_test
 
-import "flag"
-import "fmt"
-import "io"
-import "reflect"
-import "slices"
-import "strings"
-import "testing"
-import "time"
+import (
+	"flag"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
 
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 // load parses args with pi-otel's flags and env as the environment.
 func load(t *testing.T, args []string, env map[string]string) (config.Config, error) {

@@ -1,7 +1,9 @@
 package config
 
-import "flag"
-import "strings"
+import (
+	"flag"
+	"strings"
+)
 
 // The groups flags are shown in, in order, for help and docs.
 const (

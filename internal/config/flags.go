@@ -1,7 +1,9 @@
 package config
 
-import "flag"
-import "strings"
+import (
+	"flag"
+	"strings"
+)
 
 // flagDef is one command-line flag. Load does the parsing, so every flag
 // only records the text it was given; that keeps flag and environment values

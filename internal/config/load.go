@@ -1,19 +1,21 @@
 package config
 
-import "errors"
-import "flag"
-import "fmt"
-import "net"
-import "net/url"
-import "path/filepath"
-import "regexp"
-import "regexp/syntax"
-import "slices"
-import "strconv"
-import "strings"
-import "time"
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
+)
 
 // Load resolves the configuration from the flags given on fs (registered with
 // RegisterFlags; fs may be nil) and from the environment as seen through

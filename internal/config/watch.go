@@ -1,10 +1,12 @@
 package config
 
-import "errors"
-import "flag"
-import "strconv"
-import "strings"
-import "time"
+import (
+	"errors"
+	"flag"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Watch holds the settings of pi-otel watch that are not telemetry.
 type Watch struct {

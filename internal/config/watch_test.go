@@ -1,9 +1,11 @@
 package config
 
-import "flag"
-import "reflect"
-import "testing"
-import "time"
+import (
+	"flag"
+	"reflect"
+	"testing"
+	"time"
+)
 
 func TestLoadWatch(t *testing.T) {
 	env := map[string]string{"PI_OTEL_SETTLE": "5s", "PI_OTEL_SINCE": "7d", "PI_OTEL_STATE": "/tmp/s.json"}

@@ -7,8 +7,10 @@
 // With content capture the whole text goes through the content redactor.
 package errtext
 
-import "regexp"
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Scrubber redacts and bounds captured text; the content capturer is one.
 type Scrubber interface {

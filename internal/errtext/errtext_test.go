@@ -1,7 +1,9 @@
 package errtext
 
-import "strings"
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSummary(t *testing.T) {
 	for _, c := range []struct{ msg, want, class string }{

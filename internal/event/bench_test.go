@@ -1,12 +1,14 @@
 package event_test
 
-import "slices"
-import "sync"
-import "testing"
+import (
+	"slices"
+	"sync"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+)
 
 // sample is one record of a kind: the one of median length, so that a
 // kind's benchmark is typical of it, plus the largest tool output.

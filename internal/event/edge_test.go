@@ -1,7 +1,9 @@
 package event
 
-import "errors"
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // decodeAll decodes rec every way a caller can, so that each answer is
 // checked.

@@ -6,9 +6,11 @@
 // and content index unless content capture asks for its delta.
 package event
 
-import "encoding/json"
-import "errors"
-import "fmt"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // Record types Pi 1.6.0 emits (docs/json.md, rpc.md, rpc-extension-ui.md).
 const (

@@ -1,8 +1,10 @@
 package event
 
-import "errors"
-import "strings"
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestDecodeKinds(t *testing.T) {
 	for _, tc := range []struct {

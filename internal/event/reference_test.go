@@ -1,18 +1,19 @@
 package event
 
-import "bytes"
-import "encoding/json"
-import "fmt"
-import "os"
-import "path/filepath"
-import "reflect"
-import "testing"
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"unicode/utf8"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+)
 
 // referenceDecode and referencePeek are Decode and Peek as they were
 // before the single-pass scanner, built on encoding/json alone. The fast

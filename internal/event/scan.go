@@ -1,8 +1,10 @@
 package event
 
-import "encoding/binary"
-import "math/bits"
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
 
 // maxDepth is encoding/json's nesting limit: json.Valid rejects a record
 // that opens more than this many objects and arrays at once.

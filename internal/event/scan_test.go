@@ -1,10 +1,12 @@
 package event
 
-import "encoding/json"
-import "errors"
-import "strings"
-import "testing"
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // referenceValidity is what Peek checked before the single-pass scanner:
 // utf8.Valid, then json.Valid, then an object at the top.

@@ -1,9 +1,11 @@
 package event
 
-import "bytes"
-import "encoding/json"
-import "strconv"
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
 
 // The helpers below read JSON that validate has already accepted, so they
 // skip without checking. Every decoding helper returns false when the value

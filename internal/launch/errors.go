@@ -2,12 +2,14 @@
 
 package launch
 
-import "errors"
-import "fmt"
-import "io/fs"
-import "os"
-import "os/exec"
-import "strconv"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+)
 
 var errNoCommand = errors.New("no command given")
 

@@ -2,13 +2,15 @@
 
 package launch
 
-import "os"
-import "os/signal"
-import "slices"
-import "strconv"
-import "sync"
-import "syscall"
-import "time"
+import (
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
 
 // forwardedSignals are the signals that reach pi-otel in place of Pi: the
 // ones that end or interrupt it, and the harmless ones a wrapper should not

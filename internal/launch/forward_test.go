@@ -2,13 +2,15 @@
 
 package launch_test
 
-import "os"
-import "os/exec"
-import "strconv"
-import "syscall"
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/launch"
+)
 
 // superviseTrap starts the supervise helper (pi-otel's role) over a trap
 // child (Pi's role) and waits until both are ready for signals.

@@ -2,23 +2,25 @@
 
 package launch_test
 
-import "bufio"
-import "fmt"
-import "io"
-import "math/rand/v2"
-import "os"
-import "os/exec"
-import "os/signal"
-import "runtime"
-import "strconv"
-import "strings"
-import "sync"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // The test binary doubles as the small programs the tests run: with
 // helperEnv set it runs one helper instead of the tests.

@@ -2,15 +2,17 @@
 
 package launch
 
-import "errors"
-import "fmt"
-import "io"
-import "os"
-import "os/exec"
-import "os/signal"
-import "runtime"
-import "sync"
-import "syscall"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+)
 
 // Status is how the child ended.
 type Status struct {

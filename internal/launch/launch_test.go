@@ -2,21 +2,23 @@
 
 package launch_test
 
-import "bytes"
-import "errors"
-import "io"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "runtime"
-import "strconv"
-import "strings"
-import "sync"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/launch"
+)
 
 // start runs argv and closes its stdout when the test ends.
 func start(t *testing.T, argv []string, opts ...launch.Option) *launch.Process {

@@ -2,10 +2,12 @@
 
 package launch
 
-import "syscall"
-import "time"
+import (
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // defaultParentDeathSignal is what Pi gets if pi-otel dies first. SIGTERM
 // lets Pi run its own shutdown (it kills the bash-tool children it tracks

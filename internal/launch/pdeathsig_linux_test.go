@@ -1,10 +1,12 @@
 package launch_test
 
-import "os"
-import "strconv"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
 
 const prSetChildSubreaper = 36
 

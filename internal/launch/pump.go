@@ -2,16 +2,18 @@
 
 package launch
 
-import "errors"
-import "fmt"
-import "io"
-import "os"
-import "os/signal"
-import "sync/atomic"
-import "syscall"
-import "time"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-import "golang.org/x/sys/unix"
+	"golang.org/x/sys/unix"
+)
 
 // orphanGrace is how long the reader may sit in an empty Read after the
 // child has exited before the child's own output counts as all read.

@@ -1,8 +1,10 @@
 package outfile
 
-import "bytes"
-import "io"
-import "sync"
+import (
+	"bytes"
+	"io"
+	"sync"
+)
 
 // Buffer is a bytes.Buffer that one goroutine may write while another
 // reads it: output held back (pi-otel's stderr lines while Pi owns the

@@ -1,8 +1,10 @@
 package outfile
 
-import "strings"
-import "sync"
-import "testing"
+import (
+	"strings"
+	"sync"
+	"testing"
+)
 
 // Writers and a reader at once (run with -race), and WriteTo hands on
 // what is held and empties the buffer.

@@ -10,15 +10,17 @@
 // the background, so that opening it never blocks start-up or signals.
 package outfile
 
-import "errors"
-import "fmt"
-import "io"
-import "io/fs"
-import "os"
-import "sync"
-import "sync/atomic"
-import "syscall"
-import "time"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
 
 // ErrStalled is returned by a write that did not finish by the deadline.
 var ErrStalled = errors.New("output stalled: its reader is not reading")

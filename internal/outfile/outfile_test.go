@@ -1,14 +1,16 @@
 package outfile
 
-import "bytes"
-import "errors"
-import "io"
-import "os"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
 
 func TestCreatesPrivateFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "traces.jsonl")

@@ -1,16 +1,18 @@
 package rpc_test
 
-import "bytes"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/rpc"
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // The cost of tracing one recorded session through the tracker, against
 // feeding Pi's records alone to the json-mode sink: the difference is what

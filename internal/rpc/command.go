@@ -1,15 +1,17 @@
 package rpc
 
-import "bytes"
-import "container/list"
-import "context"
-import "encoding/json"
-import "math"
-import "strconv"
-import "strings"
-import "time"
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Command names Pi 1.6.0 knows (docs/rpc-commands.md and the binary). Any
 // other type is traced as "pi.rpc unknown" so that a misbehaving

@@ -1,13 +1,16 @@
 package rpc
 
-import "container/list"
-import "context"
-import "encoding/json"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
-import "time"
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // dialogMethods block in Pi until the controller answers (or a timeout
 // passes); every other extension UI method is fire-and-forget.

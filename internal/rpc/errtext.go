@@ -1,8 +1,10 @@
 package rpc
 
-import "strings"
+import (
+	"strings"
 
-import "github.com/pi-otel/pi-otel/internal/errtext"
+	"github.com/pi-otel/pi-otel/internal/errtext"
+)
 
 // errorText is what a failed command's span says about the failure. Pi's
 // error texts echo prompts, commands and provider errors, so without

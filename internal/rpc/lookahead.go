@@ -1,7 +1,9 @@
 package rpc
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+import (
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // A prompt's response arrives before agent_start and says whether a run
 // starts (disposition "started"), the prompt was queued, handled by an

@@ -1,8 +1,10 @@
 package rpc
 
-import "time"
+import (
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Scrubber redacts and bounds one captured value. Giving one (content
 // capture) records error texts in full, redacted, instead of masked.

@@ -1,11 +1,13 @@
 package rpc_test
 
-import "strings"
-import "testing"
-import "time"
+import (
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Replays of sessions recorded from the real Pi 1.6.0 (rpctest scenarios).
 

@@ -16,17 +16,19 @@
 // dialog.go (extension UI), options.go.
 package rpc
 
-import "context"
-import "encoding/json"
-import "sync"
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/internal/option"
-import "github.com/pi-otel/pi-otel/mapper"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/rpc"

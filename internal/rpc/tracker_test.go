@@ -1,17 +1,19 @@
 package rpc_test
 
-import "fmt"
-import "runtime"
-import "strings"
-import "sync"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/rpc"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Synthetic sessions for what the recorded ones do not show. Record
 // shapes follow Pi 1.6.0.

@@ -1,15 +1,17 @@
 package rpc_test
 
-import "bytes"
-import "flag"
-import "os"
-import "path/filepath"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // -update (spantree's) rewrites the golden trees; re-recording needs the
 // real Pi, so it has a flag of its own.

@@ -1,12 +1,14 @@
 package session
 
-import "bytes"
-import "testing"
+import (
+	"bytes"
+	"testing"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/session/sessiongen"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // BenchmarkTraceHistory traces a generated 32 MB session file, with the SDK
 // recording (and dropping) every span.

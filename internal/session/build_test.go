@@ -1,9 +1,11 @@
 package session
 
-import "encoding/json"
-import "fmt"
-import "strings"
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // file builds a session file entry by entry, with times that move on as
 // Pi's would: each entry is persisted 100 ms after the one before.

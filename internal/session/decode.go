@@ -1,12 +1,14 @@
 package session
 
-import "bytes"
-import "encoding/json"
-import "errors"
-import "strings"
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/event"
+)
 
 // Entry types of Pi's session format (docs/session-format.md).
 const (

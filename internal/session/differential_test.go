@@ -1,14 +1,16 @@
 package session
 
-import "fmt"
-import "math"
-import "os"
-import "path/filepath"
-import "sort"
-import "strings"
-import "testing"
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/codes"
+)
 
 // summary is what the stream and the session file of one run must agree on.
 type summary struct {

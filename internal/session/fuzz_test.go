@@ -1,16 +1,18 @@
 package session
 
-import "bytes"
-import "fmt"
-import "os"
-import "path/filepath"
-import "testing"
-import "unicode/utf8"
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // FuzzDecode feeds arbitrary files to a Tracer. Whatever the bytes, it must
 // not panic, must end every span it starts, must count every line, must not

@@ -1,13 +1,15 @@
 package session
 
-import "context"
-import "crypto/rand"
-import "crypto/sha256"
-import "encoding/binary"
-import "sync"
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
 
 // IDs is an sdktrace.IDGenerator whose ids, after Seed(key), are a pure
 // function of key and the order of the spans that follow, so the same file

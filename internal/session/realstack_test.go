@@ -2,22 +2,24 @@
 
 package session_test
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "fmt"
-import "os"
-import "path/filepath"
-import "regexp"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/session"
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 // The real Pi 1.6.0 writes a session file (a 529 retry, a working and a
 // failing tool, two prompts); the real pi-otel replay traces it into a

@@ -25,17 +25,19 @@
 //     a session file from an event stream by the lines that follow.
 package session
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "hash/fnv"
-import "strconv"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // ScopeName is the instrumentation scope of the spans only session files
 // give (pi.bash); the rest come from the mapper's scope.

@@ -1,18 +1,20 @@
 package session
 
-import "bytes"
-import "sort"
-import "strings"
-import "sync"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/codes"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-import "github.com/pi-otel/pi-otel/internal/session/sessiongen"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 func roots(tr traced, name string) []*node {
 	var out []*node

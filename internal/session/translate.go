@@ -1,16 +1,18 @@
 package session
 
-import "context"
-import "encoding/json"
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/mapper"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // Why a tool span whose result is missing from the file ends in error.
 const missingResult = "no tool result in the session file: Pi stopped before the tool returned"

@@ -18,21 +18,23 @@
 // again from the committed place, after a failed export or a restart.
 package sessionwatch
 
-import "bytes"
-import "context"
-import "errors"
-import "fmt"
-import "io"
-import "io/fs"
-import "os"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "time"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
-import "github.com/fsnotify/fsnotify"
+	"github.com/fsnotify/fsnotify"
 
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Tracer traces one session file; internal/session's Tracer is one. Line
 // gets each complete line (without its LF) and the byte offset it starts

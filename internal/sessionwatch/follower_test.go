@@ -1,16 +1,18 @@
 package sessionwatch
 
-import "context"
-import "errors"
-import "fmt"
-import "os"
-import "path/filepath"
-import "strings"
-import "sync"
-import "testing"
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // The fake session format: one word per line. "H" is the header, "U" a
 // user message that opens a run, "A" a final answer, "T" a tool call.

@@ -1,12 +1,14 @@
 package sessionwatch
 
-import "bytes"
-import "encoding/json"
-import "os"
-import "path/filepath"
-import "strconv"
-import "strings"
-import "sync"
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
 
 // Owner decides which session files one Pi process writes, for
 // pi-otel run in front of Pi's terminal UI. Pi opens a session file only

@@ -1,10 +1,12 @@
 package sessionwatch
 
-import "fmt"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // fakeProc builds a /proc with the processes given: pid → ppid, argv, cwd
 // and open files.

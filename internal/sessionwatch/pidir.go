@@ -1,11 +1,13 @@
 package sessionwatch
 
-import "encoding/json"
-import "errors"
-import "io/fs"
-import "os"
-import "path/filepath"
-import "strings"
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // PiDirs says where Pi keeps its files, resolved as Pi 1.x resolves them.
 // Getenv and Home are injected so tests need no globals.

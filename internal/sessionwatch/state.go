@@ -1,12 +1,14 @@
 package sessionwatch
 
-import "encoding/json"
-import "errors"
-import "fmt"
-import "io/fs"
-import "os"
-import "path/filepath"
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
 
 // stateVersion changes when the state file's meaning does.
 const stateVersion = 1

@@ -1,16 +1,18 @@
 package telemetry
 
-import "context"
-import "errors"
-import "sync"
-import "sync/atomic"
-import "time"
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Stats counts spans on their way out. While running, Ended minus the other
 // three is what is still queued or being exported; after Shutdown every

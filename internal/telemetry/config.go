@@ -1,10 +1,12 @@
 package telemetry
 
-import "time"
+import (
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
 
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 // Config is the pipeline's configuration. As in the Collector, the
 // component owns its Config; the command line's settings are mapped onto

@@ -1,24 +1,25 @@
 package telemetry
 
-import "context"
-import "errors"
-import "fmt"
-import "net"
-import "net/url"
-import "strings"
-import "sync"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-import "google.golang.org/grpc/codes"
-import "google.golang.org/grpc/status"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 // gateExporter blocks every export until its gate opens, and can fail them.
 type gateExporter struct {

@@ -1,10 +1,12 @@
 package telemetry
 
-import "context"
+import (
+	"context"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/trace"
-import "go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+)
 
 // The SDK applies OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT to span attributes but
 // not to span events' (it only counts those). The specification means

@@ -1,18 +1,20 @@
 package telemetry_test
 
-import "context"
-import "os"
-import "strings"
-import "testing"
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/log"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry"
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-import "github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+)
 
 // TestAttributeValueLengthLimit: OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT cuts
 // every string attribute, of spans and of span events, in characters, as

@@ -1,26 +1,28 @@
 package telemetry
 
-import "context"
-import "fmt"
-import "io"
-import "strconv"
-import "strings"
-import "sync"
-import "sync/atomic"
-import "time"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
-import "go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
-import "go.opentelemetry.io/otel/log"
-import "go.opentelemetry.io/otel/log/noop"
-import sdklog "go.opentelemetry.io/otel/sdk/log"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/log/noop"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/option"
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 // Log record batching. The SDK's defaults, given explicitly so that the
 // SDK does not read OTEL_BLRP_* on its own, beside config's one parse path.

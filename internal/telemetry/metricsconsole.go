@@ -1,16 +1,18 @@
 package telemetry
 
-import "context"
-import "fmt"
-import "io"
-import "strconv"
-import "strings"
-import "sync"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 // consoleMetrics writes each collection compactly, one line per data point:
 //

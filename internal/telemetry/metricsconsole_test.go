@@ -1,10 +1,12 @@
 package telemetry
 
-import "strings"
-import "testing"
+import (
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
 
 // TestWriteMetricKinds pins the console line of every aggregation, int and
 // float alike.

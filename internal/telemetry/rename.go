@@ -1,9 +1,11 @@
 package telemetry
 
-import "go.opentelemetry.io/otel/attribute"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+import (
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // WithExportedAttributes rewrites each span's attributes on its way to the
 // exporter (the semantic conventions mode, see piconv.Latest). The span

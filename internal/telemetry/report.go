@@ -1,16 +1,18 @@
 package telemetry
 
-import "context"
-import "errors"
-import "fmt"
-import "io"
-import "net/http"
-import "strings"
-import "sync"
-import "syscall"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
 
-import "google.golang.org/grpc/codes"
-import "google.golang.org/grpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
 
 // reporter writes pi-otel's own warnings to stderr, each destination at
 // most once: a collector that is down fails every export, and one line that

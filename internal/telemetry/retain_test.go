@@ -1,15 +1,17 @@
 package telemetry
 
-import "context"
-import "errors"
-import "sync"
-import "testing"
-import "time"
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/config"
+)
 
 var errUnreachable = errors.New("connection refused")
 

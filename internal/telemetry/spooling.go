@@ -1,16 +1,18 @@
 package telemetry
 
-import "context"
+import (
+	"context"
 
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import "google.golang.org/grpc/codes"
-import "google.golang.org/grpc/status"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-import "github.com/pi-otel/pi-otel/internal/config"
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-import "github.com/pi-otel/pi-otel/internal/telemetry/spool"
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
+)
 
 // startSpool opens the spool and, in the background, sends what earlier
 // processes left in it. A spool that cannot be opened is reported once

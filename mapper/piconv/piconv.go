@@ -8,9 +8,11 @@
 // keeps the two equal.
 package piconv
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
+)
 
 // Span names with no variable part.
 const (

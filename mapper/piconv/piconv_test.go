@@ -1,22 +1,24 @@
 package piconv_test
 
-import "go/ast"
-import "go/parser"
-import "go/token"
-import "os"
-import "path/filepath"
-import "regexp"
-import "slices"
-import "sort"
-import "strconv"
-import "strings"
-import "testing"
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // declared parses this package's source and returns the string value of
 // every constant whose name matches pick.

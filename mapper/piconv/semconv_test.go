@@ -1,10 +1,12 @@
 package piconv_test
 
-import "testing"
+import (
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
 
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 func TestLatest(t *testing.T) {
 	emit := func(kvs []attribute.KeyValue) string {

@@ -2,18 +2,20 @@
 
 package e2e
 
-import "bufio"
-import "encoding/hex"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bufio"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // TestLogRecordsOfALiveRun runs the real Pi under `pi-otel run --logs-file`
 // with its spans going to a real Jaeger: every log record names its run's

@@ -2,21 +2,23 @@
 
 package e2e
 
-import "bytes"
-import "context"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "sort"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // The real Pi in RPC mode, driven by a Go controller through the built
 // `pi-otel rpc`, exporting to a real Jaeger. Each scenario also runs

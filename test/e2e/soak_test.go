@@ -8,33 +8,34 @@ package e2e
 //
 //	PI_OTEL_SOAK=1h PI_OTEL_SOAK_PROMPTS=10000 go test -tags realstack ./test/e2e -run Soak -v -timeout 3h
 
-import "bufio"
-import "bytes"
-import "context"
-import "fmt"
-import "io"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "runtime"
-import "runtime/pprof"
-import "strconv"
-import "strings"
-import "sync/atomic"
-import "testing"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-import "github.com/pi-otel/pi-otel/internal/app"
-import "github.com/pi-otel/pi-otel/internal/rpc"
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/mapper"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // soakDuration is how long TestSoakReplay streams: $PI_OTEL_SOAK, 20s by
 // default.

@@ -2,18 +2,20 @@
 
 package e2e
 
-import "fmt"
-import "os"
-import "regexp"
-import "strconv"
-import "strings"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // TestSpoolAcrossProcesses: a short real Pi run whose collector is away
 // keeps its spans on disk; the next pi-otel process, once the collector is

@@ -2,23 +2,25 @@
 
 package e2e
 
-import "bytes"
-import "context"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strconv"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+)
 
 // tui is one real Pi terminal UI under pi-otel run, in a detached tmux
 // session of its own (its own tmux server too, so tests never share one).

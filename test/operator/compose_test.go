@@ -2,26 +2,28 @@
 
 package operator_test
 
-import "bytes"
-import "context"
-import "net"
-import "net/url"
-import "os"
-import "os/exec"
-import "path"
-import "path/filepath"
-import "regexp"
-import "slices"
-import "strconv"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
 
-import composeloader "github.com/compose-spec/compose-go/v2/loader"
-import composetypes "github.com/compose-spec/compose-go/v2/types"
-import "go.yaml.in/yaml/v3"
+	composeloader "github.com/compose-spec/compose-go/v2/loader"
+	composetypes "github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // No docker engine runs here, so docker-compose.yml is loaded by compose-go, the loader and JSON
 // schema Docker Compose itself uses (an unknown key or a wrong type fails to load), and then

@@ -7,32 +7,34 @@
 // OpenTelemetry SDK directly (delta temporality, which pi-otel no longer exports).
 package operator_test
 
-import "context"
-import "encoding/json"
-import "fmt"
-import "net/http"
-import "net/url"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "sort"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // deltaPreference is the OTLP "delta" temporality preference: delta for counters and
 // histograms, cumulative for up-down counters (pi-otel's --metrics-temporality delta).

@@ -2,30 +2,32 @@
 
 package operator_test
 
-import "bytes"
-import "context"
-import "encoding/hex"
-import "fmt"
-import "maps"
-import "net"
-import "net/http"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "regexp"
-import "slices"
-import "strconv"
-import "strings"
-import "sync"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // logStore stands in for the log store behind the gateway.
 type logStore struct {

@@ -2,20 +2,22 @@
 
 package operator_test
 
-import "fmt"
-import "math"
-import "net/url"
-import "path/filepath"
-import "regexp"
-import "sort"
-import "strings"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/queries"
-import "github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+)
 
 // TestDashboardAndAlertNamesExistInPrometheus runs the real pi-otel binary on real scenarios —
 // a replay of every real Pi capture, each its own short-lived process, and a real Pi RPC session

@@ -2,14 +2,16 @@
 
 package operator_test
 
-import "context"
-import "fmt"
-import "strings"
-import "testing"
-import "time"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+)
 
 // TestDeltaTemporalityThroughTheCollector measures what the Collector's prometheus exporter
 // (v0.140) makes of DELTA metrics from many short-lived pi-otel processes, and that spanmetrics

@@ -2,25 +2,27 @@
 
 package operator_test
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "sync"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+)
 
 // The real workload: the built pi-otel binary replaying every real Pi capture, each replay its
 // own short process, and a real `pi --mode rpc` session through `pi-otel rpc`. What the

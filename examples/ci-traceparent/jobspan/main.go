@@ -11,17 +11,19 @@
 // pipeline's) becomes the job span's parent.
 package main
 
-import "context"
-import "fmt"
-import "os"
-import "os/exec"
-import "strings"
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-import "go.opentelemetry.io/otel/propagation"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
 
 func main() {
 	if len(os.Args) < 4 || os.Args[2] != "--" {

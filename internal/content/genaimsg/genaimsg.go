@@ -31,11 +31,13 @@
 // would require the base64 data itself.
 package genaimsg
 
-import "bytes"
-import "encoding/json"
-import "errors"
-import "fmt"
-import "strings"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Part types from the conventions, plus "image" for images whose data is
 // left out.

@@ -1,14 +1,15 @@
 package genaimsg
 
-import "bufio"
-import "encoding/json"
-import "os"
-import "strings"
-import "testing"
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/content/redact"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // mark shows in the expected JSON exactly which strings went through the
 // scrubber.

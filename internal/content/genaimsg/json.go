@@ -1,11 +1,13 @@
 package genaimsg
 
-import "bytes"
-import "encoding/json"
-import "errors"
-import "io"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 
-import "github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/internal/content/redact"
+)
 
 // scrubJSON copies a JSON value token by token, keeping key order and number
 // spelling, with every string passed through scrub. Scalars under a

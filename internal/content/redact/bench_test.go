@@ -1,8 +1,10 @@
 package redact
 
-import "fmt"
-import "strings"
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // toolOutput builds about size bytes of text shaped like a large tool result:
 // log and source lines, many mentioning tokens, keys, URLs and passwords

@@ -1,7 +1,9 @@
 package redact
 
-import "regexp"
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 var (
 	sensitiveKey = regexp.MustCompile(`(?i)(?:` + secretWords + `|authorization|cookie)$`)

@@ -1,7 +1,9 @@
 package redact
 
-import "regexp"
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 var (
 	pemBegin = regexp.MustCompile(`^-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)

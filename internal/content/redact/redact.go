@@ -13,13 +13,15 @@
 // the user opts in.
 package redact
 
-import "fmt"
-import "regexp"
-import "strconv"
-import "strings"
-import "unicode/utf8"
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Redactor replaces secrets in text. It is immutable after New and safe for
 // concurrent use.

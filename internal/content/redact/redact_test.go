@@ -1,10 +1,12 @@
 package redact
 
-import "bufio"
-import "os"
-import "strings"
-import "testing"
-import "unicode/utf8"
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // corpusEntry is one line of testdata/secrets.txt: a realistic context and
 // the secret inside it, separated by a TAB.

@@ -1,7 +1,9 @@
 package redact
 
-import "regexp"
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // A rule finds one kind of secret. Every secret shape starts at, or is keyed
 // by, a literal hint ("sk-", "AKIA", "password"…). The rule looks the hints

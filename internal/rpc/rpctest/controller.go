@@ -5,15 +5,17 @@
 // controller saw them.
 package rpctest
 
-import "bufio"
-import "bytes"
-import "encoding/json"
-import "errors"
-import "fmt"
-import "io"
-import "os/exec"
-import "sync"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"time"
+)
 
 // Dir is the direction of one transcript line.
 type Dir string

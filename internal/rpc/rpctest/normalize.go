@@ -1,10 +1,12 @@
 package rpctest
 
-import "encoding/json"
-import "fmt"
-import "regexp"
-import "sort"
-import "strings"
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
 
 var (
 	reUUID  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)

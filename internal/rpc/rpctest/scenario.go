@@ -1,19 +1,21 @@
 package rpctest
 
-import "bytes"
-import "context"
-import _ "embed"
-import "encoding/json"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "syscall"
-import "time"
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 //go:embed testdata/ext.ts
 var extensionSource []byte

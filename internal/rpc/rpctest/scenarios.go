@@ -1,10 +1,12 @@
 package rpctest
 
-import "strings"
-import "syscall"
-import "time"
+import (
+	"strings"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+)
 
 // Scenarios are the RPC sessions the rpc tests cover, each named for what
 // it exercises.

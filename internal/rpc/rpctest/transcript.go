@@ -1,12 +1,14 @@
 package rpctest
 
-import "bufio"
-import "encoding/base64"
-import "encoding/json"
-import "fmt"
-import "io"
-import "time"
-import "unicode/utf8"
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+)
 
 // transcriptLine is one line of a transcript file: the direction, the
 // milliseconds since the first line, and the raw bytes (as a string when

@@ -5,14 +5,16 @@
 // changes). The output is deterministic for a seed.
 package sessiongen
 
-import "bufio"
-import "encoding/json"
-import "fmt"
-import "io"
-import "math"
-import "math/rand/v2"
-import "strings"
-import "time"
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
 
 // Config sizes the file.
 type Config struct {

@@ -3,12 +3,14 @@
 // truncated or replaced (log rotation).
 package follow
 
-import "context"
-import "io"
-import "os"
-import "time"
+import (
+	"context"
+	"io"
+	"os"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Reader is an io.Reader over a growing file. It returns io.EOF only once
 // its context is done.

@@ -1,12 +1,14 @@
 package follow
 
-import "bufio"
-import "context"
-import "os"
-import "path/filepath"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
 
 // lines reads lines from r into a channel until EOF.
 func lines(r *Reader) <-chan string {

@@ -1,13 +1,15 @@
 package framing_test
 
-import "bytes"
-import "io"
-import "strconv"
-import "sync"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"sync"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+)
 
 // mix is a realistic Pi stream: mostly ~250-byte records (150–350 bytes)
 // with a 1 MB record after every 10,000 of them, CRLF now and then.

@@ -1,15 +1,17 @@
 package framing_test
 
-import "bytes"
-import "errors"
-import "io"
-import "os"
-import "slices"
-import "syscall"
-import "testing"
-import "testing/iotest"
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"testing/iotest"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
 
 // mixed is a stream that exercises every framing rule at once.
 var mixed = []byte("" +

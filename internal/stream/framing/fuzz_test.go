@@ -1,11 +1,13 @@
 package framing_test
 
-import "bytes"
-import "io"
-import "slices"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"slices"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
 
 // FuzzSplit checks that the Splitter under arbitrary chunking, the Reader
 // under arbitrary read sizes and Forward all agree, and that the records

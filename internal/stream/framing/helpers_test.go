@@ -1,9 +1,11 @@
 package framing_test
 
-import "bytes"
-import "errors"
+import (
+	"bytes"
+	"errors"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
 
 // referenceSplit is the test oracle, written independently of the package:
 // EOF ends the last line like an LF, one CR before the end of a line is

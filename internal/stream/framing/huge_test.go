@@ -1,10 +1,12 @@
 package framing_test
 
-import "bytes"
-import "io"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+)
 
 const hugeSize = 64 << 20
 

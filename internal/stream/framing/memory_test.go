@@ -1,9 +1,11 @@
 package framing
 
-import "bytes"
-import "io"
-import "runtime"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"testing"
+)
 
 // These tests measure live heap, so they stay sequential.
 

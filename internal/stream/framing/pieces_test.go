@@ -1,9 +1,11 @@
 package framing
 
-import "bytes"
-import "io"
-import "slices"
-import "testing"
+import (
+	"bytes"
+	"io"
+	"slices"
+	"testing"
+)
 
 // FuzzPieces runs the Splitter and the Reader with pieces and a retain
 // limit of a few bytes, so that inputs of fuzzing size take the paths of

@@ -1,8 +1,10 @@
 package framing
 
-import "bytes"
-import "errors"
-import "io"
+import (
+	"bytes"
+	"errors"
+	"io"
+)
 
 // maxEmptyReads bounds how often a source may return (0, nil) in a row
 // before it is treated as broken rather than slow.

@@ -1,14 +1,16 @@
 package ingest_test
 
-import "bytes"
-import "runtime"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace/noop"
+	"go.opentelemetry.io/otel/trace/noop"
 
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // TestAnchoredWaitsForTheStreamsTime: untimed records that open a stream
 // are held back until a record says when it began, then placed there; a

@@ -1,15 +1,17 @@
 package ingest_test
 
-import "testing"
-import "time"
+import (
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/trace"
-import "go.opentelemetry.io/otel/trace/noop"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // midMessage returns a sink whose mapper is inside an assistant message
 // that has had its first delta, the state most records arrive in.

@@ -1,9 +1,11 @@
 package ingest
 
-import "errors"
-import "time"
+import (
+	"errors"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/event"
+)
 
 // StreamClock places events in time from what the stream itself carries,
 // for replay: the session header's ISO timestamp, message timestamps (epoch

@@ -1,8 +1,10 @@
 package ingest
 
-import "strings"
-import "testing"
-import "time"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestOutOfRangeNumberKeepsTheRecord: a tool end whose durationMs is 1e999
 // still ends its tool, counted as a dropped field, not as a lost record

@@ -5,15 +5,17 @@
 // caller; here it is only counted and, rate-limited, reported on stderr.
 package ingest
 
-import "errors"
-import "fmt"
-import "io"
-import "sync/atomic"
-import "time"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/internal/option"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Clock gives the time an event happened.
 type Clock interface {

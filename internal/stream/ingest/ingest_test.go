@@ -1,13 +1,15 @@
 package ingest
 
-import "bytes"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/event"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 	s, m, rec, warn := recorded()

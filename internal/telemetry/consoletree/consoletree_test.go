@@ -1,19 +1,21 @@
 package consoletree_test
 
-import "bytes"
-import "context"
-import "os"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
+	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
+)
 
 var (
 	t0   = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)

@@ -7,14 +7,16 @@
 // very trace that is about to be written.
 package idgen
 
-import "context"
-import crand "crypto/rand"
-import "encoding/binary"
-import "math/rand/v2"
-import "sync"
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Reserving is an sdktrace.IDGenerator with one reservable slot.
 type Reserving struct {

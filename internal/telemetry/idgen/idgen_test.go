@@ -1,10 +1,12 @@
 package idgen
 
-import "context"
-import "testing"
+import (
+	"context"
+	"testing"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
 
 func TestReservedIDsGoToTheNextRoot(t *testing.T) {
 	g := New()

@@ -1,9 +1,11 @@
 package metrics
 
-import "context"
-import "errors"
+import (
+	"context"
+	"errors"
 
-import "go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric"
+)
 
 // Health is a snapshot of pi-otel's own pipeline counters, each monotonic over the process life.
 type Health struct {

@@ -1,13 +1,15 @@
 package metrics_test
 
-import "context"
-import "sync/atomic"
-import "testing"
+import (
+	"context"
+	"sync/atomic"
+	"testing"
 
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+)
 
 func TestHealthCountersReportSnapshots(t *testing.T) {
 	reader := sdkmetric.NewManualReader()

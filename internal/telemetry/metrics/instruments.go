@@ -1,8 +1,10 @@
 package metrics
 
-import "errors"
+import (
+	"errors"
 
-import "go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric"
+)
 
 // instruments creates instruments on a meter and gathers their errors, so
 // that both conventions' sets (SpanMetrics, latestInstruments) are a list

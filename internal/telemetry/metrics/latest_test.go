@@ -1,13 +1,15 @@
 package metrics_test
 
-import "testing"
-import "time"
+import (
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // latestRun ends the spans of a small run: two model calls (one failed,
 // with no usage), a tool that fails, and the root.

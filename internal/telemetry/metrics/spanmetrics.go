@@ -6,19 +6,21 @@
 // provider, model, tool and command names), never from ids or free text.
 package metrics
 
-import "context"
-import "strings"
-import "time"
+import (
+	"context"
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/metric"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
-import "github.com/pi-otel/pi-otel/internal/option"
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // ScopeName is the instrumentation scope of every instrument this package creates.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/metrics"

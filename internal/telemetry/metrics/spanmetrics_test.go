@@ -1,22 +1,23 @@
 package metrics_test
 
-import "context"
-import "sort"
-import "strings"
-import "testing"
-import "time"
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-import "github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // harness is a real TracerProvider whose only processor is SpanMetrics, reading into a
 // ManualReader.

@@ -1,19 +1,20 @@
 package otlpfile
 
-import "bytes"
-import "encoding/base64"
-import "encoding/hex"
-import "encoding/json"
-import "fmt"
-import "time"
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
 
-import colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import "google.golang.org/protobuf/encoding/protojson"
-import "google.golang.org/protobuf/proto"
-
-import "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/attribute"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
 
 // MarshalTraces encodes req as one OTLP/JSON line, newline included.
 func MarshalTraces(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {

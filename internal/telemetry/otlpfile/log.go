@@ -1,15 +1,16 @@
 package otlpfile
 
-import "context"
-import "io"
+import (
+	"context"
+	"io"
 
-import collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import logpb "go.opentelemetry.io/proto/otlp/logs/v1"
-
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/sdk/instrumentation"
-import sdklog "go.opentelemetry.io/otel/sdk/log"
-import "go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logpb "go.opentelemetry.io/proto/otlp/logs/v1"
+)
 
 // LogExporter is an sdklog.Exporter that writes each batch of log records
 // as one ExportLogsServiceRequest line.

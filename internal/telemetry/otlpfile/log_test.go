@@ -1,19 +1,21 @@
 package otlpfile_test
 
-import "bytes"
-import "context"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/log"
-import sdklog "go.opentelemetry.io/otel/sdk/log"
-import "go.opentelemetry.io/otel/sdk/resource"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-import "github.com/pi-otel/pi-otel/internal/testutil/logtest"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
+)
 
 // TestLogExporterWritesOTLPJSONLines: one line per export, ids in hex as
 // OTLP/JSON has them, every field back after a round trip.

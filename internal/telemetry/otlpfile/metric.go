@@ -1,16 +1,17 @@
 package otlpfile
 
-import "context"
-import "fmt"
-import "io"
+import (
+	"context"
+	"fmt"
+	"io"
 
-import colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-import metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // MetricExporter is an sdkmetric.Exporter that writes each collection as one
 // ExportMetricsServiceRequest line.

@@ -1,21 +1,22 @@
 package otlpfile_test
 
-import "bytes"
-import "context"
-import "slices"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
 
-import metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/metric"
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-import "go.opentelemetry.io/otel/sdk/resource"
-
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 // collect records one of each instrument through the real SDK and collects
 // them with the given temporality.

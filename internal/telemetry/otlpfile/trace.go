@@ -9,21 +9,22 @@
 // receivers accept.
 package otlpfile
 
-import "context"
-import "io"
-import "sync"
+import (
+	"context"
+	"io"
+	"sync"
 
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/sdk/instrumentation"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
 
 // TraceExporter is an sdktrace.SpanExporter that writes each batch as one
 // ExportTraceServiceRequest line.

@@ -1,25 +1,26 @@
 package otlpfile_test
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "io"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
 
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-import "google.golang.org/protobuf/proto"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
-import "go.opentelemetry.io/otel/trace"
-
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 

@@ -17,18 +17,20 @@
 // records: a prompt's record comes out when its turn (or run) ends.
 package spanlogs
 
-import "context"
-import "strings"
-import "time"
+import (
+	"context"
+	"strings"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import "go.opentelemetry.io/otel/log"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/log"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // ScopeName is the instrumentation scope of every record this package emits.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"

@@ -9,20 +9,22 @@
 // bounded in bytes and in age; what the bounds cut is counted.
 package spool
 
-import "context"
-import "errors"
-import "fmt"
-import "os"
-import "path/filepath"
-import "slices"
-import "strconv"
-import "strings"
-import "sync/atomic"
-import "syscall"
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import "google.golang.org/protobuf/proto"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
 
 // Config bounds a spool.
 type Config struct {

@@ -1,14 +1,16 @@
 package spool
 
-import "context"
-import "errors"
-import "os"
-import "path/filepath"
-import "testing"
-import "time"
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
 
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
 
 func request(spans int, name string) *coltracepb.ExportTraceServiceRequest {
 	ss := &tracepb.ScopeSpans{}

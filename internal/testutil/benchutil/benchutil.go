@@ -3,13 +3,15 @@
 // providers the mapping benchmarks run with.
 package benchutil
 
-import "syscall"
-import "testing"
-import "time"
+import (
+	"syscall"
+	"testing"
+	"time"
 
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/trace"
-import "go.opentelemetry.io/otel/trace/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
 
 // CPUTime is the CPU time the process has used.
 func CPUTime() time.Duration {

@@ -2,14 +2,15 @@
 
 package capture
 
-import "flag"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 var (
 	update      = flag.Bool("update", false, "run the real Pi and rewrite the captures")

@@ -7,22 +7,24 @@
 // checks that the committed captures still show what each scenario claims.
 package capture
 
-import "bufio"
-import "bytes"
-import "context"
-import "encoding/json"
-import "errors"
-import "fmt"
-import "io"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "sync"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 // Meta is written beside each capture as NAME.meta.json.
 type Meta struct {

@@ -1,15 +1,17 @@
 package capture
 
-import "fmt"
-import "os"
-import "strings"
-import "syscall"
-import "time"
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/launch"
-import "github.com/pi-otel/pi-otel/internal/rpc/rpctest"
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/launch"
+	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 // Scenario is one scripted Pi run.
 type Scenario struct {

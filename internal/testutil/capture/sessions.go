@@ -1,13 +1,15 @@
 package capture
 
-import "encoding/json"
-import "fmt"
-import "os"
-import "path/filepath"
-import "strings"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 // Session captures keep, for one run, both Pi's stdout and the session file
 // Pi persisted with --session-dir, so that a differential test can check

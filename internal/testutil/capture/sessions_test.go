@@ -2,12 +2,14 @@
 
 package capture
 
-import "flag"
-import "path/filepath"
-import "testing"
+import (
+	"flag"
+	"path/filepath"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 var sessionsDir = flag.String("sessions", repo.Path("testdata/sessions"), "directory of the session captures")
 

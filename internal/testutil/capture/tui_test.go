@@ -2,18 +2,20 @@
 
 package capture
 
-import "bytes"
-import "context"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
-import "github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
 
 // tmux drives one Pi TUI on a private tmux server.
 type tmux struct {

@@ -4,27 +4,29 @@
 // the trace backend.
 package collectortest
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "errors"
-import "fmt"
-import "net"
-import "net/http"
-import "net/url"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "regexp"
-import "strconv"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+)
 
 // The environment variables naming the two binaries (scripts/deps.sh builds both).
 const (

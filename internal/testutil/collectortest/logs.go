@@ -1,11 +1,13 @@
 package collectortest
 
-import "compress/gzip"
-import "io"
-import "net/http"
+import (
+	"compress/gzip"
+	"io"
+	"net/http"
 
-import collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import "google.golang.org/protobuf/proto"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
+)
 
 // LogsEndpoint is an OTLP/HTTP logs endpoint standing in for a gateway's log store: it decodes
 // each export request (gzipped, as otlphttp sends by default, or not), hands it to keep with the

@@ -1,12 +1,14 @@
 package collectortest
 
-import "context"
-import "testing"
+import (
+	"context"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-import "go.opentelemetry.io/otel/sdk/resource"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
 
 // Sender is a tracer provider that exports each span as it ends, over
 // plaintext OTLP/gRPC to endpoint, as service: what the suites send

@@ -3,10 +3,12 @@
 // test decides exactly what the real Pi sees from its "model".
 package fakemodel
 
-import "encoding/json"
-import "fmt"
-import "time"
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
 
 // Response is one scripted answer to one POST /v1/chat/completions request.
 // The zero value streams an empty assistant message that stops normally.

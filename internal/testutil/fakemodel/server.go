@@ -1,16 +1,18 @@
 package fakemodel
 
-import "bytes"
-import "encoding/json"
-import "fmt"
-import "io"
-import "net"
-import "net/http"
-import "sync"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Request is one request the server received.
 type Request struct {

@@ -1,12 +1,14 @@
 package fakemodel
 
-import "bufio"
-import "bytes"
-import "encoding/json"
-import "io"
-import "net/http"
-import "strings"
-import "testing"
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
 
 type chunk struct {
 	ID      string `json:"id"`

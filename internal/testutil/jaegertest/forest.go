@@ -1,8 +1,10 @@
 package jaegertest
 
-import "testing"
+import (
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // Forest builds the span trees of traces (internal/testutil/spantree), to
 // compare with the golden trees; Jaeger's order (start time, then name)

@@ -5,21 +5,23 @@
 // is missing the test fails: skipping would let a claim go unchecked.
 package jaegertest
 
-import "context"
-import "errors"
-import "fmt"
-import "net"
-import "net/http"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strconv"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
-import "github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+)
 
 // EnvJaeger names the Jaeger v2 binary.
 const EnvJaeger = "PI_OTEL_JAEGER"

@@ -2,11 +2,13 @@
 
 package jaegertest
 
-import "bufio"
-import "os"
-import "strconv"
-import "strings"
-import "testing"
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // TestLoopbackOnly checks that no socket Jaeger listens on is bound to a
 // non-loopback address: the config must bind every endpoint to 127.0.0.1.

@@ -1,17 +1,19 @@
 package jaegertest
 
-import "context"
-import "encoding/json"
-import "fmt"
-import "io"
-import "net/http"
-import "net/url"
-import "sort"
-import "strconv"
-import "testing"
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+)
 
 // Query reads back from a Jaeger this package did not start (one of
 // collectortest's backends, say) whose query service is at queryURL

@@ -2,10 +2,12 @@
 // memory, for tests of what pi-otel logs.
 package logtest
 
-import "context"
-import "sync"
+import (
+	"context"
+	"sync"
 
-import sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+)
 
 // Memory is an sdklog.Exporter that keeps a copy of every record it is
 // sent (the SDK reuses a record's storage after Export returns).

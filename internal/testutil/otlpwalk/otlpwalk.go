@@ -3,14 +3,16 @@
 // count or look up items do not care about.
 package otlpwalk
 
-import "iter"
+import (
+	"iter"
 
-import collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-import metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
 
 // Spans yields every span of req, in order.
 func Spans(req *coltracepb.ExportTraceServiceRequest) iter.Seq[*tracepb.Span] {

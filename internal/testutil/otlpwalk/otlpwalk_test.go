@@ -1,14 +1,16 @@
 package otlpwalk
 
-import "slices"
-import "testing"
+import (
+	"slices"
+	"testing"
 
-import collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-import colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-import metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
 
 func TestWalksEveryLevelInOrder(t *testing.T) {
 	traces := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{

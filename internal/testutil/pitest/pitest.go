@@ -7,22 +7,24 @@
 // silently skips would let the project claim what it never checked.
 package pitest
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "errors"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "strconv"
-import "strings"
-import "sync"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Environment variables naming the real binaries (see scripts/deps.sh).
 const (

@@ -2,18 +2,20 @@
 
 package pitest
 
-import "bytes"
-import "context"
-import "encoding/json"
-import "os"
-import "path/filepath"
-import "strconv"
-import "strings"
-import "syscall"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+)
 
 // TestRealPi runs the real Pi against the fake model in json mode.
 func TestRealPi(t *testing.T) {

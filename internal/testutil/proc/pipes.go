@@ -1,8 +1,10 @@
 package proc
 
-import "io"
-import "os/exec"
-import "testing"
+import (
+	"io"
+	"os/exec"
+	"testing"
+)
 
 // Streams names the standard streams StartPiped connects to the test.
 type Streams uint8

@@ -1,8 +1,10 @@
 package proc
 
-import "io"
-import "os/exec"
-import "testing"
+import (
+	"io"
+	"os/exec"
+	"testing"
+)
 
 func TestStartPiped(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `read x; echo "out $x"; echo "err $x" >&2`)

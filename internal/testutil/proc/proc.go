@@ -4,17 +4,19 @@
 // byte and a buffer that a process and a test may use at once.
 package proc
 
-import "bufio"
-import "bytes"
-import "fmt"
-import "os"
-import "os/exec"
-import "path/filepath"
-import "syscall"
-import "testing"
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/outfile"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 // Build builds the main package pkg of this module (such as
 // "./cmd/pi-otel") into dir and returns the binary's path.

@@ -3,14 +3,16 @@
 // against promtool and against what a real Prometheus holds.
 package queries
 
-import "encoding/json"
-import "fmt"
-import "os"
-import "path/filepath"
-import "sort"
-import "strings"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
-import "go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v3"
+)
 
 // Query is one PromQL expression and where it comes from.
 type Query struct {

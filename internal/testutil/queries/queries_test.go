@@ -1,7 +1,9 @@
 package queries
 
-import "reflect"
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	cases := []struct {

@@ -2,15 +2,17 @@
 // does, for the tests of the mapper and of what consumes its spans.
 package replaytest
 
-import "bytes"
-import "os"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"os"
+	"testing"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/stream/framing"
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 // Start is where a replayed stream's clock starts, fixed so that the
 // times in a tree are the same on every run.

@@ -1,7 +1,9 @@
 package repo
 
-import "os"
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // Read returns the content of a file of this repository (a
 // slash-separated path relative to the root), failing tb if it cannot.

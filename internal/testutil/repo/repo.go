@@ -2,8 +2,10 @@
 // test's package sits, so that moving a package never breaks a path.
 package repo
 
-import "path/filepath"
-import "runtime"
+import (
+	"path/filepath"
+	"runtime"
+)
 
 // Root is the repository's top directory.
 func Root() string {

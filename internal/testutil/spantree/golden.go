@@ -1,12 +1,14 @@
 package spantree
 
-import "flag"
-import "os"
-import "path/filepath"
-import "strings"
-import "testing"
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
 
 var update = flag.Bool("update", false, "rewrite the golden span trees (*.tree) from what the tests build")
 

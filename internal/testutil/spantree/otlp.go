@@ -1,17 +1,19 @@
 package spantree
 
-import "bytes"
-import "encoding/hex"
-import "os"
-import "strings"
-import "testing"
-import "time"
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
 
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-import "github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+)
 
 // FromOTLP builds the forest of the spans in OTLP export requests, as
 // pi-otel's file exporter writes them, ties kept in the order given.

@@ -1,13 +1,15 @@
 package spantree
 
-import "sort"
-import "strings"
-import "testing"
+import (
+	"sort"
+	"strings"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
 
 // Recorder is an SDK TracerProvider that keeps every span it starts and
 // ends, for the trees.

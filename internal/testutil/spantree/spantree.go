@@ -11,17 +11,19 @@
 // read them, so a live run is held to the tree its capture gives.
 package spantree
 
-import "fmt"
-import "maps"
-import "slices"
-import "sort"
-import "strings"
-import "testing"
-import "time"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
 
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // Node is one span with its children, in a form that does not depend on
 // where the span was read from.

@@ -1,15 +1,17 @@
 package spantree
 
-import "context"
-import "testing"
+import (
+	"context"
+	"testing"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import sdktrace "go.opentelemetry.io/otel/sdk/trace"
-import "go.opentelemetry.io/otel/sdk/trace/tracetest"
-import coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-import commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-import tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
 
 // TestSourcesRenderAlike: the same tree recorded by the SDK and read from
 // OTLP renders the same, attribute values included.

@@ -1,8 +1,10 @@
 package spantree
 
-import "encoding/json"
-import "fmt"
-import "strconv"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
 
 // Text renders an attribute value decoded from JSON or protobuf the way
 // the SDK's attribute.Value.String renders the same value, so trees from

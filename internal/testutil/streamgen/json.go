@@ -1,7 +1,9 @@
 package streamgen
 
-import "strconv"
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 

@@ -1,12 +1,14 @@
 package streamgen
 
-import "bufio"
-import "bytes"
-import "errors"
-import "io"
-import "slices"
-import "strconv"
-import "time"
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+)
 
 // StampKey is the top-level field in which a paced record carries the
 // wall-clock time, in Unix nanoseconds, just before it was written. Pi

@@ -1,8 +1,10 @@
 package streamgen
 
-import "bytes"
-import "encoding/json"
-import "sync"
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
 
 // Generate returns a stream of at least size bytes, in memory, for tests
 // and benchmarks.

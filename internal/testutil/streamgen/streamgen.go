@@ -11,14 +11,16 @@
 // The output is deterministic for a given seed.
 package streamgen
 
-import "bufio"
-import "io"
-import "maps"
-import "math/rand/v2"
-import "strconv"
-import "time"
+import (
+	"bufio"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 type config struct {
 	seed           uint64

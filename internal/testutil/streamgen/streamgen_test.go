@@ -1,18 +1,20 @@
 package streamgen_test
 
-import "bytes"
-import "encoding/json"
-import "io"
-import "strconv"
-import "strings"
-import "testing"
-import "time"
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
 
-import "github.com/pi-otel/pi-otel/internal/stream/ingest"
-import "github.com/pi-otel/pi-otel/internal/testutil/spantree"
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-import "github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/stream/ingest"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/mapper"
+)
 
 func TestStreamIsValidJSONL(t *testing.T) {
 	data, st := streamgen.Generate(3<<20, streamgen.WithBigOutputs(20, 200<<10, 400<<10))

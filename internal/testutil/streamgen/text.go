@@ -1,7 +1,9 @@
 package streamgen
 
-import "math/rand/v2"
-import "strings"
+import (
+	"math/rand/v2"
+	"strings"
+)
 
 // words is what model deltas are made of: prose, code, paths, and now and
 // then characters that need escaping or are not ASCII, as real output has.

@@ -3,9 +3,11 @@
 // every suite that runs pi-otel checks against what the backend holds.
 package summaryline
 
-import "regexp"
-import "strconv"
-import "strings"
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
 
 // Summary is one exit line.
 type Summary struct {

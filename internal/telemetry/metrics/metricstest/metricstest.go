@@ -3,16 +3,18 @@
 // pipeline that must not depend on the mapper's progress.
 package metricstest
 
-import "context"
-import "fmt"
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
 
-import "go.opentelemetry.io/otel/attribute"
-import "go.opentelemetry.io/otel/codes"
-import semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-import "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
-import "github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
+)
 
 // Run is one agent invocation: the root span and what happened inside it.
 type Run struct {

@@ -2,13 +2,15 @@
 // scripts/bench.sh: sessiongen -size 1GB > history.jsonl
 package main
 
-import "flag"
-import "fmt"
-import "os"
-import "strconv"
-import "strings"
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
-import "github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+)
 
 func main() {
 	size := flag.String("size", "100MB", "bytes to write (KB, MB, GB are powers of ten)")

@@ -7,16 +7,18 @@
 // Sizes take a KB, MB or GB suffix (powers of ten) or KiB, MiB, GiB.
 package main
 
-import "flag"
-import "fmt"
-import "io"
-import "os"
-import "sort"
-import "strconv"
-import "strings"
-import "time"
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
-import "github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

@@ -1,8 +1,10 @@
 package main
 
-import "bytes"
-import "strings"
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1GB": 1e9, "100MB": 1e8, "512KiB": 512 << 10, "2MiB": 2 << 20, "1.5GiB": 3 << 29, "42": 42, "7B": 7, "3k": 3000} {
