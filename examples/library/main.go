@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 func main() {
@@ -69,6 +70,6 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 	}
 	// The end of the input ends whatever is still open.
-	m.Close(mapper.Ending{Reason: mapper.EndEOF}, at)
+	m.Close(mapper.Ending{Reason: piconv.EndEOF}, at)
 	return tp.Shutdown(ctx)
 }

@@ -2,7 +2,7 @@
 //
 // A [Tracker] is fed every record the controller writes to Pi and every
 // record Pi writes back, in the order the proxy saw them. Session events go
-// to the shared [mapper.Mapper] (what the tracker needs of it is [Mapper]),
+// to the shared [agentmap.Mapper] (what the tracker needs of it is [Mapper]),
 // so runs look exactly as they do in json mode; the tracker adds what only
 // RPC has: a span per command (command to response), a span per extension
 // dialog (request to answer), events for fire-and-forget UI calls and
@@ -24,9 +24,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -57,12 +57,12 @@ type Stats struct {
 }
 
 // Mapper is what the tracker needs of the session mapper: a
-// *mapper.Mapper, which maps Pi's session events, and whose open run the
+// *agentmap.Mapper, which maps Pi's session events, and whose open run the
 // RPC spans hang from.
 type Mapper interface {
 	Handle(ev *event.Event, at time.Time)
 	ExtensionError(ev *event.Event, at time.Time)
-	Close(end mapper.Ending, at time.Time)
+	Close(end agentmap.Ending, at time.Time)
 
 	// Open opens a root now, for a prompt Pi has started.
 	Open(at time.Time) context.Context
@@ -76,7 +76,7 @@ type Mapper interface {
 	SetSessionID(id string)
 }
 
-var _ Mapper = (*mapper.Mapper)(nil)
+var _ Mapper = (*agentmap.Mapper)(nil)
 
 // Tracker is safe for concurrent use: the proxy feeds it from its two copy
 // loops. The mapper it is given must not be used by anyone else meanwhile.
@@ -188,7 +188,7 @@ func (t *Tracker) FromPi(rec []byte, at time.Time) {
 // Close ends the session: records still held are traced, every open
 // dialog and unanswered command is ended with end's reason, and the mapper
 // closes its open run.
-func (t *Tracker) Close(end mapper.Ending, at time.Time) {
+func (t *Tracker) Close(end agentmap.Ending, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

@@ -9,8 +9,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -21,7 +21,7 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // reads, with the times the file gives.
 type translator struct {
 	t   *Tracer
-	m   *mapper.Mapper
+	m   *agentmap.Mapper
 	now time.Time // the latest time emitted
 
 	agentOpen, turnOpen bool
@@ -59,7 +59,7 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 }
 
 // translate traces run r.
-func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
+func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
 	x := &translator{t: t, m: t.m}
 	first := r.entries[0]
 	start := runStart(first)
@@ -397,12 +397,12 @@ func (x *translator) compaction(e *entry) {
 
 // finish closes the run: settled, or as the mapper closes an unfinished
 // stream.
-func (x *translator) finish(settled bool, end mapper.Ending) {
+func (x *translator) finish(settled bool, end agentmap.Ending) {
 	if !settled {
 		x.missingResults()
 		x.failMissing()
 		if end.Reason == "" {
-			end.Reason = mapper.EndEOF
+			end.Reason = piconv.EndEOF
 		}
 		x.m.Close(end, x.now)
 		return

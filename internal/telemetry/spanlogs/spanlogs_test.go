@@ -16,13 +16,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
@@ -40,9 +40,9 @@ func newHarness(cfg spanlogs.Config) *harness {
 }
 
 // replay maps a real capture the way `pi-otel replay` does.
-func (h *harness) replay(t *testing.T, version, name string, end mapper.Ending) {
+func (h *harness) replay(t *testing.T, version, name string, end agentmap.Ending) {
 	t.Helper()
-	replaytest.Map(mapper.New(h.tp), replaytest.Capture(t, version, name), end)
+	replaytest.Map(agentmap.New(h.tp), replaytest.Capture(t, version, name), end)
 }
 
 func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
@@ -57,17 +57,17 @@ func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
 // time is the span's end (or the prompt's), and that it carries the span's
 // attributes.
 func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
-	settled := mapper.Ending{Reason: mapper.EndEOF}
+	settled := agentmap.Ending{Reason: piconv.EndEOF}
 	tests := []struct {
 		name string
-		end  mapper.Ending
+		end  agentmap.Ending
 		want map[string]int
 	}{
 		{"text", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 1, piconv.LogRunSettled: 1}},
 		{"bash-tool", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 2, piconv.LogToolResult: 1, piconv.LogRunSettled: 1}},
 		{"retry-529", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFailed: 1, piconv.LogModelCallFinished: 1, piconv.LogRetry: 1, piconv.LogRunSettled: 1}},
 		{"threshold-compaction", settled, map[string]int{piconv.LogUserPrompt: 2, piconv.LogModelCallFinished: 3, piconv.LogToolResult: 1, piconv.LogCompaction: 2, piconv.LogRunSettled: 2}},
-		{"sigint-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"},
+		{"sigint-mid-tool", agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 130, Signal: "SIGINT"},
 			map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 1, piconv.LogToolResult: 1, piconv.LogRunCut: 1}},
 	}
 	for _, tt := range tests {
@@ -148,8 +148,8 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 // TestSeverities: failures stand out from routine events.
 func TestSeverities(t *testing.T) {
 	h := newHarness(spanlogs.Config{})
-	h.replay(t, "pi-1.6.0", "retry-529", mapper.Ending{Reason: mapper.EndEOF})
-	h.replay(t, "pi-1.6.0", "sigint-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"})
+	h.replay(t, "pi-1.6.0", "retry-529", agentmap.Ending{Reason: piconv.EndEOF})
+	h.replay(t, "pi-1.6.0", "sigint-mid-tool", agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 130, Signal: "SIGINT"})
 	want := map[string]log.Severity{
 		piconv.LogModelCallFailed: log.SeverityError, piconv.LogModelCallFinished: log.SeverityInfo,
 		piconv.LogRetry: log.SeverityInfo, piconv.LogRunSettled: log.SeverityInfo, piconv.LogRunCut: log.SeverityWarn,
@@ -195,7 +195,7 @@ func TestDialogs(t *testing.T) {
 // the spans leave with.
 func TestLatestNames(t *testing.T) {
 	h := newHarness(spanlogs.Config{Rename: piconv.Latest})
-	h.replay(t, "pi-1.6.0", "bash-tool", mapper.Ending{Reason: mapper.EndEOF})
+	h.replay(t, "pi-1.6.0", "bash-tool", agentmap.Ending{Reason: piconv.EndEOF})
 	n := 0
 	records := h.logs.Records()
 	for i := range records {
@@ -237,7 +237,7 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := rpc.New(mapper.New(h.tp), h.tp)
+	tr := rpc.New(agentmap.New(h.tp), h.tp)
 	var at time.Time
 	for _, l := range lines {
 		raw := bytes.TrimSuffix(l.Raw, []byte{'\r'})
@@ -248,7 +248,7 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 			tr.FromPi(raw, l.At)
 		}
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndExit}, at.Add(time.Millisecond))
+	tr.Close(agentmap.Ending{Reason: piconv.EndExit}, at.Add(time.Millisecond))
 
 	spans := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	for _, s := range h.spans.Ended() {

@@ -1,4 +1,4 @@
-package mapper
+package agentmap
 
 import (
 	"time"
@@ -8,8 +8,8 @@ import (
 
 // Record decodes one record of Pi's JSON stream (a line of `pi --mode
 // json`, or of an RPC session's output, without its LF) and applies it at
-// time at. This is the entry point for programs outside this module, which
-// cannot name the decoder's types.
+// time at: package mapper's Record, for programs outside this module,
+// which cannot name the decoder's types.
 //
 // A record that is not a Pi record (not JSON, not an object, no type) is
 // ignored and its error returned. A record of a known type with a field

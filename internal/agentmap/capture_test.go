@@ -1,24 +1,25 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // replay maps a stream through a recorder, the way `pi-otel replay` does.
-func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Option) ([]*spantree.Node, *mapper.Mapper, ingest.Stats) {
+func replay(t *testing.T, stream []byte, end *agentmap.Ending, opts ...agentmap.Option) ([]*spantree.Node, *agentmap.Mapper, ingest.Stats) {
 	t.Helper()
 	rec := spantree.NewRecorder()
-	m := mapper.New(rec, opts...)
+	m := agentmap.New(rec, opts...)
 	if end == nil {
-		end = &mapper.Ending{Reason: mapper.EndEOF}
+		end = &agentmap.Ending{Reason: piconv.EndEOF}
 	}
 	st := replaytest.Map(m, stream, *end)
 	return rec.Forest(t), m, st
@@ -27,14 +28,14 @@ func replay(t *testing.T, stream []byte, end *mapper.Ending, opts ...mapper.Opti
 // ending is how the captured run of name ended, as `pi-otel run` would
 // see it: Pi killed by a signal, an older Pi that exited, and otherwise
 // the end of the stream, as `pi-otel replay` sees it.
-func ending(version, name string) *mapper.Ending {
+func ending(version, name string) *agentmap.Ending {
 	switch {
 	case name == "sigterm-mid-tool":
-		return &mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
+		return &agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
 	case name == "sigint-mid-tool":
-		return &mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"}
+		return &agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 130, Signal: "SIGINT"}
 	case version != v160:
-		return &mapper.Ending{Reason: mapper.EndExit}
+		return &agentmap.Ending{Reason: piconv.EndExit}
 	}
 	return nil
 }

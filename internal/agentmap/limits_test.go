@@ -1,4 +1,4 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"fmt"
@@ -11,21 +11,21 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // recorded maps evs and returns the ended spans, in end order.
-func recorded(t *testing.T, evs []event.Event, opts ...mapper.Option) ([]sdktrace.ReadOnlySpan, *mapper.Mapper) {
+func recorded(t *testing.T, evs []event.Event, opts ...agentmap.Option) ([]sdktrace.ReadOnlySpan, *agentmap.Mapper) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), opts...)
+	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), opts...)
 	t0 := time.Unix(1_800_000_000, 0)
 	for i := range evs {
 		m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
+	m.Close(agentmap.Ending{Reason: piconv.EndEOF}, t0.Add(time.Hour))
 	return rec.Ended(), m
 }
 
@@ -73,7 +73,7 @@ func TestOpenToolsAreCapped(t *testing.T) {
 		evs = append(evs, toolEnd(fmt.Sprint(i)))
 	}
 	evs = append(evs, event.Event{Type: event.TypeTurnEnd}, event.Event{Type: event.TypeAgentEnd}, event.Event{Type: event.TypeAgentSettled})
-	spans, m := recorded(t, evs, mapper.WithMaxOpenTools(4))
+	spans, m := recorded(t, evs, agentmap.WithMaxOpenTools(4))
 
 	tools := named(spans, "execute_tool bash")
 	if len(tools) != 10 {
@@ -109,7 +109,7 @@ func TestOpenToolsAreCapped(t *testing.T) {
 func TestNeverEndedToolsStayBounded(t *testing.T) {
 	const n, limit = 100_000, 1000
 	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), mapper.WithMaxOpenTools(limit))
+	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), agentmap.WithMaxOpenTools(limit))
 	t0 := time.Unix(1_800_000_000, 0)
 	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
 	for i := range n {
@@ -207,13 +207,13 @@ func TestRandomInterleavingsSmallCap(t *testing.T) {
 		for j := range seq {
 			seq[j] = byte(rng.UintN(256))
 		}
-		checkStream(t, seq, mapper.WithMaxOpenTools(2))
+		checkStream(t, seq, agentmap.WithMaxOpenTools(2))
 	}
 }
 
 func FuzzMapperSmallCap(f *testing.F) {
 	f.Add([]byte{0, 0, 4, 0, 10, 0, 10, 1, 10, 2, 12, 0, 11, 0, 12, 1, 5, 0, 1, 0, 3, 0})
-	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq, mapper.WithMaxOpenTools(2)) })
+	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq, agentmap.WithMaxOpenTools(2)) })
 }
 
 // TestEventNamesAreBounded: names Pi sends that end up in span events (an

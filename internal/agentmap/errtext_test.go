@@ -1,4 +1,4 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"strings"
@@ -8,9 +8,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // secretStream sends credentials through every error path the mapper
@@ -65,7 +65,7 @@ func TestErrorTextsRedactedWithContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, _ := replay(t, []byte(secretStream), nil, mapper.WithContent(scrubOnly{r}))
+	f, _, _ := replay(t, []byte(secretStream), nil, agentmap.WithContent(scrubOnly{r}))
 	root := spantree.One(t, f)
 	assertNoText(t, root, secretKey)
 	assertNoText(t, root, secretWord)
@@ -93,7 +93,7 @@ func (s scrubOnly) ToolResult(result []byte) string      { return "" }
 // span may end before it starts.
 func TestNoNegativeDurations(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	t0 := time.Unix(1000, 0)
 	for i, line := range []string{
 		`{"type":"agent_start"}`, `{"type":"turn_start"}`,

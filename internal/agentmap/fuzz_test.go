@@ -1,4 +1,4 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"math/rand/v2"
@@ -8,8 +8,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // vocabulary is every lifecycle step, with small id and flag spaces so that
@@ -77,16 +78,16 @@ func randomEvent(b byte, arg byte) *event.Event {
 // checkStream feeds a sequence and checks the invariants every stream must
 // keep, however disordered: every span ends, children stay in their
 // parent's trace, and each trace has one root.
-func checkStream(t *testing.T, seq []byte, opts ...mapper.Option) {
+func checkStream(t *testing.T, seq []byte, opts ...agentmap.Option) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	m := mapper.New(tp, opts...)
+	m := agentmap.New(tp, opts...)
 	at := time.Unix(0, 0)
 	for i := 0; i+1 < len(seq); i += 2 {
 		at = at.Add(time.Millisecond)
 		m.Handle(randomEvent(seq[i], seq[i+1]), at)
 	}
-	m.Close(mapper.Ending{Reason: mapper.EndEOF}, at.Add(time.Millisecond))
+	m.Close(agentmap.Ending{Reason: piconv.EndEOF}, at.Add(time.Millisecond))
 	if len(rec.Started()) != len(rec.Ended()) {
 		t.Fatalf("%d spans started, %d ended", len(rec.Started()), len(rec.Ended()))
 	}
@@ -134,7 +135,7 @@ func FuzzMapper(f *testing.F) {
 
 func TestAnomaliesAreCounted(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	m := mapper.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	at := time.Unix(0, 0)
 	d := 5.0
 	m.Handle(&event.Event{Type: event.TypeAgentSettled}, at)

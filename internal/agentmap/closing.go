@@ -1,4 +1,4 @@
-package mapper
+package agentmap
 
 import (
 	"time"
@@ -26,13 +26,13 @@ func (m *Mapper) Close(end Ending, at time.Time) {
 		return
 	}
 	r.root.SetAttributes(piconv.UnfinishedKey.Bool(true))
-	if end.Reason == EndSignal || end.Reason == EndExit {
+	if end.Reason == piconv.EndSignal || end.Reason == piconv.EndExit {
 		r.root.SetAttributes(piconv.ExitCodeKey.Int(end.ExitCode))
 	}
 	if end.Signal != "" {
 		r.root.SetAttributes(piconv.SignalKey.String(end.Signal))
 	}
-	m.closeRoot(at, piconv.EndReason(end.Reason), false)
+	m.closeRoot(at, end.Reason, false)
 }
 
 // closeRoot ends everything open, innermost first, then the root.

@@ -1,4 +1,4 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"sync"
@@ -8,10 +8,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
 
 // decoded is a realistic generated stream, decoded once, so that the
@@ -39,11 +40,11 @@ func BenchmarkMapper(b *testing.B) {
 		b.ReportAllocs()
 		t0 := time.Unix(1_800_000_000, 0)
 		for b.Loop() {
-			m := mapper.New(newTP())
+			m := agentmap.New(newTP())
 			for i := range evs {
 				m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
 			}
-			m.Close(mapper.Ending{Reason: mapper.EndEOF}, t0.Add(time.Hour))
+			m.Close(agentmap.Ending{Reason: piconv.EndEOF}, t0.Add(time.Hour))
 			if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
 				b.Fatalf("the generated stream is not clean: %+v", st)
 			}
@@ -55,7 +56,7 @@ func BenchmarkMapper(b *testing.B) {
 // BenchmarkMapperMessageUpdate is the record nearly every event is: a delta
 // inside an open assistant message.
 func BenchmarkMapperMessageUpdate(b *testing.B) {
-	m := mapper.New(noop.NewTracerProvider())
+	m := agentmap.New(noop.NewTracerProvider())
 	t0 := time.Unix(1_800_000_000, 0)
 	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
 	m.Handle(&event.Event{Type: event.TypeTurnStart}, t0)

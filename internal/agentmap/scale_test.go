@@ -1,4 +1,4 @@
-package mapper_test
+package agentmap_test
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // parallelTools is a turn that starts n tools before any ends, then ends
@@ -35,7 +35,7 @@ func BenchmarkParallelTools(b *testing.B) {
 			b.ReportAllocs()
 			t0 := time.Unix(1_800_000_000, 0)
 			for b.Loop() {
-				m := mapper.New(sdktrace.NewTracerProvider(), mapper.WithMaxOpenTools(1<<20))
+				m := agentmap.New(sdktrace.NewTracerProvider(), agentmap.WithMaxOpenTools(1<<20))
 				for i := range evs {
 					m.Handle(&evs[i], t0)
 				}
@@ -53,7 +53,7 @@ func BenchmarkNeverEndedTools(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	t0 := time.Unix(1_800_000_000, 0)
 	ev := event.Event{Type: event.TypeToolExecutionStart, ToolName: "bash"}
-	m := mapper.New(noop.NewTracerProvider())
+	m := agentmap.New(noop.NewTracerProvider())
 	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
 	i := 0
 	for b.Loop() {
