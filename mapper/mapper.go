@@ -4,7 +4,7 @@
 // come out through the trace.TracerProvider it is given. It knows nothing
 // of processes, files or exporters.
 //
-// docs/span-model.md describes the spans; package piconv names every
+// docs/span-model.md describes the spans; package vocab names every
 // span, attribute and value they carry. pi-otel itself runs the same
 // state machine (internal/agentmap) with seams for RPC tracing and
 // session files that this package leaves out.
@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
@@ -49,9 +49,9 @@ func (m *Mapper) Record(line []byte, at time.Time) error { return m.m.Record(lin
 
 // Ending says why a stream stopped without settling.
 type Ending struct {
-	Reason   piconv.EndReason // piconv.EndSignal, EndExit or EndEOF
-	ExitCode int              // set with EndSignal and EndExit
-	Signal   string           // e.g. "SIGTERM", with EndSignal
+	Reason   vocab.EndReason // vocab.EndSignal, EndExit or EndEOF
+	ExitCode int             // set with EndSignal and EndExit
+	Signal   string          // e.g. "SIGTERM", with EndSignal
 }
 
 // Close ends a stream that stopped without settling: every open span

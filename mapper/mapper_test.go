@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // A run cut mid-tool, through the public API only: records in, Close with
@@ -42,7 +42,7 @@ func TestRecordAndClose(t *testing.T) {
 	if !m.Active() || m.SessionID() != "sess-1" {
 		t.Fatalf("active %v, session %q", m.Active(), m.SessionID())
 	}
-	m.Close(mapper.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"}, at.Add(time.Second))
+	m.Close(mapper.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"}, at.Add(time.Second))
 	if m.Active() {
 		t.Error("a run is still open after Close")
 	}
@@ -50,11 +50,11 @@ func TestRecordAndClose(t *testing.T) {
 	spans := rec.Ended()
 	var root sdktrace.ReadOnlySpan
 	for _, s := range spans {
-		if s.Name() == piconv.SpanRoot {
+		if s.Name() == vocab.SpanRoot {
 			root = s
 		}
-		if s.InstrumentationScope().Name != mapper.ScopeName {
-			t.Errorf("%s: scope %q", s.Name(), s.InstrumentationScope().Name)
+		if sc := s.InstrumentationScope(); sc.Name != mapper.ScopeName || sc.SchemaURL != vocab.SchemaURL {
+			t.Errorf("%s: scope %q, schema %q", s.Name(), sc.Name, sc.SchemaURL)
 		}
 	}
 	if len(spans) != 4 || root == nil {
@@ -64,11 +64,11 @@ func TestRecordAndClose(t *testing.T) {
 		t.Errorf("root's parent %v, want %v", root.Parent().SpanID(), parent.SpanID())
 	}
 	want := map[string]string{
-		string(piconv.EndReasonKey): string(piconv.EndSignal),
-		string(piconv.OutcomeKey):   string(piconv.OutcomeUnsettled),
-		string(piconv.SignalKey):    "SIGTERM",
-		string(piconv.ExitCodeKey):  "143",
-		string(piconv.ProjectKey):   "proj",
+		string(vocab.EndReasonKey): string(vocab.EndSignal),
+		string(vocab.OutcomeKey):   string(vocab.OutcomeUnsettled),
+		string(vocab.SignalKey):    "SIGTERM",
+		string(vocab.ExitCodeKey):  "143",
+		string(vocab.ProjectKey):   "proj",
 	}
 	got := map[string]string{}
 	for _, kv := range root.Attributes() {

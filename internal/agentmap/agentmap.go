@@ -9,7 +9,7 @@
 // come out through the trace.TracerProvider it is given. It knows nothing of
 // processes, files or exporters, so run, rpc and replay share it, and tests
 // drive it with recorded streams. See docs/span-model.md for the tree, and
-// package piconv for every name it writes.
+// package vocab for every name it writes.
 package agentmap
 
 import (
@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes:
@@ -42,9 +42,9 @@ type Stats struct {
 
 // Ending says why a stream stopped without settling.
 type Ending struct {
-	Reason   piconv.EndReason // piconv.EndSignal, EndExit or EndEOF
-	ExitCode int              // set with EndSignal and EndExit
-	Signal   string           // e.g. "SIGTERM", with EndSignal
+	Reason   vocab.EndReason // vocab.EndSignal, EndExit or EndEOF
+	ExitCode int             // set with EndSignal and EndExit
+	Signal   string          // e.g. "SIGTERM", with EndSignal
 }
 
 // Mapper is not safe for concurrent use: feed it from one goroutine.
@@ -78,7 +78,7 @@ func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 		cfg = o.apply(cfg)
 	}
 	return &Mapper{
-		tracer: tp.Tracer(ScopeName),
+		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:    cfg,
 		stats:  Stats{Anomalies: map[string]int64{}},
 	}
@@ -201,25 +201,25 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	case event.TypeSummarizationRetrySchedule, event.TypeSummarizationRetryAttempt, event.TypeSummarizationRetryFinished:
 		m.summarizationRetry(ev, at)
 	case event.TypeQueueUpdate:
-		m.rootEvent(piconv.EventQueueUpdate, at,
-			piconv.QueueSteeringKey.Int(len(ev.Steering)),
-			piconv.QueueFollowUpKey.Int(len(ev.FollowUp)))
+		m.rootEvent(vocab.EventQueueUpdate, at,
+			vocab.QueueSteeringKey.Int(len(ev.Steering)),
+			vocab.QueueFollowUpKey.Int(len(ev.FollowUp)))
 	case event.TypeThinkingLevelChanged:
-		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(shortName(ev.Level)))
+		m.rootEvent(vocab.EventThinkingLevel, at, vocab.ThinkingLevelKey.String(shortName(ev.Level)))
 	case event.TypeSessionInfoChanged:
-		attrs := []attribute.KeyValue{piconv.SessionNamedKey.Bool(ev.Name != nil)}
+		attrs := []attribute.KeyValue{vocab.SessionNamedKey.Bool(ev.Name != nil)}
 		if c := m.cfg.content; c != nil && ev.Name != nil {
-			attrs = append(attrs, piconv.SessionNameKey.String(c.Scrub(*ev.Name)))
+			attrs = append(attrs, vocab.SessionNameKey.String(c.Scrub(*ev.Name)))
 		}
-		m.rootEvent(piconv.EventSessionInfo, at, attrs...)
+		m.rootEvent(vocab.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(shortName(entryType(ev.Entry))))
+		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(entryType(ev.Entry))))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
 		// RPC records: the rpc package traces them; nothing to map here.
 	default:
 		m.stats.Unknown++
-		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(shortName(ev.Type)))
+		m.currentEvent(vocab.EventUnknown, at, vocab.EventTypeKey.String(shortName(ev.Type)))
 	}
 }

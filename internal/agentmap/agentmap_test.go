@@ -8,7 +8,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 const v160 = "pi-1.6.0"
@@ -174,8 +174,8 @@ func TestSignalEndsOpenSpans(t *testing.T) {
 		name string
 		end  agentmap.Ending
 	}{
-		{"sigterm-mid-tool", agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"}},
-		{"sigint-mid-tool", agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 130, Signal: "SIGINT"}},
+		{"sigterm-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"}},
+		{"sigint-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 130, Signal: "SIGINT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := spantree.One(t, first(replay(t, replaytest.Capture(t, v160, tc.name), &tc.end)))
@@ -258,7 +258,7 @@ func TestOlderPi(t *testing.T) {
 	for _, version := range []string{"pi-1.0.3", "pi-0.73.x"} {
 		t.Run(version, func(t *testing.T) {
 			for _, name := range []string{"text", "bash-tool", "retry-529"} {
-				exit := &agentmap.Ending{Reason: piconv.EndExit}
+				exit := &agentmap.Ending{Reason: vocab.EndExit}
 				root := spantree.One(t, first(replay(t, replaytest.Capture(t, version, name), exit)))
 				if len(root.Find("pi.agent_run")) == 0 || len(root.Find("chat fake-model")) == 0 {
 					t.Errorf("%s: tree\n%s", name, root.String())

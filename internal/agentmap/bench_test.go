@@ -12,7 +12,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // decoded is a realistic generated stream, decoded once, so that the
@@ -44,7 +44,7 @@ func BenchmarkMapper(b *testing.B) {
 			for i := range evs {
 				m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
 			}
-			m.Close(agentmap.Ending{Reason: piconv.EndEOF}, t0.Add(time.Hour))
+			m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
 			if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
 				b.Fatalf("the generated stream is not clean: %+v", st)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // replay maps a stream through a recorder, the way `pi-otel replay` does.
@@ -19,7 +19,7 @@ func replay(t *testing.T, stream []byte, end *agentmap.Ending, opts ...agentmap.
 	rec := spantree.NewRecorder()
 	m := agentmap.New(rec, opts...)
 	if end == nil {
-		end = &agentmap.Ending{Reason: piconv.EndEOF}
+		end = &agentmap.Ending{Reason: vocab.EndEOF}
 	}
 	st := replaytest.Map(m, stream, *end)
 	return rec.Forest(t), m, st
@@ -31,11 +31,11 @@ func replay(t *testing.T, stream []byte, end *agentmap.Ending, opts ...agentmap.
 func ending(version, name string) *agentmap.Ending {
 	switch {
 	case name == "sigterm-mid-tool":
-		return &agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
+		return &agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
 	case name == "sigint-mid-tool":
-		return &agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 130, Signal: "SIGINT"}
+		return &agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 130, Signal: "SIGINT"}
 	case version != v160:
-		return &agentmap.Ending{Reason: piconv.EndExit}
+		return &agentmap.Ending{Reason: vocab.EndExit}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
@@ -22,10 +22,10 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "message_start")
 	if r.chat != nil {
 		m.anomaly("message_start inside a message")
-		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
+		r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
 		r.chat.finish(at)
 	}
-	name := piconv.SpanChat.Name(msg.Model)
+	name := vocab.SpanChat.Name(msg.Model)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
 	if msg.Provider != "" {
 		attrs = append(attrs, providerAttrs(msg.Provider)...)
@@ -62,20 +62,20 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
-		attrs := []attribute.KeyValue{piconv.MessageCharsKey.Int(contentChars(msg.Content))}
+		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg.Content))}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
 		}
-		m.currentEvent(piconv.EventUserMessage, at, attrs...)
+		m.currentEvent(vocab.EventUserMessage, at, attrs...)
 	case "system":
 		attrs := []attribute.KeyValue{
-			piconv.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
-			piconv.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
+			vocab.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
+			vocab.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
 		}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(c.SystemInstructions(rawMessage(ev))))
 		}
-		m.rootEvent(piconv.EventSystemMessage, at, attrs...)
+		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
 		m.conv.learnTools(msg)
 	}
 }
@@ -91,7 +91,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		// The convention's names (tool_call, not toolUse); Pi's own stays
 		// in pi.stop_reason.
 		semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(msg.StopReason)),
-		piconv.StopReasonKey.String(msg.StopReason),
+		vocab.StopReasonKey.String(msg.StopReason),
 	}
 	if msg.ResponseModel != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel(msg.ResponseModel))
@@ -102,14 +102,14 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		attrs = append(attrs, semconv.GenAIResponseID(msg.ResponseID))
 	}
 	if msg.RawStopReason != "" {
-		attrs = append(attrs, piconv.RawStopReasonKey.String(msg.RawStopReason))
+		attrs = append(attrs, vocab.RawStopReasonKey.String(msg.RawStopReason))
 	}
 	if msg.DurationMs != nil {
-		attrs = append(attrs, piconv.DurationMsKey.Float64(*msg.DurationMs))
+		attrs = append(attrs, vocab.DurationMsKey.Float64(*msg.DurationMs))
 	}
 	if u := msg.Usage; u != nil {
 		attrs = append(attrs, usageAttrs(u)...)
-		attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
+		attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 		addUsage(&r.usage, u)
 	}
 	attrs = m.conv.chatAttrs(msg, attrs)
@@ -170,8 +170,8 @@ func addUsage(dst, u *event.Usage) {
 // name, which backends group by, and by Pi's own id.
 func providerAttrs(id string) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		semconv.GenAIProviderNameKey.String(piconv.ProviderName(id)),
-		piconv.ProviderKey.String(id),
+		semconv.GenAIProviderNameKey.String(vocab.ProviderName(id)),
+		vocab.ProviderKey.String(id),
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Close ends a stream that stopped without settling: every open span ends,
@@ -22,23 +22,23 @@ func (m *Mapper) Close(end Ending, at time.Time) {
 	// Pi before 1.x: a run whose last agent_end left nothing pending has
 	// finished as far as that protocol can say.
 	if m.legacy && r.agentRun == nil && !r.expectingContinuation() {
-		m.closeRoot(r.lastEnd, piconv.EndAgentEnd, false)
+		m.closeRoot(r.lastEnd, vocab.EndAgentEnd, false)
 		return
 	}
-	r.root.SetAttributes(piconv.UnfinishedKey.Bool(true))
-	if end.Reason == piconv.EndSignal || end.Reason == piconv.EndExit {
-		r.root.SetAttributes(piconv.ExitCodeKey.Int(end.ExitCode))
+	r.root.SetAttributes(vocab.UnfinishedKey.Bool(true))
+	if end.Reason == vocab.EndSignal || end.Reason == vocab.EndExit {
+		r.root.SetAttributes(vocab.ExitCodeKey.Int(end.ExitCode))
 	}
 	if end.Signal != "" {
-		r.root.SetAttributes(piconv.SignalKey.String(end.Signal))
+		r.root.SetAttributes(vocab.SignalKey.String(end.Signal))
 	}
 	m.closeRoot(at, end.Reason, false)
 }
 
 // closeRoot ends everything open, innermost first, then the root.
-func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) {
+func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 	r := m.run
-	unfinished := reason != piconv.EndSettled && reason != piconv.EndAgentEnd
+	unfinished := reason != vocab.EndSettled && reason != vocab.EndAgentEnd
 	if r.agentRun != nil {
 		m.endAgentRun(at, unfinished)
 	} else {
@@ -46,36 +46,36 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	}
 	m.endCompactions(at, func(c *compaction) bool { return c.run == r })
 	if r.retry != nil {
-		outcome := piconv.RetryUnfinished
+		outcome := vocab.RetryUnfinished
 		if !unfinished {
 			// Settled with a retry still open: Pi gave up without saying so.
-			outcome = piconv.RetryFailed
+			outcome = vocab.RetryFailed
 		}
 		m.endRetry(at, outcome, "")
 	}
 
-	outcome := piconv.OutcomeOK
+	outcome := vocab.OutcomeOK
 	switch {
 	case unfinished:
-		outcome = piconv.OutcomeUnsettled
+		outcome = vocab.OutcomeUnsettled
 	case r.aborted || r.lastStop == "aborted":
-		outcome = piconv.OutcomeAborted
+		outcome = vocab.OutcomeAborted
 	case r.lastStop == "error":
-		outcome = piconv.OutcomeError
+		outcome = vocab.OutcomeError
 	}
 	root := r.root
 	attrs := []attribute.KeyValue{
-		piconv.SettledKey.Bool(settled),
-		piconv.AbortedKey.Bool(r.aborted || r.lastStop == "aborted"),
+		vocab.SettledKey.Bool(settled),
+		vocab.AbortedKey.Bool(r.aborted || r.lastStop == "aborted"),
 		reason.Attr(),
 		outcome.Attr(),
-		piconv.AgentRunsKey.Int(r.agentRuns),
-		piconv.TurnsKey.Int(r.turns),
-		piconv.ToolCallsKey.Int(r.toolCalls),
-		piconv.ToolErrorsKey.Int(r.toolErrors),
-		piconv.RetriesKey.Int(r.retries),
-		piconv.CompactionsKey.Int(r.compactions),
-		piconv.CostTotalKey.Float64(r.usage.Cost.Total),
+		vocab.AgentRunsKey.Int(r.agentRuns),
+		vocab.TurnsKey.Int(r.turns),
+		vocab.ToolCallsKey.Int(r.toolCalls),
+		vocab.ToolErrorsKey.Int(r.toolErrors),
+		vocab.RetriesKey.Int(r.retries),
+		vocab.CompactionsKey.Int(r.compactions),
+		vocab.CostTotalKey.Float64(r.usage.Cost.Total),
 	}
 	attrs = append(attrs, usageAttrs(&r.usage)...)
 	if r.provider != "" {
@@ -85,16 +85,16 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
 	if r.toolsEvicted > 0 {
-		attrs = append(attrs, piconv.ToolsEvictedKey.Int(r.toolsEvicted))
+		attrs = append(attrs, vocab.ToolsEvictedKey.Int(r.toolsEvicted))
 	}
 	if r.extensionErrors > 0 {
-		attrs = append(attrs, piconv.ExtensionErrorsKey.Int(r.extensionErrors))
+		attrs = append(attrs, vocab.ExtensionErrorsKey.Int(r.extensionErrors))
 	}
 	root.SetAttributes(attrs...)
 	switch outcome {
-	case piconv.OutcomeError:
+	case vocab.OutcomeError:
 		root.SetStatus(codes.Error, r.lastError)
-	case piconv.OutcomeUnsettled:
+	case vocab.OutcomeUnsettled:
 		root.SetStatus(codes.Error, "run did not settle: "+string(reason))
 	}
 	r.rootSpan.finish(at)

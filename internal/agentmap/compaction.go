@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // maxOpenCompactions bounds the compactions open at once; Pi overlaps two
@@ -20,7 +20,7 @@ const maxOpenCompactions = 8
 func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	if len(m.comps) >= maxOpenCompactions {
 		m.anomaly("too many open compactions")
-		m.endCompaction(m.comps[0], at, piconv.CompactionUnfinished)
+		m.endCompaction(m.comps[0], at, vocab.CompactionUnfinished)
 	}
 	parent := m.cfg.parent
 	var parentID trace.SpanID
@@ -35,13 +35,13 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 		// short trace, or under ParentNextIdleCompaction's span.
 		parent, m.idleParent = m.idleParent, nil
 	}
-	attrs := []attribute.KeyValue{piconv.CompactionReasonKey.String(ev.Reason)}
+	attrs := []attribute.KeyValue{vocab.CompactionReasonKey.String(ev.Reason)}
 	if r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
 		attrs = append(attrs, providerAttrs(r.provider)...)
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
-	s := m.start(parent, piconv.SpanCompaction, trace.SpanKindInternal, at, attrs...)
+	s := m.start(parent, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
 	c := &compaction{span: s, parentID: parentID, run: r}
 	m.comps = append(m.comps, c)
 	return c
@@ -61,40 +61,40 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.Aborted != nil {
-		attrs = append(attrs, piconv.CompactionAbortedKey.Bool(*ev.Aborted))
+		attrs = append(attrs, vocab.CompactionAbortedKey.Bool(*ev.Aborted))
 	}
 	if ev.WillRetry != nil {
-		attrs = append(attrs, piconv.CompactionWillRetryKey.Bool(*ev.WillRetry))
+		attrs = append(attrs, vocab.CompactionWillRetryKey.Bool(*ev.WillRetry))
 	}
 	if res := decodeCompaction(ev.Result); res != nil {
 		if res.TokensBefore != nil {
-			attrs = append(attrs, piconv.CompactionTokensBeforeKey.Int64(*res.TokensBefore))
+			attrs = append(attrs, vocab.CompactionTokensBeforeKey.Int64(*res.TokensBefore))
 		}
 		if res.EstimatedTokensAfter != nil {
-			attrs = append(attrs, piconv.CompactionTokensAfterKey.Int64(*res.EstimatedTokensAfter))
+			attrs = append(attrs, vocab.CompactionTokensAfterKey.Int64(*res.EstimatedTokensAfter))
 		}
 		if u := res.Usage; u != nil {
 			// Summarising is a model call too: it counts in the run's cost.
 			attrs = append(attrs, usageAttrs(u)...)
-			attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
+			attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 			if m.run != nil {
 				addUsage(&m.run.usage, u)
 			}
 		}
 	}
 	c.SetAttributes(attrs...)
-	outcome := piconv.CompactionOK
+	outcome := vocab.CompactionOK
 	switch {
 	case ev.Aborted != nil && *ev.Aborted:
-		outcome = piconv.CompactionAborted
+		outcome = vocab.CompactionAborted
 	case len(ev.Result) == 0 || string(ev.Result) == "null":
-		outcome = piconv.CompactionError
+		outcome = vocab.CompactionError
 		c.SetStatus(codes.Error, m.errorText(ev.ErrorMessage))
 	}
 	if r := m.run; r != nil && ev.WillRetry != nil && *ev.WillRetry {
 		r.willRetry = true
 	}
-	m.conv.compacted = m.conv.compacted || outcome == piconv.CompactionOK
+	m.conv.compacted = m.conv.compacted || outcome == vocab.CompactionOK
 	m.endCompaction(c, at, outcome)
 }
 
@@ -112,12 +112,12 @@ func (m *Mapper) oldestCompaction() *compaction {
 func (m *Mapper) endCompactions(at time.Time, which func(*compaction) bool) {
 	for i := len(m.comps) - 1; i >= 0; i-- {
 		if c := m.comps[i]; which(c) {
-			m.endCompaction(c, at, piconv.CompactionUnfinished)
+			m.endCompaction(c, at, vocab.CompactionUnfinished)
 		}
 	}
 }
 
-func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome piconv.CompactionOutcome) {
+func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome vocab.CompactionOutcome) {
 	for i, open := range m.comps {
 		if open == c {
 			m.comps = slices.Delete(m.comps, i, i+1)
@@ -128,8 +128,8 @@ func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome piconv.Compa
 		c.run.openComps--
 		c.run.lastEnd = at
 	}
-	if outcome == piconv.CompactionUnfinished {
-		c.SetAttributes(piconv.UnfinishedKey.Bool(true))
+	if outcome == vocab.CompactionUnfinished {
+		c.SetAttributes(vocab.UnfinishedKey.Bool(true))
 		c.SetStatus(codes.Error, "compaction did not finish")
 	}
 	c.SetAttributes(outcome.Attr())
@@ -137,17 +137,17 @@ func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome piconv.Compa
 }
 
 func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
-	attrs := []attribute.KeyValue{piconv.PhaseKey.String(ev.Type)}
+	attrs := []attribute.KeyValue{vocab.PhaseKey.String(ev.Type)}
 	if ev.Attempt > 0 {
-		attrs = append(attrs, piconv.RetryAttemptKey.Int(ev.Attempt),
-			piconv.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
-			piconv.RetryDelayMsKey.Float64(ev.DelayMs))
+		attrs = append(attrs, vocab.RetryAttemptKey.Int(ev.Attempt),
+			vocab.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
+			vocab.RetryDelayMsKey.Float64(ev.DelayMs))
 	}
 	if ev.ErrorMessage != "" {
-		attrs = append(attrs, piconv.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
+		attrs = append(attrs, vocab.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
 	}
 	if ev.Source != "" {
-		attrs = append(attrs, piconv.RetrySourceKey.String(ev.Source))
+		attrs = append(attrs, vocab.RetrySourceKey.String(ev.Source))
 	}
 	var target trace.Span
 	switch c := m.oldestCompaction(); {
@@ -159,5 +159,5 @@ func (m *Mapper) summarizationRetry(ev *event.Event, at time.Time) {
 		m.anomaly(ev.Type + " with nothing open")
 		return
 	}
-	target.AddEvent(piconv.EventSummarizationRetry, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	target.AddEvent(vocab.EventSummarizationRetry, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }

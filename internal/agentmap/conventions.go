@@ -7,7 +7,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Bounds on what the mapper keeps of the tool declarations: a session
@@ -43,7 +43,7 @@ func (s *conventionState) learnTools(msg *event.Message) {
 			if _, known := s.descriptions[t.Name]; !known && len(s.descriptions) >= maxToolDescriptions {
 				continue
 			}
-			s.descriptions[t.Name] = piconv.Clip(t.Description, maxToolDescriptionLen)
+			s.descriptions[t.Name] = vocab.Clip(t.Description, maxToolDescriptionLen)
 		}
 	}
 }
@@ -61,10 +61,10 @@ func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []a
 // compaction, gen_ai.conversation.compacted.
 func (s *conventionState) chatAttrs(msg *event.Message, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if msg.ThinkingLevel != "" {
-		attrs = append(attrs, piconv.ThinkingLevelKey.String(msg.ThinkingLevel))
+		attrs = append(attrs, vocab.ThinkingLevelKey.String(msg.ThinkingLevel))
 	}
 	if s.compacted {
-		attrs = append(attrs, piconv.ConversationCompactedKey.Bool(true))
+		attrs = append(attrs, vocab.GenAIConversationCompactedKey.Bool(true))
 	}
 	return attrs
 }

@@ -6,7 +6,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // aRun is a run with every kind of span the mapper makes, the session id
@@ -58,8 +58,8 @@ func TestConversationIDOnEverySpan(t *testing.T) {
 					t.Errorf("%s: gen_ai.conversation.id %q", s.Name(), v.Emit())
 				}
 			}
-			for _, want := range []string{piconv.SpanRoot, piconv.SpanAgentRun, piconv.SpanTurn, "chat m",
-				"execute_tool bash", piconv.SpanCompaction, piconv.SpanRetry} {
+			for _, want := range []string{vocab.SpanRoot, vocab.SpanAgentRun, vocab.SpanTurn, "chat m",
+				"execute_tool bash", vocab.SpanCompaction, vocab.SpanRetry} {
 				if !kinds[want] {
 					t.Errorf("no %s span to check", want)
 				}
@@ -75,12 +75,12 @@ func TestProviderWellKnownName(t *testing.T) {
 		spans, _ := recorded(t, aRun(pi))
 		checked := 0
 		for _, s := range spans {
-			if s.Name() != "chat m" && s.Name() != piconv.SpanCompaction && s.Name() != piconv.SpanRoot {
+			if s.Name() != "chat m" && s.Name() != vocab.SpanCompaction && s.Name() != vocab.SpanRoot {
 				continue
 			}
 			checked++
 			name, _ := attrOf(s, semconv.GenAIProviderNameKey)
-			own, _ := attrOf(s, piconv.ProviderKey)
+			own, _ := attrOf(s, vocab.ProviderKey)
 			if name.AsString() != want || own.AsString() != pi {
 				t.Errorf("%s of %s: gen_ai.provider.name %q, pi.provider %q; want %q, %q", s.Name(), pi, name.Emit(), own.Emit(), want, pi)
 			}

@@ -7,22 +7,22 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ExtensionError records an extension_error on the innermost open span.
 func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
 	attrs := []attribute.KeyValue{
-		piconv.ExtensionPathKey.String(ev.ExtensionPath),
-		piconv.ExtensionEventKey.String(shortName(ev.Event)),
+		vocab.ExtensionPathKey.String(ev.ExtensionPath),
+		vocab.ExtensionEventKey.String(shortName(ev.Event)),
 	}
 	if c := m.cfg.content; c != nil {
-		attrs = append(attrs, piconv.ExtensionErrorKey.String(c.Scrub(ev.Error)))
+		attrs = append(attrs, vocab.ExtensionErrorKey.String(c.Scrub(ev.Error)))
 	}
 	if m.run != nil {
 		m.run.extensionErrors++
 	}
-	m.currentEvent(piconv.EventExtensionError, at, attrs...)
+	m.currentEvent(vocab.EventExtensionError, at, attrs...)
 }
 
 func (m *Mapper) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {

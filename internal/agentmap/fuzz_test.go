@@ -10,7 +10,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // vocabulary is every lifecycle step, with small id and flag spaces so that
@@ -87,7 +87,7 @@ func checkStream(t *testing.T, seq []byte, opts ...agentmap.Option) {
 		at = at.Add(time.Millisecond)
 		m.Handle(randomEvent(seq[i], seq[i+1]), at)
 	}
-	m.Close(agentmap.Ending{Reason: piconv.EndEOF}, at.Add(time.Millisecond))
+	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, at.Add(time.Millisecond))
 	if len(rec.Started()) != len(rec.Ended()) {
 		t.Fatalf("%d spans started, %d ended", len(rec.Started()), len(rec.Ended()))
 	}

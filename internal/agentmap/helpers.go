@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // shortName bounds a name Pi sends (a record type, a level, an event
 // name) as span names are bounded: such names are short, and one that is
 // not must not be copied whole into telemetry.
-func shortName(s string) string { return piconv.Clip(s, piconv.MaxNameDetail) }
+func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
 
 // contentChars counts the characters of a message's text without keeping it.
 func contentChars(content json.RawMessage) int {

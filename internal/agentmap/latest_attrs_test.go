@@ -6,7 +6,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestAttributesWithANewConvention: real Pi 1.6.0 runs give the attributes
@@ -17,7 +17,7 @@ func TestAttributesWithANewConvention(t *testing.T) {
 	chats := func(forest []*spantree.Node) []*spantree.Node {
 		var out []*spantree.Node
 		for _, n := range spantree.All(forest) {
-			if strings.HasPrefix(n.Name, piconv.SpanChat.Prefix()) {
+			if strings.HasPrefix(n.Name, vocab.SpanChat.Prefix()) {
 				out = append(out, n)
 			}
 		}
@@ -26,7 +26,7 @@ func TestAttributesWithANewConvention(t *testing.T) {
 
 	forest, _, _ := replay(t, replaytest.Capture(t, v160, "thinking"), nil)
 	for _, c := range chats(forest) {
-		if got := c.Str(string(piconv.ThinkingLevelKey)); got != "high" {
+		if got := c.Str(string(vocab.ThinkingLevelKey)); got != "high" {
 			t.Errorf("thinking: %s has pi.thinking_level %q, want high", c.Name, got)
 		}
 	}
@@ -37,10 +37,10 @@ func TestAttributesWithANewConvention(t *testing.T) {
 		t.Errorf("bash-tool: execute_tool bash without its description: %v", tools)
 	}
 	for _, c := range chats(forest) {
-		if c.Str(string(piconv.ThinkingLevelKey)) != "off" {
-			t.Errorf("bash-tool: %s thinking level %q, want off", c.Name, c.Str(string(piconv.ThinkingLevelKey)))
+		if c.Str(string(vocab.ThinkingLevelKey)) != "off" {
+			t.Errorf("bash-tool: %s thinking level %q, want off", c.Name, c.Str(string(vocab.ThinkingLevelKey)))
 		}
-		if _, ok := c.Attr(string(piconv.ConversationCompactedKey)); ok {
+		if _, ok := c.Attr(string(vocab.GenAIConversationCompactedKey)); ok {
 			t.Errorf("bash-tool: %s compacted with no compaction", c.Name)
 		}
 	}
@@ -50,7 +50,7 @@ func TestAttributesWithANewConvention(t *testing.T) {
 	forest, _, _ = replay(t, replaytest.Capture(t, v160, "threshold-compaction"), nil)
 	var flags []string
 	for _, c := range chats(forest) {
-		v, _ := c.Attr(string(piconv.ConversationCompactedKey))
+		v, _ := c.Attr(string(vocab.GenAIConversationCompactedKey))
 		flags = append(flags, v)
 	}
 	if got := strings.Join(flags, ","); got != ",true,true" {

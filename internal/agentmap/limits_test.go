@@ -13,7 +13,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // recorded maps evs and returns the ended spans, in end order.
@@ -25,7 +25,7 @@ func recorded(t *testing.T, evs []event.Event, opts ...agentmap.Option) ([]sdktr
 	for i := range evs {
 		m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	m.Close(agentmap.Ending{Reason: piconv.EndEOF}, t0.Add(time.Hour))
+	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
 	return rec.Ended(), m
 }
 
@@ -81,8 +81,8 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	}
 	for i, s := range tools {
 		id, _ := attrOf(s, "gen_ai.tool.call.id")
-		reason, evicted := attrOf(s, piconv.EndReasonKey)
-		if want := i < 6; evicted != want || (evicted && reason.AsString() != string(piconv.EndEvicted)) {
+		reason, evicted := attrOf(s, vocab.EndReasonKey)
+		if want := i < 6; evicted != want || (evicted && reason.AsString() != string(vocab.EndEvicted)) {
 			t.Errorf("tool %s: pi.end_reason %v, want evicted=%v", id.AsString(), reason.Emit(), want)
 		}
 		if want := fmt.Sprint(i); id.AsString() != want {
@@ -95,11 +95,11 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	if a := m.Stats().Anomalies; a["tool_execution_end after eviction"] != 6 || len(a) != 1 {
 		t.Errorf("anomalies %v, want 6 late ends after eviction only", a)
 	}
-	root := named(spans, piconv.SpanRoot)[0]
-	if v, _ := attrOf(root, piconv.ToolsEvictedKey); v.AsInt64() != 6 {
+	root := named(spans, vocab.SpanRoot)[0]
+	if v, _ := attrOf(root, vocab.ToolsEvictedKey); v.AsInt64() != 6 {
 		t.Errorf("root pi.tools_evicted = %v, want 6", v.Emit())
 	}
-	if v, _ := attrOf(root, piconv.ToolCallsKey); v.AsInt64() != 10 {
+	if v, _ := attrOf(root, vocab.ToolCallsKey); v.AsInt64() != 10 {
 		t.Errorf("root pi.tool_calls = %v, want 10", v.Emit())
 	}
 }
@@ -139,7 +139,7 @@ func TestOverlappingCompactions(t *testing.T) {
 		{Type: event.TypeAgentSettled},
 	}
 	spans, m := recorded(t, evs)
-	comps := named(spans, piconv.SpanCompaction)
+	comps := named(spans, vocab.SpanCompaction)
 	if len(comps) != 2 {
 		t.Fatalf("%d pi.compaction spans, want 2", len(comps))
 	}
@@ -148,10 +148,10 @@ func TestOverlappingCompactions(t *testing.T) {
 		before int64
 	}{{"threshold", 1000}, {"overflow", 2000}} {
 		c := comps[i]
-		r, _ := attrOf(c, piconv.CompactionReasonKey)
-		b, _ := attrOf(c, piconv.CompactionTokensBeforeKey)
-		o, _ := attrOf(c, piconv.CompactionOutcomeKey)
-		if r.AsString() != want.reason || b.AsInt64() != want.before || o.AsString() != string(piconv.CompactionOK) {
+		r, _ := attrOf(c, vocab.CompactionReasonKey)
+		b, _ := attrOf(c, vocab.CompactionTokensBeforeKey)
+		o, _ := attrOf(c, vocab.CompactionOutcomeKey)
+		if r.AsString() != want.reason || b.AsInt64() != want.before || o.AsString() != string(vocab.CompactionOK) {
 			t.Errorf("compaction %d: reason %s, tokens_before %d, outcome %s; want %s, %d, ok",
 				i, r.Emit(), b.AsInt64(), o.Emit(), want.reason, want.before)
 		}
@@ -159,7 +159,7 @@ func TestOverlappingCompactions(t *testing.T) {
 	if a := m.Stats().Anomalies; len(a) != 0 {
 		t.Errorf("anomalies %v", a)
 	}
-	if v, _ := attrOf(named(spans, piconv.SpanRoot)[0], piconv.CompactionsKey); v.AsInt64() != 2 {
+	if v, _ := attrOf(named(spans, vocab.SpanRoot)[0], vocab.CompactionsKey); v.AsInt64() != 2 {
 		t.Errorf("root pi.compactions = %v, want 2", v.Emit())
 	}
 }
@@ -177,7 +177,7 @@ func TestSpanNamesAreBounded(t *testing.T) {
 		{Type: event.TypeTurnEnd}, {Type: event.TypeAgentEnd}, {Type: event.TypeAgentSettled},
 	}
 	spans, _ := recorded(t, evs)
-	for _, kind := range []piconv.SpanFamily{piconv.SpanChat, piconv.SpanTool} {
+	for _, kind := range []vocab.SpanFamily{vocab.SpanChat, vocab.SpanTool} {
 		found := false
 		for _, s := range spans {
 			name := s.Name()
@@ -185,7 +185,7 @@ func TestSpanNamesAreBounded(t *testing.T) {
 				continue
 			}
 			found = true
-			if len(name) > len(kind.Prefix())+piconv.MaxNameDetail {
+			if len(name) > len(kind.Prefix())+vocab.MaxNameDetail {
 				t.Errorf("%s span name is %d bytes", kind, len(name))
 			}
 			if !strings.HasPrefix(huge, strings.TrimPrefix(name, kind.Prefix())) {
@@ -231,7 +231,7 @@ func TestEventNamesAreBounded(t *testing.T) {
 		for _, e := range s.Events() {
 			for _, kv := range e.Attributes {
 				n++
-				if l := len(kv.Value.Emit()); l > piconv.MaxNameDetail {
+				if l := len(kv.Value.Emit()); l > vocab.MaxNameDetail {
 					t.Errorf("%s: %s is %d bytes", e.Name, kv.Key, l)
 				}
 			}

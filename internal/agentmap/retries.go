@@ -8,19 +8,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "auto_retry_start")
 	if r.retry != nil {
-		m.endRetry(at, piconv.RetryFailed, "")
+		m.endRetry(at, vocab.RetryFailed, "")
 	}
-	s := m.start(r.rootCtx, piconv.SpanRetry, trace.SpanKindInternal, at,
-		piconv.RetryAttemptKey.Int(ev.Attempt),
-		piconv.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
-		piconv.RetryDelayMsKey.Float64(ev.DelayMs),
-		piconv.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
+	s := m.start(r.rootCtx, vocab.SpanRetry, trace.SpanKindInternal, at,
+		vocab.RetryAttemptKey.Int(ev.Attempt),
+		vocab.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
+		vocab.RetryDelayMsKey.Float64(ev.DelayMs),
+		vocab.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
 	r.retry = &s
 	r.retries++
 }
@@ -31,29 +31,29 @@ func (m *Mapper) retryEnd(ev *event.Event, at time.Time) {
 		m.anomaly("auto_retry_end without auto_retry_start")
 		m.retryStart(&event.Event{Attempt: ev.Attempt}, at)
 	}
-	outcome := piconv.RetryExhausted
+	outcome := vocab.RetryExhausted
 	if ev.Success != nil && *ev.Success {
-		outcome = piconv.RetrySuccess
+		outcome = vocab.RetrySuccess
 	}
 	m.endRetry(at, outcome, ev.FinalError)
 }
 
-func (m *Mapper) endRetry(at time.Time, outcome piconv.RetryOutcome, finalError string) {
+func (m *Mapper) endRetry(at time.Time, outcome vocab.RetryOutcome, finalError string) {
 	r := m.run
 	s := r.retry
 	attrs := []attribute.KeyValue{
 		outcome.Attr(),
-		piconv.RetrySuccessKey.Bool(outcome == piconv.RetrySuccess),
+		vocab.RetrySuccessKey.Bool(outcome == vocab.RetrySuccess),
 	}
 	if finalError != "" {
-		attrs = append(attrs, piconv.RetryFinalErrorKey.String(m.errorText(finalError)))
+		attrs = append(attrs, vocab.RetryFinalErrorKey.String(m.errorText(finalError)))
 	}
 	s.SetAttributes(attrs...)
 	switch outcome {
-	case piconv.RetryExhausted:
+	case vocab.RetryExhausted:
 		s.SetStatus(codes.Error, "retries exhausted")
-	case piconv.RetryUnfinished:
-		s.SetAttributes(piconv.UnfinishedKey.Bool(true))
+	case vocab.RetryUnfinished:
+		s.SetAttributes(vocab.UnfinishedKey.Bool(true))
 		s.SetStatus(codes.Error, "retry did not finish")
 	}
 	s.finish(at)

@@ -9,15 +9,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func (m *Mapper) openRoot(at time.Time) {
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
-		semconv.GenAIAgentName(piconv.AgentName),
+		semconv.GenAIAgentName(vocab.AgentName),
 	}
-	s := m.start(m.cfg.parent, piconv.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	s := m.start(m.cfg.parent, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	m.run = &run{
 		root:     s.Span,
 		rootCtx:  s.ctx,
@@ -42,7 +42,7 @@ func (m *Mapper) ensureRun(at time.Time, what string) *run {
 func (m *Mapper) agentStart(at time.Time) {
 	if r := m.run; r != nil && m.legacy && r.agentRun == nil && !r.expectingContinuation() {
 		// Pi before 1.x: nothing pending, so the previous run settled.
-		m.closeRoot(r.lastEnd, piconv.EndAgentEnd, false)
+		m.closeRoot(r.lastEnd, vocab.EndAgentEnd, false)
 	}
 	if m.run == nil {
 		m.openRoot(at)
@@ -53,8 +53,8 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.rootCtx, piconv.SpanAgentRun, trace.SpanKindInternal, at,
-		piconv.AgentRunIndexKey.Int(r.agentRuns))
+	s := m.start(r.rootCtx, vocab.SpanAgentRun, trace.SpanKindInternal, at,
+		vocab.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
 	r.agentRun = &s
 }
@@ -73,7 +73,7 @@ func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
 	if ev.WillRetry != nil {
 		r.willRetry = *ev.WillRetry
 		if r.agentRun != nil {
-			r.agentRun.SetAttributes(piconv.WillRetryKey.Bool(*ev.WillRetry))
+			r.agentRun.SetAttributes(vocab.WillRetryKey.Bool(*ev.WillRetry))
 		}
 	}
 	m.endAgentRun(at, false)
@@ -91,7 +91,7 @@ func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	id := r.agentRun.SpanContext().SpanID()
 	m.endCompactions(at, func(c *compaction) bool { return c.run == r && c.parentID == id })
 	if unfinished {
-		r.agentRun.SetAttributes(piconv.UnfinishedKey.Bool(true))
+		r.agentRun.SetAttributes(vocab.UnfinishedKey.Bool(true))
 	}
 	if r.lastStop == "error" {
 		r.agentRun.SetStatus(codes.Error, r.lastError)
@@ -111,5 +111,5 @@ func (m *Mapper) agentSettled(ev *event.Event, at time.Time) {
 	if ev.Aborted != nil && *ev.Aborted {
 		r.aborted = true
 	}
-	m.closeRoot(at, piconv.EndSettled, true)
+	m.closeRoot(at, vocab.EndSettled, true)
 }

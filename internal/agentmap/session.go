@@ -8,7 +8,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The seams below serve a session file's translation (internal/session),
@@ -49,6 +49,6 @@ func (m *Mapper) FailTool(id, errorType, reason string, at time.Time) bool {
 	}
 	r.toolErrors++
 	t.SetStatus(codes.Error, reason)
-	m.endTool(t, at, semconv.ErrorTypeKey.String(errorType), piconv.UnfinishedKey.Bool(true))
+	m.endTool(t, at, semconv.ErrorTypeKey.String(errorType), vocab.UnfinishedKey.Bool(true))
 	return true
 }

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // span is one open span and the context that holds it.
@@ -184,7 +184,7 @@ func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind,
 	}
 	if m.project != "" {
 		// On every span too: cost per project is summed over chat spans.
-		attrs = append(attrs, piconv.ProjectKey.String(m.project))
+		attrs = append(attrs, vocab.ProjectKey.String(m.project))
 	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // maxToolUpdateEvents caps the span events a chatty tool can add; the total
@@ -25,19 +25,19 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	r := m.ensureRun(at, "tool_execution_start")
 	if old := r.tools.get(ev.ToolCallID); old != nil {
 		m.anomaly("duplicate toolCallId")
-		m.endTool(old, at, piconv.UnfinishedKey.Bool(true))
+		m.endTool(old, at, vocab.UnfinishedKey.Bool(true))
 	}
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(ev.ToolName),
 		semconv.GenAIToolCallID(ev.ToolCallID),
-		semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
+		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
 	}
 	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
-	t := &tool{span: m.start(r.container().ctx, piconv.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	t := &tool{span: m.start(r.container().ctx, vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++
@@ -46,7 +46,7 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		m.stats.ToolsEvicted++
 		r.toolsEvicted++
 		r.evicted.add(old.id, evictedMemory*m.cfg.maxTools)
-		m.endTool(old, at, piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
+		m.endTool(old, at, vocab.UnfinishedKey.Bool(true), vocab.EndEvicted.Attr())
 	}
 	return t
 }
@@ -64,7 +64,7 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 		return
 	}
 	if t.updates < maxToolUpdateEvents {
-		t.AddEvent(piconv.EventToolUpdate, trace.WithTimestamp(at))
+		t.AddEvent(vocab.EventToolUpdate, trace.WithTimestamp(at))
 	}
 	t.updates++
 }
@@ -92,18 +92,18 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 			start = p
 		}
 		t = m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
-		t.SetAttributes(piconv.OrphanEndKey.Bool(true))
+		t.SetAttributes(vocab.OrphanEndKey.Bool(true))
 	}
 	attrs := []attribute.KeyValue{}
 	if ev.DurationMs != nil {
-		attrs = append(attrs, piconv.ToolDurationMsKey.Float64(*ev.DurationMs))
+		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*ev.DurationMs))
 	}
 	if c := m.cfg.content; c != nil && len(ev.Result) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
 	}
 	if ev.IsError {
 		r.toolErrors++
-		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
+		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
 	m.endTool(t, at, attrs...)
@@ -111,6 +111,6 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 
 func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
 	m.run.tools.remove(t)
-	t.SetAttributes(append(attrs, piconv.ToolUpdatesKey.Int(t.updates))...)
+	t.SetAttributes(append(attrs, vocab.ToolUpdatesKey.Int(t.updates))...)
 	t.finish(at)
 }

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func (m *Mapper) turnStart(at time.Time) {
@@ -19,7 +19,7 @@ func (m *Mapper) turnStart(at time.Time) {
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
-	s := m.start(parent, piconv.SpanTurn, trace.SpanKindInternal, at, piconv.TurnIndexKey.Int(r.turns))
+	s := m.start(parent, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
 	r.turn = &s
@@ -38,12 +38,12 @@ func (m *Mapper) turnEnd(ev *event.Event, at time.Time) {
 func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	r := m.run
 	if r.chat != nil {
-		r.chat.SetAttributes(piconv.UnfinishedKey.Bool(true))
+		r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
 		r.chat.finish(at)
 		r.chat = nil
 	}
 	for r.tools.newest != nil {
-		m.endTool(r.tools.newest, at, piconv.UnfinishedKey.Bool(true))
+		m.endTool(r.tools.newest, at, vocab.UnfinishedKey.Bool(true))
 	}
 	if r.turn == nil {
 		return
@@ -51,9 +51,9 @@ func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	id := r.turn.SpanContext().SpanID()
 	m.endCompactions(at, func(c *compaction) bool { return c.parentID == id })
 	if unfinished {
-		r.turn.SetAttributes(piconv.UnfinishedKey.Bool(true))
+		r.turn.SetAttributes(vocab.UnfinishedKey.Bool(true))
 	}
-	r.turn.SetAttributes(piconv.TurnToolCallsKey.Int(r.turnToolCalls))
+	r.turn.SetAttributes(vocab.TurnToolCallsKey.Int(r.turnToolCalls))
 	r.turn.finish(at)
 	r.turn = nil
 }

@@ -31,7 +31,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Env is the process environment, injected so tests need no globals.
@@ -189,8 +189,8 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
-		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
-		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
+		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest
+		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest))
 	}
 	// The exporters also read OTEL_* themselves and log what they cannot
 	// parse, unprefixed; config has read the same variables and warned.

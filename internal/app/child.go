@@ -10,7 +10,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/launch"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // parseChild reads the flags of a command that runs Pi as its child (run,
@@ -47,7 +47,7 @@ func (c tracedChild) run(env Env) int {
 	proc, err := launch.Start(c.argv, c.opts...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-		c.close(agentmap.Ending{Reason: piconv.EndExit}, time.Now())
+		c.close(agentmap.Ending{Reason: vocab.EndExit}, time.Now())
 		return launch.ExitCodeForStartError(err)
 	}
 	relayed, stop := superviseSignals(proc)
@@ -81,12 +81,12 @@ func (c tracedChild) run(env Env) int {
 // signal followed by that code is a death by signal though Pi exited.
 func ending(s launch.Status, relayed syscall.Signal) agentmap.Ending {
 	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
-		return agentmap.Ending{Reason: piconv.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
 	}
 	if s.Signal != 0 {
-		return agentmap.Ending{Reason: piconv.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
 	}
-	return agentmap.Ending{Reason: piconv.EndExit, ExitCode: s.Code}
+	return agentmap.Ending{Reason: vocab.EndExit, ExitCode: s.Code}
 }
 
 // consumerWriter notices the first failed write to our stdout.

@@ -10,7 +10,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // harness is a Tracker writing to an in-memory recorder.
@@ -67,7 +67,7 @@ func (h *harness) close(end agentmap.Ending) []*spantree.Node {
 	return h.rec.Forest(h.t)
 }
 
-var exit0 = agentmap.Ending{Reason: piconv.EndExit}
+var exit0 = agentmap.Ending{Reason: vocab.EndExit}
 
 // wantShapes compares the names and nesting of a synthetic session's
 // traces with want (leading newline ignored). Recorded sessions compare

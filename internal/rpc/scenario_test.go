@@ -7,7 +7,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Replays of sessions recorded from the real Pi 1.6.0 (rpctest scenarios).
@@ -282,7 +282,7 @@ func TestStdinEOFMidRun(t *testing.T) {
 }
 
 func TestSigtermMidTool(t *testing.T) {
-	f, _ := play(t, "sigterm-mid-tool", agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
+	f, _ := play(t, "sigterm-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
 	root := f[0]
 	root.WantAttrs(t, map[string]string{
 		"pi.outcome": "unsettled", "pi.end_reason": "signal", "pi.exit_code": "143", "pi.signal": "SIGTERM",

@@ -27,7 +27,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
@@ -128,7 +128,7 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 	}, opts)
 	return &Tracker{
 		m:       m,
-		tracer:  tp.Tracer(ScopeName),
+		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:     cfg,
 		decode:  event.Options{Content: cfg.content != nil},
 		pending: newPendingTable(),
@@ -201,14 +201,14 @@ func (t *Tracker) Close(end agentmap.Ending, at time.Time) {
 	for _, d := range t.dialogs.all() {
 		t.dialogs.remove(d)
 		d.span.SetAttributes(
-			piconv.UIUnanswered.Attr(),
-			piconv.UnfinishedKey.Bool(true),
-			piconv.EndReason(end.Reason).Attr())
+			vocab.UIUnanswered.Attr(),
+			vocab.UnfinishedKey.Bool(true),
+			vocab.EndReason(end.Reason).Attr())
 		d.span.End(trace.WithTimestamp(at))
 	}
 	for _, c := range t.pending.all() {
 		t.pending.remove(c)
-		t.unanswered(c, piconv.EndReason(end.Reason), at)
+		t.unanswered(c, vocab.EndReason(end.Reason), at)
 	}
 	t.m.Close(end, at)
 }

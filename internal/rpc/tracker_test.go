@@ -13,7 +13,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Synthetic sessions for what the recorded ones do not show. Record
@@ -203,7 +203,7 @@ func TestCloseTracesHeldRecordsAndEndsWhatIsOpen(t *testing.T) {
 	if h.tr.Stats().Held == 0 {
 		t.Fatal("nothing held while the prompt waits for its response")
 	}
-	f := h.close(agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
+	f := h.close(agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
 	wantShapes(t, f, `
 pi.rpc bash !
 ---

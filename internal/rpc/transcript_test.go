@@ -11,7 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // -update (spantree's) rewrites the golden trees; re-recording needs the
@@ -77,7 +77,7 @@ func TestTranscriptsRecorded(t *testing.T) {
 // transcriptEnding is how the recorded session of name ended.
 func transcriptEnding(name string) agentmap.Ending {
 	if name == "sigterm-mid-tool" {
-		return agentmap.Ending{Reason: piconv.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
 	}
 	return exit0
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // node is one recorded span and its children.
@@ -150,7 +150,7 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	cfg.TracerProvider, cfg.IDs = tp, ids
 	tr := New(cfg)
 	feed(tr, b)
-	tr.Close(agentmap.Ending{Reason: piconv.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	return traced{roots: forest(t, rec), tracer: tr}
 }
 
@@ -203,7 +203,7 @@ func traceStream(t *testing.T, stream []byte) []*node {
 			sink.Record(h)
 		}
 	}
-	m.Close(agentmap.Ending{Reason: piconv.EndEOF}, clock.Now())
+	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, clock.Now())
 	return forest(t, rec)
 }
 

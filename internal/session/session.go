@@ -37,7 +37,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of the spans only session files
@@ -131,7 +131,7 @@ func New(cfg Config) *Tracer {
 	return &Tracer{
 		cfg:     cfg,
 		m:       agentmap.New(tp, opts...),
-		tracer:  tp.Tracer(ScopeName),
+		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		version: 3,
 		runOf:   map[uint64]int32{},
 		dec:     newDecoder(cfg.Content != nil),
@@ -213,7 +213,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 		p := e.parent()
 		t.branchFrom = &p
 		if t.cur != nil {
-			t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: piconv.EndEOF})
+			t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: vocab.EndEOF})
 		}
 	}
 	t.prevID = e.ID
@@ -306,7 +306,7 @@ func (t *Tracer) open(e *entry) {
 	if r := t.cur; r != nil {
 		// A run that had not reached a final answer when the next began was
 		// cut short (Pi killed mid-run, then resumed): closed unsettled.
-		t.finish(r, r.final(), agentmap.Ending{Reason: piconv.EndEOF})
+		t.finish(r, r.final(), agentmap.Ending{Reason: vocab.EndEOF})
 	}
 	t.flushBash()
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}

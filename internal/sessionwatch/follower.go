@@ -34,7 +34,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Tracer traces one session file; internal/session's Tracer is one. Line
@@ -648,7 +648,7 @@ func (f *Follower) progress(fi *file) {
 // more will come.
 func (f *Follower) gone(fi *file) {
 	if fi.tr != nil {
-		fi.tr.Close(agentmap.Ending{Reason: piconv.EndEOF})
+		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		f.progress(fi)
 	}
 	if f.uncommitted[fi] {
@@ -709,7 +709,7 @@ func (f *Follower) due(fi *file, now time.Time) {
 		}
 	}
 	if now.Sub(fi.mtime) >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
-		fi.tr.Close(agentmap.Ending{Reason: piconv.EndEOF})
+		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		fi.closed, fi.nextIdle = true, time.Time{}
 		f.progress(fi)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The fake session format: one word per line. "H" is the header, "U" a
@@ -381,7 +381,7 @@ func TestAcceptFiltersFiles(t *testing.T) {
 
 func TestEndingClosesOpenRunsAtStop(t *testing.T) {
 	h := newHarness(t, Config{})
-	h.f.cfg.Ending = func() (agentmap.Ending, bool) { return agentmap.Ending{Reason: piconv.EndExit}, true }
+	h.f.cfg.Ending = func() (agentmap.Ending, bool) { return agentmap.Ending{Reason: vocab.EndExit}, true }
 	h.write("s.jsonl", "H\nU\nT\n")
 	h.step()
 	h.write("s.jsonl", "T\n") // written just before Pi exited

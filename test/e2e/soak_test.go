@@ -35,7 +35,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // soakDuration is how long TestSoakReplay streams: $PI_OTEL_SOAK, 20s by
@@ -372,7 +372,7 @@ func TestSoakRPCTracker(t *testing.T) {
 			next += target / 30
 		}
 	}
-	tr.Close(agentmap.Ending{Reason: piconv.EndExit}, time.Now())
+	tr.Close(agentmap.Ending{Reason: vocab.EndExit}, time.Now())
 	_ = tp.Shutdown(context.Background())
 	if c.started.Load() != c.ended.Load() {
 		t.Errorf("%d spans started, %d ended", c.started.Load(), c.ended.Load())

@@ -1,4 +1,4 @@
-package piconv
+package vocab
 
 import "go.opentelemetry.io/otel/attribute"
 

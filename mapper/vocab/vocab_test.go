@@ -1,4 +1,4 @@
-package piconv_test
+package vocab_test
 
 import (
 	"go/ast"
@@ -15,9 +15,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // declared parses this package's source and returns the string value of
@@ -25,7 +24,7 @@ import (
 func declared(t *testing.T, pick func(name, typ string) bool) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	files, _ := filepath.Glob(repo.Path("mapper/piconv/*.go"))
+	files, _ := filepath.Glob(repo.Path("mapper/vocab/*.go"))
 	var decls []ast.Decl
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -77,6 +76,29 @@ func declared(t *testing.T, pick func(name, typ string) bool) []string {
 	return out
 }
 
+// keyNames returns the names of the GenAI and error attribute key
+// constants this package declares.
+func keyNames(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), repo.Path("mapper/vocab/semconv.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, spec := range g.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					if strings.HasSuffix(n.Name, "Key") {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
 func sorted[T ~string](vs []T) []string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
@@ -104,21 +126,40 @@ func same(t *testing.T, what string, got, want []string) {
 // against, so a new constant cannot be forgotten there.
 func TestListsAreComplete(t *testing.T) {
 	keys := make([]string, 0)
-	for _, k := range append(piconv.Keys(), piconv.GenAIKeys()...) {
+	for _, k := range vocab.Keys() {
 		keys = append(keys, string(k))
 	}
-	same(t, "Keys() and GenAIKeys()", keys, declared(t, func(_, typ string) bool { return typ == "Key" }))
-	same(t, "Spans()", piconv.Spans(), declared(t, func(name, typ string) bool {
+	same(t, "Keys()", keys, declared(t, func(name, typ string) bool { return typ == "Key" && !strings.HasPrefix(name, "GenAI") }))
+	// The v1.41 GenAI keys are semconv's own constants, which the source
+	// does not spell: count them by name.
+	var genAI []string
+	for _, k := range vocab.GenAIKeys() {
+		genAI = append(genAI, string(k))
+	}
+	slices.Sort(genAI)
+	if n := len(slices.Compact(slices.Clone(genAI))); n != len(genAI) {
+		t.Errorf("GenAIKeys() lists a key twice: %v", genAI)
+	}
+	if names := keyNames(t); len(genAI) != len(names) {
+		t.Errorf("GenAIKeys() has %d keys, the package declares %d: %v", len(genAI), len(names), names)
+	}
+	for _, k := range declared(t, func(name, typ string) bool { return typ == "Key" && strings.HasPrefix(name, "GenAI") }) {
+		if !slices.Contains(genAI, k) {
+			t.Errorf("GenAIKeys(): %q is missing", k)
+		}
+	}
+	same(t, "Metrics()", vocab.Metrics(), declared(t, func(name, _ string) bool { return strings.HasPrefix(name, "Metric") }))
+	same(t, "Spans()", vocab.Spans(), declared(t, func(name, typ string) bool {
 		return strings.HasPrefix(name, "Span") && typ == ""
 	}))
-	same(t, "Families()", sorted(piconv.Families()), declared(t, func(_, typ string) bool { return typ == "SpanFamily" }))
-	same(t, "Events()", piconv.Events(), declared(t, func(name, typ string) bool { return strings.HasPrefix(name, "Event") && typ == "" }))
+	same(t, "Families()", sorted(vocab.Families()), declared(t, func(_, typ string) bool { return typ == "SpanFamily" }))
+	same(t, "Events()", vocab.Events(), declared(t, func(name, typ string) bool { return strings.HasPrefix(name, "Event") && typ == "" }))
 	for key, typ := range map[string]string{
 		"pi.outcome": "Outcome", "pi.end_reason": "EndReason", "pi.retry.outcome": "RetryOutcome",
 		"pi.compaction.outcome": "CompactionOutcome", "pi.ui.outcome": "UIOutcome",
 		"pi.rpc.disposition": "Disposition", "pi.queue.kind": "QueueKind",
 	} {
-		same(t, "Values("+key+")", piconv.Values(attribute.Key(key)),
+		same(t, "Values("+key+")", vocab.Values(attribute.Key(key)),
 			declared(t, func(_, ty string) bool { return ty == typ }))
 	}
 }
@@ -193,10 +234,10 @@ func TestSpanModelDocument(t *testing.T) {
 	for _, row := range table(t, doc, "## Spans") {
 		spans = append(spans, ticks(row[0])...)
 	}
-	want := piconv.Spans()
-	for _, k := range piconv.Families() {
-		want = append(want, k.Prefix()+"{"+map[piconv.SpanFamily]string{
-			piconv.SpanChat: "model", piconv.SpanTool: "name", piconv.SpanRPC: "command", piconv.SpanExtensionUI: "method",
+	want := vocab.Spans()
+	for _, k := range vocab.Families() {
+		want = append(want, k.Prefix()+"{"+map[vocab.SpanFamily]string{
+			vocab.SpanChat: "model", vocab.SpanTool: "name", vocab.SpanRPC: "command", vocab.SpanExtensionUI: "method",
 		}[k]+"}")
 	}
 	same(t, "the spans table", spans, want)
@@ -209,10 +250,10 @@ func TestSpanModelDocument(t *testing.T) {
 			continue
 		}
 		keys = append(keys, ks[0])
-		same(t, "the values of "+ks[0], ticks(row[3]), piconv.Values(attribute.Key(ks[0])))
+		same(t, "the values of "+ks[0], ticks(row[3]), vocab.Values(attribute.Key(ks[0])))
 	}
 	var all []string
-	for _, k := range piconv.Keys() {
+	for _, k := range vocab.Keys() {
 		all = append(all, string(k))
 	}
 	same(t, "the attribute reference", keys, all)
@@ -221,7 +262,7 @@ func TestSpanModelDocument(t *testing.T) {
 	for _, row := range table(t, doc, "| `pi.end_reason` | meaning |") {
 		reasons = append(reasons, ticks(row[0])...)
 	}
-	same(t, "the end reasons table", reasons, piconv.Values(piconv.EndReasonKey))
+	same(t, "the end reasons table", reasons, vocab.Values(vocab.EndReasonKey))
 
 	var events []string
 	for _, row := range table(t, doc, "## Span events") {
@@ -233,7 +274,7 @@ func TestSpanModelDocument(t *testing.T) {
 			}
 		}
 	}
-	same(t, "the span events table", events, piconv.Events())
+	same(t, "the span events table", events, vocab.Events())
 }
 
 // TestDocumentsNameOnlyTheVocabulary: any `pi.…` word in the span-model and
@@ -241,17 +282,17 @@ func TestSpanModelDocument(t *testing.T) {
 // renamed attribute cannot live on in the prose.
 func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 	known := map[string]bool{}
-	for _, k := range piconv.Keys() {
+	for _, k := range vocab.Keys() {
 		known[string(k)] = true
 	}
-	for _, s := range append(append(piconv.Spans(), piconv.Events()...), piconv.LogEvents()...) {
+	for _, s := range append(append(vocab.Spans(), vocab.Events()...), vocab.LogEvents()...) {
 		known[s] = true
 	}
-	for _, k := range piconv.Families() {
+	for _, k := range vocab.Families() {
 		known[string(k)] = true
 	}
-	// Metric names look like keys but are the metrics package's.
-	for _, n := range metrics.Names() {
+	// Metric names look like keys.
+	for _, n := range vocab.Metrics() {
 		known[n] = true
 	}
 	word := regexp.MustCompile(`^pi\.[a-z_.]+`)
@@ -264,7 +305,7 @@ func TestDocumentsNameOnlyTheVocabulary(t *testing.T) {
 			if w == "" || known[w] {
 				continue
 			}
-			t.Errorf("%s mentions `%s`, which is not in package piconv", rel, m[1])
+			t.Errorf("%s mentions `%s`, which is not in package vocab", rel, m[1])
 		}
 	}
 }
@@ -286,7 +327,7 @@ func TestProviderNamesMatchTheDocument(t *testing.T) {
 		}
 		for _, id := range ids {
 			mapped[id] = true
-			if got := piconv.ProviderName(id); got != want[0] {
+			if got := vocab.ProviderName(id); got != want[0] {
 				t.Errorf("ProviderName(%q) = %q, the document says %q", id, got, want[0])
 			}
 		}
@@ -300,8 +341,8 @@ func TestProviderNamesMatchTheDocument(t *testing.T) {
 		"qwen-token-plan", "qwen-token-plan-cn", "qwen-token-plan-individual", "qwen-token-plan-individual-cn",
 		"xiaomi", "xiaomi-token-plan-cn", "xiaomi-token-plan-ams", "xiaomi-token-plan-sgp", "fake", ""}
 	for _, id := range known {
-		if !mapped[id] && piconv.ProviderName(id) != id {
-			t.Errorf("ProviderName(%q) = %q, but the document does not map it", id, piconv.ProviderName(id))
+		if !mapped[id] && vocab.ProviderName(id) != id {
+			t.Errorf("ProviderName(%q) = %q, but the document does not map it", id, vocab.ProviderName(id))
 		}
 	}
 	if len(mapped) < 10 {

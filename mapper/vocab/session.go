@@ -1,4 +1,4 @@
-package piconv
+package vocab
 
 import "go.opentelemetry.io/otel/attribute"
 
@@ -23,7 +23,7 @@ const (
 )
 
 // Attribute keys of session-file traces (pi.link and the pi.bash keys
-// shared with RPC's direct bash are in piconv.go).
+// shared with RPC's direct bash are in vocab.go).
 const (
 	CwdKey                 = attribute.Key("pi.cwd")
 	BranchKey              = attribute.Key("pi.branch")

@@ -1,4 +1,4 @@
-package piconv
+package vocab
 
 // Log record event names: the event.name of each log record pi-otel emits
 // for Pi's meaningful events (docs/span-model.md, Log records). Each record

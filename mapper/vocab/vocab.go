@@ -1,12 +1,15 @@
-// Package piconv is pi-otel's vocabulary: the span names, `pi.*` attribute
-// keys, span event names and closed value sets that the mapper writes and
-// that RPC tracing, the metrics, the Collector configs, the dashboards and
-// the tests read. It plays the part the OpenTelemetry semconv packages play
-// for the standard names (which pi-otel takes from semconv itself).
+// Package vocab is pi-otel's vocabulary: every span name, attribute key,
+// span event, log record event and metric name that pi-otel writes, and
+// the closed value sets, which the mapper, RPC tracing, the metrics, the
+// console tree, the Collector configs, the dashboards and the tests read.
+// The pi.* names are pi-otel's own. The GenAI names come in both forms:
+// the v1.41 ones (semconv v1.41's constants, the default) and the ones
+// the latest conventions add or rename (Latest rewrites one form into the
+// other). SchemaURL is the one semconv version they all follow.
 //
 // docs/span-model.md is the human-readable form of this package; a test
 // keeps the two equal.
-package piconv
+package vocab
 
 import (
 	"unicode/utf8"
