@@ -9,18 +9,21 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// TestAPINamesNoInternalType type-checks package mapper and fails if
-// anything it exports (a function, method, field, type, constant or
-// variable) names a type of an internal package, which a program in
-// another module could not name.
+// TestAPINamesNoInternalType type-checks packages mapper and vocab and
+// fails if anything they export (a function, method, field, type,
+// constant or variable) names a type of an internal package, which a
+// program in another module could not name.
 func TestAPINamesNoInternalType(t *testing.T) {
-	pkgs := load(t, "github.com/pi-otel/pi-otel/mapper", "github.com/pi-otel/pi-otel/internal/rpc")
-	for _, leak := range internalNames(pkgs[0].Types) {
-		t.Errorf("mapper exports an internal type: %s", leak)
+	public := []string{"github.com/pi-otel/pi-otel/mapper", "github.com/pi-otel/pi-otel/mapper/vocab"}
+	pkgs := load(t, append(public, "github.com/pi-otel/pi-otel/internal/rpc")...)
+	for i := range public {
+		for _, leak := range internalNames(pkgs[i].Types) {
+			t.Errorf("%s exports an internal type: %s", public[i], leak)
+		}
 	}
 	// The walk finds what it looks for: internal/rpc's API names the
 	// decoder's event types.
-	if leaks := internalNames(pkgs[1].Types); len(leaks) == 0 {
+	if leaks := internalNames(pkgs[len(public)].Types); len(leaks) == 0 {
 		t.Error("no internal type found in internal/rpc's API; the check is blind")
 	}
 }
