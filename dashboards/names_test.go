@@ -12,12 +12,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/queries"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// vocabulary indexes package piconv and the metric names by the forms a
+// vocabulary indexes package vocab and the metric names by the forms a
 // query or a Collector config uses.
 type vocabulary struct {
 	spans   map[string]bool          // exact span names
@@ -33,23 +32,23 @@ func newVocabulary() vocabulary {
 		spans: map[string]bool{}, keys: map[string]attribute.Key{}, dotted: map[string]bool{},
 		metrics: map[string]bool{}, values: map[attribute.Key]map[string]bool{},
 	}
-	for _, s := range piconv.Spans() {
+	for _, s := range vocab.Spans() {
 		v.spans[s] = true
 	}
-	for _, k := range piconv.Families() {
+	for _, k := range vocab.Families() {
 		v.kinds = append(v.kinds, k.Prefix())
 	}
-	for _, k := range piconv.Keys() {
+	for _, k := range vocab.Keys() {
 		v.keys[promName(string(k))] = k
 		v.dotted[string(k)] = true
-		if vals := piconv.Values(k); vals != nil {
+		if vals := vocab.Values(k); vals != nil {
 			v.values[k] = map[string]bool{}
 			for _, x := range vals {
 				v.values[k][x] = true
 			}
 		}
 	}
-	for _, m := range metrics.Names() {
+	for _, m := range vocab.Metrics() {
 		v.metrics[promName(m)] = true
 	}
 	return v
@@ -102,7 +101,7 @@ func (v vocabulary) metric(name string) bool {
 }
 
 // TestQueriesNameOnlyTheVocabulary: every span name, pi.* label, closed label value and pi_*
-// metric that a dashboard or rule query mentions exists in package piconv or among pi-otel's
+// metric that a dashboard or rule query mentions exists in package vocab or among pi-otel's
 // instruments, so a renamed attribute cannot leave a panel silently empty.
 func TestQueriesNameOnlyTheVocabulary(t *testing.T) {
 	v := newVocabulary()
@@ -196,7 +195,7 @@ func TestTraceQLNamesSpans(t *testing.T) {
 var ottlName = regexp.MustCompile(`\bname\s*==\s*"([^"]*)"`)
 
 // TestGatewayNamesTheVocabulary: the gateway's tail-sampling conditions name real spans and its
-// spanmetrics dimensions are real attributes (a pi.* one from piconv, the rest the GenAI
+// spanmetrics dimensions are real attributes (a pi.* one from vocab, the rest the GenAI
 // conventions the mapper sets).
 func TestGatewayNamesTheVocabulary(t *testing.T) {
 	v := newVocabulary()

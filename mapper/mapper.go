@@ -1,243 +1,131 @@
-// Package mapper turns Pi's event stream into spans.
+// Package mapper turns the records of Pi's JSON event stream (`pi --mode
+// json`, or an RPC session's output) into OpenTelemetry spans, for a
+// program that embeds it: records go in with the time each arrived, spans
+// come out through the trace.TracerProvider it is given. It knows nothing
+// of processes, files or exporters.
 //
-// It is a pure state machine: decoded events and their times go in, spans
-// come out through the trace.TracerProvider it is given. It knows nothing of
-// processes, files or exporters, so run, rpc and replay share it, and tests
-// drive it with recorded streams. See docs/span-model.md for the tree, and
-// package piconv for every name it writes.
-//
-// The files follow a run's lifecycle: runs.go (the root and pi.agent_run),
-// turns.go, chat.go (assistant messages), tools.go, compaction.go,
-// retries.go, events.go (span events on the open spans) and closing.go
-// (settling, and ending a stream that never settled). state.go holds the
-// open spans; options.go the configuration.
+// docs/span-model.md describes the spans; package vocab names every
+// span, attribute and value they carry. pi-otel itself runs the same
+// state machine (internal/agentmap) with seams for RPC tracing and
+// session files that this package leaves out.
 package mapper
 
 import (
 	"context"
-	"maps"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of every span the mapper makes.
-const ScopeName = "github.com/pi-otel/pi-otel/mapper"
+const ScopeName = "github.com/pi-otel/pi-otel/mapper" // agentmap's, spelt out for the reader; mapper_test checks it
 
-// End reasons for the root span (pi.end_reason): package piconv's, as the
-// strings Ending.Reason takes.
-const (
-	EndSettled  = string(piconv.EndSettled)
-	EndAgentEnd = string(piconv.EndAgentEnd)
-	EndSignal   = string(piconv.EndSignal)
-	EndExit     = string(piconv.EndExit)
-	EndEOF      = string(piconv.EndEOF)
-)
-
-// Outcomes of a settled run (pi.outcome): package piconv's, as strings.
-const (
-	OutcomeOK        = string(piconv.OutcomeOK)
-	OutcomeError     = string(piconv.OutcomeError)
-	OutcomeAborted   = string(piconv.OutcomeAborted)
-	OutcomeUnsettled = string(piconv.OutcomeUnsettled)
-)
-
-// Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
-type Stats struct {
-	Events  int64
-	Unknown int64
-	Roots   int64
-	// ToolsEvicted counts open tools ended early because more than the
-	// cap (WithMaxOpenTools) were open at once.
-	ToolsEvicted int64
-	Anomalies    map[string]int64
-}
-
-// Ending says why a stream stopped without settling.
-type Ending struct {
-	Reason   string // EndSignal, EndExit or EndEOF
-	ExitCode int    // set with EndSignal and EndExit
-	Signal   string // e.g. "SIGTERM", with EndSignal
-}
-
-// Mapper is not safe for concurrent use: feed it from one goroutine.
+// Mapper maps one stream. It is not safe for concurrent use: feed it from
+// one goroutine.
 type Mapper struct {
-	tracer  trace.Tracer
-	cfg     config
-	session string
-	run     *run
-	// legacy is set once the stream shows the pre-1.x protocol (no
-	// agent_settled); settled is set once any agent_settled was seen.
-	legacy, settledSeen bool
-	stats               Stats
-	lastRoot            trace.SpanContext
-	// comps are the open compactions, oldest first: Pi 0.73 can start a
-	// second before the first ends, and ends them in order. One started
-	// with no run open (RPC `compact`) hangs from idleParent when set.
-	comps      []*compaction
-	idleParent context.Context
-	// dec decodes for Record, made on first use.
-	dec *event.Decoder
-	// project is pi.project, the last element of the session's cwd.
-	project string
-	// conv feeds the GenAI attributes that need earlier records.
-	conv conventionState
+	m *agentmap.Mapper
 }
 
 // New returns a Mapper that writes spans through tp.
 func New(tp trace.TracerProvider, opts ...Option) *Mapper {
-	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
+	var c config
 	for _, o := range opts {
-		cfg = o.apply(cfg)
+		o.apply(&c)
 	}
-	return &Mapper{
-		tracer: tp.Tracer(ScopeName),
-		cfg:    cfg,
-		stats:  Stats{Anomalies: map[string]int64{}},
-	}
+	return &Mapper{m: agentmap.New(tp, c.inner...)}
+}
+
+// Record decodes one record (a line of the stream without its LF) and
+// applies it at time at.
+//
+// A record that is not a Pi record (not JSON, not an object, no type) is
+// ignored and its error returned. A record of a known type with a field
+// of an unexpected shape is still applied, since it marks its place in
+// the lifecycle, and the error says which field was dropped.
+func (m *Mapper) Record(line []byte, at time.Time) error { return m.m.Record(line, at) }
+
+// Ending says why a stream stopped without settling.
+type Ending struct {
+	Reason   vocab.EndReason // vocab.EndSignal, EndExit or EndEOF
+	ExitCode int             // set with EndSignal and EndExit
+	Signal   string          // e.g. "SIGTERM", with EndSignal
+}
+
+// Close ends a stream that stopped without settling: every open span
+// ends, innermost first, and the root records why. A stream that settled
+// has nothing open, and Close does nothing.
+func (m *Mapper) Close(end Ending, at time.Time) { m.m.Close(agentmap.Ending(end), at) }
+
+// Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
+type Stats struct {
+	Events  int64 // records applied
+	Unknown int64 // records of a type the mapper does not know
+	Roots   int64 // runs opened
+	// ToolsEvicted counts open tools ended early because more than the
+	// cap (WithMaxOpenTools) were open at once.
+	ToolsEvicted int64
+	// Anomalies counts records out of place, by kind.
+	Anomalies map[string]int64
 }
 
 // Stats returns a copy of the counters.
-func (m *Mapper) Stats() Stats {
-	s := m.stats
-	s.Anomalies = maps.Clone(m.stats.Anomalies)
-	return s
+func (m *Mapper) Stats() Stats { return Stats(m.m.Stats()) }
+
+// SessionID is the id from the stream's session header, once seen.
+func (m *Mapper) SessionID() string { return m.m.SessionID() }
+
+// Active reports whether a run is open, that is whether Close would end
+// anything.
+func (m *Mapper) Active() bool { return m.m.Active() }
+
+// Content is what the mapper needs to capture message content. Leaving it
+// out (the default) keeps every prompt, argument and output out of spans.
+type Content interface {
+	// Scrub redacts and truncates one captured value.
+	Scrub(s string) string
+	// InputMessages, OutputMessages and SystemInstructions render Pi
+	// messages as the GenAI conventions' JSON attribute values.
+	InputMessages(msgs [][]byte) string
+	OutputMessages(msgs [][]byte) string
+	SystemInstructions(msg []byte) string
+	// ToolArguments and ToolResult render a tool call's arguments and
+	// result.
+	ToolArguments(args []byte) string
+	ToolResult(result []byte) string
 }
 
-// SessionID is the id from the session header, once seen.
-func (m *Mapper) SessionID() string { return m.session }
-
-// SetSessionID sets gen_ai.conversation.id when the stream has no header
-// (RPC mode learns it from get_state).
-func (m *Mapper) SetSessionID(id string) {
-	m.session = id
-	if id == "" {
-		return
-	}
-	conv := semconv.GenAIConversationID(id)
-	if r := m.run; r != nil {
-		r.root.SetAttributes(conv)
-		for _, s := range []*span{r.agentRun, r.turn, r.retry} {
-			if s != nil {
-				s.SetAttributes(conv)
-			}
-		}
-		if r.chat != nil {
-			r.chat.SetAttributes(conv)
-		}
-		for t := r.tools.oldest; t != nil; t = t.next {
-			t.SetAttributes(conv)
-		}
-	}
-	for _, c := range m.comps {
-		c.SetAttributes(conv)
-	}
+// Option configures a Mapper, in the OpenTelemetry SDK's style.
+type Option interface {
+	apply(*config)
 }
 
-// Active reports whether a root span is open.
-func (m *Mapper) Active() bool { return m.run != nil }
+type config struct{ inner []agentmap.Option }
 
-// RootContext returns a context holding the open root span, or the
-// configured parent when idle. RPC command spans hang from it.
-func (m *Mapper) RootContext() context.Context {
-	if m.run != nil {
-		return m.run.rootCtx
-	}
-	return m.cfg.parent
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+func wrap(o agentmap.Option) Option {
+	return optionFunc(func(c *config) { c.inner = append(c.inner, o) })
 }
 
-// CurrentContext returns a context holding the innermost open span.
-func (m *Mapper) CurrentContext() context.Context {
-	if m.run == nil {
-		return m.cfg.parent
-	}
-	return m.run.innermost().ctx
-}
+// WithParent makes every root a child of the span in ctx, e.g. the caller's
+// TRACEPARENT, so that a CI job's trace contains the agent.
+func WithParent(ctx context.Context) Option { return wrap(agentmap.WithParent(ctx)) }
 
-// ParentNextIdleCompaction hangs the next compaction that starts with no
-// run open under ctx, e.g. the RPC `compact` command that asked for it,
-// instead of making it a trace of its own.
-func (m *Mapper) ParentNextIdleCompaction(ctx context.Context) { m.idleParent = ctx }
+// WithInexactTimes says record times are made up (the next millisecond
+// for each, say) rather than observed. Spans keep their times, but
+// gen_ai.response.time_to_first_chunk, which no record carries, is left out
+// instead of reported wrong.
+func WithInexactTimes() Option { return wrap(agentmap.WithInexactTimes()) }
 
-// LastRoot is the span context of the most recently opened root.
-func (m *Mapper) LastRoot() trace.SpanContext { return m.lastRoot }
+// WithContent turns on opt-in content capture through c.
+func WithContent(c Content) Option { return wrap(agentmap.WithContent(c)) }
 
-// Open opens a root now if none is open, before agent_start arrives. RPC
-// uses it for a prompt, whose response precedes agent_start.
-func (m *Mapper) Open(at time.Time) context.Context {
-	if m.run == nil {
-		m.openRoot(at)
-	}
-	return m.run.rootCtx
-}
-
-func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }
-
-// Handle applies one event that happened at time at. The mapper does not
-// keep ev after the call, so callers may reuse it (see event.Decoder).
-func (m *Mapper) Handle(ev *event.Event, at time.Time) {
-	m.stats.Events++
-	switch ev.Type {
-	case event.TypeSession:
-		m.SetSessionID(ev.ID)
-		m.setProject(ev.Cwd)
-	case event.TypeAgentStart:
-		m.agentStart(at)
-	case event.TypeAgentEnd:
-		m.agentEnd(ev, at)
-	case event.TypeAgentSettled:
-		m.agentSettled(ev, at)
-	case event.TypeTurnStart:
-		m.turnStart(at)
-	case event.TypeTurnEnd:
-		m.turnEnd(ev, at)
-	case event.TypeMessageStart:
-		m.messageStart(ev, at)
-	case event.TypeMessageUpdate:
-		m.messageUpdate(ev, at)
-	case event.TypeMessageEnd:
-		m.messageEnd(ev, at)
-	case event.TypeToolExecutionStart:
-		m.toolStart(ev, at)
-	case event.TypeToolExecutionUpdate:
-		m.toolUpdate(ev, at)
-	case event.TypeToolExecutionEnd:
-		m.toolEnd(ev, at)
-	case event.TypeCompactionStart:
-		m.compactionStart(ev, at)
-	case event.TypeCompactionEnd:
-		m.compactionEnd(ev, at)
-	case event.TypeAutoRetryStart:
-		m.retryStart(ev, at)
-	case event.TypeAutoRetryEnd:
-		m.retryEnd(ev, at)
-	case event.TypeSummarizationRetrySchedule, event.TypeSummarizationRetryAttempt, event.TypeSummarizationRetryFinished:
-		m.summarizationRetry(ev, at)
-	case event.TypeQueueUpdate:
-		m.rootEvent(piconv.EventQueueUpdate, at,
-			piconv.QueueSteeringKey.Int(len(ev.Steering)),
-			piconv.QueueFollowUpKey.Int(len(ev.FollowUp)))
-	case event.TypeThinkingLevelChanged:
-		m.rootEvent(piconv.EventThinkingLevel, at, piconv.ThinkingLevelKey.String(shortName(ev.Level)))
-	case event.TypeSessionInfoChanged:
-		attrs := []attribute.KeyValue{piconv.SessionNamedKey.Bool(ev.Name != nil)}
-		if c := m.cfg.content; c != nil && ev.Name != nil {
-			attrs = append(attrs, piconv.SessionNameKey.String(c.Scrub(*ev.Name)))
-		}
-		m.rootEvent(piconv.EventSessionInfo, at, attrs...)
-	case event.TypeEntryAppended:
-		m.rootEvent(piconv.EventEntryAppended, at, piconv.EntryTypeKey.String(shortName(entryType(ev.Entry))))
-	case event.TypeExtensionError:
-		m.ExtensionError(ev, at)
-	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
-		// RPC records: the rpc package traces them; nothing to map here.
-	default:
-		m.stats.Unknown++
-		m.currentEvent(piconv.EventUnknown, at, piconv.EventTypeKey.String(shortName(ev.Type)))
-	}
-}
+// WithMaxOpenTools bounds the tools open at once (default 1024). Past it
+// the oldest is ended unfinished with pi.end_reason=evicted and counted in
+// Stats.ToolsEvicted and on the root (pi.tools_evicted).
+func WithMaxOpenTools(n int) Option { return wrap(agentmap.WithMaxOpenTools(n)) }

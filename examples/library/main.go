@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func main() {
@@ -32,18 +33,21 @@ func main() {
 		os.Exit(1)
 	}
 	defer f.Close()
-	if err := run(context.Background(), f, os.Stdout); err != nil {
+	st, err := run(context.Background(), f, os.Stdout)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "%d records, %d runs, %d unknown, %d out of place\n",
+		st.Events, st.Roots, st.Unknown, len(st.Anomalies))
 }
 
-// run maps the stream read from in and writes each span to out as JSON
-// as soon as it ends.
-func run(ctx context.Context, in io.Reader, out io.Writer) error {
+// run maps the stream read from in, writes each span to out as JSON as
+// soon as it ends, and returns what the mapper counted.
+func run(ctx context.Context, in io.Reader, out io.Writer) (mapper.Stats, error) {
 	exp, err := stdouttrace.New(stdouttrace.WithWriter(out))
 	if err != nil {
-		return err
+		return mapper.Stats{}, err
 	}
 	// A syncer exports each span as it ends; a real program would batch.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -65,10 +69,10 @@ func run(ctx context.Context, in io.Reader, out io.Writer) error {
 			break
 		}
 		if err != nil {
-			return err
+			return mapper.Stats{}, err
 		}
 	}
 	// The end of the input ends whatever is still open.
-	m.Close(mapper.Ending{Reason: mapper.EndEOF}, at)
-	return tp.Shutdown(ctx)
+	m.Close(mapper.Ending{Reason: vocab.EndEOF}, at)
+	return m.Stats(), tp.Shutdown(ctx)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestLibrary builds the example, runs it on captured streams and holds
@@ -24,11 +27,26 @@ func TestLibrary(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./examples/library")
 	for _, name := range []string{"text", "bash-tool", "parallel-tools", "retry-529", "threshold-compaction"} {
 		t.Run(name, func(t *testing.T) {
-			out, err := exec.Command(bin, repo.Captures("pi-1.6.0", name+".jsonl")).Output()
+			cmd := exec.Command(bin, repo.Captures("pi-1.6.0", name+".jsonl"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
 			if err != nil {
-				t.Fatalf("%v", err)
+				t.Fatalf("%v: %s", err, stderr.Bytes())
 			}
-			spantree.Want(t, spantree.CaptureTree("pi-1.6.0", name), stdoutSpans(t, out))
+			forest := stdoutSpans(t, out)
+			spantree.Want(t, spantree.CaptureTree("pi-1.6.0", name), forest)
+			// Mapper.Stats: a run per root printed, every record known and in place.
+			runs := 0
+			for _, n := range forest {
+				if n.Name == vocab.SpanRoot {
+					runs++
+				}
+			}
+			want := fmt.Sprintf(`^\d+ records, %d runs, 0 unknown, 0 out of place\n$`, runs)
+			if !regexp.MustCompile(want).Match(stderr.Bytes()) {
+				t.Errorf("stats line %q, want %s", stderr.String(), want)
+			}
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
@@ -30,8 +31,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Env is the process environment, injected so tests need no globals.
@@ -150,12 +150,12 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 type pipeline struct {
 	tel    *telemetry.Telemetry
 	ids    *idgen.Reserving
-	mapper *mapper.Mapper
+	mapper *agentmap.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
 	// parentCtx holds parent; content is nil unless capture is on.
 	parentCtx context.Context
-	content   mapper.Content
+	content   agentmap.Content
 	cfg       config.Config
 	stderr    io.Writer
 	// flushSigs catches a signal during the exit flush (see finish); it
@@ -189,8 +189,8 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
-		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), piconv.Latest
-		topts = append(topts, telemetry.WithExportedAttributes(piconv.Latest))
+		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest
+		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest))
 	}
 	// The exporters also read OTEL_* themselves and log what they cannot
 	// parse, unprefixed; config has read the same variables and warned.
@@ -242,14 +242,14 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		return nil, err
 	}
 	parentCtx := callerContext(env)
-	mopts := []mapper.Option{mapper.WithParent(parentCtx)}
+	mopts := []agentmap.Option{agentmap.WithParent(parentCtx)}
 	if content != nil {
-		mopts = append(mopts, mapper.WithContent(content))
+		mopts = append(mopts, agentmap.WithContent(content))
 	}
 	if clock != nil {
-		mopts = append(mopts, mapper.WithInexactTimes()) // replay: times are rebuilt
+		mopts = append(mopts, agentmap.WithInexactTimes()) // replay: times are rebuilt
 	}
-	m := mapper.New(tel.TracerProvider(), mopts...)
+	m := agentmap.New(tel.TracerProvider(), mopts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
 	if !cfg.Quiet { // a bad-record warning is one of our status lines too
 		sinkOpts = append(sinkOpts, ingest.WithWarnings(env.Stderr))
@@ -303,7 +303,7 @@ func (p *pipeline) childEnv() []string {
 // the summary line. A signal during the flush (Ctrl-C at exit) ends the
 // flush, not pi-otel, so the caller still exits with Pi's code after the
 // summary, which says what was lost.
-func (p *pipeline) finish(end mapper.Ending, at time.Time) {
+func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 	defer signal.Stop(p.flushSigs)
 	for len(p.flushSigs) > 0 {
 		<-p.flushSigs // signals from before the flush were Pi's to handle

@@ -7,9 +7,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/launch"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // parseChild reads the flags of a command that runs Pi as its child (run,
@@ -37,7 +38,7 @@ type tracedChild struct {
 	// forward copies Pi's stdout r to out, tracing records through g.
 	forward func(out io.Writer, r io.Reader, g *gate) error
 	// close ends the trace, also when Pi did not start.
-	close func(end mapper.Ending, at time.Time)
+	close func(end agentmap.Ending, at time.Time)
 }
 
 // run starts Pi, passes its stdout on to ours while tracing it, and
@@ -46,7 +47,7 @@ func (c tracedChild) run(env Env) int {
 	proc, err := launch.Start(c.argv, c.opts...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
-		c.close(mapper.Ending{Reason: mapper.EndExit}, time.Now())
+		c.close(agentmap.Ending{Reason: vocab.EndExit}, time.Now())
 		return launch.ExitCodeForStartError(err)
 	}
 	relayed, stop := superviseSignals(proc)
@@ -78,14 +79,14 @@ func (c tracedChild) run(env Env) int {
 // ending says why Pi's stream stopped, for a run that did not settle. Pi
 // handles SIGTERM and SIGHUP itself and exits with 128+N, so a relayed
 // signal followed by that code is a death by signal though Pi exited.
-func ending(s launch.Status, relayed syscall.Signal) mapper.Ending {
+func ending(s launch.Status, relayed syscall.Signal) agentmap.Ending {
 	if s.Signal == 0 && relayed != 0 && s.Code == 128+int(relayed) {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(relayed)}
 	}
 	if s.Signal != 0 {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: s.Code, Signal: launch.SignalName(s.Signal)}
 	}
-	return mapper.Ending{Reason: mapper.EndExit, ExitCode: s.Code}
+	return agentmap.Ending{Reason: vocab.EndExit, ExitCode: s.Code}
 }
 
 // consumerWriter notices the first failed write to our stdout.

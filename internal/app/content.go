@@ -3,10 +3,10 @@ package app
 import (
 	"encoding/json"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/content/redact"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // content is the opt-in capture of prompts, arguments and outputs: every
@@ -19,7 +19,7 @@ type content struct {
 
 // newContent returns nil, capturing nothing, unless the user opted in. A
 // nil interface, not a nil *content, so that callers may test for nil.
-func newContent(cfg config.Config) (mapper.Content, error) {
+func newContent(cfg config.Config) (agentmap.Content, error) {
 	if !cfg.CaptureContent {
 		return nil, nil
 	}

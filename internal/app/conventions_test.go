@@ -6,10 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // replayModes replays a real capture to span and metric files and returns
@@ -40,16 +39,16 @@ func replayModes(t *testing.T, capture string, flags ...string) (map[string][]ma
 // latest ones only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental.
 func TestConventionsPerMode(t *testing.T) {
 	const (
-		cacheCreation = string(piconv.UsageCacheCreationKey)
-		cacheWrite    = string(piconv.UsageCacheWriteKey)
-		cacheRead     = string(piconv.UsageCacheReadKey)
-		provider      = string(piconv.ProviderNameKey)
+		cacheCreation = string(vocab.GenAIUsageCacheCreationKey)
+		cacheWrite    = string(vocab.GenAIUsageCacheWriteKey)
+		cacheRead     = string(vocab.GenAIUsageCacheReadKey)
+		provider      = string(vocab.GenAIProviderNameKey)
 	)
-	v141 := []string{metrics.MetricTokenUsage, metrics.MetricOperationDuration}
-	latest := []string{piconv.MetricInferenceDuration, piconv.MetricUsageInputTokens, piconv.MetricUsageOutputTokens,
-		piconv.MetricUsageCacheReadTokens, piconv.MetricUsageCacheWriteTokens, piconv.MetricOperationInputTokens,
-		piconv.MetricOperationOutputTokens, piconv.MetricInvokeAgentDuration, piconv.MetricInvokeAgentInferences,
-		piconv.MetricInvokeAgentToolCalls, piconv.MetricExecuteToolDuration}
+	v141 := []string{vocab.MetricTokenUsage, vocab.MetricOperationDuration}
+	latest := []string{vocab.MetricInferenceDuration, vocab.MetricUsageInputTokens, vocab.MetricUsageOutputTokens,
+		vocab.MetricUsageCacheReadTokens, vocab.MetricUsageCacheWriteTokens, vocab.MetricOperationInputTokens,
+		vocab.MetricOperationOutputTokens, vocab.MetricInvokeAgentDuration, vocab.MetricInvokeAgentInferences,
+		vocab.MetricInvokeAgentToolCalls, vocab.MetricExecuteToolDuration}
 	for _, capture := range []string{"bash-tool", "retry-529", "threshold-compaction"} {
 		for _, mode := range []string{"v1.41", "latest"} {
 			t.Run(capture+"/"+mode, func(t *testing.T) {
@@ -62,17 +61,17 @@ func TestConventionsPerMode(t *testing.T) {
 				for name, all := range spans {
 					for _, k := range all {
 						switch {
-						case name == piconv.SpanRoot && mode == "latest":
-							if k[provider] || k[cacheRead] || k[cacheCreation] || k[cacheWrite] || !k[string(piconv.ProviderKey)] {
+						case name == vocab.SpanRoot && mode == "latest":
+							if k[provider] || k[cacheRead] || k[cacheCreation] || k[cacheWrite] || !k[string(vocab.ProviderKey)] {
 								t.Errorf("latest invoke_agent keys %v", k)
 							}
-						case name == piconv.SpanRoot:
+						case name == vocab.SpanRoot:
 							if !k[provider] || !k[cacheRead] || !k[cacheCreation] {
 								t.Errorf("v1.41 invoke_agent keys %v", k)
 							}
-						case piconv.SpanChat.Prefix() == name[:min(len(name), 5)]:
+						case vocab.SpanChat.Prefix() == name[:min(len(name), 5)]:
 							chats++
-							reasoning, thinking := k[string(piconv.ReasoningLevelKey)], k[string(piconv.ThinkingLevelKey)]
+							reasoning, thinking := k[string(vocab.GenAIReasoningLevelKey)], k[string(vocab.ThinkingLevelKey)]
 							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite] || !reasoning || thinking) ||
 								mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite] || reasoning || !thinking) {
 								t.Errorf("%s chat keys %v", mode, k)
@@ -84,7 +83,7 @@ func TestConventionsPerMode(t *testing.T) {
 						}
 					}
 				}
-				if chats == 0 || len(spans[piconv.SpanRoot]) == 0 {
+				if chats == 0 || len(spans[vocab.SpanRoot]) == 0 {
 					t.Fatalf("no chat or root span: %v", spans)
 				}
 				want, not := v141, latest
@@ -92,7 +91,7 @@ func TestConventionsPerMode(t *testing.T) {
 					want, not = latest, v141
 				}
 				for _, n := range want {
-					if n == piconv.MetricExecuteToolDuration && capture == "retry-529" {
+					if n == vocab.MetricExecuteToolDuration && capture == "retry-529" {
 						continue // no tool in that run
 					}
 					if !names[n] {
@@ -104,7 +103,7 @@ func TestConventionsPerMode(t *testing.T) {
 						t.Errorf("%s: metric %s of the other mode", mode, n)
 					}
 				}
-				if !names[metrics.MetricRuns] || !names[metrics.MetricCost] {
+				if !names[vocab.MetricRuns] || !names[vocab.MetricCost] {
 					t.Errorf("%s: pi.* metrics missing: %v", mode, names)
 				}
 			})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 type fileRecord struct {
@@ -55,8 +55,8 @@ func TestLogFileTiesRecordsToSpans(t *testing.T) {
 	stream := repo.Read(t, "testdata/captures/pi-1.6.0/retry-529.jsonl")
 	_, records, names := replayWithLogs(t, stream)
 	want := map[string]string{ // event → span name
-		piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFailed: "chat fake-model",
-		piconv.LogModelCallFinished: "chat fake-model", piconv.LogRetry: piconv.SpanRetry, piconv.LogRunSettled: piconv.SpanRoot,
+		vocab.LogUserPrompt: vocab.SpanTurn, vocab.LogModelCallFailed: "chat fake-model",
+		vocab.LogModelCallFinished: "chat fake-model", vocab.LogRetry: vocab.SpanRetry, vocab.LogRunSettled: vocab.SpanRoot,
 	}
 	seen := map[string]bool{}
 	for _, r := range records {
@@ -85,7 +85,7 @@ func TestLogRecordsKeepThePrivacyRules(t *testing.T) {
 	raw, records, _ = replayWithLogs(t, stream, "--capture-content", "--max-content-length", "1000000")
 	captured := false
 	for _, r := range records {
-		if r.event == piconv.LogUserPrompt {
+		if r.event == vocab.LogUserPrompt {
 			captured = strings.Contains(r.attrs["gen_ai.input.messages"], "VISIBLE-MARKER")
 		}
 	}

@@ -14,13 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Replay traces a Pi session file or a captured JSONL stream, from a file
@@ -199,7 +200,7 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	} else {
 		rerr = followSession(tr, next, feed)
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	st := tr.Stats()
 	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
@@ -208,7 +209,7 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
 	}
 	failed := readFailed(env, name, rerr, ctx)
-	p.finish(mapper.Ending{Reason: mapper.EndEOF}, time.Now())
+	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, time.Now())
 	return failed
 }
 
@@ -256,7 +257,7 @@ func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name 
 	rerr := each(next, in.Record)
 	in.Flush()
 	failed := readFailed(env, name, rerr, ctx)
-	p.finish(mapper.Ending{Reason: mapper.EndEOF}, clock.Now())
+	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, clock.Now())
 	return failed
 }
 

@@ -9,9 +9,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // A followed session file: a run that has answered and gone quiet is traced
@@ -71,7 +72,7 @@ func TestFollowSessionTracesAQuietRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	if roots() != 2 {
 		t.Errorf("%d runs traced, want 2", roots())
 	}

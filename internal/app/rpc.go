@@ -7,10 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/launch"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // RPC runs Pi in RPC mode behind a transparent proxy: the controller's
@@ -65,7 +65,7 @@ func RPC(env Env, args []string) int {
 			piOut.flush()
 			return err
 		},
-		close: func(end mapper.Ending, at time.Time) {
+		close: func(end agentmap.Ending, at time.Time) {
 			tr.Close(end, at)
 			p.finish(end, at)
 		},

@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/launch"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // piMode is the --mode of a Pi command line ("" for the TUI or -p text).
@@ -110,9 +110,9 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	fcfg.Accept = owner.Accept
 	fcfg.Settle = config.DefaultSettle
 	fcfg.CloseAfter = config.DefaultCloseAfter
-	fcfg.Ending = func() (mapper.Ending, bool) {
+	fcfg.Ending = func() (agentmap.Ending, bool) {
 		if relayed == nil { // Pi never started
-			return mapper.Ending{}, false
+			return agentmap.Ending{}, false
 		}
 		return ending(status, relayed()), true
 	}

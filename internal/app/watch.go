@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // Watch follows Pi's session directories and traces every run as it
@@ -111,7 +111,7 @@ type sessionPipeline struct {
 	ids     *session.IDs
 	cfg     config.Config
 	stderr  io.Writer
-	content mapper.Content
+	content agentmap.Content
 	parent  context.Context
 
 	// lines and damaged count every file's lines, and those that did not

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
@@ -175,7 +176,7 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 			tr.Line(off, l)
 			off += int64(len(l)) + 1
 		}
-		tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+		tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	}
 	feed(`{"type":"message","id":`, "not json at all")
 	feed(`{"type":`)

@@ -7,11 +7,11 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // The cost of tracing one recorded session through the tracker, against
@@ -32,7 +32,7 @@ func BenchmarkTrackerSession(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.ReportAllocs()
 	for b.Loop() {
-		tr := rpc.New(mapper.New(tp), tp)
+		tr := rpc.New(agentmap.New(tp), tp)
 		at := time.Now()
 		for _, l := range lines {
 			raw := bytes.TrimSuffix(l.Raw, []byte{'\r'})
@@ -52,7 +52,7 @@ func BenchmarkSinkSession(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.ReportAllocs()
 	for b.Loop() {
-		m := mapper.New(tp)
+		m := agentmap.New(tp)
 		s := ingest.New(m)
 		for _, l := range lines {
 			if l.Dir == rpctest.Out {

@@ -9,7 +9,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // command opens the span of one command.
@@ -35,7 +35,7 @@ func (t *Tracker) command(c *command) {
 		old := t.pending.oldest()
 		t.pending.remove(old)
 		t.stats.Evicted++
-		t.unanswered(old, piconv.EndEvicted, c.at)
+		t.unanswered(old, vocab.EndEvicted, c.at)
 	}
 }
 
@@ -45,17 +45,17 @@ func (t *Tracker) command(c *command) {
 func (t *Tracker) startCommand(c *command, parent context.Context) {
 	// pi.rpc.command is a metric label: it only takes the bounded set of
 	// span names; a type Pi does not know is kept beside it.
-	attrs := []attribute.KeyValue{piconv.RPCCommandKey.String(c.name)}
+	attrs := []attribute.KeyValue{vocab.RPCCommandKey.String(c.name)}
 	if c.name == nameUnknown && c.typ != "" {
-		attrs = append(attrs, piconv.RPCTypeKey.String(clip(c.typ, 64)))
+		attrs = append(attrs, vocab.RPCTypeKey.String(clip(c.typ, 64)))
 	}
 	if c.id != "" {
-		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
+		attrs = append(attrs, vocab.RPCIDKey.String(c.id))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(c.at)}
 	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithAttributes(attrs...))
-	c.ctx, c.span = t.tracer.Start(parent, piconv.SpanRPC.Name(c.name), opts...)
+	c.ctx, c.span = t.tracer.Start(parent, vocab.SpanRPC.Name(c.name), opts...)
 }
 
 // sessionOptions adds the session id, once known, and when no run is open
@@ -70,7 +70,7 @@ func (t *Tracker) sessionOptions(attrs *[]attribute.KeyValue) []trace.SpanStartO
 	if last := t.m.LastRoot(); last.IsValid() {
 		return []trace.SpanStartOption{trace.WithLinks(trace.Link{
 			SpanContext: last,
-			Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkPreviousRun)},
+			Attributes:  []attribute.KeyValue{vocab.LinkKey.String(vocab.LinkPreviousRun)},
 		})}
 	}
 	return nil
@@ -89,11 +89,11 @@ func (t *Tracker) openDeferred(c *command) {
 }
 
 // unanswered ends a command that never got its response.
-func (t *Tracker) unanswered(c *command, reason piconv.EndReason, at time.Time) {
+func (t *Tracker) unanswered(c *command, reason vocab.EndReason, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	c.span.SetAttributes(piconv.UnfinishedKey.Bool(true), reason.Attr())
+	c.span.SetAttributes(vocab.UnfinishedKey.Bool(true), reason.Attr())
 	if c.name == "bash" {
 		c.span.SetAttributes(bashCounts(c)...)
 	}

@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestConversationIDOnEveryRPCSpan: commands and dialogs inside a run
@@ -19,7 +19,7 @@ import (
 func TestConversationIDOnEveryRPCSpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := rpc.New(mapper.New(tp), tp)
+	tr := rpc.New(agentmap.New(tp), tp)
 	at := time.Unix(1_800_000_000, 0)
 	step := func() time.Time { at = at.Add(time.Millisecond); return at }
 	ctl := func(s string) { tr.FromController([]byte(s), step()) }
@@ -38,7 +38,7 @@ func TestConversationIDOnEveryRPCSpan(t *testing.T) {
 	pi(`{"type":"response","id":"g2","command":"get_state","success":true,"data":{"sessionId":"sess-1"}}`)
 	pi(`{"type":"agent_end","messages":[],"willRetry":false}`)
 	pi(`{"type":"agent_settled"}`)
-	tr.Close(mapper.Ending{Reason: mapper.EndExit}, step())
+	tr.Close(agentmap.Ending{Reason: vocab.EndExit}, step())
 
 	seen := map[string]bool{}
 	for _, s := range rec.Ended() {
@@ -53,7 +53,7 @@ func TestConversationIDOnEveryRPCSpan(t *testing.T) {
 			t.Errorf("%s: gen_ai.conversation.id %q, want sess-1", s.Name(), conv)
 		}
 	}
-	for _, want := range []string{"pi.rpc bash", "pi.rpc prompt", "pi.rpc get_state", "pi.extension_ui confirm", piconv.SpanRoot} {
+	for _, want := range []string{"pi.rpc bash", "pi.rpc prompt", "pi.rpc get_state", "pi.extension_ui confirm", vocab.SpanRoot} {
 		if !seen[want] {
 			t.Errorf("no %s span", want)
 		}

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // dialogMethods block in Pi until the controller answers (or a timeout
@@ -77,40 +77,40 @@ func (t *Tracker) uiRequest(rec []byte, at time.Time) {
 	if !dialogMethods[r.Method] {
 		t.stats.UIEvents++
 		target := trace.SpanFromContext(t.uiParent())
-		attrs := []attribute.KeyValue{piconv.UIMethodKey.String(method), piconv.UIIDKey.String(clip(r.ID, 128))}
+		attrs := []attribute.KeyValue{vocab.UIMethodKey.String(method), vocab.UIIDKey.String(clip(r.ID, 128))}
 		if r.NotifyType != "" {
-			attrs = append(attrs, piconv.UINotifyTypeKey.String(clip(r.NotifyType, 32)))
+			attrs = append(attrs, vocab.UINotifyTypeKey.String(clip(r.NotifyType, 32)))
 		}
-		target.AddEvent(piconv.EventExtensionUI, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		target.AddEvent(vocab.EventExtensionUI, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		return
 	}
 	t.stats.Dialogs++
 	if old := t.dialogs.byID[r.ID]; old != nil {
 		// A reused id: the first request can no longer be answered.
 		t.dialogs.remove(old)
-		t.endDialog(old, piconv.UIUnanswered, at)
+		t.endDialog(old, vocab.UIUnanswered, at)
 	}
 	attrs := []attribute.KeyValue{
-		piconv.UIIDKey.String(clip(r.ID, 128)),
-		piconv.UIMethodKey.String(method),
+		vocab.UIIDKey.String(clip(r.ID, 128)),
+		vocab.UIMethodKey.String(method),
 	}
 	x := &dialog{id: r.ID}
 	if r.Timeout != nil && *r.Timeout > 0 {
 		ms := *r.Timeout
-		attrs = append(attrs, piconv.UITimeoutMsKey.Int64(int64(ms)))
+		attrs = append(attrs, vocab.UITimeoutMsKey.Int64(int64(ms)))
 		x.deadline = at.Add(time.Duration(ms * float64(time.Millisecond)))
 	}
 	var opts []trace.SpanStartOption
 	opts = append(opts, t.sessionOptions(&attrs)...)
 	opts = append(opts, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	_, x.span = t.tracer.Start(t.uiParent(), piconv.SpanExtensionUI.Name(method), opts...)
+	_, x.span = t.tracer.Start(t.uiParent(), vocab.SpanExtensionUI.Name(method), opts...)
 	t.dialogs.add(x)
 	for t.dialogs.len() > t.cfg.maxDialogs {
 		old := t.dialogs.order.Front().Value.(*dialog)
 		t.dialogs.remove(old)
 		t.stats.DialogsEvicted++
-		old.span.SetAttributes(piconv.UnfinishedKey.Bool(true), piconv.EndEvicted.Attr())
-		t.endDialog(old, piconv.UIUnanswered, at)
+		old.span.SetAttributes(vocab.UnfinishedKey.Bool(true), vocab.EndEvicted.Attr())
+		t.endDialog(old, vocab.UIUnanswered, at)
 	}
 }
 
@@ -157,19 +157,19 @@ func (t *Tracker) uiResponse(rec []byte, at time.Time) {
 	// The same precedence Pi applies when it reads the answer.
 	switch {
 	case r.Cancelled != nil && *r.Cancelled:
-		t.endDialog(x, piconv.UICancelled, at)
+		t.endDialog(x, vocab.UICancelled, at)
 	case r.Confirmed != nil:
-		x.span.SetAttributes(piconv.UIConfirmedKey.Bool(*r.Confirmed))
-		t.endDialog(x, piconv.UIConfirmed, at)
+		x.span.SetAttributes(vocab.UIConfirmedKey.Bool(*r.Confirmed))
+		t.endDialog(x, vocab.UIConfirmed, at)
 	case r.Value != nil:
-		t.endDialog(x, piconv.UIValue, at)
+		t.endDialog(x, vocab.UIValue, at)
 	default:
 		// Pi resolves an empty answer as a dismissal.
-		t.endDialog(x, piconv.UICancelled, at)
+		t.endDialog(x, vocab.UICancelled, at)
 	}
 }
 
-func (t *Tracker) endDialog(x *dialog, outcome piconv.UIOutcome, at time.Time) {
+func (t *Tracker) endDialog(x *dialog, outcome vocab.UIOutcome, at time.Time) {
 	x.span.SetAttributes(outcome.Attr())
 	x.span.End(trace.WithTimestamp(at))
 }
@@ -189,7 +189,7 @@ func (t *Tracker) expire(at time.Time) {
 		if !x.deadline.After(at) {
 			d.remove(x)
 			t.stats.TimedOut++
-			t.endDialog(x, piconv.UITimedOut, x.deadline)
+			t.endDialog(x, vocab.UITimedOut, x.deadline)
 			continue
 		}
 		if d.next.IsZero() || x.deadline.Before(d.next) {

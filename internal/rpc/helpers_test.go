@@ -6,17 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // harness is a Tracker writing to an in-memory recorder.
 type harness struct {
 	t   *testing.T
 	rec *spantree.Recorder
-	m   *mapper.Mapper
+	m   *agentmap.Mapper
 	tr  *rpc.Tracker
 	at  time.Time
 }
@@ -24,7 +25,7 @@ type harness struct {
 func newHarness(t *testing.T, opts ...rpc.Option) *harness {
 	t.Helper()
 	rec := spantree.NewRecorder()
-	m := mapper.New(rec)
+	m := agentmap.New(rec)
 	return &harness{t: t, rec: rec, m: m, tr: rpc.New(m, rec, opts...),
 		at: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 }
@@ -60,13 +61,13 @@ func (h *harness) play(lines []rpctest.Line) {
 }
 
 // close ends the session as if Pi exited with end.
-func (h *harness) close(end mapper.Ending) []*spantree.Node {
+func (h *harness) close(end agentmap.Ending) []*spantree.Node {
 	h.at = h.at.Add(time.Millisecond)
 	h.tr.Close(end, h.at)
 	return h.rec.Forest(h.t)
 }
 
-var exit0 = mapper.Ending{Reason: mapper.EndExit}
+var exit0 = agentmap.Ending{Reason: vocab.EndExit}
 
 // wantShapes compares the names and nesting of a synthetic session's
 // traces with want (leading newline ignored). Recorded sessions compare

@@ -2,7 +2,7 @@ package rpc
 
 import (
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // A prompt's response arrives before agent_start and says whether a run
@@ -90,7 +90,7 @@ func (t *Tracker) forceDecision(c *command) {
 	c.decision = decision{known: true, forced: true}
 	for i := 1; i < len(t.queue); i++ {
 		if t.queue[i].typ == event.TypeAgentStart {
-			c.decision.success, c.decision.disposition = true, string(piconv.DispositionStarted)
+			c.decision.success, c.decision.disposition = true, string(vocab.DispositionStarted)
 			return
 		}
 	}
@@ -105,5 +105,5 @@ type decision struct {
 }
 
 func (d decision) started() bool {
-	return d.success && d.disposition == string(piconv.DispositionStarted)
+	return d.success && d.disposition == string(vocab.DispositionStarted)
 }

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // response ends the span of the command r answers.
@@ -28,7 +28,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	if c.deferred {
 		t.openDeferred(c)
 	}
-	attrs := []attribute.KeyValue{piconv.RPCSuccessKey.Bool(r.Success)}
+	attrs := []attribute.KeyValue{vocab.RPCSuccessKey.Bool(r.Success)}
 	if !r.Success {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(c, r.Error)))
 		c.span.SetStatus(codes.Error, t.errorText(c, r.Error))
@@ -36,25 +36,25 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	switch c.name {
 	case "prompt", "steer", "follow_up":
 		if d.Disposition != "" {
-			attrs = append(attrs, piconv.RPCDispositionKey.String(d.Disposition))
+			attrs = append(attrs, vocab.RPCDispositionKey.String(d.Disposition))
 		}
-		if r.Success && d.Disposition == string(piconv.DispositionQueued) {
+		if r.Success && d.Disposition == string(vocab.DispositionQueued) {
 			t.queued(c, at)
 		}
 	case "bash":
 		attrs = append(attrs, bashCounts(c)...)
 		if d.ExitCode != nil {
-			attrs = append(attrs, piconv.BashExitCodeKey.Int(*d.ExitCode))
+			attrs = append(attrs, vocab.BashExitCodeKey.Int(*d.ExitCode))
 		}
 		if r.Success {
-			attrs = append(attrs, piconv.BashCancelledKey.Bool(d.Cancelled != nil && *d.Cancelled))
+			attrs = append(attrs, vocab.BashCancelledKey.Bool(d.Cancelled != nil && *d.Cancelled))
 		}
 		if d.Truncated != nil {
-			attrs = append(attrs, piconv.BashTruncatedKey.Bool(*d.Truncated))
+			attrs = append(attrs, vocab.BashTruncatedKey.Bool(*d.Truncated))
 		}
 	case "new_session", "switch_session", "fork", "clone":
 		if d.Cancelled != nil {
-			attrs = append(attrs, piconv.RPCCancelledKey.Bool(*d.Cancelled))
+			attrs = append(attrs, vocab.RPCCancelledKey.Bool(*d.Cancelled))
 		}
 	}
 	if t.learnSession(c.name, r.Success, d) {
@@ -66,8 +66,8 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 
 func bashCounts(c *command) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		piconv.BashChunksKey.Int64(c.chunks),
-		piconv.BashBytesKey.Int64(c.bytes),
+		vocab.BashChunksKey.Int64(c.chunks),
+		vocab.BashBytesKey.Int64(c.bytes),
 	}
 }
 
@@ -111,19 +111,19 @@ func (t *Tracker) queued(c *command, at time.Time) {
 	}
 	kind := c.name
 	if c.name == "prompt" {
-		kind = string(piconv.QueueSteer)
+		kind = string(vocab.QueueSteer)
 		if c.streaming == "followUp" {
-			kind = string(piconv.QueueFollowUp)
+			kind = string(vocab.QueueFollowUp)
 		}
 	}
 	attrs := []attribute.KeyValue{
-		piconv.RPCCommandKey.String(c.name),
-		piconv.QueueKindKey.String(kind),
+		vocab.RPCCommandKey.String(c.name),
+		vocab.QueueKindKey.String(kind),
 	}
 	if c.id != "" {
-		attrs = append(attrs, piconv.RPCIDKey.String(c.id))
+		attrs = append(attrs, vocab.RPCIDKey.String(c.id))
 	}
-	trace.SpanFromContext(t.m.RootContext()).AddEvent(piconv.EventRPCQueued,
+	trace.SpanFromContext(t.m.RootContext()).AddEvent(vocab.EventRPCQueued,
 		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
@@ -154,13 +154,13 @@ func (t *Tracker) extensionError(rec []byte, at time.Time) {
 	if !t.m.Active() {
 		if c := t.pending.latestOpen(); c != nil {
 			attrs := []attribute.KeyValue{
-				piconv.ExtensionPathKey.String(ev.ExtensionPath),
-				piconv.ExtensionEventKey.String(piconv.Clip(ev.Event, piconv.MaxNameDetail)),
+				vocab.ExtensionPathKey.String(ev.ExtensionPath),
+				vocab.ExtensionEventKey.String(vocab.Clip(ev.Event, vocab.MaxNameDetail)),
 			}
 			if s := t.cfg.content; s != nil {
-				attrs = append(attrs, piconv.ExtensionErrorKey.String(s.Scrub(ev.Error)))
+				attrs = append(attrs, vocab.ExtensionErrorKey.String(s.Scrub(ev.Error)))
 			}
-			c.span.AddEvent(piconv.EventExtensionError, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			c.span.AddEvent(vocab.EventExtensionError, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 			return
 		}
 	}

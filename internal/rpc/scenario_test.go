@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Replays of sessions recorded from the real Pi 1.6.0 (rpctest scenarios).
 
-func play(t *testing.T, name string, end mapper.Ending) ([]*spantree.Node, *harness) {
+func play(t *testing.T, name string, end agentmap.Ending) ([]*spantree.Node, *harness) {
 	t.Helper()
 	h := newHarness(t)
 	h.play(transcript(t, name))
@@ -281,7 +282,7 @@ func TestStdinEOFMidRun(t *testing.T) {
 }
 
 func TestSigtermMidTool(t *testing.T) {
-	f, _ := play(t, "sigterm-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
+	f, _ := play(t, "sigterm-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
 	root := f[0]
 	root.WantAttrs(t, map[string]string{
 		"pi.outcome": "unsettled", "pi.end_reason": "signal", "pi.exit_code": "143", "pi.signal": "SIGTERM",

@@ -2,7 +2,7 @@
 //
 // A [Tracker] is fed every record the controller writes to Pi and every
 // record Pi writes back, in the order the proxy saw them. Session events go
-// to the shared [mapper.Mapper] (what the tracker needs of it is [Mapper]),
+// to the shared [agentmap.Mapper] (what the tracker needs of it is [Mapper]),
 // so runs look exactly as they do in json mode; the tracker adds what only
 // RPC has: a span per command (command to response), a span per extension
 // dialog (request to answer), events for fire-and-forget UI calls and
@@ -24,10 +24,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
@@ -57,12 +57,12 @@ type Stats struct {
 }
 
 // Mapper is what the tracker needs of the session mapper: a
-// *mapper.Mapper, which maps Pi's session events, and whose open run the
+// *agentmap.Mapper, which maps Pi's session events, and whose open run the
 // RPC spans hang from.
 type Mapper interface {
 	Handle(ev *event.Event, at time.Time)
 	ExtensionError(ev *event.Event, at time.Time)
-	Close(end mapper.Ending, at time.Time)
+	Close(end agentmap.Ending, at time.Time)
 
 	// Open opens a root now, for a prompt Pi has started.
 	Open(at time.Time) context.Context
@@ -76,7 +76,7 @@ type Mapper interface {
 	SetSessionID(id string)
 }
 
-var _ Mapper = (*mapper.Mapper)(nil)
+var _ Mapper = (*agentmap.Mapper)(nil)
 
 // Tracker is safe for concurrent use: the proxy feeds it from its two copy
 // loops. The mapper it is given must not be used by anyone else meanwhile.
@@ -128,7 +128,7 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 	}, opts)
 	return &Tracker{
 		m:       m,
-		tracer:  tp.Tracer(ScopeName),
+		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:     cfg,
 		decode:  event.Options{Content: cfg.content != nil},
 		pending: newPendingTable(),
@@ -188,7 +188,7 @@ func (t *Tracker) FromPi(rec []byte, at time.Time) {
 // Close ends the session: records still held are traced, every open
 // dialog and unanswered command is ended with end's reason, and the mapper
 // closes its open run.
-func (t *Tracker) Close(end mapper.Ending, at time.Time) {
+func (t *Tracker) Close(end agentmap.Ending, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -201,14 +201,14 @@ func (t *Tracker) Close(end mapper.Ending, at time.Time) {
 	for _, d := range t.dialogs.all() {
 		t.dialogs.remove(d)
 		d.span.SetAttributes(
-			piconv.UIUnanswered.Attr(),
-			piconv.UnfinishedKey.Bool(true),
-			piconv.EndReason(end.Reason).Attr())
+			vocab.UIUnanswered.Attr(),
+			vocab.UnfinishedKey.Bool(true),
+			vocab.EndReason(end.Reason).Attr())
 		d.span.End(trace.WithTimestamp(at))
 	}
 	for _, c := range t.pending.all() {
 		t.pending.remove(c)
-		t.unanswered(c, piconv.EndReason(end.Reason), at)
+		t.unanswered(c, vocab.EndReason(end.Reason), at)
 	}
 	t.m.Close(end, at)
 }

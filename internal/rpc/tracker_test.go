@@ -10,9 +10,10 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Synthetic sessions for what the recorded ones do not show. Record
@@ -202,7 +203,7 @@ func TestCloseTracesHeldRecordsAndEndsWhatIsOpen(t *testing.T) {
 	if h.tr.Stats().Held == 0 {
 		t.Fatal("nothing held while the prompt waits for its response")
 	}
-	f := h.close(mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
+	f := h.close(agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"})
 	wantShapes(t, f, `
 pi.rpc bash !
 ---
@@ -460,7 +461,7 @@ func TestLongSessionsKeepNoState(t *testing.T) {
 	// No exporter: spans are dropped as they end, so the heap measures the
 	// tracker and the mapper alone.
 	tp := sdktrace.NewTracerProvider()
-	tr := rpc.New(mapper.New(tp), tp)
+	tr := rpc.New(agentmap.New(tp), tp)
 	at := session(tr, 500, time.Now())
 	heap := func() uint64 {
 		runtime.GC()
@@ -484,7 +485,7 @@ func TestLongSessionsKeepNoState(t *testing.T) {
 
 func BenchmarkPromptCycle(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
-	tr := rpc.New(mapper.New(tp), tp)
+	tr := rpc.New(agentmap.New(tp), tp)
 	at := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // -update (spantree's) rewrites the golden trees; re-recording needs the
@@ -74,9 +75,9 @@ func TestTranscriptsRecorded(t *testing.T) {
 }
 
 // transcriptEnding is how the recorded session of name ended.
-func transcriptEnding(name string) mapper.Ending {
+func transcriptEnding(name string) agentmap.Ending {
 	if name == "sigterm-mid-tool" {
-		return mapper.Ending{Reason: mapper.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
+		return agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 143, Signal: "SIGTERM"}
 	}
 	return exit0
 }

@@ -6,8 +6,9 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // BenchmarkTraceHistory traces a generated 32 MB session file, with the SDK
@@ -25,6 +26,6 @@ func BenchmarkTraceHistory(b *testing.B) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(ids))
 		tr := New(Config{TracerProvider: tp, IDs: ids})
 		feed(tr, in)
-		tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+		tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	}
 }

@@ -11,7 +11,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // FuzzDecode feeds arbitrary files to a Tracer. Whatever the bytes, it must
@@ -51,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 			if c := tr.Committed(); c < 0 || c > int64(len(in)) {
 				t.Fatalf("committed %d of %d bytes", c, len(in))
 			}
-			tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+			tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 			var out []string
 			for _, s := range rec.Started() {
 				if s.EndTime().IsZero() {

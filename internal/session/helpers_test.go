@@ -15,11 +15,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // node is one recorded span and its children.
@@ -149,7 +150,7 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	cfg.TracerProvider, cfg.IDs = tp, ids
 	tr := New(cfg)
 	feed(tr, b)
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	return traced{roots: forest(t, rec), tracer: tr}
 }
 
@@ -173,7 +174,7 @@ func traceStream(t *testing.T, stream []byte) []*node {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	m := mapper.New(tp, mapper.WithInexactTimes())
+	m := agentmap.New(tp, agentmap.WithInexactTimes())
 	clock := ingest.NewStreamClock(time.Unix(1_700_000_000, 0))
 	sink := ingest.New(m, ingest.WithClock(clock))
 	r := framing.NewReader(bytes.NewReader(stream))
@@ -202,7 +203,7 @@ func traceStream(t *testing.T, stream []byte) []*node {
 			sink.Record(h)
 		}
 	}
-	m.Close(mapper.Ending{Reason: mapper.EndEOF}, clock.Now())
+	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, clock.Now())
 	return forest(t, rec)
 }
 

@@ -35,8 +35,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of the spans only session files
@@ -53,8 +54,8 @@ type Config struct {
 	IDs *IDs
 	// Parent, if set, is the parent of every root (the caller's TRACEPARENT).
 	Parent context.Context
-	// Content, if set, turns on content capture (mapper.WithContent).
-	Content mapper.Content
+	// Content, if set, turns on content capture (agentmap.WithContent).
+	Content agentmap.Content
 	// SkipThrough: runs that begin before this offset are decoded (for
 	// state) but not traced: a restarted follower's place, its Committed().
 	// (Begin, not end: a run traced by Idle may gain entries, such as a
@@ -73,7 +74,7 @@ type Stats struct {
 // Tracer traces one session file. Not safe for concurrent use.
 type Tracer struct {
 	cfg    Config
-	m      *mapper.Mapper
+	m      *agentmap.Mapper
 	tracer trace.Tracer // for pi.bash
 	dec    *decoder
 
@@ -123,14 +124,14 @@ func New(cfg Config) *Tracer {
 		cfg.Parent = context.Background()
 	}
 	tp := cfg.TracerProvider
-	opts := []mapper.Option{mapper.WithParent(cfg.Parent), mapper.WithInexactTimes()}
+	opts := []agentmap.Option{agentmap.WithParent(cfg.Parent), agentmap.WithInexactTimes()}
 	if cfg.Content != nil {
-		opts = append(opts, mapper.WithContent(cfg.Content))
+		opts = append(opts, agentmap.WithContent(cfg.Content))
 	}
 	return &Tracer{
 		cfg:     cfg,
-		m:       mapper.New(tp, opts...),
-		tracer:  tp.Tracer(ScopeName),
+		m:       agentmap.New(tp, opts...),
+		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		version: 3,
 		runOf:   map[uint64]int32{},
 		dec:     newDecoder(cfg.Content != nil),
@@ -212,7 +213,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 		p := e.parent()
 		t.branchFrom = &p
 		if t.cur != nil {
-			t.finish(t.cur, t.cur.final(), mapper.Ending{Reason: mapper.EndEOF})
+			t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: vocab.EndEOF})
 		}
 	}
 	t.prevID = e.ID
@@ -305,7 +306,7 @@ func (t *Tracer) open(e *entry) {
 	if r := t.cur; r != nil {
 		// A run that had not reached a final answer when the next began was
 		// cut short (Pi killed mid-run, then resumed): closed unsettled.
-		t.finish(r, r.final(), mapper.Ending{Reason: mapper.EndEOF})
+		t.finish(r, r.final(), agentmap.Ending{Reason: vocab.EndEOF})
 	}
 	t.flushBash()
 	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
@@ -347,13 +348,13 @@ func (t *Tracer) Idle(now time.Time, settle time.Duration) bool {
 	if r == nil || !r.final() || now.Sub(r.lastPersist) < settle {
 		return false
 	}
-	t.finish(r, true, mapper.Ending{})
+	t.finish(r, true, agentmap.Ending{})
 	return true
 }
 
 // Close traces whatever is open: the input ended (file deleted, Pi exited,
 // end of a replayed file).
-func (t *Tracer) Close(end mapper.Ending) {
+func (t *Tracer) Close(end agentmap.Ending) {
 	if r := t.cur; r != nil {
 		t.finish(r, r.final(), end)
 	}
@@ -370,7 +371,7 @@ func (t *Tracer) SessionID() string { return t.hdr.ID }
 func (t *Tracer) Stats() Stats { return t.stats }
 
 // finish traces r (or skips it, see Config) and forgets it.
-func (t *Tracer) finish(r *runBuf, settled bool, end mapper.Ending) {
+func (t *Tracer) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	t.cur = nil
 	first := r.entries[0]
 	start := runStart(first)

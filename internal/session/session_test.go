@@ -12,8 +12,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func roots(tr traced, name string) []*node {
@@ -456,7 +457,7 @@ func TestNoContentWithoutCapture(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	tr := New(Config{TracerProvider: tp})
 	feed(tr, f.bytes())
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	var all bytes.Buffer
 	for _, s := range rec.Ended() {
 		all.WriteString(s.Name())
@@ -533,7 +534,7 @@ func TestIdleAndSince(t *testing.T) {
 	if tr.Committed() != int64(len(f.bytes())) || len(rec.Ended()) == 0 {
 		t.Errorf("committed %d of %d, %d spans", tr.Committed(), len(f.bytes()), len(rec.Ended()))
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	if tr.Stats().Runs != 1 {
 		t.Errorf("runs %d after Close", tr.Stats().Runs)
 	}
@@ -774,7 +775,7 @@ func TestRestartAfterIdle(t *testing.T) {
 		off += int64(i) + 1
 		rest = rest[i+1:]
 	}
-	tr2.Close(mapper.Ending{Reason: mapper.EndEOF})
+	tr2.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	var idle []sdktrace.ReadOnlySpan
 	for _, s := range rec2.Ended() {
 		if s.Name() == "pi.compaction" && !s.Parent().IsValid() {
@@ -839,7 +840,7 @@ func TestSharedIDsConcurrently(t *testing.T) {
 			for range 30 {
 				tr := New(Config{TracerProvider: tp, IDs: ids})
 				feed(tr, b)
-				tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+				tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 				sessions[i] = tr.SessionID()
 			}
 		}()

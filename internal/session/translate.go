@@ -9,9 +9,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Why a tool span whose result is missing from the file ends in error.
@@ -21,7 +21,7 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // reads, with the times the file gives.
 type translator struct {
 	t   *Tracer
-	m   *mapper.Mapper
+	m   *agentmap.Mapper
 	now time.Time // the latest time emitted
 
 	agentOpen, turnOpen bool
@@ -59,7 +59,7 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 }
 
 // translate traces run r.
-func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
+func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
 	x := &translator{t: t, m: t.m}
 	first := r.entries[0]
 	start := runStart(first)
@@ -79,28 +79,28 @@ func (t *Tracer) translate(r *runBuf, settled bool, end mapper.Ending) {
 // rootAttributes are what only the file tells: the project, the branch
 // and the fork a run belongs to.
 func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
-	attrs := []attribute.KeyValue{piconv.SourceKey.String(piconv.SourceSessionFile)}
+	attrs := []attribute.KeyValue{vocab.SourceKey.String(vocab.SourceSessionFile)}
 	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
-		attrs = append(attrs, piconv.CwdKey.String(c.Scrub(t.hdr.Cwd)))
+		attrs = append(attrs, vocab.CwdKey.String(c.Scrub(t.hdr.Cwd)))
 	}
 	if r.branch != nil {
-		attrs = append(attrs, piconv.BranchKey.Bool(true),
-			piconv.BranchParentEntryIDKey.String(*r.branch))
+		attrs = append(attrs, vocab.BranchKey.Bool(true),
+			vocab.BranchParentEntryIDKey.String(*r.branch))
 		if key := t.runKey(*r.branch); key != "" && key != r.key {
 			root.AddLink(trace.Link{
 				SpanContext: linkTo(key),
-				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkBranchParent)},
+				Attributes:  []attribute.KeyValue{vocab.LinkKey.String(vocab.LinkBranchParent)},
 			})
 		}
 	}
 	if t.hdr.ParentSession != "" {
 		origin := originID(t.hdr.ParentSession)
-		attrs = append(attrs, piconv.SessionParentIDKey.String(origin))
+		attrs = append(attrs, vocab.SessionParentIDKey.String(origin))
 		if origin != "" && t.forkRun != "" && !t.forkLinked {
 			t.forkLinked = true
 			root.AddLink(trace.Link{
 				SpanContext: linkTo(origin + "/" + t.forkRun),
-				Attributes:  []attribute.KeyValue{piconv.LinkKey.String(piconv.LinkForkOrigin)},
+				Attributes:  []attribute.KeyValue{vocab.LinkKey.String(vocab.LinkForkOrigin)},
 			})
 		}
 	}
@@ -125,7 +125,7 @@ func (x *translator) entry(e *entry) {
 	case typeContextEdit:
 		// Marks a retry; the next attempt says so.
 	case typeUsage:
-		attrs := []attribute.KeyValue{piconv.UsageKindKey.String(e.Kind)}
+		attrs := []attribute.KeyValue{vocab.UsageKindKey.String(e.Kind)}
 		if e.Provider != "" {
 			attrs = append(attrs, semconv.GenAIProviderNameKey.String(e.Provider))
 		}
@@ -133,13 +133,13 @@ func (x *translator) entry(e *entry) {
 			attrs = append(attrs, semconv.GenAIRequestModel(e.Model))
 		}
 		attrs = append(attrs, x.addUsage(e.Usage)...)
-		x.rootEvent(piconv.EventUsage, at, attrs...)
+		x.rootEvent(vocab.EventUsage, at, attrs...)
 	case typeBranchSummary:
-		attrs := []attribute.KeyValue{piconv.BranchFromEntryIDKey.String(e.FromID)}
+		attrs := []attribute.KeyValue{vocab.BranchFromEntryIDKey.String(e.FromID)}
 		attrs = append(attrs, x.addUsage(e.Usage)...)
-		x.rootEvent(piconv.EventBranchSummary, at, attrs...)
+		x.rootEvent(vocab.EventBranchSummary, at, attrs...)
 	case typeModelChange:
-		x.rootEvent(piconv.EventModelChange, at,
+		x.rootEvent(vocab.EventModelChange, at,
 			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
 	case typeThinking:
 		x.emit(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
@@ -147,34 +147,34 @@ func (x *translator) entry(e *entry) {
 		x.emit(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
 	case typeLabel:
 		attrs := []attribute.KeyValue{
-			piconv.LabelTargetIDKey.String(e.TargetID),
-			piconv.LabelClearedKey.Bool(e.Label == nil),
+			vocab.LabelTargetIDKey.String(e.TargetID),
+			vocab.LabelClearedKey.Bool(e.Label == nil),
 		}
 		if c := x.t.cfg.Content; c != nil && e.Label != nil {
-			attrs = append(attrs, piconv.LabelKey.String(c.Scrub(*e.Label)))
+			attrs = append(attrs, vocab.LabelKey.String(c.Scrub(*e.Label)))
 		}
-		x.rootEvent(piconv.EventLabel, at, attrs...)
+		x.rootEvent(vocab.EventLabel, at, attrs...)
 	case typeCustom:
-		x.rootEvent(piconv.EventCustom, at, piconv.CustomTypeKey.String(e.CustomType))
+		x.rootEvent(vocab.EventCustom, at, vocab.CustomTypeKey.String(e.CustomType))
 	case typeCustomMessage:
 		x.customMessage(e.CustomType, e.Display, e.Content, at)
 	default:
-		x.rootEvent(piconv.EventUnknownEntry, at, piconv.EntryTypeKey.String(e.Type))
+		x.rootEvent(vocab.EventUnknownEntry, at, vocab.EntryTypeKey.String(e.Type))
 	}
 }
 
 func (x *translator) customMessage(typ string, display *bool, content json.RawMessage, at time.Time) {
-	attrs := []attribute.KeyValue{piconv.CustomTypeKey.String(typ)}
+	attrs := []attribute.KeyValue{vocab.CustomTypeKey.String(typ)}
 	if display != nil {
-		attrs = append(attrs, piconv.CustomDisplayKey.Bool(*display))
+		attrs = append(attrs, vocab.CustomDisplayKey.Bool(*display))
 	}
 	if n := imageCount(content); n > 0 {
-		attrs = append(attrs, piconv.MessageImagesKey.Int(n))
+		attrs = append(attrs, vocab.MessageImagesKey.Int(n))
 	}
 	if c := x.t.cfg.Content; c != nil && len(content) > 0 {
-		attrs = append(attrs, piconv.CustomContentKey.String(c.Scrub(string(content))))
+		attrs = append(attrs, vocab.CustomContentKey.String(c.Scrub(string(content))))
 	}
-	x.rootEvent(piconv.EventCustomMessage, at, attrs...)
+	x.rootEvent(vocab.EventCustomMessage, at, attrs...)
 }
 
 // addUsage counts usage the mapper does not see into the root's totals.
@@ -186,7 +186,7 @@ func (x *translator) addUsage(u *event.Usage) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
 		semconv.GenAIUsageOutputTokens(int(u.Output)),
-		piconv.CostTotalKey.Float64(u.Cost.Total),
+		vocab.CostTotalKey.Float64(u.Cost.Total),
 	}
 }
 
@@ -205,7 +205,7 @@ func (x *translator) message(e *entry) {
 		x.emit(&event.Event{Type: event.TypeTurnStart}, at)
 		x.turnOpen, x.turnHasAssistant = true, false
 		if n := imageCount(msg.Content); n > 0 {
-			x.rootEvent(piconv.EventUserImages, at, piconv.MessageImagesKey.Int(n))
+			x.rootEvent(vocab.EventUserImages, at, vocab.MessageImagesKey.Int(n))
 		}
 		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
 	case "assistant":
@@ -219,7 +219,7 @@ func (x *translator) message(e *entry) {
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.Content, at(msg, e))
 	default:
-		x.rootEvent(piconv.EventUnknownMessage, e.persist, piconv.MessageRoleKey.String(msg.Role))
+		x.rootEvent(vocab.EventUnknownMessage, e.persist, vocab.MessageRoleKey.String(msg.Role))
 	}
 }
 
@@ -397,12 +397,12 @@ func (x *translator) compaction(e *entry) {
 
 // finish closes the run: settled, or as the mapper closes an unfinished
 // stream.
-func (x *translator) finish(settled bool, end mapper.Ending) {
+func (x *translator) finish(settled bool, end agentmap.Ending) {
 	if !settled {
 		x.missingResults()
 		x.failMissing()
 		if end.Reason == "" {
-			end.Reason = mapper.EndEOF
+			end.Reason = vocab.EndEOF
 		}
 		x.m.Close(end, x.now)
 		return
@@ -422,24 +422,24 @@ func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
 	msg := e.msg
 	ts := at(msg, e)
 	attrs := []attribute.KeyValue{
-		piconv.BashCancelledKey.Bool(msg.Cancelled),
-		piconv.BashTruncatedKey.Bool(msg.Truncated),
-		piconv.BashExcludedKey.Bool(msg.ExcludeCtx),
+		vocab.BashCancelledKey.Bool(msg.Cancelled),
+		vocab.BashTruncatedKey.Bool(msg.Truncated),
+		vocab.BashExcludedKey.Bool(msg.ExcludeCtx),
 	}
 	if msg.ExitCode != nil {
-		attrs = append(attrs, piconv.BashExitCodeKey.Int(*msg.ExitCode))
+		attrs = append(attrs, vocab.BashExitCodeKey.Int(*msg.ExitCode))
 	}
 	if c := t.cfg.Content; c != nil {
-		attrs = append(attrs, piconv.BashCommandKey.String(c.Scrub(msg.Command)))
+		attrs = append(attrs, vocab.BashCommandKey.String(c.Scrub(msg.Command)))
 	}
 	// Started here, not by the mapper: the run's common attributes too.
 	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
 	if t.hdr.Cwd != "" {
-		attrs = append(attrs, piconv.ProjectKey.String(project(t.hdr.Cwd)))
+		attrs = append(attrs, vocab.ProjectKey.String(project(t.hdr.Cwd)))
 	}
 	if own {
-		attrs = append(attrs, piconv.SourceKey.String(piconv.SourceSessionFile))
+		attrs = append(attrs, vocab.SourceKey.String(vocab.SourceSessionFile))
 	}
-	_, s := t.tracer.Start(parent, piconv.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
+	_, s := t.tracer.Start(parent, vocab.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))
 }

@@ -33,7 +33,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Tracer traces one session file; internal/session's Tracer is one. Line
@@ -42,7 +43,7 @@ import (
 type Tracer interface {
 	Line(off int64, b []byte)
 	Idle(now time.Time, settle time.Duration) bool
-	Close(end mapper.Ending)
+	Close(end agentmap.Ending)
 	Committed() int64
 }
 
@@ -92,7 +93,7 @@ type Config struct {
 	// Ending, if set, is asked when the follower stops: when ok, every
 	// open run is traced as ended so (Pi exited); otherwise open runs are
 	// left for the next start.
-	Ending func() (end mapper.Ending, ok bool)
+	Ending func() (end agentmap.Ending, ok bool)
 
 	// Ready, if set, is called once the first scan is done: what changes
 	// after it is new activity.
@@ -647,7 +648,7 @@ func (f *Follower) progress(fi *file) {
 // more will come.
 func (f *Follower) gone(fi *file) {
 	if fi.tr != nil {
-		fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		f.progress(fi)
 	}
 	if f.uncommitted[fi] {
@@ -708,7 +709,7 @@ func (f *Follower) due(fi *file, now time.Time) {
 		}
 	}
 	if now.Sub(fi.mtime) >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
-		fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
+		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		fi.closed, fi.nextIdle = true, time.Time{}
 		f.progress(fi)
 	}
@@ -777,7 +778,7 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 // are closed if Ending says so, and a final flush commits what it can.
 func (f *Follower) stop() error {
 	ctx := context.Background()
-	end, closing := mapper.Ending{}, false
+	end, closing := agentmap.Ending{}, false
 	if f.cfg.Ending != nil {
 		end, closing = f.cfg.Ending()
 	}

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The fake session format: one word per line. "H" is the header, "U" a
@@ -104,7 +105,7 @@ func (t *fakeTracer) Idle(time.Time, time.Duration) bool {
 	return false
 }
 
-func (t *fakeTracer) Close(mapper.Ending) {
+func (t *fakeTracer) Close(agentmap.Ending) {
 	if t.open >= 0 {
 		t.trace()
 	}
@@ -380,7 +381,7 @@ func TestAcceptFiltersFiles(t *testing.T) {
 
 func TestEndingClosesOpenRunsAtStop(t *testing.T) {
 	h := newHarness(t, Config{})
-	h.f.cfg.Ending = func() (mapper.Ending, bool) { return mapper.Ending{Reason: mapper.EndExit}, true }
+	h.f.cfg.Ending = func() (agentmap.Ending, bool) { return agentmap.Ending{Reason: vocab.EndExit}, true }
 	h.write("s.jsonl", "H\nU\nT\n")
 	h.step()
 	h.write("s.jsonl", "T\n") // written just before Pi exited

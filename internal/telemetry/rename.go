@@ -8,7 +8,7 @@ import (
 )
 
 // WithExportedAttributes rewrites each span's attributes on its way to the
-// exporter (the semantic conventions mode, see piconv.Latest). The span
+// exporter (the semantic conventions mode, see vocab.Latest). The span
 // processors added with WithSpanProcessor and WithLogProcessor still see
 // the spans as the mapper made them, and apply the mode themselves. f must
 // return its argument when it changes nothing, and must not modify it.

@@ -47,12 +47,13 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
@@ -61,6 +62,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Option configures Setup.
@@ -270,9 +272,12 @@ func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*
 		// One metric stream per process: see the package comment.
 		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
 	}
+	// The SDK's telemetry.sdk detector declares the SDK's newer schema,
+	// which would conflict with v1.41's, so its attributes are set here.
+	attrs = append(attrs, semconv.TelemetrySDKName("opentelemetry"), semconv.TelemetrySDKLanguageGo,
+		semconv.TelemetrySDKVersion(sdk.Version()))
 	res, err := resource.New(ctx,
-		resource.WithSchemaURL(semconv.SchemaURL),
-		resource.WithTelemetrySDK(),
+		resource.WithSchemaURL(vocab.SchemaURL),
 		resource.WithAttributes(attrs...),
 	)
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // testCtx bounds a test that waits on something; a hang fails the test
@@ -158,8 +159,13 @@ func TestFileExporter(t *testing.T) {
 	for _, kv := range rs.Resource.Attributes {
 		attrs[kv.Key] = kv.Value.GetStringValue()
 	}
-	if attrs["service.name"] != "svc" || attrs["deployment.environment"] != "test" || attrs["telemetry.sdk.language"] != "go" {
+	if attrs["service.name"] != "svc" || attrs["deployment.environment"] != "test" || attrs["telemetry.sdk.language"] != "go" ||
+		attrs["telemetry.sdk.name"] != "opentelemetry" || attrs["telemetry.sdk.version"] == "" {
 		t.Errorf("resource = %v", attrs)
+	}
+	// The resource declares the schema of the names the spans carry.
+	if rs.SchemaUrl != vocab.SchemaURL {
+		t.Errorf("resource schema %q, want %q", rs.SchemaUrl, vocab.SchemaURL)
 	}
 	spans := rs.ScopeSpans[0].Spans
 	if len(spans) != 3 || trace.TraceID(spans[0].TraceId) != tid {

@@ -14,7 +14,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestLogRecordsOfALiveRun runs the real Pi under `pi-otel run --logs-file`
@@ -63,15 +63,15 @@ func TestLogRecordsOfALiveRun(t *testing.T) {
 			}
 			span := names[hex.EncodeToString(lr.SpanId)]
 			want := map[string]string{
-				piconv.LogUserPrompt: piconv.SpanTurn, piconv.LogModelCallFinished: "chat fake-model",
-				piconv.LogToolResult: "execute_tool bash", piconv.LogRunSettled: piconv.SpanRoot,
+				vocab.LogUserPrompt: vocab.SpanTurn, vocab.LogModelCallFinished: "chat fake-model",
+				vocab.LogToolResult: "execute_tool bash", vocab.LogRunSettled: vocab.SpanRoot,
 			}[lr.EventName]
 			if span == "" || span != want {
 				t.Errorf("%s tied to span %q in Jaeger, want %q", lr.EventName, span, want)
 			}
 		}
 	}
-	want := map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 2, piconv.LogToolResult: 1, piconv.LogRunSettled: 1}
+	want := map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 2, vocab.LogToolResult: 1, vocab.LogRunSettled: 1}
 	if len(got) != len(want) {
 		t.Errorf("records %v, want %v", got, want)
 	}

@@ -27,6 +27,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/app"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
@@ -34,7 +35,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // soakDuration is how long TestSoakReplay streams: $PI_OTEL_SOAK, 20s by
@@ -340,7 +341,7 @@ func TestSoakRPCTracker(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var c soakSpans
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(&c))
-	tr := rpc.New(mapper.New(tp), tp)
+	tr := rpc.New(agentmap.New(tp), tp)
 	var heap []soakSample
 	var ms runtime.MemStats
 	start := time.Now()
@@ -371,7 +372,7 @@ func TestSoakRPCTracker(t *testing.T) {
 			next += target / 30
 		}
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndExit}, time.Now())
+	tr.Close(agentmap.Ending{Reason: vocab.EndExit}, time.Now())
 	_ = tp.Shutdown(context.Background())
 	if c.started.Load() != c.ended.Load() {
 		t.Errorf("%d spans started, %d ended", c.started.Load(), c.ended.Load())

@@ -26,7 +26,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // logStore stands in for the log store behind the gateway.
@@ -131,7 +131,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		if len(parts[1]) != 16 || parts[1] == "0000000000000000" {
 			t.Errorf("record %s has no span id", k)
 		}
-		if !slices.Contains(piconv.LogEvents(), parts[2]) {
+		if !slices.Contains(vocab.LogEvents(), parts[2]) {
 			t.Errorf("record %s: unknown event name", k)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // TestAnchoredWaitsForTheStreamsTime: untimed records that open a stream
@@ -28,7 +28,7 @@ func TestAnchoredWaitsForTheStreamsTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := ingest.NewStreamClock(start)
-			sink := ingest.New(mapper.New(noop.NewTracerProvider()), ingest.WithClock(clock))
+			sink := ingest.New(agentmap.New(noop.NewTracerProvider()), ingest.WithClock(clock))
 			in := ingest.NewAnchored(sink, clock)
 			for _, r := range tc.records {
 				in.Record([]byte(r))
@@ -61,7 +61,7 @@ func TestAnchoredDoesNotCopyTheRecordThatEndsTheWait(t *testing.T) {
 		bytes.Repeat([]byte("x"), size)...)
 	huge = append(huge, `"}]},"isError":false}`...)
 	clock := ingest.NewStreamClock(time.Now())
-	sink := ingest.New(mapper.New(noop.NewTracerProvider()), ingest.WithClock(clock))
+	sink := ingest.New(agentmap.New(noop.NewTracerProvider()), ingest.WithClock(clock))
 	in := ingest.NewAnchored(sink, clock)
 	in.Record([]byte(`{"type":"agent_start"}`)) // held: no time yet
 	var before, after runtime.MemStats

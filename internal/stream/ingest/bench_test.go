@@ -7,17 +7,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // midMessage returns a sink whose mapper is inside an assistant message
 // that has had its first delta, the state most records arrive in.
 func midMessage(b *testing.B, tp trace.TracerProvider) (*ingest.Sink, map[string][]byte) {
 	_, recs := streamgen.BenchStream()
-	s := ingest.New(mapper.New(tp))
+	s := ingest.New(agentmap.New(tp))
 	byKind := map[string][]byte{}
 	first := -1
 	for i, r := range recs {
@@ -60,7 +60,7 @@ func BenchmarkRecordStream(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()
 		for b.Loop() {
-			s := ingest.New(mapper.New(newTP()), ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
+			s := ingest.New(agentmap.New(newTP()), ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
 			for _, r := range recs {
 				s.Record(r)
 			}

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // Clock gives the time an event happened.
@@ -40,7 +40,7 @@ type Stats struct {
 // Sink decodes records into a mapper. Record must be called from one
 // goroutine; Stats may be read from any.
 type Sink struct {
-	m       *mapper.Mapper
+	m       *agentmap.Mapper
 	clock   Clock
 	opts    event.Options
 	warn    io.Writer
@@ -75,7 +75,7 @@ func WithContent(on bool) Option {
 }
 
 // New returns a Sink feeding m.
-func New(m *mapper.Mapper, opts ...Option) *Sink {
+func New(m *agentmap.Mapper, opts ...Option) *Sink {
 	c := option.Apply(config{clock: LiveClock{}, warn: io.Discard}, opts)
 	s := &Sink{m: m, clock: c.clock, warn: c.warn, opts: event.Options{Content: c.content}}
 	s.dec = event.NewDecoder(s.opts)

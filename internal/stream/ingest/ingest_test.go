@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
@@ -42,9 +42,9 @@ func TestBadRecordsAreCountedAndReportedWithinLimits(t *testing.T) {
 
 // recorded is a Sink on a Mapper whose spans go to rec and whose warnings
 // go to warn.
-func recorded() (s *Sink, m *mapper.Mapper, rec *spantree.Recorder, warn *bytes.Buffer) {
+func recorded() (s *Sink, m *agentmap.Mapper, rec *spantree.Recorder, warn *bytes.Buffer) {
 	rec = spantree.NewRecorder()
-	m = mapper.New(rec)
+	m = agentmap.New(rec)
 	warn = new(bytes.Buffer)
 	return New(m, WithWarnings(warn)), m, rec, warn
 }
@@ -129,7 +129,7 @@ func TestAnchorFindsTheFirstTimedRecord(t *testing.T) {
 // sink tells how many were, so the caller can say so at the end.
 func TestWarningsSayWhatIsHeldBack(t *testing.T) {
 	var warn strings.Builder
-	s := New(mapper.New(spantree.NewRecorder()), WithWarnings(&warn))
+	s := New(agentmap.New(spantree.NewRecorder()), WithWarnings(&warn))
 	for i := 0; i < warnBurst+12; i++ {
 		s.Record([]byte(`{not json`))
 	}

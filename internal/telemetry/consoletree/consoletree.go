@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Field is an attribute shown on a span's line, as Label=value.
@@ -42,12 +43,12 @@ type Field struct {
 
 // DefaultFields are the attributes shown unless WithFields says otherwise.
 var DefaultFields = []Field{
-	{Key: "gen_ai.request.model", Label: "model"},
-	{Key: "gen_ai.tool.name", Label: "tool"},
-	{Key: "gen_ai.usage.input_tokens", Label: "in"},
-	{Key: "gen_ai.usage.output_tokens", Label: "out"},
-	{Key: "pi.end_reason", Label: "end_reason"},
-	{Key: "error.type", Label: "error.type"},
+	{Key: vocab.GenAIRequestModelKey, Label: "model"},
+	{Key: vocab.GenAIToolNameKey, Label: "tool"},
+	{Key: vocab.GenAIUsageInputTokensKey, Label: "in"},
+	{Key: vocab.GenAIUsageOutputTokensKey, Label: "out"},
+	{Key: vocab.EndReasonKey, Label: "end_reason"},
+	{Key: vocab.ErrorTypeKey, Label: "error.type"},
 }
 
 // maxValue bounds a shown attribute value; the tree is an overview.

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Health is a snapshot of pi-otel's own pipeline counters, each monotonic over the process life.
@@ -17,34 +19,24 @@ type Health struct {
 	ExportFailures   int64 // spans the exporter tried to send and could not
 }
 
-// Names of the health instruments.
-const (
-	MetricRecordsRead      = "pi_otel.records.read"
-	MetricRecordsMalformed = "pi_otel.records.malformed"
-	MetricSpansEnded       = "pi_otel.spans.ended"
-	MetricSpansExported    = "pi_otel.spans.exported"
-	MetricSpansDropped     = "pi_otel.spans.dropped"
-	MetricExportFailures   = "pi_otel.export.failures"
-)
-
 // RegisterHealth registers observable counters that report read() at each collection. read is
 // called from the MeterProvider's collection goroutine and must be safe for that.
 func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
 	if read == nil {
 		return errors.New("metrics: RegisterHealth needs a read function")
 	}
-	m := mp.Meter(ScopeName)
+	m := mp.Meter(ScopeName, metric.WithSchemaURL(vocab.SchemaURL))
 	type def struct {
 		name, unit, desc string
 		value            func(Health) int64
 	}
 	defs := []def{
-		{MetricRecordsRead, "{record}", "JSONL records read from Pi's stream.", func(h Health) int64 { return h.RecordsRead }},
-		{MetricRecordsMalformed, "{record}", "Records that could not be decoded.", func(h Health) int64 { return h.RecordsMalformed }},
-		{MetricSpansEnded, "{span}", "Spans ended by the mapper.", func(h Health) int64 { return h.SpansEnded }},
-		{MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
-		{MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},
-		{MetricExportFailures, "{span}", "Spans that failed to export.", func(h Health) int64 { return h.ExportFailures }},
+		{vocab.MetricRecordsRead, "{record}", "JSONL records read from Pi's stream.", func(h Health) int64 { return h.RecordsRead }},
+		{vocab.MetricRecordsMalformed, "{record}", "Records that could not be decoded.", func(h Health) int64 { return h.RecordsMalformed }},
+		{vocab.MetricSpansEnded, "{span}", "Spans ended by the mapper.", func(h Health) int64 { return h.SpansEnded }},
+		{vocab.MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
+		{vocab.MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},
+		{vocab.MetricExportFailures, "{span}", "Spans that failed to export.", func(h Health) int64 { return h.ExportFailures }},
 	}
 	insts := make([]metric.Observable, 0, len(defs))
 	counters := make([]metric.Int64ObservableCounter, 0, len(defs))

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 func TestHealthCountersReportSnapshots(t *testing.T) {
@@ -29,6 +30,9 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 		}
 		out := map[string]int64{}
 		for _, sm := range rm.ScopeMetrics {
+			if sm.Scope.SchemaURL != vocab.SchemaURL {
+				t.Errorf("schema %q, want %q", sm.Scope.SchemaURL, vocab.SchemaURL)
+			}
 			for _, m := range sm.Metrics {
 				s, ok := m.Data.(metricdata.Sum[int64])
 				if !ok || !s.IsMonotonic || len(s.DataPoints) != 1 {
@@ -41,12 +45,12 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 	}
 
 	wantEqual(t, "health", read(), map[string]int64{
-		metrics.MetricRecordsRead: 10, metrics.MetricRecordsMalformed: 1, metrics.MetricSpansEnded: 7,
-		metrics.MetricSpansExported: 5, metrics.MetricSpansDropped: 2, metrics.MetricExportFailures: 3,
+		vocab.MetricRecordsRead: 10, vocab.MetricRecordsMalformed: 1, vocab.MetricSpansEnded: 7,
+		vocab.MetricSpansExported: 5, vocab.MetricSpansDropped: 2, vocab.MetricExportFailures: 3,
 	})
 	h.SpansExported, h.SpansDropped = 9, 4
 	got := read()
-	if got[metrics.MetricSpansExported] != 9 || got[metrics.MetricSpansDropped] != 4 {
+	if got[vocab.MetricSpansExported] != 9 || got[vocab.MetricSpansDropped] != 4 {
 		t.Errorf("second collection %v, want exported 9 dropped 4", got)
 	}
 	if n := calls.Load(); n != 2 {

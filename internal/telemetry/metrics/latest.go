@@ -7,10 +7,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // latestInstruments are the latest GenAI conventions' metrics
@@ -33,23 +32,23 @@ func newLatestInstruments(in *instruments) *latestInstruments {
 		return in.float64Histogram(name, "s", desc, buckets)
 	}
 	counter := func(name, desc string) metric.Int64Counter { return in.int64Counter(name, "{token}", desc) }
-	l.duration = seconds(piconv.MetricInferenceDuration, "GenAI inference operation duration.", genAIBuckets)
-	l.firstChunk = seconds(piconv.MetricInferenceFirstChunk, "Time to receive the first chunk of a streaming response.", genAIBuckets)
-	l.input = counter(piconv.MetricUsageInputTokens, "The number of input (prompt) tokens used, including cached tokens.")
-	l.output = counter(piconv.MetricUsageOutputTokens, "The number of output (completion) tokens used, including reasoning tokens.")
-	l.cacheRead = counter(piconv.MetricUsageCacheReadTokens, "The number of input tokens served from a provider-managed cache.")
-	l.cacheWrite = counter(piconv.MetricUsageCacheWriteTokens, "The number of input tokens written to a provider-managed cache.")
-	l.reasoning = counter(piconv.MetricUsageReasoningTokens, "The number of output tokens used for reasoning.")
-	l.opInput = in.int64Histogram(piconv.MetricOperationInputTokens, "{token}", "Input tokens per inference operation.", tokenBuckets)
-	l.opOutput = in.int64Histogram(piconv.MetricOperationOutputTokens, "{token}", "Output tokens per inference operation.", tokenBuckets)
-	l.agentDuration = seconds(piconv.MetricInvokeAgentDuration, "The end-to-end duration of a single agent invocation.", agentBuckets)
-	l.toolDuration = seconds(piconv.MetricExecuteToolDuration, "The duration of a single tool execution.", genAIBuckets)
-	l.inferenceCalls = in.int64Histogram(piconv.MetricInvokeAgentInferences, "{inference_call}", "Model calls per agent invocation.", callBuckets)
-	l.toolCalls = in.int64Histogram(piconv.MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls per agent invocation.", callBuckets)
+	l.duration = seconds(vocab.MetricInferenceDuration, "GenAI inference operation duration.", genAIBuckets)
+	l.firstChunk = seconds(vocab.MetricInferenceFirstChunk, "Time to receive the first chunk of a streaming response.", genAIBuckets)
+	l.input = counter(vocab.MetricUsageInputTokens, "The number of input (prompt) tokens used, including cached tokens.")
+	l.output = counter(vocab.MetricUsageOutputTokens, "The number of output (completion) tokens used, including reasoning tokens.")
+	l.cacheRead = counter(vocab.MetricUsageCacheReadTokens, "The number of input tokens served from a provider-managed cache.")
+	l.cacheWrite = counter(vocab.MetricUsageCacheWriteTokens, "The number of input tokens written to a provider-managed cache.")
+	l.reasoning = counter(vocab.MetricUsageReasoningTokens, "The number of output tokens used for reasoning.")
+	l.opInput = in.int64Histogram(vocab.MetricOperationInputTokens, "{token}", "Input tokens per inference operation.", tokenBuckets)
+	l.opOutput = in.int64Histogram(vocab.MetricOperationOutputTokens, "{token}", "Output tokens per inference operation.", tokenBuckets)
+	l.agentDuration = seconds(vocab.MetricInvokeAgentDuration, "The end-to-end duration of a single agent invocation.", agentBuckets)
+	l.toolDuration = seconds(vocab.MetricExecuteToolDuration, "The duration of a single tool execution.", genAIBuckets)
+	l.inferenceCalls = in.int64Histogram(vocab.MetricInvokeAgentInferences, "{inference_call}", "Model calls per agent invocation.", callBuckets)
+	l.toolCalls = in.int64Histogram(vocab.MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls per agent invocation.", callBuckets)
 	return &l
 }
 
-var agentName = semconv.GenAIAgentName(piconv.AgentName)
+var agentName = vocab.GenAIAgentNameKey.String(vocab.AgentName)
 
 func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs, provider genaiconv.ProviderNameAttr, model attribute.KeyValue) {
 	base := []attribute.KeyValue{keyOperation.String(string(genaiconv.OperationNameChat)), keyProvider.String(string(provider)), model}
@@ -62,7 +61,7 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 		l.firstChunk.Record(ctx, v, metric.WithAttributes(base...))
 	}
 
-	usage := metric.WithAttributes(append(base[:len(base):len(base)], piconv.TokenModalityKey.String(piconv.TokenModalityUnknown))...)
+	usage := metric.WithAttributes(append(base[:len(base):len(base)], vocab.GenAITokenModalityKey.String(vocab.TokenModalityUnknown))...)
 	// Every call counts, a failed one with 0, as the conventions ask.
 	in, _ := a.int(keyInputTokens)
 	out, _ := a.int(keyOutputTokens)
@@ -72,9 +71,9 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 		key attribute.Key
 		to  metric.Int64Counter
 	}{
-		{piconv.UsageCacheReadKey, l.cacheRead},
-		{piconv.UsageCacheCreationKey, l.cacheWrite},
-		{semconv.GenAIUsageReasoningOutputTokensKey, l.reasoning},
+		{vocab.GenAIUsageCacheReadKey, l.cacheRead},
+		{vocab.GenAIUsageCacheCreationKey, l.cacheWrite},
+		{vocab.GenAIUsageReasoningTokensKey, l.reasoning},
 	} {
 		if v, ok := a.int(c.key); ok && v >= 0 {
 			c.to.Add(ctx, v, usage)
@@ -101,10 +100,10 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
 	// A turn is one assistant message, so one model call; summary calls of compactions are not
 	// counted.
-	if v, ok := a.int(piconv.TurnsKey); ok && v >= 0 {
+	if v, ok := a.int(vocab.TurnsKey); ok && v >= 0 {
 		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentName))
 	}
-	if v, ok := a.int(piconv.ToolCallsKey); ok && v >= 0 {
+	if v, ok := a.int(vocab.ToolCallsKey); ok && v >= 0 {
 		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentName))
 	}
 }
@@ -112,11 +111,11 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {
 	set := []attribute.KeyValue{
 		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
-		semconv.GenAIToolTypeKey.String(orDefault(token(a.str(semconv.GenAIToolTypeKey)), piconv.ToolTypeFunction)),
+		vocab.GenAIToolTypeKey.String(orDefault(token(a.str(vocab.GenAIToolTypeKey)), vocab.ToolTypeFunction)),
 		agentName,
 	}
 	if failed {
-		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), piconv.ToolErrorType)))
+		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), vocab.ToolErrorType)))
 	}
 	l.toolDuration.Record(ctx, d, metric.WithAttributes(set...))
 }

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // latestRun ends the spans of a small run: two model calls (one failed,
@@ -19,7 +19,7 @@ func latestRun(h *harness) {
 			attribute.String("gen_ai.operation.name", "chat"),
 			attribute.String("gen_ai.provider.name", "anthropic"),
 			attribute.String("gen_ai.request.model", "claude-x"),
-			piconv.CostTotalKey.Float64(0.5),
+			vocab.CostTotalKey.Float64(0.5),
 		}
 		h.span("chat claude-x", 2*time.Second, status, append(base, kvs...)...)
 	}
@@ -34,9 +34,9 @@ func latestRun(h *harness) {
 	h.span("execute_tool bash", 1500*time.Millisecond, codes.Error,
 		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", "bash"),
 		attribute.String("gen_ai.tool.type", "function"), attribute.String("error.type", "tool_error"))
-	h.span(piconv.SpanRoot, 6*time.Second, codes.Error,
-		attribute.String("gen_ai.operation.name", "invoke_agent"), piconv.OutcomeKey.String("error"),
-		piconv.TurnsKey.Int(2), piconv.ToolCallsKey.Int(1))
+	h.span(vocab.SpanRoot, 6*time.Second, codes.Error,
+		attribute.String("gen_ai.operation.name", "invoke_agent"), vocab.OutcomeKey.String("error"),
+		vocab.TurnsKey.Int(2), vocab.ToolCallsKey.Int(1))
 }
 
 // TestLatestMetrics: with the latest conventions opted in, a run records
@@ -48,37 +48,37 @@ func TestLatestMetrics(t *testing.T) {
 	latestRun(h)
 	c := h.collect()
 
-	for _, old := range []string{metrics.MetricTokenUsage, metrics.MetricOperationDuration, metrics.MetricTimeToFirstChunk} {
+	for _, old := range []string{vocab.MetricTokenUsage, vocab.MetricOperationDuration, vocab.MetricTimeToFirstChunk} {
 		if _, ok := c[old]; ok {
 			t.Errorf("%s recorded with the latest conventions", old)
 		}
 	}
 	chat := "gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"
 	usage := chat + ",gen_ai.token.modality=unknown"
-	wantEqual(t, "inference.duration", c.histograms(t, piconv.MetricInferenceDuration), map[string]histo{
+	wantEqual(t, "inference.duration", c.histograms(t, vocab.MetricInferenceDuration), map[string]histo{
 		chat:                            {1, 2},
 		"error.type=overloaded," + chat: {1, 2},
 	})
-	wantEqual(t, "time_to_first_chunk", c.histograms(t, piconv.MetricInferenceFirstChunk), map[string]histo{chat: {1, 0.4}})
+	wantEqual(t, "time_to_first_chunk", c.histograms(t, vocab.MetricInferenceFirstChunk), map[string]histo{chat: {1, 0.4}})
 	// The failed call counts 0 tokens, as the conventions ask.
-	wantEqual(t, "usage.input", c.sums(t, piconv.MetricUsageInputTokens), map[string]float64{usage: 1200})
-	wantEqual(t, "usage.output", c.sums(t, piconv.MetricUsageOutputTokens), map[string]float64{usage: 300})
-	wantEqual(t, "usage.cache_read", c.sums(t, piconv.MetricUsageCacheReadTokens), map[string]float64{usage: 1000})
-	wantEqual(t, "usage.cache_write", c.sums(t, piconv.MetricUsageCacheWriteTokens), map[string]float64{usage: 150})
-	wantEqual(t, "usage.reasoning", c.sums(t, piconv.MetricUsageReasoningTokens), map[string]float64{usage: 40})
-	wantEqual(t, "operation.input", c.histograms(t, piconv.MetricOperationInputTokens), map[string]histo{chat: {1, 1200}})
-	wantEqual(t, "operation.output", c.histograms(t, piconv.MetricOperationOutputTokens), map[string]histo{chat: {1, 300}})
-	wantEqual(t, "invoke_agent.duration", c.histograms(t, piconv.MetricInvokeAgentDuration), map[string]histo{
+	wantEqual(t, "usage.input", c.sums(t, vocab.MetricUsageInputTokens), map[string]float64{usage: 1200})
+	wantEqual(t, "usage.output", c.sums(t, vocab.MetricUsageOutputTokens), map[string]float64{usage: 300})
+	wantEqual(t, "usage.cache_read", c.sums(t, vocab.MetricUsageCacheReadTokens), map[string]float64{usage: 1000})
+	wantEqual(t, "usage.cache_write", c.sums(t, vocab.MetricUsageCacheWriteTokens), map[string]float64{usage: 150})
+	wantEqual(t, "usage.reasoning", c.sums(t, vocab.MetricUsageReasoningTokens), map[string]float64{usage: 40})
+	wantEqual(t, "operation.input", c.histograms(t, vocab.MetricOperationInputTokens), map[string]histo{chat: {1, 1200}})
+	wantEqual(t, "operation.output", c.histograms(t, vocab.MetricOperationOutputTokens), map[string]histo{chat: {1, 300}})
+	wantEqual(t, "invoke_agent.duration", c.histograms(t, vocab.MetricInvokeAgentDuration), map[string]histo{
 		"error.type=error,gen_ai.agent.name=pi": {1, 6},
 	})
-	wantEqual(t, "inference_calls", c.histograms(t, piconv.MetricInvokeAgentInferences), map[string]histo{"gen_ai.agent.name=pi": {1, 2}})
-	wantEqual(t, "tool_calls", c.histograms(t, piconv.MetricInvokeAgentToolCalls), map[string]histo{"gen_ai.agent.name=pi": {1, 1}})
-	wantEqual(t, "execute_tool.duration", c.histograms(t, piconv.MetricExecuteToolDuration), map[string]histo{
+	wantEqual(t, "inference_calls", c.histograms(t, vocab.MetricInvokeAgentInferences), map[string]histo{"gen_ai.agent.name=pi": {1, 2}})
+	wantEqual(t, "tool_calls", c.histograms(t, vocab.MetricInvokeAgentToolCalls), map[string]histo{"gen_ai.agent.name=pi": {1, 1}})
+	wantEqual(t, "execute_tool.duration", c.histograms(t, vocab.MetricExecuteToolDuration), map[string]histo{
 		"error.type=tool_error,gen_ai.agent.name=pi,gen_ai.tool.name=bash,gen_ai.tool.type=function": {1, 1.5},
 	})
 	// Both modes keep pi.*.
-	wantEqual(t, "pi.runs", c.sums(t, metrics.MetricRuns), map[string]float64{"pi.outcome=error": 1})
-	cost := c.sums(t, metrics.MetricCost)
+	wantEqual(t, "pi.runs", c.sums(t, vocab.MetricRuns), map[string]float64{"pi.outcome=error": 1})
+	cost := c.sums(t, vocab.MetricCost)
 	if v := cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 1) {
 		t.Errorf("pi.cost = %v", cost)
 	}
@@ -90,12 +90,12 @@ func TestDefaultRecordsNoLatestMetric(t *testing.T) {
 	h := newHarness(t)
 	latestRun(h)
 	c := h.collect()
-	for _, name := range []string{piconv.MetricInferenceDuration, piconv.MetricUsageInputTokens, piconv.MetricInvokeAgentDuration, piconv.MetricExecuteToolDuration} {
+	for _, name := range []string{vocab.MetricInferenceDuration, vocab.MetricUsageInputTokens, vocab.MetricInvokeAgentDuration, vocab.MetricExecuteToolDuration} {
 		if _, ok := c[name]; ok {
 			t.Errorf("%s recorded without the opt-in", name)
 		}
 	}
-	if _, ok := c[metrics.MetricTokenUsage]; !ok {
-		t.Errorf("no %s by default", metrics.MetricTokenUsage)
+	if _, ok := c[vocab.MetricTokenUsage]; !ok {
+		t.Errorf("no %s by default", vocab.MetricTokenUsage)
 	}
 }

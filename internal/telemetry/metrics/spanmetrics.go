@@ -19,41 +19,23 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
 	"github.com/pi-otel/pi-otel/internal/option"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of every instrument this package creates.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 
-// Metric names recorded by SpanMetrics, as OpenTelemetry names (docs/operations.md lists the
-// Prometheus names the Collector turns them into).
+// Attribute keys of the GenAI conventions that this package reads, by
+// short names; every name comes from package vocab.
 const (
-	MetricTokenUsage        = "gen_ai.client.token.usage"
-	MetricOperationDuration = "gen_ai.client.operation.duration"
-	MetricTimeToFirstChunk  = "gen_ai.client.operation.time_to_first_chunk"
-	MetricRuns              = "pi.runs"
-	MetricRunDuration       = "pi.run.duration"
-	MetricTurns             = "pi.turns"
-	MetricToolCalls         = "pi.tool.calls"
-	MetricToolDuration      = "pi.tool.duration"
-	MetricRetries           = "pi.retries"
-	MetricCompactions       = "pi.compactions"
-	MetricCost              = "pi.cost"
-	MetricExtensionUIWait   = "pi.extension_ui.wait"
-	MetricRPCCommands       = "pi.rpc.commands"
-)
-
-// Attribute keys of the GenAI conventions that this package reads; the
-// span names, pi.* keys and closed value sets come from package piconv.
-const (
-	keyOperation     = semconv.GenAIOperationNameKey
-	keyProvider      = semconv.GenAIProviderNameKey
-	keyRequestModel  = semconv.GenAIRequestModelKey
-	keyInputTokens   = semconv.GenAIUsageInputTokensKey
-	keyOutputTokens  = semconv.GenAIUsageOutputTokensKey
-	keyTTFC          = semconv.GenAIResponseTimeToFirstChunkKey
-	keyToolName      = semconv.GenAIToolNameKey
-	keyErrorType     = semconv.ErrorTypeKey
+	keyOperation     = vocab.GenAIOperationNameKey
+	keyProvider      = vocab.GenAIProviderNameKey
+	keyRequestModel  = vocab.GenAIRequestModelKey
+	keyInputTokens   = vocab.GenAIUsageInputTokensKey
+	keyOutputTokens  = vocab.GenAIUsageOutputTokensKey
+	keyTTFC          = vocab.GenAIResponseTimeToFirstChunkKey
+	keyToolName      = vocab.GenAIToolNameKey
+	keyErrorType     = vocab.ErrorTypeKey
 	keyErrorLabel    = attribute.Key("error")
 	unknownLabel     = "_OTHER"
 	maxLabelLength   = 64
@@ -63,10 +45,10 @@ const (
 
 // Closed value sets from the span model; anything else is recorded as "_OTHER".
 var (
-	runOutcomes        = setOf(piconv.Values(piconv.OutcomeKey))
-	retryOutcomes      = setOf(piconv.Values(piconv.RetryOutcomeKey))
-	compactionOutcomes = setOf(piconv.Values(piconv.CompactionOutcomeKey))
-	uiOutcomes         = setOf(piconv.Values(piconv.UIOutcomeKey))
+	runOutcomes        = setOf(vocab.Values(vocab.OutcomeKey))
+	retryOutcomes      = setOf(vocab.Values(vocab.RetryOutcomeKey))
+	compactionOutcomes = setOf(vocab.Values(vocab.CompactionOutcomeKey))
+	uiOutcomes         = setOf(vocab.Values(vocab.UIOutcomeKey))
 )
 
 // Bucket boundaries. The GenAI ones are the semantic conventions' advice; the others cover an
@@ -124,7 +106,7 @@ var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
 func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
 	cfg := option.Apply(config{}, opts)
-	in := &instruments{m: mp.Meter(ScopeName)}
+	in := &instruments{m: mp.Meter(ScopeName, metric.WithSchemaURL(vocab.SchemaURL))}
 	var s SpanMetrics
 	if cfg.latest {
 		s.latest = newLatestInstruments(in)
@@ -137,17 +119,17 @@ func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, erro
 		in.keep(err)
 		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
 	}
-	s.runs = in.int64Counter(MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
-	s.runDuration = in.float64Histogram(MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
-	s.turns = in.int64Counter(MetricTurns, "{turn}", "Agent turns (one assistant message and its tool calls).")
-	s.toolCalls = in.int64Counter(MetricToolCalls, "{call}", "Tool executions, by tool and whether they failed.")
-	s.toolDuration = in.float64Histogram(MetricToolDuration, "s", "Tool execution duration.", toolBuckets)
-	s.retries = in.int64Counter(MetricRetries, "{retry}", "Automatic retry attempts after a failed model call, by outcome.")
-	s.compactions = in.int64Counter(MetricCompactions, "{compaction}", "Context compactions, by reason and outcome.")
-	s.cost = in.float64Counter(MetricCost, "{USD}", "Model cost in US dollars as Pi computes it, by provider and model.")
-	s.uiWait = in.float64Histogram(MetricExtensionUIWait, "s",
+	s.runs = in.int64Counter(vocab.MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
+	s.runDuration = in.float64Histogram(vocab.MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
+	s.turns = in.int64Counter(vocab.MetricTurns, "{turn}", "Agent turns (one assistant message and its tool calls).")
+	s.toolCalls = in.int64Counter(vocab.MetricToolCalls, "{call}", "Tool executions, by tool and whether they failed.")
+	s.toolDuration = in.float64Histogram(vocab.MetricToolDuration, "s", "Tool execution duration.", toolBuckets)
+	s.retries = in.int64Counter(vocab.MetricRetries, "{retry}", "Automatic retry attempts after a failed model call, by outcome.")
+	s.compactions = in.int64Counter(vocab.MetricCompactions, "{compaction}", "Context compactions, by reason and outcome.")
+	s.cost = in.float64Counter(vocab.MetricCost, "{USD}", "Model cost in US dollars as Pi computes it, by provider and model.")
+	s.uiWait = in.float64Histogram(vocab.MetricExtensionUIWait, "s",
 		"Time an extension dialog waited for the RPC controller (usually a human).", humanWaitBucket)
-	s.rpcCommands = in.int64Counter(MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
+	s.rpcCommands = in.int64Counter(vocab.MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
 	if err := in.err(); err != nil {
 		return nil, err
 	}
@@ -169,37 +151,37 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	a := attrsOf(span)
 	name := span.Name()
 	switch {
-	case name == piconv.SpanRoot || a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
+	case name == vocab.SpanRoot || a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
 		s.onRoot(ctx, span, a)
 	case a.str(keyOperation) == semconv.GenAIOperationNameChat.Value.AsString():
 		s.onChat(ctx, span, a)
 	case a.str(keyOperation) == semconv.GenAIOperationNameExecuteTool.Value.AsString():
 		s.onTool(ctx, span, a)
-	case name == piconv.SpanTurn:
+	case name == vocab.SpanTurn:
 		s.turns.Add(ctx, 1)
-	case name == piconv.SpanRetry:
+	case name == vocab.SpanRetry:
 		s.retries.Add(ctx, 1, metric.WithAttributes(
-			piconv.RetryOutcomeKey.String(oneOf(a.str(piconv.RetryOutcomeKey), retryOutcomes))))
-	case name == piconv.SpanCompaction:
+			vocab.RetryOutcomeKey.String(oneOf(a.str(vocab.RetryOutcomeKey), retryOutcomes))))
+	case name == vocab.SpanCompaction:
 		s.onCompaction(ctx, span, a)
-	case strings.HasPrefix(name, piconv.SpanExtensionUI.Prefix()):
+	case strings.HasPrefix(name, vocab.SpanExtensionUI.Prefix()):
 		s.uiWait.Record(ctx, seconds(span), metric.WithAttributes(
-			piconv.UIMethodKey.String(token(a.str(piconv.UIMethodKey))),
-			piconv.UIOutcomeKey.String(oneOf(a.str(piconv.UIOutcomeKey), uiOutcomes))))
-	case strings.HasPrefix(name, piconv.SpanRPC.Prefix()):
+			vocab.UIMethodKey.String(token(a.str(vocab.UIMethodKey))),
+			vocab.UIOutcomeKey.String(oneOf(a.str(vocab.UIOutcomeKey), uiOutcomes))))
+	case strings.HasPrefix(name, vocab.SpanRPC.Prefix()):
 		s.onRPC(ctx, span, a)
 	}
 }
 
 func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := outcomeOf(span, a, piconv.OutcomeKey, string(piconv.OutcomeOK), string(piconv.OutcomeError))
-	set := metric.WithAttributes(piconv.OutcomeKey.String(oneOf(outcome, runOutcomes)))
+	outcome := outcomeOf(span, a, vocab.OutcomeKey, string(vocab.OutcomeOK), string(vocab.OutcomeError))
+	set := metric.WithAttributes(vocab.OutcomeKey.String(oneOf(outcome, runOutcomes)))
 	s.runs.Add(ctx, 1, set)
 	s.runDuration.Record(ctx, seconds(span), set)
 	// Model calls outside any turn, charged all the same: without them pi.cost falls short of
 	// the root's total.
 	for _, ev := range span.Events() {
-		if ev.Name == piconv.EventUsage || ev.Name == piconv.EventBranchSummary {
+		if ev.Name == vocab.EventUsage || ev.Name == vocab.EventBranchSummary {
 			s.addCost(ctx, indexAttrs(ev.Attributes))
 		}
 	}
@@ -212,7 +194,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
 	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
-	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
+	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
 	}
 	if s.latest != nil {
@@ -242,7 +224,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 // chatDuration is a model call's duration: Pi's own measurement when it has one (in replay the
 // span times are reconstructed from it anyway), else the span's.
 func chatDuration(span sdktrace.ReadOnlySpan, a attrs) float64 {
-	if ms, ok := a.float(piconv.DurationMsKey); ok && ms > 0 {
+	if ms, ok := a.float(vocab.DurationMsKey); ok && ms > 0 {
 		return ms / 1000
 	}
 	return seconds(span)
@@ -255,7 +237,7 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		keyErrorLabel.Bool(failed))
 	s.toolCalls.Add(ctx, 1, set)
 	d := seconds(span)
-	if ms, ok := a.float(piconv.ToolDurationMsKey); ok && ms > 0 {
+	if ms, ok := a.float(vocab.ToolDurationMsKey); ok && ms > 0 {
 		d = ms / 1000
 	}
 	s.toolDuration.Record(ctx, d, set)
@@ -265,10 +247,10 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 }
 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	outcome := outcomeOf(span, a, piconv.CompactionOutcomeKey, string(piconv.CompactionOK), string(piconv.CompactionError))
+	outcome := outcomeOf(span, a, vocab.CompactionOutcomeKey, string(vocab.CompactionOK), string(vocab.CompactionError))
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
-		piconv.CompactionReasonKey.String(orDefault(token(a.str(piconv.CompactionReasonKey)), unknownLabel)),
-		piconv.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
+		vocab.CompactionReasonKey.String(orDefault(token(a.str(vocab.CompactionReasonKey)), unknownLabel)),
+		vocab.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
 	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
 	// reports. The span names a model only when the mapper knows it.
 	s.addCost(ctx, a)
@@ -278,7 +260,7 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 // labels: a compaction's summary call, and the usage and branch-summary entries of a session
 // file, which the mapper records as events of the root.
 func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
-	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
+	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
 			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
@@ -286,17 +268,17 @@ func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 }
 
 func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	cmd := a.str(piconv.RPCCommandKey)
+	cmd := a.str(vocab.RPCCommandKey)
 	if cmd == "" {
-		cmd = strings.TrimPrefix(span.Name(), piconv.SpanRPC.Prefix())
+		cmd = strings.TrimPrefix(span.Name(), vocab.SpanRPC.Prefix())
 	}
-	ok, found := a.bool(piconv.RPCSuccessKey)
+	ok, found := a.bool(vocab.RPCSuccessKey)
 	if !found {
 		ok = span.Status().Code != codes.Error
 	}
 	s.rpcCommands.Add(ctx, 1, metric.WithAttributes(
-		piconv.RPCCommandKey.String(orDefault(token(cmd), unknownLabel)),
-		piconv.RPCSuccessKey.Bool(ok)))
+		vocab.RPCCommandKey.String(orDefault(token(cmd), unknownLabel)),
+		vocab.RPCSuccessKey.Bool(ok)))
 }
 
 // attrs indexes a span's attributes once per span.
@@ -407,21 +389,4 @@ func token(v string) string {
 		}
 	}
 	return v
-}
-
-// Names returns the OpenTelemetry name of every instrument this package creates in either mode, so that a
-// dashboard check can tell a real metric from a misspelt one.
-func Names() []string {
-	return []string{
-		MetricTokenUsage, MetricOperationDuration, MetricTimeToFirstChunk, MetricRuns,
-		MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
-		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
-		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
-		MetricSpansDropped, MetricExportFailures,
-		piconv.MetricInferenceDuration, piconv.MetricInferenceFirstChunk, piconv.MetricUsageInputTokens,
-		piconv.MetricUsageOutputTokens, piconv.MetricUsageCacheReadTokens, piconv.MetricUsageCacheWriteTokens,
-		piconv.MetricUsageReasoningTokens, piconv.MetricOperationInputTokens, piconv.MetricOperationOutputTokens,
-		piconv.MetricInvokeAgentDuration, piconv.MetricExecuteToolDuration, piconv.MetricInvokeAgentInferences,
-		piconv.MetricInvokeAgentToolCalls,
-	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // harness is a real TracerProvider whose only processor is SpanMetrics, reading into a
@@ -54,8 +54,8 @@ func (h *harness) collect() collected {
 	}
 	out := collected{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != metrics.ScopeName {
-			h.t.Errorf("scope %q, want %q", sm.Scope.Name, metrics.ScopeName)
+		if sm.Scope.Name != metrics.ScopeName || sm.Scope.SchemaURL != vocab.SchemaURL {
+			h.t.Errorf("scope %q schema %q, want %q and %q", sm.Scope.Name, sm.Scope.SchemaURL, metrics.ScopeName, vocab.SchemaURL)
 		}
 		for _, m := range sm.Metrics {
 			out[m.Name] = m
@@ -177,47 +177,47 @@ func TestFullRunFromSpanTree(t *testing.T) {
 	})
 	c := h.collect()
 
-	wantEqual(t, "pi.runs", c.sums(t, metrics.MetricRuns), map[string]float64{"pi.outcome=ok": 1})
-	wantEqual(t, "pi.turns", c.sums(t, metrics.MetricTurns), map[string]float64{"": 2})
-	wantEqual(t, "pi.tool.calls", c.sums(t, metrics.MetricToolCalls), map[string]float64{
+	wantEqual(t, "pi.runs", c.sums(t, vocab.MetricRuns), map[string]float64{"pi.outcome=ok": 1})
+	wantEqual(t, "pi.turns", c.sums(t, vocab.MetricTurns), map[string]float64{"": 2})
+	wantEqual(t, "pi.tool.calls", c.sums(t, vocab.MetricToolCalls), map[string]float64{
 		"error=false,gen_ai.tool.name=bash": 1,
 		"error=true,gen_ai.tool.name=read":  1,
 	})
-	wantEqual(t, "pi.retries", c.sums(t, metrics.MetricRetries), map[string]float64{
+	wantEqual(t, "pi.retries", c.sums(t, vocab.MetricRetries), map[string]float64{
 		"pi.retry.outcome=failed": 1, "pi.retry.outcome=success": 1,
 	})
-	wantEqual(t, "pi.compactions", c.sums(t, metrics.MetricCompactions), map[string]float64{
+	wantEqual(t, "pi.compactions", c.sums(t, vocab.MetricCompactions), map[string]float64{
 		"pi.compaction.outcome=ok,pi.compaction.reason=threshold": 1,
 	})
-	cost := c.sums(t, metrics.MetricCost)
+	cost := c.sums(t, vocab.MetricCost)
 	if v := cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 0.75) || len(cost) != 1 {
 		t.Errorf("pi.cost = %v, want 0.75 for anthropic/claude-x only", cost)
 	}
 
-	tokens := c.histograms(t, metrics.MetricTokenUsage)
+	tokens := c.histograms(t, vocab.MetricTokenUsage)
 	base := "gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x,gen_ai.token.type="
 	wantEqual(t, "gen_ai.client.token.usage", tokens, map[string]histo{
 		base + "input":  {2, 3000},
 		base + "output": {2, 350},
 	})
-	dur := c.histograms(t, metrics.MetricOperationDuration)
+	dur := c.histograms(t, vocab.MetricOperationDuration)
 	wantEqual(t, "gen_ai.client.operation.duration", dur, map[string]histo{
 		"gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x": {2, 3},
 	})
-	ttfc := c.histograms(t, metrics.MetricTimeToFirstChunk)
+	ttfc := c.histograms(t, vocab.MetricTimeToFirstChunk)
 	wantEqual(t, "time_to_first_chunk", ttfc, map[string]histo{
 		"gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x": {1, 0.4},
 	})
-	tools := c.histograms(t, metrics.MetricToolDuration)
+	tools := c.histograms(t, vocab.MetricToolDuration)
 	wantEqual(t, "pi.tool.duration", tools, map[string]histo{
 		"error=false,gen_ai.tool.name=bash": {1, 1.5},
 		"error=true,gen_ai.tool.name=read":  {1, 0.02},
 	})
-	runs := c.histograms(t, metrics.MetricRunDuration)
+	runs := c.histograms(t, vocab.MetricRunDuration)
 	if r, ok := runs["pi.outcome=ok"]; !ok || r.count != 1 || r.sum < 4.5 {
 		t.Errorf("pi.run.duration = %v, want one run of at least 4.5 s (the chat and tool time inside it)", runs)
 	}
-	if _, ok := c[metrics.MetricRPCCommands]; ok {
+	if _, ok := c[vocab.MetricRPCCommands]; ok {
 		t.Errorf("pi.rpc.commands recorded without any RPC span")
 	}
 }
@@ -245,7 +245,7 @@ func TestChatErrorCarriesErrorType(t *testing.T) {
 	chat("", codes.Error)
 
 	base := "gen_ai.operation.name=chat,gen_ai.provider.name=openai,gen_ai.request.model=gpt-test"
-	wantEqual(t, "operation.duration", h.collect().histograms(t, metrics.MetricOperationDuration), map[string]histo{
+	wantEqual(t, "operation.duration", h.collect().histograms(t, vocab.MetricOperationDuration), map[string]histo{
 		base:                              {1, 0.5},
 		"error.type=rate_limited," + base: {1, 0.5},
 		"error.type=_OTHER," + base:       {2, 1},
@@ -257,9 +257,9 @@ func TestOutcomesAreClosedSets(t *testing.T) {
 	root := func(outcome string, status codes.Code) {
 		kvs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "invoke_agent")}
 		if outcome != "" {
-			kvs = append(kvs, piconv.OutcomeKey.String(outcome))
+			kvs = append(kvs, vocab.OutcomeKey.String(outcome))
 		}
-		h.span(piconv.SpanRoot, 3*time.Second, status, kvs...)
+		h.span(vocab.SpanRoot, 3*time.Second, status, kvs...)
 	}
 	root("ok", codes.Unset)
 	root("error", codes.Error)
@@ -269,25 +269,25 @@ func TestOutcomesAreClosedSets(t *testing.T) {
 	root("", codes.Error) // no pi.outcome: the status decides
 	root("", codes.Unset)
 
-	h.span(piconv.SpanRetry, time.Second, codes.Error, piconv.RetryOutcomeKey.String("exhausted"))
-	h.span(piconv.SpanRetry, time.Second, codes.Unset, piconv.RetryOutcomeKey.String("bogus"))
-	h.span(piconv.SpanCompaction, time.Second, codes.Error,
-		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("error"))
-	h.span(piconv.SpanCompaction, time.Second, codes.Error, piconv.CompactionReasonKey.String("a reason with spaces"))
+	h.span(vocab.SpanRetry, time.Second, codes.Error, vocab.RetryOutcomeKey.String("exhausted"))
+	h.span(vocab.SpanRetry, time.Second, codes.Unset, vocab.RetryOutcomeKey.String("bogus"))
+	h.span(vocab.SpanCompaction, time.Second, codes.Error,
+		vocab.CompactionReasonKey.String("overflow"), vocab.CompactionOutcomeKey.String("error"))
+	h.span(vocab.SpanCompaction, time.Second, codes.Error, vocab.CompactionReasonKey.String("a reason with spaces"))
 
 	c := h.collect()
-	wantEqual(t, "pi.runs", c.sums(t, metrics.MetricRuns), map[string]float64{
+	wantEqual(t, "pi.runs", c.sums(t, vocab.MetricRuns), map[string]float64{
 		"pi.outcome=ok": 2, "pi.outcome=error": 2, "pi.outcome=aborted": 1,
 		"pi.outcome=unsettled": 1, "pi.outcome=_OTHER": 1,
 	})
-	wantEqual(t, "pi.run.duration count", countsOf(c.histograms(t, metrics.MetricRunDuration)), map[string]uint64{
+	wantEqual(t, "pi.run.duration count", countsOf(c.histograms(t, vocab.MetricRunDuration)), map[string]uint64{
 		"pi.outcome=ok": 2, "pi.outcome=error": 2, "pi.outcome=aborted": 1,
 		"pi.outcome=unsettled": 1, "pi.outcome=_OTHER": 1,
 	})
-	wantEqual(t, "pi.retries", c.sums(t, metrics.MetricRetries), map[string]float64{
+	wantEqual(t, "pi.retries", c.sums(t, vocab.MetricRetries), map[string]float64{
 		"pi.retry.outcome=exhausted": 1, "pi.retry.outcome=_OTHER": 1,
 	})
-	wantEqual(t, "pi.compactions", c.sums(t, metrics.MetricCompactions), map[string]float64{
+	wantEqual(t, "pi.compactions", c.sums(t, vocab.MetricCompactions), map[string]float64{
 		"pi.compaction.outcome=error,pi.compaction.reason=overflow": 1,
 		"pi.compaction.outcome=error,pi.compaction.reason=_OTHER":   1,
 	})
@@ -305,17 +305,17 @@ func countsOf(m map[string]histo) map[string]uint64 {
 // counts in pi.cost, under the span's model if it names one, else under the unknown labels.
 func TestCompactionCostCounts(t *testing.T) {
 	h := newHarness(t)
-	h.span(piconv.SpanCompaction, time.Second, codes.Unset,
-		piconv.CompactionReasonKey.String("threshold"), piconv.CompactionOutcomeKey.String("ok"),
-		piconv.CostTotalKey.Float64(0.004))
-	h.span(piconv.SpanCompaction, time.Second, codes.Unset,
-		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("ok"),
-		piconv.CostTotalKey.Float64(0.001),
+	h.span(vocab.SpanCompaction, time.Second, codes.Unset,
+		vocab.CompactionReasonKey.String("threshold"), vocab.CompactionOutcomeKey.String("ok"),
+		vocab.CostTotalKey.Float64(0.004))
+	h.span(vocab.SpanCompaction, time.Second, codes.Unset,
+		vocab.CompactionReasonKey.String("overflow"), vocab.CompactionOutcomeKey.String("ok"),
+		vocab.CostTotalKey.Float64(0.001),
 		attribute.String("gen_ai.provider.name", "anthropic"), attribute.String("gen_ai.request.model", "claude-x"))
-	h.span(piconv.SpanCompaction, time.Second, codes.Error,
-		piconv.CompactionReasonKey.String("overflow"), piconv.CompactionOutcomeKey.String("error"))
+	h.span(vocab.SpanCompaction, time.Second, codes.Error,
+		vocab.CompactionReasonKey.String("overflow"), vocab.CompactionOutcomeKey.String("error"))
 
-	cost := h.collect().sums(t, metrics.MetricCost)
+	cost := h.collect().sums(t, vocab.MetricCost)
 	if len(cost) != 2 || !near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.004) ||
 		!near(cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"], 0.001) {
 		t.Errorf("pi.cost = %v, want 0.004 under _OTHER/unknown and 0.001 under anthropic/claude-x", cost)
@@ -327,15 +327,15 @@ func TestCompactionCostCounts(t *testing.T) {
 // entry's provider and model if it names them.
 func TestSessionEntryCostCounts(t *testing.T) {
 	h := newHarness(t)
-	_, root := h.tracer.Start(context.Background(), piconv.SpanRoot)
-	root.AddEvent(piconv.EventUsage, trace.WithAttributes(piconv.UsageKindKey.String("title"),
+	_, root := h.tracer.Start(context.Background(), vocab.SpanRoot)
+	root.AddEvent(vocab.EventUsage, trace.WithAttributes(vocab.UsageKindKey.String("title"),
 		attribute.String("gen_ai.provider.name", "openai"), attribute.String("gen_ai.request.model", "gpt-x"),
-		piconv.CostTotalKey.Float64(0.002)))
-	root.AddEvent(piconv.EventBranchSummary, trace.WithAttributes(piconv.CostTotalKey.Float64(0.003)))
-	root.AddEvent(piconv.EventLabel, trace.WithAttributes(piconv.CostTotalKey.Float64(7)))
+		vocab.CostTotalKey.Float64(0.002)))
+	root.AddEvent(vocab.EventBranchSummary, trace.WithAttributes(vocab.CostTotalKey.Float64(0.003)))
+	root.AddEvent(vocab.EventLabel, trace.WithAttributes(vocab.CostTotalKey.Float64(7)))
 	root.End()
 
-	cost := h.collect().sums(t, metrics.MetricCost)
+	cost := h.collect().sums(t, vocab.MetricCost)
 	if len(cost) != 2 || !near(cost["gen_ai.provider.name=openai,gen_ai.request.model=gpt-x"], 0.002) ||
 		!near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.003) {
 		t.Errorf("pi.cost = %v, want 0.002 under openai/gpt-x and 0.003 under _OTHER/unknown", cost)
@@ -344,29 +344,29 @@ func TestSessionEntryCostCounts(t *testing.T) {
 
 func TestRPCAndExtensionUI(t *testing.T) {
 	h := newHarness(t)
-	h.span(piconv.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
-		piconv.RPCCommandKey.String("prompt"), piconv.RPCSuccessKey.Bool(true))
-	h.span(piconv.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
-		piconv.RPCCommandKey.String("prompt"), piconv.RPCSuccessKey.Bool(true))
-	h.span(piconv.SpanRPC.Name("set_model"), 10*time.Millisecond, codes.Error,
-		piconv.RPCCommandKey.String("set_model"), piconv.RPCSuccessKey.Bool(false))
+	h.span(vocab.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
+		vocab.RPCCommandKey.String("prompt"), vocab.RPCSuccessKey.Bool(true))
+	h.span(vocab.SpanRPC.Name("prompt"), 10*time.Millisecond, codes.Unset,
+		vocab.RPCCommandKey.String("prompt"), vocab.RPCSuccessKey.Bool(true))
+	h.span(vocab.SpanRPC.Name("set_model"), 10*time.Millisecond, codes.Error,
+		vocab.RPCCommandKey.String("set_model"), vocab.RPCSuccessKey.Bool(false))
 	// Without the attributes the name and status still say what happened.
-	h.span(piconv.SpanRPC.Name("abort"), 10*time.Millisecond, codes.Unset)
+	h.span(vocab.SpanRPC.Name("abort"), 10*time.Millisecond, codes.Unset)
 
-	h.span(piconv.SpanExtensionUI.Name("confirm"), 12*time.Second, codes.Unset,
-		piconv.UIMethodKey.String("confirm"), piconv.UIOutcomeKey.String("confirmed"))
-	h.span(piconv.SpanExtensionUI.Name("select"), 90*time.Second, codes.Unset,
-		piconv.UIMethodKey.String("select"), piconv.UIOutcomeKey.String("timed_out"))
-	h.span(piconv.SpanExtensionUI.Name("select"), 30*time.Second, codes.Unset,
-		piconv.UIMethodKey.String("select"), piconv.UIOutcomeKey.String("timed_out"))
+	h.span(vocab.SpanExtensionUI.Name("confirm"), 12*time.Second, codes.Unset,
+		vocab.UIMethodKey.String("confirm"), vocab.UIOutcomeKey.String("confirmed"))
+	h.span(vocab.SpanExtensionUI.Name("select"), 90*time.Second, codes.Unset,
+		vocab.UIMethodKey.String("select"), vocab.UIOutcomeKey.String("timed_out"))
+	h.span(vocab.SpanExtensionUI.Name("select"), 30*time.Second, codes.Unset,
+		vocab.UIMethodKey.String("select"), vocab.UIOutcomeKey.String("timed_out"))
 
 	c := h.collect()
-	wantEqual(t, "pi.rpc.commands", c.sums(t, metrics.MetricRPCCommands), map[string]float64{
+	wantEqual(t, "pi.rpc.commands", c.sums(t, vocab.MetricRPCCommands), map[string]float64{
 		"pi.rpc.command=prompt,pi.rpc.success=true":     2,
 		"pi.rpc.command=set_model,pi.rpc.success=false": 1,
 		"pi.rpc.command=abort,pi.rpc.success=true":      1,
 	})
-	wantEqual(t, "pi.extension_ui.wait", c.histograms(t, metrics.MetricExtensionUIWait), map[string]histo{
+	wantEqual(t, "pi.extension_ui.wait", c.histograms(t, vocab.MetricExtensionUIWait), map[string]histo{
 		"pi.ui.method=confirm,pi.ui.outcome=confirmed": {1, 12},
 		"pi.ui.method=select,pi.ui.outcome=timed_out":  {2, 120},
 	})
@@ -374,8 +374,8 @@ func TestRPCAndExtensionUI(t *testing.T) {
 
 func TestSpansOutsideTheModelRecordNothing(t *testing.T) {
 	h := newHarness(t)
-	h.span(piconv.SpanAgentRun, time.Second, codes.Unset)
-	h.span("some other span", time.Second, codes.Error, piconv.OutcomeKey.String("error"))
+	h.span(vocab.SpanAgentRun, time.Second, codes.Unset)
+	h.span("some other span", time.Second, codes.Error, vocab.OutcomeKey.String("error"))
 	if c := h.collect(); len(c) != 0 {
 		t.Errorf("recorded %v for spans that are not in the span model's metric set", c.names())
 	}
@@ -383,9 +383,9 @@ func TestSpansOutsideTheModelRecordNothing(t *testing.T) {
 
 func TestToolDurationFallsBackToSpanTime(t *testing.T) {
 	h := newHarness(t)
-	h.span(piconv.SpanTool.Name("edit"), 250*time.Millisecond, codes.Unset,
+	h.span(vocab.SpanTool.Name("edit"), 250*time.Millisecond, codes.Unset,
 		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", "edit"))
-	wantEqual(t, "pi.tool.duration", h.collect().histograms(t, metrics.MetricToolDuration), map[string]histo{
+	wantEqual(t, "pi.tool.duration", h.collect().histograms(t, vocab.MetricToolDuration), map[string]histo{
 		"error=false,gen_ai.tool.name=edit": {1, 0.25},
 	})
 }
@@ -404,11 +404,11 @@ func TestInstrumentUnits(t *testing.T) {
 		Dialogs:     []metricstest.Dialog{{Method: "confirm", Outcome: "confirmed", Wait: time.Second}},
 	})
 	want := map[string]string{
-		metrics.MetricTokenUsage: "{token}", metrics.MetricOperationDuration: "s", metrics.MetricTimeToFirstChunk: "s",
-		metrics.MetricRuns: "{run}", metrics.MetricRunDuration: "s", metrics.MetricTurns: "{turn}",
-		metrics.MetricToolCalls: "{call}", metrics.MetricToolDuration: "s", metrics.MetricRetries: "{retry}",
-		metrics.MetricCompactions: "{compaction}", metrics.MetricCost: "{USD}", metrics.MetricExtensionUIWait: "s",
-		metrics.MetricRPCCommands: "{command}",
+		vocab.MetricTokenUsage: "{token}", vocab.MetricOperationDuration: "s", vocab.MetricTimeToFirstChunk: "s",
+		vocab.MetricRuns: "{run}", vocab.MetricRunDuration: "s", vocab.MetricTurns: "{turn}",
+		vocab.MetricToolCalls: "{call}", vocab.MetricToolDuration: "s", vocab.MetricRetries: "{retry}",
+		vocab.MetricCompactions: "{compaction}", vocab.MetricCost: "{USD}", vocab.MetricExtensionUIWait: "s",
+		vocab.MetricRPCCommands: "{command}",
 	}
 	c := h.collect()
 	for name, unit := range want {

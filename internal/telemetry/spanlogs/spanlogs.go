@@ -6,7 +6,7 @@
 // Like package metrics it leaves the mapper alone: [SpanLogs] is an
 // sdktrace.SpanProcessor that reads each finished span and emits records
 // on the LoggerProvider it was given. Each record carries the trace and span
-// ids of the span it belongs to, an event name from piconv (LogUserPrompt,
+// ids of the span it belongs to, an event name from vocab (LogUserPrompt,
 // …), and the attributes of that span (or, for a prompt, of its
 // pi.user_message span event and the span's conversation id). It adds no
 // value the span does not carry, so the spans' privacy rules hold for the
@@ -29,7 +29,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // ScopeName is the instrumentation scope of every record this package emits.
@@ -59,7 +59,7 @@ func New(lp log.LoggerProvider, cfg Config) *SpanLogs {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &SpanLogs{logger: lp.Logger(ScopeName), cfg: cfg}
+	return &SpanLogs{logger: lp.Logger(ScopeName, log.WithSchemaURL(vocab.SchemaURL)), cfg: cfg}
 }
 
 // OnStart does nothing: every record is known only when its span ends.
@@ -76,17 +76,17 @@ func (s *SpanLogs) OnEnd(span sdktrace.ReadOnlySpan) {
 	ctx := trace.ContextWithSpanContext(context.Background(), span.SpanContext())
 	attrs := span.Attributes()
 	for _, ev := range span.Events() {
-		if ev.Name != piconv.EventUserMessage {
+		if ev.Name != vocab.EventUserMessage {
 			continue
 		}
 		a := ev.Attributes
 		if v, ok := find(attrs, semconv.GenAIConversationIDKey); ok && !has(a, semconv.GenAIConversationIDKey) {
 			a = append(a[:len(a):len(a)], attribute.KeyValue{Key: semconv.GenAIConversationIDKey, Value: v})
 		}
-		s.emit(ctx, piconv.LogUserPrompt, ev.Time, log.SeverityInfo, a)
+		s.emit(ctx, vocab.LogUserPrompt, ev.Time, log.SeverityInfo, a)
 	}
 	if name, sev := classify(span, attrs); name != "" {
-		if cut, _ := boolean(attrs, piconv.UnfinishedKey); cut {
+		if cut, _ := boolean(attrs, vocab.UnfinishedKey); cut {
 			// Closed by pi-otel, not by Pi (a signal, the end of the
 			// stream): whatever it was, it did not complete.
 			sev = max(sev, log.SeverityWarn)
@@ -119,51 +119,51 @@ func classify(span sdktrace.ReadOnlySpan, attrs []attribute.KeyValue) (string, l
 	name := span.Name()
 	op := str(attrs, semconv.GenAIOperationNameKey)
 	switch {
-	case name == piconv.SpanRoot || op == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
+	case name == vocab.SpanRoot || op == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
 		sev := log.SeverityInfo
-		switch piconv.Outcome(str(attrs, piconv.OutcomeKey)) {
-		case piconv.OutcomeError:
+		switch vocab.Outcome(str(attrs, vocab.OutcomeKey)) {
+		case vocab.OutcomeError:
 			sev = log.SeverityError
-		case piconv.OutcomeAborted, piconv.OutcomeUnsettled:
+		case vocab.OutcomeAborted, vocab.OutcomeUnsettled:
 			sev = log.SeverityWarn
 		default:
 			if failed {
 				sev = log.SeverityError
 			}
 		}
-		if settled, ok := boolean(attrs, piconv.SettledKey); ok && settled {
-			return piconv.LogRunSettled, sev
+		if settled, ok := boolean(attrs, vocab.SettledKey); ok && settled {
+			return vocab.LogRunSettled, sev
 		}
-		return piconv.LogRunCut, max(sev, log.SeverityWarn)
+		return vocab.LogRunCut, max(sev, log.SeverityWarn)
 	case op == semconv.GenAIOperationNameChat.Value.AsString():
 		if failed {
-			return piconv.LogModelCallFailed, log.SeverityError
+			return vocab.LogModelCallFailed, log.SeverityError
 		}
-		return piconv.LogModelCallFinished, log.SeverityInfo
+		return vocab.LogModelCallFinished, log.SeverityInfo
 	case op == semconv.GenAIOperationNameExecuteTool.Value.AsString():
 		if failed || str(attrs, semconv.ErrorTypeKey) != "" {
-			return piconv.LogToolResult, log.SeverityWarn
+			return vocab.LogToolResult, log.SeverityWarn
 		}
-		return piconv.LogToolResult, log.SeverityInfo
-	case name == piconv.SpanRetry:
-		switch piconv.RetryOutcome(str(attrs, piconv.RetryOutcomeKey)) {
-		case piconv.RetrySuccess:
-			return piconv.LogRetry, log.SeverityInfo
-		case piconv.RetryExhausted:
-			return piconv.LogRetry, log.SeverityError
+		return vocab.LogToolResult, log.SeverityInfo
+	case name == vocab.SpanRetry:
+		switch vocab.RetryOutcome(str(attrs, vocab.RetryOutcomeKey)) {
+		case vocab.RetrySuccess:
+			return vocab.LogRetry, log.SeverityInfo
+		case vocab.RetryExhausted:
+			return vocab.LogRetry, log.SeverityError
 		}
-		return piconv.LogRetry, log.SeverityWarn
-	case name == piconv.SpanCompaction:
+		return vocab.LogRetry, log.SeverityWarn
+	case name == vocab.SpanCompaction:
 		if failed {
-			return piconv.LogCompaction, log.SeverityWarn
+			return vocab.LogCompaction, log.SeverityWarn
 		}
-		return piconv.LogCompaction, log.SeverityInfo
-	case strings.HasPrefix(name, piconv.SpanExtensionUI.Prefix()) || name == string(piconv.SpanExtensionUI):
-		switch piconv.UIOutcome(str(attrs, piconv.UIOutcomeKey)) {
-		case piconv.UIConfirmed, piconv.UIValue, piconv.UICancelled:
-			return piconv.LogDialogAnswered, log.SeverityInfo
+		return vocab.LogCompaction, log.SeverityInfo
+	case strings.HasPrefix(name, vocab.SpanExtensionUI.Prefix()) || name == string(vocab.SpanExtensionUI):
+		switch vocab.UIOutcome(str(attrs, vocab.UIOutcomeKey)) {
+		case vocab.UIConfirmed, vocab.UIValue, vocab.UICancelled:
+			return vocab.LogDialogAnswered, log.SeverityInfo
 		}
-		return piconv.LogDialogUnanswered, log.SeverityWarn
+		return vocab.LogDialogUnanswered, log.SeverityWarn
 	}
 	return "", 0
 }

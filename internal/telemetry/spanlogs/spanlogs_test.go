@@ -16,14 +16,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
 	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 type harness struct {
@@ -40,9 +40,9 @@ func newHarness(cfg spanlogs.Config) *harness {
 }
 
 // replay maps a real capture the way `pi-otel replay` does.
-func (h *harness) replay(t *testing.T, version, name string, end mapper.Ending) {
+func (h *harness) replay(t *testing.T, version, name string, end agentmap.Ending) {
 	t.Helper()
-	replaytest.Map(mapper.New(h.tp), replaytest.Capture(t, version, name), end)
+	replaytest.Map(agentmap.New(h.tp), replaytest.Capture(t, version, name), end)
 }
 
 func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
@@ -57,18 +57,18 @@ func attrsOf(r *sdklog.Record) map[attribute.Key]attribute.Value {
 // time is the span's end (or the prompt's), and that it carries the span's
 // attributes.
 func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
-	settled := mapper.Ending{Reason: mapper.EndEOF}
+	settled := agentmap.Ending{Reason: vocab.EndEOF}
 	tests := []struct {
 		name string
-		end  mapper.Ending
+		end  agentmap.Ending
 		want map[string]int
 	}{
-		{"text", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 1, piconv.LogRunSettled: 1}},
-		{"bash-tool", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 2, piconv.LogToolResult: 1, piconv.LogRunSettled: 1}},
-		{"retry-529", settled, map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFailed: 1, piconv.LogModelCallFinished: 1, piconv.LogRetry: 1, piconv.LogRunSettled: 1}},
-		{"threshold-compaction", settled, map[string]int{piconv.LogUserPrompt: 2, piconv.LogModelCallFinished: 3, piconv.LogToolResult: 1, piconv.LogCompaction: 2, piconv.LogRunSettled: 2}},
-		{"sigint-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"},
-			map[string]int{piconv.LogUserPrompt: 1, piconv.LogModelCallFinished: 1, piconv.LogToolResult: 1, piconv.LogRunCut: 1}},
+		{"text", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 1, vocab.LogRunSettled: 1}},
+		{"bash-tool", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 2, vocab.LogToolResult: 1, vocab.LogRunSettled: 1}},
+		{"retry-529", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFailed: 1, vocab.LogModelCallFinished: 1, vocab.LogRetry: 1, vocab.LogRunSettled: 1}},
+		{"threshold-compaction", settled, map[string]int{vocab.LogUserPrompt: 2, vocab.LogModelCallFinished: 3, vocab.LogToolResult: 1, vocab.LogCompaction: 2, vocab.LogRunSettled: 2}},
+		{"sigint-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 130, Signal: "SIGINT"},
+			map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 1, vocab.LogToolResult: 1, vocab.LogRunCut: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,24 +98,24 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 				if a["gen_ai.conversation.id"].AsString() == "" {
 					t.Errorf("%s: no gen_ai.conversation.id", r.EventName())
 				}
-				if r.EventName() == piconv.LogUserPrompt {
-					if s.Name() != piconv.SpanRoot && s.Name() != piconv.SpanTurn {
+				if r.EventName() == vocab.LogUserPrompt {
+					if s.Name() != vocab.SpanRoot && s.Name() != vocab.SpanTurn {
 						t.Errorf("prompt tied to %q", s.Name())
 					}
 					found := false
 					for _, ev := range s.Events() {
-						found = found || (ev.Name == piconv.EventUserMessage && ev.Time.Equal(r.Timestamp()))
+						found = found || (ev.Name == vocab.EventUserMessage && ev.Time.Equal(r.Timestamp()))
 					}
-					if !found || a[piconv.MessageCharsKey].AsInt64() <= 0 {
+					if !found || a[vocab.MessageCharsKey].AsInt64() <= 0 {
 						t.Errorf("prompt: no pi.user_message at %v on its span, or no size (%v)", r.Timestamp(), a)
 					}
 					continue
 				}
 				wantSpan := map[string]string{
-					piconv.LogModelCallFinished: "chat ", piconv.LogModelCallFailed: "chat ",
-					piconv.LogToolResult: "execute_tool ", piconv.LogRetry: piconv.SpanRetry,
-					piconv.LogCompaction: piconv.SpanCompaction, piconv.LogRunSettled: piconv.SpanRoot,
-					piconv.LogRunCut: piconv.SpanRoot,
+					vocab.LogModelCallFinished: "chat ", vocab.LogModelCallFailed: "chat ",
+					vocab.LogToolResult: "execute_tool ", vocab.LogRetry: vocab.SpanRetry,
+					vocab.LogCompaction: vocab.SpanCompaction, vocab.LogRunSettled: vocab.SpanRoot,
+					vocab.LogRunCut: vocab.SpanRoot,
 				}[r.EventName()]
 				if wantSpan == "" || !strings.HasPrefix(s.Name(), wantSpan) {
 					t.Errorf("%s tied to %q", r.EventName(), s.Name())
@@ -148,14 +148,14 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 // TestSeverities: failures stand out from routine events.
 func TestSeverities(t *testing.T) {
 	h := newHarness(spanlogs.Config{})
-	h.replay(t, "pi-1.6.0", "retry-529", mapper.Ending{Reason: mapper.EndEOF})
-	h.replay(t, "pi-1.6.0", "sigint-mid-tool", mapper.Ending{Reason: mapper.EndSignal, ExitCode: 130, Signal: "SIGINT"})
+	h.replay(t, "pi-1.6.0", "retry-529", agentmap.Ending{Reason: vocab.EndEOF})
+	h.replay(t, "pi-1.6.0", "sigint-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 130, Signal: "SIGINT"})
 	want := map[string]log.Severity{
-		piconv.LogModelCallFailed: log.SeverityError, piconv.LogModelCallFinished: log.SeverityInfo,
-		piconv.LogRetry: log.SeverityInfo, piconv.LogRunSettled: log.SeverityInfo, piconv.LogRunCut: log.SeverityWarn,
-		piconv.LogUserPrompt: log.SeverityInfo,
+		vocab.LogModelCallFailed: log.SeverityError, vocab.LogModelCallFinished: log.SeverityInfo,
+		vocab.LogRetry: log.SeverityInfo, vocab.LogRunSettled: log.SeverityInfo, vocab.LogRunCut: log.SeverityWarn,
+		vocab.LogUserPrompt: log.SeverityInfo,
 		// The bash call Ctrl-C cut short.
-		piconv.LogToolResult: log.SeverityWarn,
+		vocab.LogToolResult: log.SeverityWarn,
 	}
 	records := h.logs.Records()
 	for i := range records {
@@ -171,18 +171,18 @@ func TestSeverities(t *testing.T) {
 func TestDialogs(t *testing.T) {
 	h := newHarness(spanlogs.Config{})
 	tr := h.tp.Tracer("test")
-	for _, o := range []piconv.UIOutcome{piconv.UIConfirmed, piconv.UIValue, piconv.UICancelled, piconv.UITimedOut, piconv.UIUnanswered} {
-		_, s := tr.Start(context.Background(), piconv.SpanExtensionUI.Name("confirm"))
-		s.SetAttributes(piconv.UIMethodKey.String("confirm"), o.Attr())
+	for _, o := range []vocab.UIOutcome{vocab.UIConfirmed, vocab.UIValue, vocab.UICancelled, vocab.UITimedOut, vocab.UIUnanswered} {
+		_, s := tr.Start(context.Background(), vocab.SpanExtensionUI.Name("confirm"))
+		s.SetAttributes(vocab.UIMethodKey.String("confirm"), o.Attr())
 		s.End()
 	}
-	_, s := tr.Start(context.Background(), piconv.SpanRPC.Name("prompt"))
+	_, s := tr.Start(context.Background(), vocab.SpanRPC.Name("prompt"))
 	s.End()
 	var got []string
 	records := h.logs.Records()
 	for i := range records {
 		r := &records[i]
-		got = append(got, r.EventName()+"/"+attrsOf(r)[piconv.UIOutcomeKey].AsString())
+		got = append(got, r.EventName()+"/"+attrsOf(r)[vocab.UIOutcomeKey].AsString())
 	}
 	want := []string{"pi.dialog.answered/confirmed", "pi.dialog.answered/value", "pi.dialog.answered/cancelled",
 		"pi.dialog.unanswered/timed_out", "pi.dialog.unanswered/unanswered"}
@@ -194,26 +194,26 @@ func TestDialogs(t *testing.T) {
 // TestLatestNames: with the latest conventions the records take the names
 // the spans leave with.
 func TestLatestNames(t *testing.T) {
-	h := newHarness(spanlogs.Config{Rename: piconv.Latest})
-	h.replay(t, "pi-1.6.0", "bash-tool", mapper.Ending{Reason: mapper.EndEOF})
+	h := newHarness(spanlogs.Config{Rename: vocab.Latest})
+	h.replay(t, "pi-1.6.0", "bash-tool", agentmap.Ending{Reason: vocab.EndEOF})
 	n := 0
 	records := h.logs.Records()
 	for i := range records {
 		r := &records[i]
 		a := attrsOf(r)
-		if _, ok := a[piconv.UsageCacheCreationKey]; ok {
-			t.Errorf("%s: v1.41 name %s", r.EventName(), piconv.UsageCacheCreationKey)
+		if _, ok := a[vocab.GenAIUsageCacheCreationKey]; ok {
+			t.Errorf("%s: v1.41 name %s", r.EventName(), vocab.GenAIUsageCacheCreationKey)
 		}
 		switch r.EventName() {
-		case piconv.LogModelCallFinished:
+		case vocab.LogModelCallFinished:
 			n++
-			if _, ok := a[piconv.UsageCacheWriteKey]; !ok {
-				t.Errorf("%s: no %s", r.EventName(), piconv.UsageCacheWriteKey)
+			if _, ok := a[vocab.GenAIUsageCacheWriteKey]; !ok {
+				t.Errorf("%s: no %s", r.EventName(), vocab.GenAIUsageCacheWriteKey)
 			}
-		case piconv.LogRunSettled:
+		case vocab.LogRunSettled:
 			n++
-			if _, ok := a[piconv.ProviderNameKey]; ok {
-				t.Errorf("%s: %s on invoke_agent", r.EventName(), piconv.ProviderNameKey)
+			if _, ok := a[vocab.GenAIProviderNameKey]; ok {
+				t.Errorf("%s: %s on invoke_agent", r.EventName(), vocab.GenAIProviderNameKey)
 			}
 		}
 	}
@@ -237,7 +237,7 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := rpc.New(mapper.New(h.tp), h.tp)
+	tr := rpc.New(agentmap.New(h.tp), h.tp)
 	var at time.Time
 	for _, l := range lines {
 		raw := bytes.TrimSuffix(l.Raw, []byte{'\r'})
@@ -248,7 +248,7 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 			tr.FromPi(raw, l.At)
 		}
 	}
-	tr.Close(mapper.Ending{Reason: mapper.EndExit}, at.Add(time.Millisecond))
+	tr.Close(agentmap.Ending{Reason: vocab.EndExit}, at.Add(time.Millisecond))
 
 	spans := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	for _, s := range h.spans.Ended() {
@@ -262,11 +262,11 @@ func TestRecordedRPCSessionDialogs(t *testing.T) {
 			continue
 		}
 		s := spans[r.SpanID()]
-		if s == nil || !strings.HasPrefix(s.Name(), piconv.SpanExtensionUI.Prefix()) {
+		if s == nil || !strings.HasPrefix(s.Name(), vocab.SpanExtensionUI.Prefix()) {
 			t.Errorf("%s tied to %v", r.EventName(), s)
 			continue
 		}
-		dialogs = append(dialogs, r.EventName()+" "+strings.TrimPrefix(s.Name(), piconv.SpanExtensionUI.Prefix())+" "+attrsOf(r)[piconv.UIOutcomeKey].AsString())
+		dialogs = append(dialogs, r.EventName()+" "+strings.TrimPrefix(s.Name(), vocab.SpanExtensionUI.Prefix())+" "+attrsOf(r)[vocab.UIOutcomeKey].AsString())
 	}
 	slices.Sort(dialogs)
 	want := []string{

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // Start is where a replayed stream's clock starts, fixed so that the
@@ -31,7 +31,7 @@ func Capture(t testing.TB, version, name string) []byte {
 // Map feeds the records of stream to m through an ingest sink on a stream
 // clock that starts at Start, closes m with end, and returns the sink's
 // stats.
-func Map(m *mapper.Mapper, stream []byte, end mapper.Ending) ingest.Stats {
+func Map(m *agentmap.Mapper, stream []byte, end agentmap.Ending) ingest.Stats {
 	clock := ingest.NewStreamClock(Start)
 	sink := ingest.New(m, ingest.WithClock(clock))
 	r := framing.NewReader(bytes.NewReader(stream))

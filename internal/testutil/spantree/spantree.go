@@ -22,7 +22,7 @@ import (
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Node is one span with its children, in a form that does not depend on
@@ -215,14 +215,14 @@ func Forest(tb testing.TB, nodes []*Node) []*Node {
 // Ids, times, token counts and costs differ from run to run and stay out.
 var Keys = []string{
 	string(semconv.ErrorTypeKey),
-	string(piconv.CompactionReasonKey),
-	string(piconv.EndReasonKey),
-	string(piconv.OutcomeKey),
-	string(piconv.RetryOutcomeKey),
-	string(piconv.RPCDispositionKey),
-	string(piconv.RPCIDKey),
-	string(piconv.UIOutcomeKey),
-	string(piconv.UnfinishedKey),
+	string(vocab.CompactionReasonKey),
+	string(vocab.EndReasonKey),
+	string(vocab.OutcomeKey),
+	string(vocab.RetryOutcomeKey),
+	string(vocab.RPCDispositionKey),
+	string(vocab.RPCIDKey),
+	string(vocab.UIOutcomeKey),
+	string(vocab.UnfinishedKey),
 }
 
 // Canonical renders a forest the way the golden files hold it: Render

@@ -10,10 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
-	"github.com/pi-otel/pi-otel/mapper"
 )
 
 func TestStreamIsValidJSONL(t *testing.T) {
@@ -93,7 +93,7 @@ func TestStreamMixLooksLikePi(t *testing.T) {
 func TestStreamIsAValidLifecycle(t *testing.T) {
 	data, st := streamgen.Generate(6<<20, streamgen.WithRetries(3), streamgen.WithCompactions(3))
 	rec := spantree.NewRecorder()
-	m := mapper.New(rec)
+	m := agentmap.New(rec)
 	sink := ingest.New(m, ingest.WithClock(ingest.NewStreamClock(time.Unix(0, 0))))
 	for _, r := range streamgen.Records(data) {
 		sink.Record(r)
@@ -162,7 +162,7 @@ func TestPacedRecordsAreStampedAndMeasured(t *testing.T) {
 		t.Fatalf("latency %+v", lat)
 	}
 	// The paced stream is itself a clean prompt.
-	m := mapper.New(spantree.NewRecorder())
+	m := agentmap.New(spantree.NewRecorder())
 	sink := ingest.New(m)
 	for _, r := range streamgen.Records(tee.Bytes()) {
 		sink.Record(r)

@@ -13,7 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/mapper/piconv"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Run is one agent invocation: the root span and what happened inside it.
@@ -75,17 +75,17 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 	}
 	tick := func(d time.Duration) time.Time { now = now.Add(d); return now }
 
-	ctx, root := tracer.Start(ctx, piconv.SpanRoot, trace.WithTimestamp(now), trace.WithAttributes(
+	ctx, root := tracer.Start(ctx, vocab.SpanRoot, trace.WithTimestamp(now), trace.WithAttributes(
 		semconv.GenAIOperationNameInvokeAgent,
-		semconv.GenAIAgentName(piconv.AgentName),
+		semconv.GenAIAgentName(vocab.AgentName),
 		semconv.GenAIProviderNameKey.String(r.Provider),
 		semconv.GenAIRequestModel(r.Model),
 	))
-	runCtx, run := tracer.Start(ctx, piconv.SpanAgentRun, trace.WithTimestamp(tick(time.Millisecond)),
-		trace.WithAttributes(piconv.AgentRunIndexKey.Int(0)))
+	runCtx, run := tracer.Start(ctx, vocab.SpanAgentRun, trace.WithTimestamp(tick(time.Millisecond)),
+		trace.WithAttributes(vocab.AgentRunIndexKey.Int(0)))
 	for i, tu := range r.Turns {
-		turnCtx, turn := tracer.Start(runCtx, piconv.SpanTurn, trace.WithTimestamp(tick(time.Millisecond)),
-			trace.WithAttributes(piconv.TurnIndexKey.Int(i), piconv.TurnToolCallsKey.Int(len(tu.Tools))))
+		turnCtx, turn := tracer.Start(runCtx, vocab.SpanTurn, trace.WithTimestamp(tick(time.Millisecond)),
+			trace.WithAttributes(vocab.TurnIndexKey.Int(i), vocab.TurnToolCallsKey.Int(len(tu.Tools))))
 		c := tu.Chat
 		attrs := []attribute.KeyValue{
 			semconv.GenAIOperationNameChat,
@@ -93,8 +93,8 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 			semconv.GenAIRequestModel(r.Model),
 			semconv.GenAIUsageInputTokensKey.Int64(c.InputTokens),
 			semconv.GenAIUsageOutputTokensKey.Int64(c.OutputTokens),
-			piconv.CostTotalKey.Float64(c.Cost),
-			piconv.DurationMsKey.Int64(c.Duration.Milliseconds()),
+			vocab.CostTotalKey.Float64(c.Cost),
+			vocab.DurationMsKey.Int64(c.Duration.Milliseconds()),
 		}
 		if c.TimeToFirstChunk > 0 {
 			attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(c.TimeToFirstChunk.Seconds()))
@@ -102,23 +102,23 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		if c.ErrorType != "" {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(c.ErrorType))
 		}
-		_, chat := tracer.Start(turnCtx, piconv.SpanChat.Name(r.Model), trace.WithSpanKind(trace.SpanKindClient),
+		_, chat := tracer.Start(turnCtx, vocab.SpanChat.Name(r.Model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(tick(time.Millisecond)), trace.WithAttributes(attrs...))
 		if c.ErrorType != "" {
 			chat.SetStatus(codes.Error, c.ErrorType)
 		}
 		chat.End(trace.WithTimestamp(tick(c.Duration)))
 		for j, tl := range tu.Tools {
-			_, tool := tracer.Start(turnCtx, piconv.SpanTool.Name(tl.Name), trace.WithTimestamp(tick(time.Millisecond)),
+			_, tool := tracer.Start(turnCtx, vocab.SpanTool.Name(tl.Name), trace.WithTimestamp(tick(time.Millisecond)),
 				trace.WithAttributes(
 					semconv.GenAIOperationNameExecuteTool,
 					semconv.GenAIToolName(tl.Name),
 					semconv.GenAIToolCallID(fmt.Sprintf("call_%d_%d", i, j)),
-					semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
-					piconv.ToolDurationMsKey.Int64(tl.Duration.Milliseconds()),
+					semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
+					vocab.ToolDurationMsKey.Int64(tl.Duration.Milliseconds()),
 				))
 			if tl.Error {
-				tool.SetAttributes(semconv.ErrorTypeKey.String(piconv.ToolErrorType))
+				tool.SetAttributes(semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 				tool.SetStatus(codes.Error, "tool_error")
 			}
 			tool.End(trace.WithTimestamp(tick(tl.Duration)))
@@ -129,42 +129,42 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		turn.End(trace.WithTimestamp(tick(time.Millisecond)))
 	}
 	for _, co := range r.Compactions {
-		_, sp := tracer.Start(runCtx, piconv.SpanCompaction, trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(runCtx, vocab.SpanCompaction, trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				piconv.CompactionReasonKey.String(co.Reason),
-				piconv.CompactionOutcomeKey.String(co.Outcome),
+				vocab.CompactionReasonKey.String(co.Reason),
+				vocab.CompactionOutcomeKey.String(co.Outcome),
 			))
-		if co.Outcome != string(piconv.CompactionOK) {
+		if co.Outcome != string(vocab.CompactionOK) {
 			sp.SetStatus(codes.Error, "compaction "+co.Outcome)
 		}
 		sp.End(trace.WithTimestamp(tick(200 * time.Millisecond)))
 	}
 	run.End(trace.WithTimestamp(tick(time.Millisecond)))
 	for i, outcome := range r.Retries {
-		_, sp := tracer.Start(ctx, piconv.SpanRetry, trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, vocab.SpanRetry, trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				piconv.RetryAttemptKey.Int(i+1),
-				piconv.RetryMaxAttemptsKey.Int(3),
-				piconv.RetryOutcomeKey.String(outcome),
+				vocab.RetryAttemptKey.Int(i+1),
+				vocab.RetryMaxAttemptsKey.Int(3),
+				vocab.RetryOutcomeKey.String(outcome),
 			))
-		if outcome == string(piconv.RetryExhausted) || outcome == string(piconv.RetryUnfinished) {
+		if outcome == string(vocab.RetryExhausted) || outcome == string(vocab.RetryUnfinished) {
 			sp.SetStatus(codes.Error, "retry "+outcome)
 		}
 		sp.End(trace.WithTimestamp(tick(100 * time.Millisecond)))
 	}
 	for _, d := range r.Dialogs {
-		_, sp := tracer.Start(ctx, piconv.SpanExtensionUI.Name(d.Method), trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, vocab.SpanExtensionUI.Name(d.Method), trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				piconv.UIMethodKey.String(d.Method),
-				piconv.UIOutcomeKey.String(d.Outcome),
+				vocab.UIMethodKey.String(d.Method),
+				vocab.UIOutcomeKey.String(d.Outcome),
 			))
 		sp.End(trace.WithTimestamp(tick(d.Wait)))
 	}
 	for _, c := range r.RPC {
-		_, sp := tracer.Start(ctx, piconv.SpanRPC.Name(c.Command), trace.WithTimestamp(tick(time.Millisecond)),
+		_, sp := tracer.Start(ctx, vocab.SpanRPC.Name(c.Command), trace.WithTimestamp(tick(time.Millisecond)),
 			trace.WithAttributes(
-				piconv.RPCCommandKey.String(c.Command),
-				piconv.RPCSuccessKey.Bool(c.Success),
+				vocab.RPCCommandKey.String(c.Command),
+				vocab.RPCSuccessKey.Bool(c.Success),
 			))
 		if !c.Success {
 			sp.SetStatus(codes.Error, "rpc command failed")
@@ -172,13 +172,13 @@ func Emit(ctx context.Context, tracer trace.Tracer, r Run) trace.SpanContext {
 		sp.End(trace.WithTimestamp(tick(5 * time.Millisecond)))
 	}
 	root.SetAttributes(
-		piconv.OutcomeKey.String(r.Outcome),
-		piconv.SettledKey.Bool(r.Outcome != "unsettled"),
-		piconv.TurnsKey.Int(len(r.Turns)),
-		piconv.RetriesKey.Int(len(r.Retries)),
-		piconv.CompactionsKey.Int(len(r.Compactions)),
+		vocab.OutcomeKey.String(r.Outcome),
+		vocab.SettledKey.Bool(r.Outcome != "unsettled"),
+		vocab.TurnsKey.Int(len(r.Turns)),
+		vocab.RetriesKey.Int(len(r.Retries)),
+		vocab.CompactionsKey.Int(len(r.Compactions)),
 	)
-	if r.Outcome == string(piconv.OutcomeError) || r.Outcome == string(piconv.OutcomeUnsettled) {
+	if r.Outcome == string(vocab.OutcomeError) || r.Outcome == string(vocab.OutcomeUnsettled) {
 		root.SetStatus(codes.Error, r.Outcome)
 	}
 	root.End(trace.WithTimestamp(tick(time.Millisecond)))

@@ -1,0 +1,225 @@
+// Package agentmap is the state machine that turns Pi's event stream into
+// spans, and the seams that RPC tracing (internal/rpc) and session-file
+// translation (internal/session) need of it: opening a root early, the
+// open spans' contexts, a session id learnt apart from the stream, usage
+// and tool failures that only a session file records. Package mapper is
+// its public face for programs outside this module.
+//
+// It is a pure state machine: decoded events and their times go in, spans
+// come out through the trace.TracerProvider it is given. It knows nothing of
+// processes, files or exporters, so run, rpc and replay share it, and tests
+// drive it with recorded streams. See docs/span-model.md for the tree, and
+// package vocab for every name it writes.
+package agentmap
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// ScopeName is the instrumentation scope of every span the mapper makes:
+// the public package's path, the name its users see.
+const ScopeName = "github.com/pi-otel/pi-otel/mapper"
+
+// Stats counts what the mapper saw. Anomalies are tolerated, never fatal.
+type Stats struct {
+	Events  int64
+	Unknown int64
+	Roots   int64
+	// ToolsEvicted counts open tools ended early because more than the
+	// cap (WithMaxOpenTools) were open at once.
+	ToolsEvicted int64
+	Anomalies    map[string]int64
+}
+
+// Ending says why a stream stopped without settling.
+type Ending struct {
+	Reason   vocab.EndReason // vocab.EndSignal, EndExit or EndEOF
+	ExitCode int             // set with EndSignal and EndExit
+	Signal   string          // e.g. "SIGTERM", with EndSignal
+}
+
+// Mapper is not safe for concurrent use: feed it from one goroutine.
+type Mapper struct {
+	tracer  trace.Tracer
+	cfg     config
+	session string
+	run     *run
+	// legacy is set once the stream shows the pre-1.x protocol (no
+	// agent_settled); settled is set once any agent_settled was seen.
+	legacy, settledSeen bool
+	stats               Stats
+	lastRoot            trace.SpanContext
+	// comps are the open compactions, oldest first: Pi 0.73 can start a
+	// second before the first ends, and ends them in order. One started
+	// with no run open (RPC `compact`) hangs from idleParent when set.
+	comps      []*compaction
+	idleParent context.Context
+	// dec decodes for Record, made on first use.
+	dec *event.Decoder
+	// project is pi.project, the last element of the session's cwd.
+	project string
+	// conv feeds the GenAI attributes that need earlier records.
+	conv conventionState
+}
+
+// New returns a Mapper that writes spans through tp.
+func New(tp trace.TracerProvider, opts ...Option) *Mapper {
+	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
+	for _, o := range opts {
+		cfg = o.apply(cfg)
+	}
+	return &Mapper{
+		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
+		cfg:    cfg,
+		stats:  Stats{Anomalies: map[string]int64{}},
+	}
+}
+
+// Stats returns a copy of the counters.
+func (m *Mapper) Stats() Stats {
+	s := m.stats
+	s.Anomalies = maps.Clone(m.stats.Anomalies)
+	return s
+}
+
+// SessionID is the id from the session header, once seen.
+func (m *Mapper) SessionID() string { return m.session }
+
+// SetSessionID sets gen_ai.conversation.id when the stream has no header
+// (RPC mode learns it from get_state).
+func (m *Mapper) SetSessionID(id string) {
+	m.session = id
+	if id == "" {
+		return
+	}
+	conv := semconv.GenAIConversationID(id)
+	if r := m.run; r != nil {
+		r.root.SetAttributes(conv)
+		for _, s := range []*span{r.agentRun, r.turn, r.retry} {
+			if s != nil {
+				s.SetAttributes(conv)
+			}
+		}
+		if r.chat != nil {
+			r.chat.SetAttributes(conv)
+		}
+		for t := r.tools.oldest; t != nil; t = t.next {
+			t.SetAttributes(conv)
+		}
+	}
+	for _, c := range m.comps {
+		c.SetAttributes(conv)
+	}
+}
+
+// Active reports whether a root span is open.
+func (m *Mapper) Active() bool { return m.run != nil }
+
+// RootContext returns a context holding the open root span, or the
+// configured parent when idle. RPC command spans hang from it.
+func (m *Mapper) RootContext() context.Context {
+	if m.run != nil {
+		return m.run.rootCtx
+	}
+	return m.cfg.parent
+}
+
+// CurrentContext returns a context holding the innermost open span.
+func (m *Mapper) CurrentContext() context.Context {
+	if m.run == nil {
+		return m.cfg.parent
+	}
+	return m.run.innermost().ctx
+}
+
+// ParentNextIdleCompaction hangs the next compaction that starts with no
+// run open under ctx, e.g. the RPC `compact` command that asked for it,
+// instead of making it a trace of its own.
+func (m *Mapper) ParentNextIdleCompaction(ctx context.Context) { m.idleParent = ctx }
+
+// LastRoot is the span context of the most recently opened root.
+func (m *Mapper) LastRoot() trace.SpanContext { return m.lastRoot }
+
+// Open opens a root now if none is open, before agent_start arrives. RPC
+// uses it for a prompt, whose response precedes agent_start.
+func (m *Mapper) Open(at time.Time) context.Context {
+	if m.run == nil {
+		m.openRoot(at)
+	}
+	return m.run.rootCtx
+}
+
+func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }
+
+// Handle applies one event that happened at time at. The mapper does not
+// keep ev after the call, so callers may reuse it (see event.Decoder).
+func (m *Mapper) Handle(ev *event.Event, at time.Time) {
+	m.stats.Events++
+	switch ev.Type {
+	case event.TypeSession:
+		m.SetSessionID(ev.ID)
+		m.setProject(ev.Cwd)
+	case event.TypeAgentStart:
+		m.agentStart(at)
+	case event.TypeAgentEnd:
+		m.agentEnd(ev, at)
+	case event.TypeAgentSettled:
+		m.agentSettled(ev, at)
+	case event.TypeTurnStart:
+		m.turnStart(at)
+	case event.TypeTurnEnd:
+		m.turnEnd(ev, at)
+	case event.TypeMessageStart:
+		m.messageStart(ev, at)
+	case event.TypeMessageUpdate:
+		m.messageUpdate(ev, at)
+	case event.TypeMessageEnd:
+		m.messageEnd(ev, at)
+	case event.TypeToolExecutionStart:
+		m.toolStart(ev, at)
+	case event.TypeToolExecutionUpdate:
+		m.toolUpdate(ev, at)
+	case event.TypeToolExecutionEnd:
+		m.toolEnd(ev, at)
+	case event.TypeCompactionStart:
+		m.compactionStart(ev, at)
+	case event.TypeCompactionEnd:
+		m.compactionEnd(ev, at)
+	case event.TypeAutoRetryStart:
+		m.retryStart(ev, at)
+	case event.TypeAutoRetryEnd:
+		m.retryEnd(ev, at)
+	case event.TypeSummarizationRetrySchedule, event.TypeSummarizationRetryAttempt, event.TypeSummarizationRetryFinished:
+		m.summarizationRetry(ev, at)
+	case event.TypeQueueUpdate:
+		m.rootEvent(vocab.EventQueueUpdate, at,
+			vocab.QueueSteeringKey.Int(len(ev.Steering)),
+			vocab.QueueFollowUpKey.Int(len(ev.FollowUp)))
+	case event.TypeThinkingLevelChanged:
+		m.rootEvent(vocab.EventThinkingLevel, at, vocab.ThinkingLevelKey.String(shortName(ev.Level)))
+	case event.TypeSessionInfoChanged:
+		attrs := []attribute.KeyValue{vocab.SessionNamedKey.Bool(ev.Name != nil)}
+		if c := m.cfg.content; c != nil && ev.Name != nil {
+			attrs = append(attrs, vocab.SessionNameKey.String(c.Scrub(*ev.Name)))
+		}
+		m.rootEvent(vocab.EventSessionInfo, at, attrs...)
+	case event.TypeEntryAppended:
+		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(entryType(ev.Entry))))
+	case event.TypeExtensionError:
+		m.ExtensionError(ev, at)
+	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:
+		// RPC records: the rpc package traces them; nothing to map here.
+	default:
+		m.stats.Unknown++
+		m.currentEvent(vocab.EventUnknown, at, vocab.EventTypeKey.String(shortName(ev.Type)))
+	}
+}

@@ -1,0 +1,70 @@
+package agentmap_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// decoded is a realistic generated stream, decoded once, so that the
+// benchmark measures the mapper alone.
+var decoded = sync.OnceValues(func() ([]event.Event, int64) {
+	data, recs := streamgen.BenchStream()
+	evs := make([]event.Event, 0, len(recs))
+	for _, r := range recs {
+		ev, err := event.Decode(r, event.Options{})
+		if err != nil {
+			panic(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs, int64(len(data))
+})
+
+// BenchmarkMapper runs the mapper over the whole realistic mix, with a
+// noop tracer provider (the mapper's own cost) and with the SDK recording
+// spans and dropping them (what replay with --traces-exporter none does).
+func BenchmarkMapper(b *testing.B) {
+	evs, size := decoded()
+	benchutil.EachTracerProvider(b, func(b *testing.B, newTP func() trace.TracerProvider) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		t0 := time.Unix(1_800_000_000, 0)
+		for b.Loop() {
+			m := agentmap.New(newTP())
+			for i := range evs {
+				m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
+			}
+			m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
+			if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
+				b.Fatalf("the generated stream is not clean: %+v", st)
+			}
+		}
+		benchutil.ReportPerRecord(b, len(evs))
+	})
+}
+
+// BenchmarkMapperMessageUpdate is the record nearly every event is: a delta
+// inside an open assistant message.
+func BenchmarkMapperMessageUpdate(b *testing.B) {
+	m := agentmap.New(noop.NewTracerProvider())
+	t0 := time.Unix(1_800_000_000, 0)
+	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
+	m.Handle(&event.Event{Type: event.TypeTurnStart}, t0)
+	m.Handle(&event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}}, t0)
+	ev := &event.Event{Type: event.TypeMessageUpdate, AssistantMessageEvent: &event.AssistantMessageEvent{Type: "text_delta"}}
+	m.Handle(ev, t0)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Handle(ev, t0)
+	}
+}

@@ -1,0 +1,188 @@
+package agentmap
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
+	"github.com/pi-otel/pi-otel/internal/errtext"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
+	msg := ev.Message
+	if msg == nil || msg.Role != "assistant" {
+		return // user and system messages are recorded once, at message_end
+	}
+	r := m.ensureRun(at, "message_start")
+	if r.chat != nil {
+		m.anomaly("message_start inside a message")
+		r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		r.chat.finish(at)
+	}
+	name := vocab.SpanChat.Name(msg.Model)
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+	if msg.Provider != "" {
+		attrs = append(attrs, providerAttrs(msg.Provider)...)
+	}
+	if msg.Model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
+	}
+	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
+	r.chat = &chat{span: s}
+}
+
+func (m *Mapper) messageUpdate(ev *event.Event, at time.Time) {
+	if len(ev.RawMessage) > 0 && !m.settledSeen {
+		// Pi before 1.x sends cumulative snapshots with each update.
+		m.legacy = true
+	}
+	r := m.run
+	if r == nil || r.chat == nil || r.chat.firstChunk || ev.AssistantMessageEvent == nil || m.cfg.inexact {
+		return
+	}
+	switch ev.AssistantMessageEvent.Type {
+	case "text_delta", "thinking_delta", "toolcall_delta", "text_start", "thinking_start", "toolcall_start":
+		r.chat.firstChunk = true
+		r.chat.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(at.Sub(r.chat.start).Seconds()))
+	}
+}
+
+func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
+	msg := ev.Message
+	if msg == nil {
+		return
+	}
+	switch msg.Role {
+	case "assistant":
+		m.assistantEnd(msg, at)
+	case "user":
+		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg.Content))}
+		if c := m.cfg.content; c != nil {
+			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
+		}
+		m.currentEvent(vocab.EventUserMessage, at, attrs...)
+	case "system":
+		attrs := []attribute.KeyValue{
+			vocab.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
+			vocab.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
+		}
+		if c := m.cfg.content; c != nil {
+			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(c.SystemInstructions(rawMessage(ev))))
+		}
+		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
+		m.conv.learnTools(msg)
+	}
+}
+
+func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
+	r := m.ensureRun(at, "message_end")
+	if r.chat == nil {
+		m.anomaly("assistant message_end without message_start")
+		m.messageStart(&event.Event{Type: event.TypeMessageStart, Message: msg}, at)
+	}
+	c := r.chat
+	attrs := []attribute.KeyValue{
+		// The convention's names (tool_call, not toolUse); Pi's own stays
+		// in pi.stop_reason.
+		semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(msg.StopReason)),
+		vocab.StopReasonKey.String(msg.StopReason),
+	}
+	if msg.ResponseModel != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(msg.ResponseModel))
+	} else if msg.Model != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(msg.Model))
+	}
+	if msg.ResponseID != "" {
+		attrs = append(attrs, semconv.GenAIResponseID(msg.ResponseID))
+	}
+	if msg.RawStopReason != "" {
+		attrs = append(attrs, vocab.RawStopReasonKey.String(msg.RawStopReason))
+	}
+	if msg.DurationMs != nil {
+		attrs = append(attrs, vocab.DurationMsKey.Float64(*msg.DurationMs))
+	}
+	if u := msg.Usage; u != nil {
+		attrs = append(attrs, usageAttrs(u)...)
+		attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
+		addUsage(&r.usage, u)
+	}
+	attrs = m.conv.chatAttrs(msg, attrs)
+	if cc := m.cfg.content; cc != nil {
+		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(cc.OutputMessages([][]byte{assistantRaw(msg)})))
+	}
+	c.SetAttributes(attrs...)
+	if msg.StopReason == "error" {
+		c.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(msg.ErrorMessage)))
+		c.SetStatus(codes.Error, m.errorText(msg.ErrorMessage))
+	}
+	if msg.Provider != "" {
+		r.provider = msg.Provider
+	}
+	if msg.Model != "" {
+		r.model = msg.Model
+	}
+	r.lastStop = msg.StopReason
+	r.lastError = ""
+	if msg.StopReason == "error" {
+		r.lastError = m.errorText(msg.ErrorMessage)
+	}
+	if msg.StopReason == "error" && r.turn != nil {
+		r.turn.SetStatus(codes.Error, r.lastError)
+	}
+	c.finish(at)
+	r.chat = nil
+}
+
+func usageAttrs(u *event.Usage) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
+		semconv.GenAIUsageOutputTokens(int(u.Output)),
+		semconv.GenAIUsageCacheReadInputTokens(int(u.CacheRead)),
+		semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheWrite)),
+	}
+	if u.Reasoning > 0 {
+		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(int(u.Reasoning)))
+	}
+	return attrs
+}
+
+func addUsage(dst, u *event.Usage) {
+	dst.Input += u.Input
+	dst.Output += u.Output
+	dst.CacheRead += u.CacheRead
+	dst.CacheWrite += u.CacheWrite
+	dst.Reasoning += u.Reasoning
+	dst.TotalTokens += u.TotalTokens
+	dst.Cost.Input += u.Cost.Input
+	dst.Cost.Output += u.Cost.Output
+	dst.Cost.CacheRead += u.Cost.CacheRead
+	dst.Cost.CacheWrite += u.Cost.CacheWrite
+	dst.Cost.Total += u.Cost.Total
+}
+
+// providerAttrs names a provider both ways: by the conventions' well-known
+// name, which backends group by, and by Pi's own id.
+func providerAttrs(id string) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		semconv.GenAIProviderNameKey.String(vocab.ProviderName(id)),
+		vocab.ProviderKey.String(id),
+	}
+}
+
+// errorText is what a span may say about a provider error: see errtext.
+func (m *Mapper) errorText(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	var s errtext.Scrubber
+	if m.cfg.content != nil {
+		s = m.cfg.content
+	}
+	return errtext.Text(msg, s, "")
+}

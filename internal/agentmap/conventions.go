@@ -1,0 +1,70 @@
+package agentmap
+
+import (
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// Bounds on what the mapper keeps of the tool declarations: a session
+// declares a handful of tools, a stream is input pi-otel does not control.
+const (
+	maxToolDescriptions   = 256
+	maxToolDescriptionLen = 1024
+)
+
+// conventionState is what the GenAI attributes that came after v1.41
+// need from earlier records of the session (docs/span-model.md, Conventions
+// per mode): the declared tools' descriptions and whether a compaction has
+// replaced the conversation.
+type conventionState struct {
+	descriptions map[string]string // tool name → description
+	compacted    bool
+}
+
+// learnTools remembers the descriptions a system message declares.
+func (s *conventionState) learnTools(msg *event.Message) {
+	for _, list := range [][]json.RawMessage{msg.Tools, msg.ToolsAdded} {
+		for _, raw := range list {
+			var t struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			}
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" || t.Description == "" {
+				continue
+			}
+			if s.descriptions == nil {
+				s.descriptions = map[string]string{}
+			}
+			if _, known := s.descriptions[t.Name]; !known && len(s.descriptions) >= maxToolDescriptions {
+				continue
+			}
+			s.descriptions[t.Name] = vocab.Clip(t.Description, maxToolDescriptionLen)
+		}
+	}
+}
+
+// toolAttrs adds gen_ai.tool.description when the tool was declared.
+func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if d, ok := s.descriptions[name]; ok {
+		attrs = append(attrs, semconv.GenAIToolDescription(d))
+	}
+	return attrs
+}
+
+// chatAttrs adds the thinking level the call was made with (pi.thinking_level;
+// gen_ai.request.reasoning.level in the latest conventions) and, after a
+// compaction, gen_ai.conversation.compacted.
+func (s *conventionState) chatAttrs(msg *event.Message, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if msg.ThinkingLevel != "" {
+		attrs = append(attrs, vocab.ThinkingLevelKey.String(msg.ThinkingLevel))
+	}
+	if s.compacted {
+		attrs = append(attrs, vocab.GenAIConversationCompactedKey.Bool(true))
+	}
+	return attrs
+}

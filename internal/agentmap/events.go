@@ -1,0 +1,42 @@
+package agentmap
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// ExtensionError records an extension_error on the innermost open span.
+func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
+	attrs := []attribute.KeyValue{
+		vocab.ExtensionPathKey.String(ev.ExtensionPath),
+		vocab.ExtensionEventKey.String(shortName(ev.Event)),
+	}
+	if c := m.cfg.content; c != nil {
+		attrs = append(attrs, vocab.ExtensionErrorKey.String(c.Scrub(ev.Error)))
+	}
+	if m.run != nil {
+		m.run.extensionErrors++
+	}
+	m.currentEvent(vocab.EventExtensionError, at, attrs...)
+}
+
+func (m *Mapper) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
+	if m.run == nil {
+		m.stats.Anomalies["idle "+name]++
+		return
+	}
+	m.run.root.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}
+
+func (m *Mapper) currentEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
+	if m.run == nil {
+		m.stats.Anomalies["idle "+name]++
+		return
+	}
+	m.run.innermost().AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}

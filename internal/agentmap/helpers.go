@@ -1,0 +1,82 @@
+package agentmap
+
+import (
+	"encoding/json"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// shortName bounds a name Pi sends (a record type, a level, an event
+// name) as span names are bounded: such names are short, and one that is
+// not must not be copied whole into telemetry.
+func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
+
+// contentChars counts the characters of a message's text without keeping it.
+func contentChars(content json.RawMessage) int {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return utf8.RuneCountInString(s)
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return 0
+	}
+	n := 0
+	for _, b := range blocks {
+		n += utf8.RuneCountInString(b.Text)
+	}
+	return n
+}
+
+// rawMessage is the message of a message_* event as Pi sent it.
+func rawMessage(ev *event.Event) []byte { return ev.RawMessage }
+
+// assistantRaw re-encodes a decoded assistant message for content capture;
+// only reached when the user opted in.
+func assistantRaw(msg *event.Message) []byte {
+	if len(msg.Raw) > 0 {
+		return msg.Raw
+	}
+	b, _ := json.Marshal(msg)
+	return b
+}
+
+func sectionNames(sections map[string]*string) []string {
+	names := make([]string, 0, len(sections))
+	for k := range sections {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// entryType names an appended entry without reading its data.
+func entryType(entry json.RawMessage) string {
+	var e struct {
+		Type       string `json:"type"`
+		CustomType string `json:"customType"`
+	}
+	if json.Unmarshal(entry, &e) != nil {
+		return ""
+	}
+	if e.CustomType != "" {
+		return e.Type + ":" + e.CustomType
+	}
+	return e.Type
+}
+
+func decodeCompaction(raw json.RawMessage) *compactionResult {
+	if len(raw) == 0 {
+		return nil
+	}
+	var r compactionResult
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return &r
+}

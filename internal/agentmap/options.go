@@ -1,0 +1,72 @@
+package agentmap
+
+import "context"
+
+// Content is what the mapper needs to capture message content. Leaving it
+// nil (the default) keeps every prompt, argument and output out of spans.
+type Content interface {
+	// Scrub redacts and truncates one captured value.
+	Scrub(s string) string
+	// Messages renders Pi messages as a GenAI-convention JSON attribute value.
+	InputMessages(msgs [][]byte) string
+	OutputMessages(msgs [][]byte) string
+	SystemInstructions(msg []byte) string
+	ToolArguments(args []byte) string
+	ToolResult(result []byte) string
+}
+
+type config struct {
+	parent  context.Context
+	content Content
+	// inexact: event times are reconstructed (replay), so intervals no
+	// record measures, like time to first chunk, are not reported.
+	inexact  bool
+	maxTools int
+}
+
+// defaultMaxOpenTools is far above what a model fans out in one turn, and
+// bounds what a stream that never ends its tools can hold.
+const defaultMaxOpenTools = 1024
+
+// WithMaxOpenTools bounds the tools open at once (default 1024). Past it
+// the oldest is ended unfinished with pi.end_reason=evicted and counted in
+// Stats.ToolsEvicted and on the root (pi.tools_evicted), as RPC tracing
+// bounds its pending commands. The late records of the last 16n evicted
+// tools are recognised and dropped (counted as an anomaly); an older one's
+// end becomes an orphan end (pi.orphan_end).
+func WithMaxOpenTools(n int) Option {
+	return optionFunc(func(c config) config {
+		if n > 0 {
+			c.maxTools = n
+		}
+		return c
+	})
+}
+
+// Option configures a Mapper, in the OpenTelemetry SDK's style.
+type Option interface {
+	apply(config) config
+}
+
+type optionFunc func(config) config
+
+func (f optionFunc) apply(c config) config { return f(c) }
+
+// WithParent makes every root a child of the span in ctx, e.g. the caller's
+// TRACEPARENT, so that a CI job's trace contains the agent.
+func WithParent(ctx context.Context) Option {
+	return optionFunc(func(c config) config { c.parent = ctx; return c })
+}
+
+// WithInexactTimes says event times are reconstructed from the stream, as
+// replay does, rather than observed. Spans keep their times, but
+// gen_ai.response.time_to_first_chunk, which no record carries, is left out
+// instead of reported as zero.
+func WithInexactTimes() Option {
+	return optionFunc(func(c config) config { c.inexact = true; return c })
+}
+
+// WithContent turns on opt-in content capture.
+func WithContent(c Content) Option {
+	return optionFunc(func(cfg config) config { cfg.content = c; return cfg })
+}

@@ -1,0 +1,192 @@
+package agentmap
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// span is one open span and the context that holds it.
+type span struct {
+	trace.Span
+	ctx   context.Context
+	start time.Time
+}
+
+// finish ends the span at at, or at its start if at is earlier: replayed
+// times come from different clocks (a message's own timestamp, an entry's
+// persist time) and must never give a span a negative duration.
+func (s *span) finish(at time.Time) {
+	if at.Before(s.start) {
+		at = s.start
+	}
+	s.End(trace.WithTimestamp(at))
+}
+
+type chat struct {
+	span
+	firstChunk bool
+}
+
+type compaction struct {
+	span
+	parentID trace.SpanID // the span it hangs from, to close it with that span
+	run      *run         // the run it belongs to; nil when none was open
+}
+
+// tool is one open execute_tool span.
+type tool struct {
+	span
+	id         string
+	updates    int
+	prev, next *tool // neighbours in start order
+}
+
+// toolSet holds a run's open tools by call id and in start order, so that
+// finding, ending and evicting one costs the same with 40,000 open as with
+// one.
+type toolSet struct {
+	byID           map[string]*tool
+	oldest, newest *tool
+}
+
+func newToolSet() toolSet { return toolSet{byID: map[string]*tool{}} }
+
+func (s *toolSet) get(id string) *tool { return s.byID[id] }
+
+func (s *toolSet) len() int { return len(s.byID) }
+
+func (s *toolSet) add(t *tool) {
+	s.byID[t.id] = t
+	t.prev = s.newest
+	if s.newest != nil {
+		s.newest.next = t
+	} else {
+		s.oldest = t
+	}
+	s.newest = t
+}
+
+// idRing remembers the last n ids added, in bounded memory.
+type idRing struct {
+	slots []string
+	next  int
+	at    map[string]int // id → its slot
+}
+
+func (r *idRing) add(id string, n int) {
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	if len(r.slots) < n {
+		r.at[id] = len(r.slots)
+		r.slots = append(r.slots, id)
+		return
+	}
+	if old := r.slots[r.next]; r.at[old] == r.next {
+		delete(r.at, old)
+	}
+	r.slots[r.next], r.at[id] = id, r.next
+	r.next = (r.next + 1) % n
+}
+
+// take reports whether id is remembered, and forgets it.
+func (r *idRing) take(id string) bool {
+	if _, ok := r.at[id]; ok {
+		delete(r.at, id)
+		return true
+	}
+	return false
+}
+
+func (s *toolSet) remove(t *tool) {
+	delete(s.byID, t.id)
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		s.oldest = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		s.newest = t.prev
+	}
+	t.prev, t.next = nil, nil
+}
+
+type run struct {
+	root     trace.Span
+	rootCtx  context.Context
+	rootSpan span
+
+	agentRun  *span
+	turn      *span
+	chat      *chat
+	tools     toolSet
+	evicted   idRing // ids of tools the cap ended, for their late records
+	openComps int    // open compactions that belong to this run
+	retry     *span
+
+	agentRuns, turns, toolCalls, toolErrors, retries, compactions int
+	extensionErrors                                               int
+	turnToolCalls                                                 int
+	toolsEvicted                                                  int
+
+	usage     event.Usage
+	provider  string
+	model     string
+	lastStop  string
+	lastError string
+	aborted   bool
+	lastEnd   time.Time
+	willRetry bool // the last compaction_end or agent_end said a retry follows
+}
+
+func (r *run) expectingContinuation() bool {
+	// An open retry or compaction span is itself the pending continuation.
+	return r.retry != nil || r.openComps > 0 || r.willRetry
+}
+
+// innermost is the span new events and children attach to.
+func (r *run) innermost() *span {
+	switch {
+	case r.chat != nil:
+		return &r.chat.span
+	case r.turn != nil:
+		return r.turn
+	case r.agentRun != nil:
+		return r.agentRun
+	}
+	return &r.rootSpan
+}
+
+// container is where a new child span hangs: a turn, else a run, else root.
+func (r *run) container() *span {
+	switch {
+	case r.turn != nil:
+		return r.turn
+	case r.agentRun != nil:
+		return r.agentRun
+	}
+	return &r.rootSpan
+}
+
+func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+	if m.session != "" {
+		// On every span, not only the root: backends group spans by it.
+		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+	}
+	if m.project != "" {
+		// On every span too: cost per project is summed over chat spans.
+		attrs = append(attrs, vocab.ProjectKey.String(m.project))
+	}
+	ctx, s := m.tracer.Start(parent, name,
+		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	return span{Span: s, ctx: ctx, start: at}
+}

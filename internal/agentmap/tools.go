@@ -1,0 +1,116 @@
+package agentmap
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// maxToolUpdateEvents caps the span events a chatty tool can add; the total
+// is still counted in pi.tool.updates.
+const maxToolUpdateEvents = 16
+
+// evictedMemory is how many times the cap of evicted tool ids the mapper
+// remembers, to drop their late records rather than trace a call twice:
+// enough for a burst of parallel tools far past the cap, in a few MB.
+const evictedMemory = 16
+
+func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
+	r := m.ensureRun(at, "tool_execution_start")
+	if old := r.tools.get(ev.ToolCallID); old != nil {
+		m.anomaly("duplicate toolCallId")
+		m.endTool(old, at, vocab.UnfinishedKey.Bool(true))
+	}
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(ev.ToolName),
+		semconv.GenAIToolCallID(ev.ToolCallID),
+		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
+	}
+	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
+	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
+		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
+	}
+	t := &tool{span: m.start(r.container().ctx, vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	r.tools.add(t)
+	r.toolCalls++
+	r.turnToolCalls++
+	for r.tools.len() > m.cfg.maxTools {
+		old := r.tools.oldest
+		m.stats.ToolsEvicted++
+		r.toolsEvicted++
+		r.evicted.add(old.id, evictedMemory*m.cfg.maxTools)
+		m.endTool(old, at, vocab.UnfinishedKey.Bool(true), vocab.EndEvicted.Attr())
+	}
+	return t
+}
+
+func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
+	r := m.run
+	if r == nil {
+		return
+	}
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil {
+		if _, evicted := r.evicted.at[ev.ToolCallID]; !evicted {
+			m.anomaly("tool_execution_update without start")
+		}
+		return
+	}
+	if t.updates < maxToolUpdateEvents {
+		t.AddEvent(vocab.EventToolUpdate, trace.WithTimestamp(at))
+	}
+	t.updates++
+}
+
+func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
+	r := m.ensureRun(at, "tool_execution_end")
+	t := r.tools.get(ev.ToolCallID)
+	if t == nil && r.evicted.take(ev.ToolCallID) {
+		// Its span ended when the cap evicted it; a second span for the
+		// same call would count it twice.
+		m.anomaly("tool_execution_end after eviction")
+		if ev.IsError {
+			r.toolErrors++
+		}
+		return
+	}
+	if t == nil {
+		// Keep the tool visible: place it where its duration says it ran.
+		m.anomaly("tool_execution_end without start")
+		start := at
+		if ev.DurationMs != nil {
+			start = at.Add(-time.Duration(*ev.DurationMs * float64(time.Millisecond)))
+		}
+		if p := r.container().start; start.Before(p) {
+			start = p
+		}
+		t = m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
+		t.SetAttributes(vocab.OrphanEndKey.Bool(true))
+	}
+	attrs := []attribute.KeyValue{}
+	if ev.DurationMs != nil {
+		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*ev.DurationMs))
+	}
+	if c := m.cfg.content; c != nil && len(ev.Result) > 0 {
+		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
+	}
+	if ev.IsError {
+		r.toolErrors++
+		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
+		t.SetStatus(codes.Error, "tool reported an error")
+	}
+	m.endTool(t, at, attrs...)
+}
+
+func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
+	m.run.tools.remove(t)
+	t.SetAttributes(append(attrs, vocab.ToolUpdatesKey.Int(t.updates))...)
+	t.finish(at)
+}
