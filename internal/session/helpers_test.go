@@ -45,7 +45,7 @@ func (n *node) str(key string) string {
 	if !ok {
 		return "<none>"
 	}
-	return v.Emit()
+	return v.String()
 }
 
 func (n *node) find(name string) []*node {
@@ -57,15 +57,6 @@ func (n *node) find(name string) []*node {
 		out = append(out, c.find(name)...)
 	}
 	return out
-}
-
-func (n *node) hasEvent(name string) bool {
-	for _, e := range n.s.Events() {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // shape renders the tree as indented names, "!" marking error status.

@@ -182,7 +182,7 @@ func (e *consoleLogs) Export(ctx context.Context, records []sdklog.Record) error
 		fmt.Fprintf(&b, "pi-otel log %s %s %s trace=%s span=%s", r.Timestamp().UTC().Format("15:04:05.000"),
 			r.Severity(), r.EventName(), r.TraceID(), r.SpanID())
 		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, oneLine(kv.Value.Emit()))
+			fmt.Fprintf(&b, " %s=%s", kv.Key, oneLine(kv.Value.String()))
 			return true
 		})
 		b.WriteByte('\n')
