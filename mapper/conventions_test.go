@@ -55,7 +55,7 @@ func TestConversationIDOnEverySpan(t *testing.T) {
 					continue
 				}
 				if !ok || v.AsString() != "sess-1" {
-					t.Errorf("%s: gen_ai.conversation.id %q", s.Name(), v.Emit())
+					t.Errorf("%s: gen_ai.conversation.id %q", s.Name(), v.String())
 				}
 			}
 			for _, want := range []string{piconv.SpanRoot, piconv.SpanAgentRun, piconv.SpanTurn, "chat m",
@@ -82,7 +82,7 @@ func TestProviderWellKnownName(t *testing.T) {
 			name, _ := attrOf(s, semconv.GenAIProviderNameKey)
 			own, _ := attrOf(s, piconv.ProviderKey)
 			if name.AsString() != want || own.AsString() != pi {
-				t.Errorf("%s of %s: gen_ai.provider.name %q, pi.provider %q; want %q, %q", s.Name(), pi, name.Emit(), own.Emit(), want, pi)
+				t.Errorf("%s of %s: gen_ai.provider.name %q, pi.provider %q; want %q, %q", s.Name(), pi, name.String(), own.String(), want, pi)
 			}
 		}
 		if checked != 3 {

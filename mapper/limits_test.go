@@ -83,7 +83,7 @@ func TestOpenToolsAreCapped(t *testing.T) {
 		id, _ := attrOf(s, "gen_ai.tool.call.id")
 		reason, evicted := attrOf(s, piconv.EndReasonKey)
 		if want := i < 6; evicted != want || (evicted && reason.AsString() != string(piconv.EndEvicted)) {
-			t.Errorf("tool %s: pi.end_reason %v, want evicted=%v", id.AsString(), reason.Emit(), want)
+			t.Errorf("tool %s: pi.end_reason %v, want evicted=%v", id.AsString(), reason.String(), want)
 		}
 		if want := fmt.Sprint(i); id.AsString() != want {
 			t.Errorf("span %d is tool %s, want %s (evicted oldest first)", i, id.AsString(), want)
@@ -97,10 +97,10 @@ func TestOpenToolsAreCapped(t *testing.T) {
 	}
 	root := named(spans, piconv.SpanRoot)[0]
 	if v, _ := attrOf(root, piconv.ToolsEvictedKey); v.AsInt64() != 6 {
-		t.Errorf("root pi.tools_evicted = %v, want 6", v.Emit())
+		t.Errorf("root pi.tools_evicted = %v, want 6", v.String())
 	}
 	if v, _ := attrOf(root, piconv.ToolCallsKey); v.AsInt64() != 10 {
-		t.Errorf("root pi.tool_calls = %v, want 10", v.Emit())
+		t.Errorf("root pi.tool_calls = %v, want 10", v.String())
 	}
 }
 
@@ -153,14 +153,14 @@ func TestOverlappingCompactions(t *testing.T) {
 		o, _ := attrOf(c, piconv.CompactionOutcomeKey)
 		if r.AsString() != want.reason || b.AsInt64() != want.before || o.AsString() != string(piconv.CompactionOK) {
 			t.Errorf("compaction %d: reason %s, tokens_before %d, outcome %s; want %s, %d, ok",
-				i, r.Emit(), b.AsInt64(), o.Emit(), want.reason, want.before)
+				i, r.String(), b.AsInt64(), o.String(), want.reason, want.before)
 		}
 	}
 	if a := m.Stats().Anomalies; len(a) != 0 {
 		t.Errorf("anomalies %v", a)
 	}
 	if v, _ := attrOf(named(spans, piconv.SpanRoot)[0], piconv.CompactionsKey); v.AsInt64() != 2 {
-		t.Errorf("root pi.compactions = %v, want 2", v.Emit())
+		t.Errorf("root pi.compactions = %v, want 2", v.String())
 	}
 }
 
@@ -231,7 +231,7 @@ func TestEventNamesAreBounded(t *testing.T) {
 		for _, e := range s.Events() {
 			for _, kv := range e.Attributes {
 				n++
-				if l := len(kv.Value.Emit()); l > piconv.MaxNameDetail {
+				if l := len(kv.Value.String()); l > piconv.MaxNameDetail {
 					t.Errorf("%s: %s is %d bytes", e.Name, kv.Key, l)
 				}
 			}

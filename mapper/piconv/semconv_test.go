@@ -12,7 +12,7 @@ func TestLatest(t *testing.T) {
 	emit := func(kvs []attribute.KeyValue) string {
 		s := ""
 		for _, kv := range kvs {
-			s += string(kv.Key) + "=" + kv.Value.Emit() + " "
+			s += string(kv.Key) + "=" + kv.Value.String() + " "
 		}
 		return s
 	}
