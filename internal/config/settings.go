@@ -22,7 +22,7 @@ type setting struct {
 	// note is said after the default.
 	note  string
 	parse parser
-	// choices are the values a asChoice setting takes, lower case.
+	// choices are the values an asChoice setting takes, lower case.
 	choices []string
 }
 
@@ -30,9 +30,9 @@ type setting struct {
 type parser int
 
 const (
-	// asText: the text as given, read by the setting's own code.
+	// asText is the text as given, read by the setting's own code.
 	asText parser = iota
-	// asList: a repeatable flag, one entry per line in its variable.
+	// asList is a repeatable flag, one entry per line in its variable.
 	asList
 	asBool
 	// asCount is a whole number of at least 1, asLength of at least 0.
@@ -47,7 +47,7 @@ const (
 	asSize
 )
 
-// least is the smallest whole number a asCount or asLength takes.
+// least is the smallest whole number an asCount or asLength setting takes.
 func (p parser) least() int {
 	if p == asCount {
 		return 1
@@ -58,35 +58,35 @@ func (p parser) least() int {
 // settings is the table of the settings every command shares, in the order
 // help shows them.
 var settings = []setting{
-	{flag: "traces-exporter", group: GroupDestination, envs: envs("OTEL_TRACES_EXPORTER"), usage: "where spans go: otlp, console, file or none, an `EXPORTER`", defText: "file if --traces-file is set, otlp if an endpoint is set, else console"},
-	{flag: "traces-file", group: GroupDestination, envs: envs("PI_OTEL_TRACES_FILE"), usage: "write spans as OTLP/JSON lines to `PATH`, appending; - means stderr"},
-	{flag: "traces-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), usage: "OTLP endpoint `URL` for spans, used as is"},
+	{flag: "traces-exporter", group: GroupDestination, envs: envs("OTEL_TRACES_EXPORTER"), usage: "where spans go: otlp, console, file or none, an `EXPORTER`", defText: "file if --traces-file is set, otlp if an endpoint is set, else console", parse: asText},
+	{flag: "traces-file", group: GroupDestination, envs: envs("PI_OTEL_TRACES_FILE"), usage: "write spans as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "traces-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), usage: "OTLP endpoint `URL` for spans, used as is", parse: asText},
 	{flag: "traces-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), usage: "OTLP `PROTOCOL` for spans: grpc or http/protobuf", parse: asChoice, choices: protocols},
 
-	{flag: "metrics-exporter", group: GroupDestination, envs: envs("OTEL_METRICS_EXPORTER"), usage: "where metrics go: otlp, console, file or none, an `EXPORTER`", defText: "file if --metrics-file is set, otlp if an endpoint is set, else none"},
-	{flag: "metrics-file", group: GroupDestination, envs: envs("PI_OTEL_METRICS_FILE"), usage: "write metrics as OTLP/JSON lines to `PATH`, appending; - means stderr"},
-	{flag: "metrics-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), usage: "OTLP endpoint `URL` for metrics, used as is"},
+	{flag: "metrics-exporter", group: GroupDestination, envs: envs("OTEL_METRICS_EXPORTER"), usage: "where metrics go: otlp, console, file or none, an `EXPORTER`", defText: "file if --metrics-file is set, otlp if an endpoint is set, else none", parse: asText},
+	{flag: "metrics-file", group: GroupDestination, envs: envs("PI_OTEL_METRICS_FILE"), usage: "write metrics as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "metrics-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), usage: "OTLP endpoint `URL` for metrics, used as is", parse: asText},
 	{flag: "metrics-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), usage: "OTLP `PROTOCOL` for metrics: grpc or http/protobuf", parse: asChoice, choices: protocols},
 	{flag: "metrics-interval", group: GroupTuning, envs: envs("OTEL_METRIC_EXPORT_INTERVAL"), usage: "metric export period, a `DURATION`", def: "60s", note: "metrics are also flushed at exit", parse: asPositive},
 	{flag: "metrics-temporality", group: GroupTuning, envs: envs("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"), usage: "metric `TEMPORALITY`: delta, cumulative or lowmemory", def: "cumulative", parse: asChoice, choices: []string{"delta", "cumulative", "lowmemory"}},
 
-	{flag: "logs-exporter", group: GroupDestination, envs: envs("OTEL_LOGS_EXPORTER"), usage: "where Pi's events go as log records: otlp, console, file or none, an `EXPORTER`", defText: "file if --logs-file is set, otlp if --logs-endpoint is set, else none"},
-	{flag: "logs-file", group: GroupDestination, envs: envs("PI_OTEL_LOGS_FILE"), usage: "write log records as OTLP/JSON lines to `PATH`, appending; - means stderr"},
-	{flag: "logs-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"), usage: "OTLP endpoint `URL` for log records, used as is"},
+	{flag: "logs-exporter", group: GroupDestination, envs: envs("OTEL_LOGS_EXPORTER"), usage: "where Pi's events go as log records: otlp, console, file or none, an `EXPORTER`", defText: "file if --logs-file is set, otlp if --logs-endpoint is set, else none", parse: asText},
+	{flag: "logs-file", group: GroupDestination, envs: envs("PI_OTEL_LOGS_FILE"), usage: "write log records as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "logs-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"), usage: "OTLP endpoint `URL` for log records, used as is", parse: asText},
 	{flag: "logs-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"), usage: "OTLP `PROTOCOL` for log records: grpc or http/protobuf", parse: asChoice, choices: protocols},
 
-	{flag: "endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_ENDPOINT"), usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces, /v1/metrics or /v1/logs", defText: "http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf"},
+	{flag: "endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_ENDPOINT"), usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces, /v1/metrics or /v1/logs", defText: "http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf", parse: asText},
 	{flag: "protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_PROTOCOL"), usage: "OTLP `PROTOCOL`: grpc or http/protobuf", def: "grpc", parse: asChoice, choices: protocols},
-	{flag: "headers", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_HEADERS"), usage: "OTLP headers as `K=V,...`, values percent-encoded"},
+	{flag: "headers", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_HEADERS"), usage: "OTLP headers as `K=V,...`, values percent-encoded", parse: asText},
 	{flag: "insecure", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_INSECURE"), usage: "plaintext to an endpoint given without a scheme", parse: asBool},
-	{flag: "certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CERTIFICATE"), usage: "PEM file of CA certificates to trust, a `PATH`"},
-	{flag: "client-certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), usage: "PEM file with the client certificate for mutual TLS, a `PATH`"},
-	{flag: "client-key", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_KEY"), usage: "PEM file with the client key for mutual TLS, a `PATH`"},
+	{flag: "certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CERTIFICATE"), usage: "PEM file of CA certificates to trust, a `PATH`", parse: asText},
+	{flag: "client-certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), usage: "PEM file with the client certificate for mutual TLS, a `PATH`", parse: asText},
+	{flag: "client-key", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_KEY"), usage: "PEM file with the client key for mutual TLS, a `PATH`", parse: asText},
 	{flag: "timeout", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TIMEOUT"), usage: "bound on one OTLP export, a `DURATION`", def: "10s", parse: asPositive},
 	{flag: "compression", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_COMPRESSION"), usage: "OTLP `COMPRESSION`: gzip or none", def: "none", parse: asChoice, choices: []string{"gzip", "none"}},
 
-	{flag: "service-name", group: GroupDestination, envs: envs("OTEL_SERVICE_NAME"), usage: "service.name of the telemetry, a `NAME`", def: "pi"},
-	{flag: "resource-attributes", group: GroupDestination, envs: envs("OTEL_RESOURCE_ATTRIBUTES"), usage: "extra resource attributes as `K=V,...`"},
+	{flag: "service-name", group: GroupDestination, envs: envs("OTEL_SERVICE_NAME"), usage: "service.name of the telemetry, a `NAME`", def: "pi", parse: asText},
+	{flag: "resource-attributes", group: GroupDestination, envs: envs("OTEL_RESOURCE_ATTRIBUTES"), usage: "extra resource attributes as `K=V,...`", parse: asText},
 
 	{flag: "quiet", group: GroupDestination, envs: envs("PI_OTEL_QUIET"), usage: "no pi-otel status lines on stderr", parse: asBool},
 	{flag: "flush-timeout", group: GroupTuning, envs: envs("PI_OTEL_FLUSH_TIMEOUT"), usage: "how long to wait at exit for telemetry to be exported, a `DURATION`", def: "5s", parse: asDuration},
@@ -96,9 +96,9 @@ var settings = []setting{
 	{flag: "attribute-value-length-limit", group: GroupCapture, envs: envs("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"), usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit", defText: "no limit", parse: asLength},
 	{flag: "redact", group: GroupCapture, envs: envs("PI_OTEL_REDACT"), usage: "also redact matches of `REGEX` in captured content; repeatable", note: "one per line", parse: asList},
 
-	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41"},
+	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41", parse: asText},
 
-	{flag: "spool-dir", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_DIR"), usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off", defText: "$XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool"},
+	{flag: "spool-dir", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_DIR"), usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off", defText: "$XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool", parse: asText},
 	{flag: "spool-max-size", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_SIZE"), usage: "bound on the spool in mebibytes, `N`; the oldest spans go first", def: "64", parse: asCount},
 	{flag: "spool-max-age", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_AGE"), usage: "spooled spans older than this `DURATION` are dropped", def: "168h", parse: asPositive},
 
@@ -111,8 +111,8 @@ var settings = []setting{
 
 // watchSettings are the settings of pi-otel watch alone.
 var watchSettings = []setting{
-	{flag: "state", envs: envs("PI_OTEL_STATE"), usage: "state `FILE` keeping watch's place in every session file", defText: "$XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json"},
-	{flag: "since", envs: envs("PI_OTEL_SINCE"), usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all", defText: "only new activity"},
+	{flag: "state", envs: envs("PI_OTEL_STATE"), usage: "state `FILE` keeping watch's place in every session file", defText: "$XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json", parse: asText},
+	{flag: "since", envs: envs("PI_OTEL_SINCE"), usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all", defText: "only new activity", parse: asText},
 	{flag: "settle", envs: envs("PI_OTEL_SETTLE"), usage: "quiet time after a final answer before a run counts as complete, a `DURATION`", def: "30s", parse: asPositive},
 	{flag: "close-after", envs: envs("PI_OTEL_CLOSE_AFTER"), usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION`", def: "30m", parse: asDuration},
 	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration},
