@@ -107,7 +107,7 @@ func homeDir(env Env) string {
 // health metrics, and a gate that tells the follower whether the exporter
 // took every span.
 type sessionPipeline struct {
-	tel     *telemetry.Telemetry
+	tel     *telemetry.Pipeline
 	ids     *session.IDs
 	cfg     config.Config
 	stderr  io.Writer

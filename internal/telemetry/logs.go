@@ -41,7 +41,7 @@ func WithLogProcessor(build func(log.LoggerProvider) (sdktrace.SpanProcessor, er
 }
 
 // LoggerProvider is where log records go; a no-op one when logs are off.
-func (t *Telemetry) LoggerProvider() log.LoggerProvider {
+func (t *Pipeline) LoggerProvider() log.LoggerProvider {
 	if t.lp == nil {
 		return noop.NewLoggerProvider()
 	}
@@ -49,7 +49,7 @@ func (t *Telemetry) LoggerProvider() log.LoggerProvider {
 }
 
 // setupLogs builds the logger provider, or nothing when logs are off.
-func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *resource.Resource) error {
+func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *resource.Resource) error {
 	var exp sdklog.Exporter
 	var w *watch
 	switch cfg.Logs.Exporter {
