@@ -214,7 +214,7 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 
 // followSession feeds a followed file's lines from a reader goroutine, so
 // that a quiet run can be traced while the read blocks.
-func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]byte)) error {
+func followSession(tr *session.FileMapper, next func() ([]byte, error), feed func([]byte)) error {
 	ch := make(chan []byte, 64)
 	var rerr error
 	go func() {

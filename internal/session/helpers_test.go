@@ -128,10 +128,10 @@ func forest(t *testing.T, rec *tracetest.SpanRecorder) []*node {
 // traced is the outcome of tracing one input.
 type traced struct {
 	roots  []*node
-	tracer *Tracer
+	tracer *FileMapper
 }
 
-// traceBytes feeds a session file to a Tracer, line by line, and closes it.
+// traceBytes feeds a session file to a FileMapper, line by line, and closes it.
 func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
@@ -146,7 +146,7 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 
 // feed gives b to tr line by line; a last line without LF is held back,
 // as a follower would.
-func feed(tr *Tracer, b []byte) {
+func feed(tr *FileMapper, b []byte) {
 	off := int64(0)
 	for {
 		i := bytes.IndexByte(b, '\n')
