@@ -160,8 +160,11 @@ func TestDocCommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := append([]string{repo.Path("README.md")}, docs...)
-	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (run|rpc|replay|demo|version|help)((?: [^#\x60\n]*)?)`)
+	// Every command pi-otel's usage lists, so a new one is covered at once.
+	cmds := usageCommands(t)
+	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (` + strings.Join(append(cmds, "help"), "|") + `)((?: [^#\x60\n]*)?)`)
 	n := 0
+	seen := map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -173,6 +176,7 @@ func TestDocCommandsParse(t *testing.T) {
 		}
 		for _, m := range cmdLine.FindAllStringSubmatch(string(b), -1) {
 			cmd, rest := m[1], strings.Fields(m[2])
+			seen[cmd] = true
 			if cmd == "version" || cmd == "help" {
 				continue
 			}
@@ -199,4 +203,23 @@ func TestDocCommandsParse(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("only %d flags found in the docs' command lines; is the pattern right?", n)
 	}
+	for _, c := range cmds {
+		if !seen[c] && c != "version" {
+			t.Errorf("no command line in the README or docs shows pi-otel %s", c)
+		}
+	}
+}
+
+// usageCommands are the commands `pi-otel help` lists.
+func usageCommands(t *testing.T) []string {
+	_, out, _ := mainWith(nil, "help")
+	usage, _, _ := strings.Cut(out, "\n\n"+"Start here:")
+	var cmds []string
+	for _, m := range regexp.MustCompile(`(?m)^  pi-otel (\w+)`).FindAllStringSubmatch(usage, -1) {
+		cmds = append(cmds, m[1])
+	}
+	if !slices.Contains(cmds, "watch") || len(cmds) < 6 {
+		t.Fatalf("pi-otel help lists %v; is the pattern right?", cmds)
+	}
+	return cmds
 }
