@@ -61,13 +61,20 @@ func registerVariants() {
 	rt.RegisterDataqueryVariant(tempo.VariantConfig())
 }
 
+// v1Dashboard is the schema of the provisioned dashboards (panels placed by
+// gridPos). The SDK deprecates it for dashboardv2.Dashboard, whose elements
+// and layouts cannot decode these files.
+//
+//lint:ignore SA1019 the provisioned dashboards are v1 JSON, which dashboardv2 cannot decode
+type v1Dashboard = dashboard.Dashboard
+
 var knownPanelTypes = map[string]bool{"timeseries": true, "stat": true, "table": true}
 
 // strictDecode works around grafana-foundation-sdk v0.0.22 returning an empty, non-nil
 // cog.BuildErrors on success.
-func strictDecode(raw []byte) (dashboard.Dashboard, error) {
+func strictDecode(raw []byte) (v1Dashboard, error) {
 	registerVariants()
-	var d dashboard.Dashboard
+	var d v1Dashboard
 	err := d.UnmarshalJSONStrict(raw)
 	var be cog.BuildErrors
 	if errors.As(err, &be) && len(be) == 0 {
@@ -88,7 +95,7 @@ func TestDashboardsStrictDecode(t *testing.T) {
 				t.Fatalf("strict decode: %v", err)
 			}
 			// Strict decoding may leave panels unpopulated (an SDK bug): walk a plain decode.
-			var d dashboard.Dashboard
+			var d v1Dashboard
 			if err := json.Unmarshal(raw, &d); err != nil {
 				t.Fatal(err)
 			}

@@ -148,7 +148,7 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 
 // pipeline is what every command shares: exporters, a mapper and a sink.
 type pipeline struct {
-	tel    *telemetry.Telemetry
+	tel    *telemetry.Pipeline
 	ids    *idgen.Reserving
 	mapper *agentmap.Mapper
 	sink   *ingest.Sink
@@ -184,7 +184,7 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 // metrics, Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
 // the defaults (an id generator, backpressure).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Telemetry, error) {
+func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Pipeline, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}

@@ -39,7 +39,7 @@ func Demo(env Env, args []string) int {
 		}
 		readers = append(readers, bytes.NewReader(b))
 	}
-	return replay(env, cfg, io.MultiReader(readers...), "demo", false, context.Background())
+	return replay(context.Background(), env, cfg, io.MultiReader(readers...), "demo", false)
 }
 
 // consoleToStdout: replay and demo pass no Pi output through, so their

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestConfigurationDoc(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("docs/configuration.md lacks the generated block (%q … %q)", docBegin, docEnd)
 	}
-	want := docBegin + "\n\n" + settingsTables(t) + "\n" + docEnd
+	want := docBegin + "\n\n" + settingsTables(t, config.Flags()) + "\n" + docEnd
 	if got := doc[i : j+len(docEnd)]; got != want {
 		if updating() {
 			if err := os.WriteFile(path, []byte(doc[:i]+want+doc[j+len(docEnd):]), 0o644); err != nil {
@@ -66,11 +67,31 @@ func TestConfigurationDoc(t *testing.T) {
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-func settingsTables(t *testing.T) string {
+// TestConfigurationDocFollowsRename: a variable renamed in the settings
+// table and not in docs/configuration.md fails TestConfigurationDoc.
+func TestConfigurationDocFollowsRename(t *testing.T) {
+	doc := string(repo.Read(t, "docs/configuration.md"))
+	flags := config.Flags()
+	if !strings.Contains(doc, settingsTables(t, flags)) {
+		t.Fatal("the doc does not hold the tables of the settings as they are")
+	}
+	for i, d := range flags {
+		if len(d.Envs) == 0 {
+			continue
+		}
+		renamed := slices.Clone(flags)
+		renamed[i].Envs = append([]string{d.Envs[0] + "_RENAMED"}, d.Envs[1:]...)
+		if strings.Contains(doc, settingsTables(t, renamed)) {
+			t.Errorf("renaming %s in the table leaves the doc's tables matching", d.Envs[0])
+		}
+	}
+}
+
+func settingsTables(t *testing.T, flags []config.FlagDoc) string {
 	var b strings.Builder
 	for _, g := range config.Groups {
 		fmt.Fprintf(&b, "### %s\n\n| flag | variable | meaning | default |\n|---|---|---|---|\n", g)
-		for _, d := range config.Flags() {
+		for _, d := range flags {
 			if d.Group != g {
 				continue
 			}
@@ -139,8 +160,11 @@ func TestDocCommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := append([]string{repo.Path("README.md")}, docs...)
-	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (run|rpc|replay|demo|version|help)((?: [^#\x60\n]*)?)`)
+	// Every command pi-otel's usage lists, so a new one is covered at once.
+	cmds := usageCommands(t)
+	cmdLine := regexp.MustCompile(`(?:^|[\s|;(])pi-otel (` + strings.Join(append(cmds, "help"), "|") + `)((?: [^#\x60\n]*)?)`)
 	n := 0
+	seen := map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -152,6 +176,7 @@ func TestDocCommandsParse(t *testing.T) {
 		}
 		for _, m := range cmdLine.FindAllStringSubmatch(string(b), -1) {
 			cmd, rest := m[1], strings.Fields(m[2])
+			seen[cmd] = true
 			if cmd == "version" || cmd == "help" {
 				continue
 			}
@@ -178,4 +203,23 @@ func TestDocCommandsParse(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("only %d flags found in the docs' command lines; is the pattern right?", n)
 	}
+	for _, c := range cmds {
+		if !seen[c] && c != "version" {
+			t.Errorf("no command line in the README or docs shows pi-otel %s", c)
+		}
+	}
+}
+
+// usageCommands are the commands `pi-otel help` lists.
+func usageCommands(t *testing.T) []string {
+	_, out, _ := mainWith(nil, "help")
+	usage, _, _ := strings.Cut(out, "\n\n"+"Start here:")
+	var cmds []string
+	for _, m := range regexp.MustCompile(`(?m)^  pi-otel (\w+)`).FindAllStringSubmatch(usage, -1) {
+		cmds = append(cmds, m[1])
+	}
+	if !slices.Contains(cmds, "watch") || len(cmds) < 6 {
+		t.Fatalf("pi-otel help lists %v; is the pattern right?", cmds)
+	}
+	return cmds
 }

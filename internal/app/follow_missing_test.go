@@ -26,7 +26,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	cmd := exec.Command(bin, "replay", "--follow", missing)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Tethered()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

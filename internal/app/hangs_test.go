@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pi-otel/pi-otel/internal/app"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
@@ -42,9 +40,7 @@ func TestStalledStderrUnderConsoleExporter(t *testing.T) {
 	defer pr.Close()
 	defer pw.Close()
 	// The smallest pipe, so that a few trees fill it.
-	if _, err := unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
-		t.Fatal(err)
-	}
+	shrinkPipe(t, pw)
 	var stdout bytes.Buffer
 	code := app.Main(app.Env{
 		Args: []string{"run", "--flush-timeout", "300ms", "--",

@@ -75,7 +75,7 @@ func Replay(env Env, args []string) int {
 		}
 		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
 		if err != nil {
-			return openFailed(env, rest[0], err, ctx)
+			return openFailed(ctx, env, rest[0], err)
 		}
 		defer f.Close()
 		src = f
@@ -83,18 +83,18 @@ func Replay(env Env, args []string) int {
 		// A FIFO waits for its writer here; a signal still ends the wait.
 		f, err := follow.OpenFile(ctx, rest[0])
 		if err != nil {
-			return openFailed(env, rest[0], err, ctx)
+			return openFailed(ctx, env, rest[0], err)
 		}
 		defer f.Close()
 		src = f
 	}
 
-	return replay(env, cfg, src, rest[0], followFile, ctx)
+	return replay(ctx, env, cfg, src, rest[0], followFile)
 }
 
 // openFailed reports an input that could not be opened; a signal that
 // ended the wait for it (a FIFO's writer) is an interrupt, not an error.
-func openFailed(env Env, name string, err error, ctx context.Context) int {
+func openFailed(ctx context.Context, env Env, name string, err error) int {
 	if ctx.Err() != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
 	} else {
@@ -106,12 +106,12 @@ func openFailed(env Env, name string, err error, ctx context.Context) int {
 // replay traces src: a Pi session file, or a captured event stream. follow
 // says src is followed: a session file's quiet run is then traced without
 // waiting for the next prompt.
-func replay(env Env, cfg config.Config, src io.Reader, name string, follow bool, ctx context.Context) int {
+func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, follow bool) int {
 	r := framing.NewReader(src)
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
-		return replaySession(env, cfg, r, head, herr, name, follow, ctx)
+		return replaySession(ctx, env, cfg, r, head, herr, name, follow)
 	case session.KindUnknown:
 		if herr != nil && herr != io.EOF {
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
@@ -125,7 +125,7 @@ func replay(env Env, cfg config.Config, src io.Reader, name string, follow bool,
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
 		return 1
 	}
-	return replayStream(env, cfg, records(r, head, herr), name, ctx)
+	return replayStream(ctx, env, cfg, records(r, head, herr), name)
 }
 
 // sniffLines and sniffBytes bound what is held to decide what a file is:
@@ -174,7 +174,7 @@ func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error)
 const followSettle = 30 * time.Second
 
 // replaySession traces a session file through internal/session.
-func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool, ctx context.Context) int {
+func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
 	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -208,14 +208,14 @@ func replaySession(env Env, cfg config.Config, r *framing.Reader, head [][]byte,
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
 	}
-	failed := readFailed(env, name, rerr, ctx)
+	failed := readFailed(ctx, env, name, rerr)
 	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, time.Now())
 	return failed
 }
 
 // followSession feeds a followed file's lines from a reader goroutine, so
 // that a quiet run can be traced while the read blocks.
-func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]byte)) error {
+func followSession(tr *session.FileMapper, next func() ([]byte, error), feed func([]byte)) error {
 	ch := make(chan []byte, 64)
 	var rerr error
 	go func() {
@@ -245,7 +245,7 @@ func followSession(tr *session.Tracer, next func() ([]byte, error), feed func([]
 
 // replayStream traces the records of a Pi event stream, placing spans by
 // the stream's own times.
-func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name string, ctx context.Context) int {
+func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
 	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -256,7 +256,7 @@ func replayStream(env Env, cfg config.Config, next func() ([]byte, error), name 
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	rerr := each(next, in.Record)
 	in.Flush()
-	failed := readFailed(env, name, rerr, ctx)
+	failed := readFailed(ctx, env, name, rerr)
 	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, clock.Now())
 	return failed
 }
@@ -278,7 +278,7 @@ func each(next func() ([]byte, error), f func(rec []byte)) error {
 
 // readFailed reports a read error that was not an interrupt, and gives
 // replay's exit code: 1 after one, else 0.
-func readFailed(env Env, name string, rerr error, ctx context.Context) int {
+func readFailed(ctx context.Context, env Env, name string, rerr error) int {
 	if rerr == nil || ctx.Err() != nil {
 		return 0
 	}

@@ -107,7 +107,7 @@ func homeDir(env Env) string {
 // health metrics, and a gate that tells the follower whether the exporter
 // took every span.
 type sessionPipeline struct {
-	tel     *telemetry.Telemetry
+	tel     *telemetry.Pipeline
 	ids     *session.IDs
 	cfg     config.Config
 	stderr  io.Writer
@@ -165,21 +165,21 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		SkipThrough:    spec.SkipThrough,
 		Since:          spec.Since,
 	})
-	return &countingTracer{Tracer: t, sp: sp}
+	return &countingMapper{FileMapper: t, sp: sp}
 }
 
-// countingTracer counts one file's lines, and the damaged ones, into the
+// countingMapper counts one file's lines, and the damaged ones, into the
 // pipeline's totals for the health metrics.
-type countingTracer struct {
-	*session.Tracer
+type countingMapper struct {
+	*session.FileMapper
 	sp      *sessionPipeline
 	damaged int64 // this file's damaged lines already counted
 }
 
-func (c *countingTracer) Line(off int64, b []byte) {
+func (c *countingMapper) Line(off int64, b []byte) {
 	c.sp.lines.Add(1)
-	c.Tracer.Line(off, b)
-	if d := c.Tracer.Stats().Damaged; d > c.damaged {
+	c.FileMapper.Line(off, b)
+	if d := c.FileMapper.Stats().Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d
 	}

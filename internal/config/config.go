@@ -82,19 +82,11 @@ const (
 // the latest GenAI conventions.
 const GenAILatestOptIn = "gen_ai_latest_experimental"
 
-// Defaults for settings that have one.
+// Defaults other packages use without loading. The settings table is
+// where Load takes every default from; a test holds these equal to it.
 const (
-	DefaultServiceName      = "pi"
-	DefaultFlushTimeout     = 5 * time.Second
 	DefaultMaxContentLength = 4096
 	DefaultOTLPTimeout      = 10 * time.Second
-	DefaultMetricsInterval  = 60 * time.Second
-	DefaultMaxQueueSize     = 2048
-	DefaultMaxExportBatch   = 512
-	DefaultScheduleDelay    = 5 * time.Second
-	DefaultExportTimeout    = 30 * time.Second
-	DefaultSpoolMaxMiB      = 64
-	DefaultSpoolMaxAge      = 7 * 24 * time.Hour
 )
 
 // Spool bounds the on-disk spool of undelivered spans.

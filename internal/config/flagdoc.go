@@ -17,7 +17,7 @@ const (
 var Groups = []string{GroupDestination, GroupCapture, GroupOTLP, GroupTuning}
 
 // FlagDoc is one flag as help and docs show it: all of it comes from the
-// one table of flags (flagDefs), so the two cannot drift apart.
+// settings table, so the two cannot drift apart.
 type FlagDoc struct {
 	Name        string
 	Group       string
@@ -28,32 +28,17 @@ type FlagDoc struct {
 	Boolean     bool
 }
 
-// groupOf places a flag. The rules cover the flags of signals to come
-// (a "logs-exporter" lands beside "traces-exporter") without a new entry.
-func groupOf(name string) string {
-	switch name {
-	case "service-name", "resource-attributes", "quiet":
-		return GroupDestination
-	case "capture-content", "max-content-length", "attribute-value-length-limit", "redact":
-		return GroupCapture
-	case "endpoint", "protocol", "headers", "insecure", "certificate", "client-certificate",
-		"client-key", "timeout", "compression":
-		return GroupOTLP
-	}
-	switch {
-	case strings.HasSuffix(name, "-exporter"), strings.HasSuffix(name, "-file"):
-		return GroupDestination
-	case strings.HasSuffix(name, "-endpoint"), strings.HasSuffix(name, "-protocol"):
-		return GroupOTLP
-	}
-	return GroupTuning
-}
-
 // Flags describes every flag RegisterFlags defines, in table order.
 func Flags() []FlagDoc {
-	docs := make([]FlagDoc, 0, len(flagDefs))
-	for _, d := range flagDefs {
-		docs = append(docs, describe(d.name, d.usage, d.boolean))
+	docs := make([]FlagDoc, 0, len(settings))
+	for i := range settings {
+		s := &settings[i]
+		d := FlagDoc{Name: s.flag, Group: s.group, Envs: s.envs, Default: s.defaultText(), Boolean: s.parse == asBool}
+		d.Placeholder, d.Text = placeholder(s.usage)
+		if s.note != "" {
+			d.Text += "; " + s.note
+		}
+		docs = append(docs, d)
 	}
 	return docs
 }
@@ -75,20 +60,31 @@ func DescribeFlag(f *flag.Flag, group string) FlagDoc {
 	return d
 }
 
-// describe splits a usage text: a `PLACEHOLDER` in backquotes, then the
-// trailing "(VAR, VAR; default X; note)".
-func describe(name, usage string, boolean bool) FlagDoc {
-	d := FlagDoc{Name: name, Group: groupOf(name), Boolean: boolean}
-	if i := strings.Index(usage, "`"); i >= 0 {
-		if j := strings.Index(usage[i+1:], "`"); j >= 0 {
-			d.Placeholder = usage[i+1 : i+1+j]
-			usage = usage[:i] + d.Placeholder + usage[i+2+j:]
-			// "…, a DURATION" only names the placeholder: the flag line shows it.
-			for _, a := range []string{", a ", ", an ", ", "} {
-				usage = strings.Replace(usage, a+d.Placeholder, "", 1)
-			}
-		}
+// placeholder takes the `PLACEHOLDER` out of a usage text, as package flag
+// reads it, and drops the words that only name it.
+func placeholder(usage string) (name, text string) {
+	i := strings.Index(usage, "`")
+	if i < 0 {
+		return "", usage
 	}
+	j := strings.Index(usage[i+1:], "`")
+	if j < 0 {
+		return "", usage
+	}
+	name = usage[i+1 : i+1+j]
+	usage = usage[:i] + name + usage[i+2+j:]
+	// "…, a DURATION" only names the placeholder: the flag line shows it.
+	for _, a := range []string{", a ", ", an ", ", "} {
+		usage = strings.Replace(usage, a+name, "", 1)
+	}
+	return name, usage
+}
+
+// describe splits the usage of a command's own flag: a `PLACEHOLDER` in
+// backquotes, then the trailing "(VAR, VAR; default X; note)".
+func describe(name, usage string, boolean bool) FlagDoc {
+	d := FlagDoc{Name: name, Boolean: boolean}
+	d.Placeholder, usage = placeholder(usage)
 	i := strings.LastIndex(usage, " (")
 	if i < 0 || !strings.HasSuffix(usage, ")") || !isEnvName(firstWord(usage[i+2:])) {
 		d.Text = usage

@@ -30,34 +30,26 @@ type Watch struct {
 	Poll time.Duration
 }
 
-// Defaults of the watch settings.
+// Defaults of the watch settings, for callers that set them without
+// loading; the settings table states the same (a test holds them equal).
 const (
 	DefaultSettle     = 30 * time.Second
 	DefaultCloseAfter = 30 * time.Minute
 )
 
-var watchFlagDefs = []flagDef{
-	{name: "state", usage: "state `FILE` keeping watch's place in every session file (PI_OTEL_STATE; default $XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json)"},
-	{name: "since", usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all (PI_OTEL_SINCE; default: only new activity)"},
-	{name: "settle", usage: "quiet time after a final answer before a run counts as complete, a `DURATION` (PI_OTEL_SETTLE; default 30s)"},
-	{name: "close-after", usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION` (PI_OTEL_CLOSE_AFTER; default 30m)"},
-	{name: "poll", usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems (PI_OTEL_POLL; default: inotify)"},
-}
-
 // RegisterWatchFlags defines the flags of pi-otel watch on fs, next to
 // those of RegisterFlags.
-func RegisterWatchFlags(fs *flag.FlagSet) { register(fs, watchFlagDefs) }
+func RegisterWatchFlags(fs *flag.FlagSet) { register(fs, watchSettings) }
 
 // LoadWatch resolves the watch settings from fs (see RegisterWatchFlags)
 // and the environment, flag before variable before default.
 func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
-	s := newSources(fs, getenv)
-	l := &loader{s: s}
-	w := Watch{Settle: DefaultSettle, CloseAfter: DefaultCloseAfter}
-	if v, _, ok := s.lookup(flags("state"), "PI_OTEL_STATE"); ok {
+	l := &loader{s: newSources(fs, getenv)}
+	var w Watch
+	if v, _, ok := l.get(row("state")); ok {
 		w.State = v
 	}
-	if v, from, ok := s.lookup(flags("since"), "PI_OTEL_SINCE"); ok {
+	if v, from, ok := l.get(row("since")); ok {
 		if strings.EqualFold(v, "all") {
 			w.SinceAll = true
 		} else if d, err := parseSince(v); err != nil {
@@ -66,9 +58,9 @@ func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
 			w.Since = d
 		}
 	}
-	l.duration(&w.Settle, true, flags("settle"), "PI_OTEL_SETTLE")
-	l.duration(&w.CloseAfter, false, flags("close-after"), "PI_OTEL_CLOSE_AFTER")
-	l.duration(&w.Poll, false, flags("poll"), "PI_OTEL_POLL")
+	l.duration(&w.Settle, row("settle"))
+	l.duration(&w.CloseAfter, row("close-after"))
+	l.duration(&w.Poll, row("poll"))
 	if w.CloseAfter < w.Settle {
 		l.fail("--close-after (%s) must be at least --settle (%s)", w.CloseAfter, w.Settle)
 	}

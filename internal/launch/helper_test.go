@@ -97,15 +97,6 @@ var sigNames = map[syscall.Signal]string{
 	syscall.SIGWINCH: "WINCH", syscall.SIGKILL: "KILL",
 }
 
-func sigByName(name string) syscall.Signal {
-	for s, n := range sigNames {
-		if n == name {
-			return s
-		}
-	}
-	panic("unknown signal " + name)
-}
-
 // helperTrap stands in for Pi: it reports every signal it gets on stdout and
 // exits with 128+N for the signals named in TRAP_EXIT.
 func helperTrap() int {

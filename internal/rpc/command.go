@@ -188,9 +188,6 @@ func (p *pendingTable) add(c *command) {
 	c.elem = p.order.PushBack(c)
 }
 
-// count is the number of pending commands with key k.
-func (p *pendingTable) count(k key) int { return len(p.byKey[k]) }
-
 // take removes and returns the oldest pending command with key k.
 func (p *pendingTable) take(k key) *command {
 	q := p.byKey[k]

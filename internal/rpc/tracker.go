@@ -10,10 +10,10 @@
 // drops a record: the proxy forwards bytes, the tracker only watches. See
 // docs/rpc.md.
 //
-// Files: tracker.go (the two entry points), lookahead.go (holding records
-// until a prompt's response decides where they go), command.go (decoding
-// and matching commands), commandspan.go and response.go (their spans),
-// dialog.go (extension UI), options.go.
+// A prompt's response says whether a run starts, so the records between a
+// prompt and its response are held for tracing until it arrives (never for
+// forwarding), then traced in their order and times. A command is matched
+// to its response by the id and type Pi echoes, first in first out.
 package rpc
 
 import (

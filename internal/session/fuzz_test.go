@@ -15,7 +15,7 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// FuzzDecode feeds arbitrary files to a Tracer. Whatever the bytes, it must
+// FuzzDecode feeds arbitrary files to a FileMapper. Whatever the bytes, it must
 // not panic, must end every span it starts, must count every line, must not
 // commit past the input, and must give the same ids when run twice.
 //

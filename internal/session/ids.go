@@ -15,13 +15,13 @@ import (
 // function of key and the order of the spans that follow, so the same file
 // traced twice gives the same ids. Without a seed it is random.
 //
-// A Tracer seeds it with the session id and the run's first entry id, then
+// A FileMapper seeds it with the session id and the run's first entry id, then
 // creates the run's spans in one call, holding run: Tracers that share an
 // IDs (a follower of many files) may run in different goroutines. Spans
 // that other code starts meanwhile take ids from the sequence and shift it,
 // so only session tracers should share a TracerProvider with it.
 type IDs struct {
-	run sync.Mutex // held by a Tracer while it creates one run's spans
+	run sync.Mutex // held by a FileMapper while it creates one run's spans
 
 	mu     sync.Mutex
 	seeded bool

@@ -8,7 +8,7 @@
 //
 // The contract a follower (pi-otel watch, the TUI mode of run) builds on:
 //
-//   - New(cfg) returns a Tracer for one session file.
+//   - New(cfg) returns a FileMapper for one session file.
 //   - Line(off, b) feeds one complete line (without its LF) that starts at
 //     byte offset off. Damaged lines are counted and skipped.
 //   - A run is traced (its root span ends) as soon as it is complete: the
@@ -44,7 +44,7 @@ import (
 // give (pi.bash); the rest come from the mapper's scope.
 const ScopeName = "github.com/pi-otel/pi-otel/internal/session"
 
-// Config is a Tracer's configuration.
+// Config is a FileMapper's configuration.
 type Config struct {
 	// TracerProvider receives the spans. Its IDGenerator should be an
 	// *IDs so that trace and span ids derive from the session and entry
@@ -65,14 +65,15 @@ type Config struct {
 	Since time.Time
 }
 
-// Stats counts what a Tracer saw.
+// Stats counts what a FileMapper saw.
 type Stats struct {
 	Lines, Entries, Damaged, Unknown int64
 	Runs, Skipped                    int64
 }
 
-// Tracer traces one session file. Not safe for concurrent use.
-type Tracer struct {
+// FileMapper maps one session file to spans and metrics, as mapper.Mapper
+// maps an event stream. Not safe for concurrent use.
+type FileMapper struct {
 	cfg    Config
 	m      *agentmap.Mapper
 	tracer trace.Tracer // for pi.bash
@@ -118,8 +119,8 @@ type runBuf struct {
 	end         int64     // offset just past its last entry
 }
 
-// New returns a Tracer.
-func New(cfg Config) *Tracer {
+// New returns a FileMapper.
+func New(cfg Config) *FileMapper {
 	if cfg.Parent == nil {
 		cfg.Parent = context.Background()
 	}
@@ -128,7 +129,7 @@ func New(cfg Config) *Tracer {
 	if cfg.Content != nil {
 		opts = append(opts, agentmap.WithContent(cfg.Content))
 	}
-	return &Tracer{
+	return &FileMapper{
 		cfg:     cfg,
 		m:       agentmap.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
@@ -140,7 +141,7 @@ func New(cfg Config) *Tracer {
 
 // Line feeds one complete line (without its LF) that starts at byte offset
 // off. Damaged lines are counted and skipped.
-func (t *Tracer) Line(off int64, b []byte) {
+func (t *FileMapper) Line(off int64, b []byte) {
 	t.stats.Lines++
 	end := off + int64(len(b)) + 1
 	b = bytes.TrimRight(b, "\r")
@@ -238,7 +239,7 @@ func idHash(id string) uint64 {
 }
 
 // runKey is the key of the run entry id belongs to, "" if none.
-func (t *Tracer) runKey(id string) string {
+func (t *FileMapper) runKey(id string) string {
 	i, ok := t.runOf[idHash(id)]
 	if !ok || i < 0 {
 		return ""
@@ -247,7 +248,7 @@ func (t *Tracer) runKey(id string) string {
 }
 
 // place puts an entry in the open run, a new run, or the pending list.
-func (t *Tracer) place(e *entry) {
+func (t *FileMapper) place(e *entry) {
 	role := ""
 	if e.msg != nil {
 		role = e.msg.Role
@@ -292,7 +293,7 @@ func (t *Tracer) place(e *entry) {
 	}
 }
 
-func (t *Tracer) add(e *entry) {
+func (t *FileMapper) add(e *entry) {
 	r := t.cur
 	r.entries = append(r.entries, e)
 	if !e.persist.IsZero() {
@@ -302,7 +303,7 @@ func (t *Tracer) add(e *entry) {
 }
 
 // open completes the open run, if any, and opens one at e.
-func (t *Tracer) open(e *entry) {
+func (t *FileMapper) open(e *entry) {
 	if r := t.cur; r != nil {
 		// A run that had not reached a final answer when the next began was
 		// cut short (Pi killed mid-run, then resumed): closed unsettled.
@@ -343,7 +344,7 @@ func (r *runBuf) final() bool {
 // assistant message that stopped without tool calls, or an error or abort
 // with nothing after it) and no entry came for settle before now.
 // It reports whether a run was traced.
-func (t *Tracer) Idle(now time.Time, settle time.Duration) bool {
+func (t *FileMapper) Idle(now time.Time, settle time.Duration) bool {
 	r := t.cur
 	if r == nil || !r.final() || now.Sub(r.lastPersist) < settle {
 		return false
@@ -354,7 +355,7 @@ func (t *Tracer) Idle(now time.Time, settle time.Duration) bool {
 
 // Close traces whatever is open: the input ended (file deleted, Pi exited,
 // end of a replayed file).
-func (t *Tracer) Close(end agentmap.Ending) {
+func (t *FileMapper) Close(end agentmap.Ending) {
 	if r := t.cur; r != nil {
 		t.finish(r, r.final(), end)
 	}
@@ -362,16 +363,16 @@ func (t *Tracer) Close(end agentmap.Ending) {
 }
 
 // Committed is the offset just past the last entry of the last traced run.
-func (t *Tracer) Committed() int64 { return t.committed }
+func (t *FileMapper) Committed() int64 { return t.committed }
 
 // SessionID is the header's id, once seen.
-func (t *Tracer) SessionID() string { return t.hdr.ID }
+func (t *FileMapper) SessionID() string { return t.hdr.ID }
 
 // Stats returns the counters.
-func (t *Tracer) Stats() Stats { return t.stats }
+func (t *FileMapper) Stats() Stats { return t.stats }
 
 // finish traces r (or skips it, see Config) and forgets it.
-func (t *Tracer) finish(r *runBuf, settled bool, end agentmap.Ending) {
+func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	t.cur = nil
 	first := r.entries[0]
 	start := runStart(first)
@@ -387,7 +388,7 @@ func (t *Tracer) finish(r *runBuf, settled bool, end agentmap.Ending) {
 }
 
 // withSeed creates spans with ids derived from key.
-func (t *Tracer) withSeed(key string, f func()) {
+func (t *FileMapper) withSeed(key string, f func()) {
 	if g := t.cfg.IDs; g != nil {
 		g.run.Lock()
 		defer g.run.Unlock()
@@ -401,7 +402,7 @@ func (t *Tracer) withSeed(key string, f func()) {
 // (run with !) and compactions with no run open (a manual /compact after
 // the answer was traced), each a trace of its own, as the stream shows an
 // idle compaction.
-func (t *Tracer) flushBash() {
+func (t *FileMapper) flushBash() {
 	kept := t.pending[:0]
 	for _, e := range t.pending {
 		bash := e.msg != nil && e.msg.Role == "bashExecution"

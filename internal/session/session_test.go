@@ -47,7 +47,7 @@ func eventAttr(n *node, event, key string) (string, bool) {
 		}
 		for _, kv := range e.Attributes {
 			if string(kv.Key) == key {
-				return kv.Value.Emit(), true
+				return kv.Value.String(), true
 			}
 		}
 		return "", true
@@ -462,11 +462,11 @@ func TestNoContentWithoutCapture(t *testing.T) {
 	for _, s := range rec.Ended() {
 		all.WriteString(s.Name())
 		for _, a := range s.Attributes() {
-			all.WriteString(" " + string(a.Key) + "=" + a.Value.Emit())
+			all.WriteString(" " + string(a.Key) + "=" + a.Value.String())
 		}
 		for _, e := range s.Events() {
 			for _, a := range e.Attributes {
-				all.WriteString(" " + string(a.Key) + "=" + a.Value.Emit())
+				all.WriteString(" " + string(a.Key) + "=" + a.Value.String())
 			}
 		}
 		all.WriteString(" " + s.Status().Description + "\n")
@@ -649,11 +649,11 @@ func TestContentCapture(t *testing.T) {
 	var walk func(*node)
 	walk = func(n *node) {
 		for _, a := range n.s.Attributes() {
-			all.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+			all.WriteString(string(a.Key) + "=" + a.Value.String() + "\n")
 		}
 		for _, e := range n.s.Events() {
 			for _, a := range e.Attributes {
-				all.WriteString(string(a.Key) + "=" + a.Value.Emit() + "\n")
+				all.WriteString(string(a.Key) + "=" + a.Value.String() + "\n")
 			}
 		}
 		for _, c := range n.children {

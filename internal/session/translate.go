@@ -20,7 +20,7 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // translator replays one run's entries as the events the stream mapper
 // reads, with the times the file gives.
 type translator struct {
-	t   *Tracer
+	t   *FileMapper
 	m   *agentmap.Mapper
 	now time.Time // the latest time emitted
 
@@ -59,7 +59,7 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 }
 
 // translate traces run r.
-func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
+func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending) {
 	x := &translator{t: t, m: t.m}
 	first := r.entries[0]
 	start := runStart(first)
@@ -78,7 +78,7 @@ func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
 
 // rootAttributes are what only the file tells: the project, the branch
 // and the fork a run belongs to.
-func (t *Tracer) rootAttributes(r *runBuf, root trace.Span) {
+func (t *FileMapper) rootAttributes(r *runBuf, root trace.Span) {
 	attrs := []attribute.KeyValue{vocab.SourceKey.String(vocab.SourceSessionFile)}
 	if c := t.cfg.Content; c != nil && t.hdr.Cwd != "" {
 		attrs = append(attrs, vocab.CwdKey.String(c.Scrub(t.hdr.Cwd)))
@@ -418,7 +418,7 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 // activity, not the model's, so a pi.bash span with its exit code and
 // whether it was cancelled; the command text only with content capture.
 // Pi records when it finished, not how long it ran.
-func (t *Tracer) bashSpan(parent context.Context, e *entry, own bool) {
+func (t *FileMapper) bashSpan(parent context.Context, e *entry, own bool) {
 	msg := e.msg
 	ts := at(msg, e)
 	attrs := []attribute.KeyValue{

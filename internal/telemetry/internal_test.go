@@ -252,7 +252,7 @@ func TestReporterOnce(t *testing.T) {
 
 func TestHandle(t *testing.T) {
 	var b strings.Builder
-	tel := &Telemetry{rep: newReporter(&b, false)}
+	tel := &Pipeline{rep: newReporter(&b, false)}
 	tel.Handle(context.Canceled)
 	tel.Handle(errors.New("first"))
 	tel.Handle(errors.New("second"))
@@ -260,7 +260,7 @@ func TestHandle(t *testing.T) {
 		t.Errorf("got %q", b.String())
 	}
 	var c strings.Builder
-	tel = &Telemetry{rep: newReporter(&c, false)}
+	tel = &Pipeline{rep: newReporter(&c, false)}
 	tel.rep.once("localhost:4317", "no collector")
 	tel.Handle(errors.New("the same failure, again"))
 	if c.String() != "pi-otel: no collector\n" {

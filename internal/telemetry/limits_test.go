@@ -112,7 +112,7 @@ func TestLogRecordLimits(t *testing.T) {
 
 // shutdownAndRead shuts tel down and decodes the one line it wrote to the
 // file at path.
-func shutdownAndRead[R any](t *testing.T, tel *telemetry.Telemetry, path string, unmarshal func([]byte) (R, error)) R {
+func shutdownAndRead[R any](t *testing.T, tel *telemetry.Pipeline, path string, unmarshal func([]byte) (R, error)) R {
 	t.Helper()
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

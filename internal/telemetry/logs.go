@@ -41,7 +41,7 @@ func WithLogProcessor(build func(log.LoggerProvider) (sdktrace.SpanProcessor, er
 }
 
 // LoggerProvider is where log records go; a no-op one when logs are off.
-func (t *Telemetry) LoggerProvider() log.LoggerProvider {
+func (t *Pipeline) LoggerProvider() log.LoggerProvider {
 	if t.lp == nil {
 		return noop.NewLoggerProvider()
 	}
@@ -49,7 +49,7 @@ func (t *Telemetry) LoggerProvider() log.LoggerProvider {
 }
 
 // setupLogs builds the logger provider, or nothing when logs are off.
-func (t *Telemetry) setupLogs(ctx context.Context, cfg Config, o options, res *resource.Resource) error {
+func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *resource.Resource) error {
 	var exp sdklog.Exporter
 	var w *watch
 	switch cfg.Logs.Exporter {
@@ -182,7 +182,7 @@ func (e *consoleLogs) Export(ctx context.Context, records []sdklog.Record) error
 		fmt.Fprintf(&b, "pi-otel log %s %s %s trace=%s span=%s", r.Timestamp().UTC().Format("15:04:05.000"),
 			r.Severity(), r.EventName(), r.TraceID(), r.SpanID())
 		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, oneLine(kv.Value.Emit()))
+			fmt.Fprintf(&b, " %s=%s", kv.Key, oneLine(kv.Value.String()))
 			return true
 		})
 		b.WriteByte('\n')

@@ -195,22 +195,6 @@ func await(ctx context.Context, mu *sync.Mutex, changed *chan struct{}, cond fun
 	}
 }
 
-func (r *receiver) spanNames() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var names []string
-	for _, req := range r.traces {
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					names = append(names, s.Name)
-				}
-			}
-		}
-	}
-	return names
-}
-
 func spanCount(n int) func(r *receiver) bool {
 	return func(r *receiver) bool {
 		c := 0

@@ -17,7 +17,7 @@ import (
 // startSpool opens the spool and, in the background, sends what earlier
 // processes left in it. A spool that cannot be opened is reported once
 // and left out: pi-otel works without it.
-func (t *Telemetry) startSpool(cfg config.Spool, client otlptrace.Client) {
+func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	if cfg.Dir == "" {
 		return
 	}
@@ -42,7 +42,7 @@ func (t *Telemetry) startSpool(cfg config.Spool, client otlptrace.Client) {
 }
 
 // stopSpool waits, within ctx, for the spool's sending to finish.
-func (t *Telemetry) stopSpool(ctx context.Context) {
+func (t *Pipeline) stopSpool(ctx context.Context) {
 	if t.spoolDone == nil {
 		return
 	}
@@ -56,7 +56,7 @@ func (t *Telemetry) stopSpool(ctx context.Context) {
 
 // keep spools a batch the collector could not take now. A batch it
 // refused outright would be refused again, so it is not kept.
-func (t *Telemetry) keep(batch []sdktrace.ReadOnlySpan, err error) bool {
+func (t *Pipeline) keep(batch []sdktrace.ReadOnlySpan, err error) bool {
 	if permanent(err) {
 		return false
 	}

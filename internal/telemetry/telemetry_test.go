@@ -62,7 +62,7 @@ func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
 		AttributeValueLengthLimit: c.AttributeValueLengthLimit}
 }
 
-func setup(t *testing.T, cfg telemetry.Config, opts ...telemetry.Option) (*telemetry.Telemetry, *syncBuffer) {
+func setup(t *testing.T, cfg telemetry.Config, opts ...telemetry.Option) (*telemetry.Pipeline, *syncBuffer) {
 	t.Helper()
 	stderr := newSyncBuffer()
 	tel, err := telemetry.Setup(context.Background(), cfg, append([]telemetry.Option{telemetry.WithStderr(stderr)}, opts...)...)

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -78,7 +78,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "none",
 			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
 		cmd.Env = append(collectortest.ExportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = proc.Tethered()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()

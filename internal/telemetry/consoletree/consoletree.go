@@ -348,7 +348,7 @@ func (e *Exporter) attrs(s sdktrace.ReadOnlySpan) string {
 }
 
 func formatValue(v attribute.Value) string {
-	s := v.Emit()
+	s := v.String()
 	if v.Type() == attribute.STRING {
 		s = clip(s)
 		if s == "" || strings.ContainsFunc(s, func(r rune) bool {

@@ -77,7 +77,7 @@ func (h *harness) span(name string, d time.Duration, status codes.Code, kvs ...a
 func key(attrs attribute.Set) string {
 	var parts []string
 	for _, kv := range attrs.ToSlice() {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")

@@ -92,7 +92,7 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 					t.Errorf("%s: trace %s flags %s, span's %s", r.EventName(), r.TraceID(), r.TraceFlags(), s.SpanContext().TraceID())
 				}
 				if r.Body().AsString() != r.EventName() || r.ObservedTimestamp().IsZero() {
-					t.Errorf("%s: body %q, observed %v", r.EventName(), r.Body().Emit(), r.ObservedTimestamp())
+					t.Errorf("%s: body %q, observed %v", r.EventName(), r.Body().String(), r.ObservedTimestamp())
 				}
 				a := attrsOf(r)
 				if a["gen_ai.conversation.id"].AsString() == "" {
@@ -128,7 +128,7 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 				}
 				for _, kv := range s.Attributes() {
 					if a[kv.Key] != kv.Value {
-						t.Errorf("%s: %s=%s, span has %s", r.EventName(), kv.Key, a[kv.Key].Emit(), kv.Value.Emit())
+						t.Errorf("%s: %s=%s, span has %s", r.EventName(), kv.Key, a[kv.Key].String(), kv.Value.String())
 					}
 				}
 			}

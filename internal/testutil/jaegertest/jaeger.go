@@ -128,9 +128,9 @@ func start(dir string, o options) (*Jaeger, error) {
 	j.cmd.Dir = dir
 	j.cmd.Stdout = &j.log
 	j.cmd.Stderr = &j.log
-	// Pdeathsig: if the test binary dies without running cleanups (a panic
+	// Tethered: if the test binary dies without running cleanups (a panic
 	// or a -timeout), Jaeger must not outlive it.
-	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	j.cmd.SysProcAttr = proc.Tethered()
 	if err := j.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("jaegertest: start %s: %w", o.binary, err)
 	}

@@ -1,0 +1,181 @@
+package config
+
+import "strings"
+
+// setting is one row of the settings table: everything pi-otel knows about
+// a setting is here, once. The loader reads its flag, variables, default
+// and parser from the row, and help and docs/configuration.md are generated
+// from the same row.
+type setting struct {
+	flag  string
+	group string
+	// envs are the environment variables that stand for the flag, in
+	// precedence order.
+	envs []string
+	// usage says what the setting does; a `PLACEHOLDER` in backquotes
+	// names its value, as package flag has it.
+	usage string
+	// def is the default in the parser's syntax; the loader starts from
+	// it. defText states a default the loader works out instead (such as
+	// "file if --traces-file is set, ...").
+	def, defText string
+	// note is said after the default.
+	note  string
+	parse parser
+	// choices are the values an asChoice setting takes, lower case.
+	choices []string
+}
+
+// parser says how the loader reads a setting's text.
+type parser int
+
+const (
+	// asText is the text as given, read by the setting's own code.
+	asText parser = iota
+	// asList is a repeatable flag, one entry per line in its variable.
+	asList
+	asBool
+	// asCount is a whole number of at least 1, asLength of at least 0.
+	asCount
+	asLength
+	// asDuration is a duration of 0 or more, asPositive above 0.
+	asDuration
+	asPositive
+	// asChoice is one of choices, in any case.
+	asChoice
+	// asSize is a byte size such as 64MiB, or off.
+	asSize
+)
+
+// least is the smallest whole number an asCount or asLength setting takes.
+func (p parser) least() int {
+	if p == asCount {
+		return 1
+	}
+	return 0
+}
+
+// settings is the table of the settings every command shares, in the order
+// help shows them.
+var settings = []setting{
+	{flag: "traces-exporter", group: GroupDestination, envs: envs("OTEL_TRACES_EXPORTER"), usage: "where spans go: otlp, console, file or none, an `EXPORTER`", defText: "file if --traces-file is set, otlp if an endpoint is set, else console", parse: asText},
+	{flag: "traces-file", group: GroupDestination, envs: envs("PI_OTEL_TRACES_FILE"), usage: "write spans as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "traces-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), usage: "OTLP endpoint `URL` for spans, used as is", parse: asText},
+	{flag: "traces-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), usage: "OTLP `PROTOCOL` for spans: grpc or http/protobuf", parse: asChoice, choices: protocols},
+
+	{flag: "metrics-exporter", group: GroupDestination, envs: envs("OTEL_METRICS_EXPORTER"), usage: "where metrics go: otlp, console, file or none, an `EXPORTER`", defText: "file if --metrics-file is set, otlp if an endpoint is set, else none", parse: asText},
+	{flag: "metrics-file", group: GroupDestination, envs: envs("PI_OTEL_METRICS_FILE"), usage: "write metrics as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "metrics-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), usage: "OTLP endpoint `URL` for metrics, used as is", parse: asText},
+	{flag: "metrics-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), usage: "OTLP `PROTOCOL` for metrics: grpc or http/protobuf", parse: asChoice, choices: protocols},
+	{flag: "metrics-interval", group: GroupTuning, envs: envs("OTEL_METRIC_EXPORT_INTERVAL"), usage: "metric export period, a `DURATION`", def: "60s", note: "metrics are also flushed at exit", parse: asPositive},
+	{flag: "metrics-temporality", group: GroupTuning, envs: envs("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"), usage: "metric `TEMPORALITY`: delta, cumulative or lowmemory", def: "cumulative", parse: asChoice, choices: []string{"delta", "cumulative", "lowmemory"}},
+
+	{flag: "logs-exporter", group: GroupDestination, envs: envs("OTEL_LOGS_EXPORTER"), usage: "where Pi's events go as log records: otlp, console, file or none, an `EXPORTER`", defText: "file if --logs-file is set, otlp if --logs-endpoint is set, else none", parse: asText},
+	{flag: "logs-file", group: GroupDestination, envs: envs("PI_OTEL_LOGS_FILE"), usage: "write log records as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
+	{flag: "logs-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"), usage: "OTLP endpoint `URL` for log records, used as is", parse: asText},
+	{flag: "logs-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"), usage: "OTLP `PROTOCOL` for log records: grpc or http/protobuf", parse: asChoice, choices: protocols},
+
+	{flag: "endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_ENDPOINT"), usage: "OTLP endpoint `URL` for all signals; http/protobuf appends /v1/traces, /v1/metrics or /v1/logs", defText: "http://localhost:4317 for grpc, http://localhost:4318 for http/protobuf", parse: asText},
+	{flag: "protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_PROTOCOL"), usage: "OTLP `PROTOCOL`: grpc or http/protobuf", def: "grpc", parse: asChoice, choices: protocols},
+	{flag: "headers", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_HEADERS"), usage: "OTLP headers as `K=V,...`, values percent-encoded", parse: asText},
+	{flag: "insecure", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_INSECURE"), usage: "plaintext to an endpoint given without a scheme", parse: asBool},
+	{flag: "certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CERTIFICATE"), usage: "PEM file of CA certificates to trust, a `PATH`", parse: asText},
+	{flag: "client-certificate", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), usage: "PEM file with the client certificate for mutual TLS, a `PATH`", parse: asText},
+	{flag: "client-key", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_CLIENT_KEY"), usage: "PEM file with the client key for mutual TLS, a `PATH`", parse: asText},
+	{flag: "timeout", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_TIMEOUT"), usage: "bound on one OTLP export, a `DURATION`", def: "10s", parse: asPositive},
+	{flag: "compression", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_COMPRESSION"), usage: "OTLP `COMPRESSION`: gzip or none", def: "none", parse: asChoice, choices: []string{"gzip", "none"}},
+
+	{flag: "service-name", group: GroupDestination, envs: envs("OTEL_SERVICE_NAME"), usage: "service.name of the telemetry, a `NAME`", def: "pi", parse: asText},
+	{flag: "resource-attributes", group: GroupDestination, envs: envs("OTEL_RESOURCE_ATTRIBUTES"), usage: "extra resource attributes as `K=V,...`", parse: asText},
+
+	{flag: "quiet", group: GroupDestination, envs: envs("PI_OTEL_QUIET"), usage: "no pi-otel status lines on stderr", parse: asBool},
+	{flag: "flush-timeout", group: GroupTuning, envs: envs("PI_OTEL_FLUSH_TIMEOUT"), usage: "how long to wait at exit for telemetry to be exported, a `DURATION`", def: "5s", parse: asDuration},
+
+	{flag: "capture-content", group: GroupCapture, envs: envs("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), usage: "record prompts, tool arguments and outputs, redacted", defText: "off", parse: asBool},
+	{flag: "max-content-length", group: GroupCapture, envs: envs("PI_OTEL_MAX_CONTENT_LENGTH"), usage: "keep at most `N` bytes of each captured value; 0 means no limit", def: "4096", parse: asLength},
+	{flag: "attribute-value-length-limit", group: GroupCapture, envs: envs("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"), usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit", defText: "no limit", parse: asLength},
+	{flag: "redact", group: GroupCapture, envs: envs("PI_OTEL_REDACT"), usage: "also redact matches of `REGEX` in captured content; repeatable", note: "one per line", parse: asList},
+
+	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41", parse: asText},
+
+	{flag: "spool-dir", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_DIR"), usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off", defText: "$XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool", parse: asText},
+	{flag: "spool-max-size", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_SIZE"), usage: "bound on the spool in mebibytes, `N`; the oldest spans go first", def: "64", parse: asCount},
+	{flag: "spool-max-age", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_AGE"), usage: "spooled spans older than this `DURATION` are dropped", def: "168h", parse: asPositive},
+
+	{flag: "queue-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_QUEUE_SIZE"), usage: "spans buffered for export before new ones are dropped, `N`", def: "2048", parse: asCount},
+	{flag: "max-export-batch-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), usage: "spans per export, `N`", def: "512", parse: asCount},
+	{flag: "schedule-delay", group: GroupTuning, envs: envs("OTEL_BSP_SCHEDULE_DELAY"), usage: "longest wait before queued spans are exported, a `DURATION`", def: "5s", parse: asPositive},
+	{flag: "export-timeout", group: GroupTuning, envs: envs("OTEL_BSP_EXPORT_TIMEOUT"), usage: "bound on exporting one batch, retries included, a `DURATION`", def: "30s", parse: asPositive},
+	{flag: "memory-limit", group: GroupTuning, envs: envs("PI_OTEL_MEMORY_LIMIT"), usage: "soft limit on pi-otel's own heap, a `SIZE` in B, KiB, MiB or GiB (such as 64MiB), or off", defText: "32MiB, or GOMEMLIMIT's when that is set", parse: asSize},
+}
+
+// watchSettings are the settings of pi-otel watch alone.
+var watchSettings = []setting{
+	{flag: "state", envs: envs("PI_OTEL_STATE"), usage: "state `FILE` keeping watch's place in every session file", defText: "$XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json", parse: asText},
+	{flag: "since", envs: envs("PI_OTEL_SINCE"), usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all", defText: "only new activity", parse: asText},
+	{flag: "settle", envs: envs("PI_OTEL_SETTLE"), usage: "quiet time after a final answer before a run counts as complete, a `DURATION`", def: "30s", parse: asPositive},
+	{flag: "close-after", envs: envs("PI_OTEL_CLOSE_AFTER"), usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION`", def: "30m", parse: asDuration},
+	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration},
+}
+
+var protocols = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf)}
+
+func envs(names ...string) []string { return names }
+
+// row returns the setting of a flag. Every caller names a flag of the
+// tables, which the tests load; a missing one is a bug.
+func row(flag string) *setting {
+	if s := findRow(flag); s != nil {
+		return s
+	}
+	panic("config: no setting --" + flag)
+}
+
+func findRow(flag string) *setting {
+	for _, t := range [][]setting{settings, watchSettings} {
+		for i := range t {
+			if t[i].flag == flag {
+				return &t[i]
+			}
+		}
+	}
+	return nil
+}
+
+// flagUsage is the usage package flag holds: what the setting does, then
+// its variables, default and note, the form DescribeFlag reads back.
+func (s *setting) flagUsage() string {
+	parts := []string{strings.Join(s.envs, ", ")}
+	if d := s.defaultText(); d != "" {
+		parts = append(parts, "default "+d)
+	}
+	if s.note != "" {
+		parts = append(parts, s.note)
+	}
+	return s.usage + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// defaultText is the default as help and docs state it.
+func (s *setting) defaultText() string {
+	if s.defText != "" {
+		return s.defText
+	}
+	return s.def
+}
+
+// signalEnv is the signal's own variable for a generic OTLP variable:
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS for OTEL_EXPORTER_OTLP_HEADERS.
+func signalEnv(generic, signal string) string {
+	return otlpPrefix + signal + "_" + strings.TrimPrefix(generic, otlpPrefix)
+}
+
+// otlpPrefix starts the variables of the OTLP exporter specification.
+const otlpPrefix = "OTEL_EXPORTER_OTLP_"
+
+// orList joins choices as "a, b or c", for messages.
+func orList(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+}

@@ -1,0 +1,96 @@
+package telemetry
+
+import (
+	"context"
+	"io"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/option"
+)
+
+// Option configures Setup.
+type Option = option.Option[options]
+
+type options struct {
+	stderr io.Writer
+	// console, when set, takes the console exporters' output instead of
+	// stderr (see WithConsole).
+	console io.Writer
+	res     *resource.Resource
+	retry   Retry
+	color   *bool
+	ids     sdktrace.IDGenerator
+	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// rename rewrites the attributes of exported spans (WithExportedAttributes).
+	rename func([]attribute.KeyValue) []attribute.KeyValue
+	// logProcs are built only when logs are on (see WithLogProcessor).
+	logProcs []func(log.LoggerProvider) (sdktrace.SpanProcessor, error)
+	// backpressure, when set, makes a full queue wait instead of drop
+	// while it is live (see WithBackpressure).
+	backpressure context.Context
+}
+
+// WithBackpressure makes span export hold up the producer instead of
+// dropping spans when the queue is full, while ctx is live: replay and
+// watch have no live Pi to protect, so they must lose nothing. Once ctx
+// is done (a signal), a full queue drops and counts again, so nothing
+// can keep pi-otel from exiting. run and rpc never use it: Pi comes first.
+func WithBackpressure(ctx context.Context) Option {
+	return option.Func[options](func(o *options) { o.backpressure = ctx })
+}
+
+// WithIDGenerator sets how span and trace ids are made (pi-otel reserves
+// the next root's ids to put them in Pi's TRACEPARENT).
+func WithIDGenerator(g sdktrace.IDGenerator) Option {
+	return option.Func[options](func(o *options) { o.ids = g })
+}
+
+// WithSpanProcessor adds a processor built on the pipeline's meter provider,
+// such as the one that derives metrics from finished spans. It sees every
+// span before export.
+func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
+	return option.Func[options](func(o *options) { o.procs = append(o.procs, build) })
+}
+
+// WithStderr sets where pi-otel's own output goes: the console exporters,
+// "-" files and the warnings. The default is os.Stderr.
+func WithStderr(w io.Writer) Option {
+	return option.Func[options](func(o *options) { o.stderr = w })
+}
+
+// WithConsole sends the console exporters' output (the span tree, the
+// metrics listing) to w rather than to stderr; the warnings stay on
+// stderr. Replay and demo use it for stdout, which carries no Pi output
+// there, so that "pi-otel demo | less" shows the tree.
+func WithConsole(w io.Writer) Option {
+	return option.Func[options](func(o *options) { o.console = w })
+}
+
+// WithResource merges r over the resource built from the configuration.
+func WithResource(r *resource.Resource) Option {
+	return option.Func[options](func(o *options) { o.res = r })
+}
+
+// WithRetry tunes the OTLP exporters' retry. The default is the exporters'
+// own: 5s initial interval, 30s at most between attempts, 1m in all.
+func WithRetry(r Retry) Option {
+	return option.Func[options](func(o *options) { o.retry = r })
+}
+
+// WithColor forces colour in the console tree on or off. By default it is
+// on when stderr is a terminal and NO_COLOR is unset.
+func WithColor(on bool) Option {
+	return option.Func[options](func(o *options) { o.color = &on })
+}
+
+func (o options) consoleOut() io.Writer {
+	if o.console != nil {
+		return o.console
+	}
+	return o.stderr
+}

@@ -1,0 +1,347 @@
+package telemetry
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/sdk"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
+	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// Setup builds the pipeline. It does not connect to anything: OTLP
+// exporters connect on their first export, so a missing collector shows up
+// later, once, on stderr, rather than here.
+func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err error) {
+	o := option.Apply(options{stderr: os.Stderr, retry: defaultRetry}, opts)
+	cfg = withDefaults(cfg)
+	t := &Pipeline{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
+	defer func() {
+		if err != nil {
+			if t.batcher != nil {
+				stopped, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = t.batcher.Shutdown(stopped)
+			}
+			if t.lp != nil {
+				stopped, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = t.lp.Shutdown(stopped)
+			}
+			_ = t.closeAll()
+		}
+	}()
+
+	res, err := buildResource(ctx, cfg, o.res)
+	if err != nil {
+		return nil, err
+	}
+
+	reader, err := t.setupMetrics(ctx, cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the %s metrics exporter: %w", cfg.Metrics.Exporter, err)
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if reader != nil {
+		mopts = append(mopts, sdkmetric.WithReader(reader))
+	}
+	t.mp = sdkmetric.NewMeterProvider(mopts...)
+
+	if err := t.setupLogs(ctx, cfg, o, res); err != nil {
+		return nil, fmt.Errorf("setting up the %s logs exporter: %w", cfg.Logs.Exporter, err)
+	}
+
+	proc, err := t.setupTraces(ctx, cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the %s traces exporter: %w", cfg.Traces.Exporter, err)
+	}
+	if o.rename != nil {
+		proc = renaming{SpanProcessor: proc, f: o.rename}
+	}
+	tpOpts := []sdktrace.TracerProviderOption{
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		// Explicit limits: the SDK's defaults, but the attribute value
+		// length from config.Config (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and
+		// its flag, one parse path), not read by the SDK on its own.
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit:   attributeLimit(cfg.AttributeValueLengthLimit),
+			AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
+			AttributeCountLimit:         sdktrace.DefaultAttributeCountLimit,
+			EventCountLimit:             sdktrace.DefaultEventCountLimit,
+			LinkCountLimit:              sdktrace.DefaultLinkCountLimit,
+			AttributePerEventCountLimit: sdktrace.DefaultAttributePerEventCountLimit,
+			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
+		}),
+		sdktrace.WithSpanProcessor(proc),
+	}
+	if o.ids != nil {
+		tpOpts = append(tpOpts, sdktrace.WithIDGenerator(o.ids))
+	}
+	for _, build := range o.procs {
+		p, err := build(t.mp)
+		if err != nil {
+			return nil, err
+		}
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+	}
+	if t.lp != nil {
+		for _, build := range o.logProcs {
+			p, err := build(t.lp)
+			if err != nil {
+				return nil, err
+			}
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
+	}
+	t.tp = sdktrace.NewTracerProvider(tpOpts...)
+	t.api = t.tp
+	if n := cfg.AttributeValueLengthLimit; n > 0 {
+		t.api = limitedProvider{tp: t.tp, limit: n}
+	}
+
+	return t, nil
+}
+
+func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*resource.Resource, error) {
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
+	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
+		// One metric stream per process: see the package comment.
+		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
+	}
+	// The SDK's telemetry.sdk detector declares the SDK's newer schema,
+	// which would conflict with v1.41's, so its attributes are set here.
+	attrs = append(attrs, semconv.TelemetrySDKName("opentelemetry"), semconv.TelemetrySDKLanguageGo,
+		semconv.TelemetrySDKVersion(sdk.Version()))
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(vocab.SchemaURL),
+		resource.WithAttributes(attrs...),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the resource: %w", err)
+	}
+	if extra == nil {
+		return res, nil
+	}
+	merged, err := resource.Merge(res, extra)
+	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, fmt.Errorf("building the resource: %w", err)
+	}
+	// A schema conflict still yields every attribute, without a schema.
+	return merged, nil
+}
+
+func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
+	var exp sdktrace.SpanExporter
+	switch cfg.Traces.Exporter {
+	case config.ExporterNone:
+		t.traceDest = "none (not exported)"
+		return countOnly{t.counters}, nil
+	case config.ExporterConsole:
+		t.traceDest = "console (stderr)"
+		out := o.consoleOut()
+		if out != o.stderr {
+			t.traceDest = "console (stdout)"
+		}
+		color := consoletree.ColorFor(out, cfg.NoColor)
+		if o.color != nil {
+			color = *o.color
+		}
+		exp = consoletree.New(out, consoletree.WithColor(color))
+	case config.ExporterFile:
+		w, name, err := t.open(cfg.Traces.File, o.stderr)
+		if err != nil {
+			return nil, err
+		}
+		t.traceDest = "file " + name
+		exp = otlpfile.NewTraceExporter(w)
+	case config.ExporterOTLP:
+		ot := cfg.Traces.OTLP
+		t.traceDest = otlpDest(ot)
+		t.traceWatch = t.newWatch("traces", ot, noCollectorHint(ot, "--traces-exporter console"))
+		var err error
+		var client otlptrace.Client
+		if exp, client, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
+			return nil, err
+		}
+		t.startSpool(cfg.Spool, client)
+	default:
+		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
+	}
+	var bopts []batcherOption
+	if o.backpressure != nil {
+		bopts = append(bopts, blockWhile(o.backpressure))
+	}
+	if t.traceWatch != nil {
+		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
+	}
+	if t.spool != nil {
+		bopts = append(bopts, keepFailed(t.keep))
+	}
+	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
+	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
+	return t.batcher, nil
+}
+
+func (t *Pipeline) setupMetrics(ctx context.Context, cfg Config, o options) (sdkmetric.Reader, error) {
+	temporality := temporalitySelector(cfg.Temporality)
+	var exp sdkmetric.Exporter
+	var dest string
+	var w *watch
+	timeout := config.DefaultOTLPTimeout
+	switch cfg.Metrics.Exporter {
+	case config.ExporterNone:
+		return nil, nil
+	case config.ExporterConsole:
+		dest = "console"
+		exp = &consoleMetrics{w: o.consoleOut(), Selectors: otlpfile.Selectors{TemporalitySelector: temporality}}
+	case config.ExporterFile:
+		out, name, err := t.open(cfg.Metrics.File, o.stderr)
+		if err != nil {
+			return nil, err
+		}
+		dest = "file " + name
+		exp = otlpfile.NewMetricExporter(out, otlpfile.WithTemporalitySelector(temporality))
+	case config.ExporterOTLP:
+		om := cfg.Metrics.OTLP
+		dest = otlpDest(om)
+		w = t.newWatch("metrics", om, noCollectorHint(om, "--metrics-exporter none"))
+		t.metricWatch = w
+		timeout = om.Timeout
+		var err error
+		if exp, err = newOTLPMetricExporter(ctx, om, o.retry, w, temporality); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown exporter %q", cfg.Metrics.Exporter)
+	}
+	onError := t.exportErrors("metrics", "metrics", dest, w)
+	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
+		sdkmetric.WithInterval(cfg.MetricsInterval),
+		sdkmetric.WithTimeout(timeout),
+	), nil
+}
+
+func otlpDest(o config.OTLP) string { return fmt.Sprintf("otlp %s %s", o.Protocol, o.Target()) }
+
+// newWatch watches a signal's OTLP exporter; hint is the way out when
+// nothing answers.
+func (t *Pipeline) newWatch(signal string, o config.OTLP, hint string) *watch {
+	return &watch{rep: t.rep, dest: destination{signal: signal, host: hostOf(o.Endpoint), target: o.Target(), hint: hint}}
+}
+
+// exportErrors reports a signal's failed exports of what (its data, as the
+// message names it): through w when it goes to OTLP, which explains them,
+// else once per destination.
+func (t *Pipeline) exportErrors(signal, what, dest string, w *watch) func(error) {
+	return func(err error) {
+		switch {
+		case cancelled(err):
+		case w != nil:
+			w.observe(err)
+		default:
+			t.rep.once(signal+" "+dest, fmt.Sprintf("exporting %s to %s failed: %v", what, dest, err))
+		}
+	}
+}
+
+// noCollectorHint is the way out when nothing answers at the endpoint:
+// naming an endpoint if none was, else checking the one that was.
+func noCollectorHint(o config.OTLP, instead string) string {
+	if o.EndpointFrom == "" {
+		return "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
+	}
+	return fmt.Sprintf("the endpoint comes from %s: start a collector there or fix it, or use %s", o.EndpointFrom, instead)
+}
+
+// open opens an output file for appending, or stderr for "-". A file is
+// private to the user and never blocks: see outfile.
+func (t *Pipeline) open(path string, stderr io.Writer) (io.Writer, string, error) {
+	if path == "-" {
+		return stderr, "(stderr)", nil
+	}
+	f, err := outfile.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	t.closers = append(t.closers, f)
+	t.files = append(t.files, f)
+	return f, path, nil
+}
+
+// temporalitySelector implements the OTLP metrics exporter's temporality
+// preferences.
+func temporalitySelector(pref config.Temporality) sdkmetric.TemporalitySelector {
+	return func(k sdkmetric.InstrumentKind) metricdata.Temporality {
+		switch pref {
+		case config.TemporalityDelta:
+			switch k {
+			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindObservableCounter, sdkmetric.InstrumentKindHistogram:
+				return metricdata.DeltaTemporality
+			}
+		case config.TemporalityLowMemory:
+			switch k {
+			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindHistogram:
+				return metricdata.DeltaTemporality
+			}
+		}
+		return metricdata.CumulativeTemporality
+	}
+}
+
+// observedMetrics reports failed metric exports.
+type observedMetrics struct {
+	sdkmetric.Exporter
+	onError func(error)
+}
+
+func (e observedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	err := e.Exporter.Export(ctx, rm)
+	if err != nil {
+		e.onError(err)
+	}
+	return err
+}
+
+// attributeLimit is the SDK's form of config.Config's limit: 0 is none.
+func attributeLimit(n int) int {
+	if n <= 0 {
+		return sdktrace.DefaultAttributeValueLengthLimit
+	}
+	return n
+}
+
+func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
+	for _, kv := range attrs {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// newInstanceID is a random (version 4) UUID, as the convention suggests
+// for service.instance.id.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

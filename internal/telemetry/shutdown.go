@@ -1,0 +1,88 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+func (t *Pipeline) closeAll() error {
+	var errs []error
+	for _, c := range t.closers {
+		errs = append(errs, c.Close())
+	}
+	t.closers = nil
+	return errors.Join(errs...)
+}
+
+// ForceFlush exports what is buffered now, bounded by ctx.
+func (t *Pipeline) ForceFlush(ctx context.Context) error {
+	errs := []error{t.tp.ForceFlush(ctx)}
+	if t.lp != nil {
+		errs = append(errs, t.lp.ForceFlush(ctx))
+	}
+	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
+}
+
+// Shutdown flushes and stops the pipeline, spending at most the configured
+// flush timeout (less if ctx ends sooner). Spans not exported by then are
+// counted as dropped. Export problems have already been reported on stderr;
+// the error is for logs and tests. Calls after the first return its result.
+func (t *Pipeline) Shutdown(ctx context.Context) error {
+	t.shutdownOnce.Do(func() { t.shutdownErr = t.shutdown(ctx) })
+	return t.shutdownErr
+}
+
+func (t *Pipeline) shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.FlushTimeout)
+	defer cancel()
+	// An exporter blocked on a file nobody reads gives up with the flush,
+	// releasing what it holds, so shutdown itself cannot hang.
+	for _, f := range t.files {
+		stop := context.AfterFunc(ctx, func() { f.SetDeadline(time.Now()) })
+		defer stop()
+	}
+	var errs []error
+
+	if t.traceWatch != nil && t.batcher != nil {
+		// A collector found missing during the flush will not appear in
+		// the seconds left: give up instead of sitting out the backoff.
+		if t.traceWatch.beginShutdown(t.batcher.abort) {
+			t.traceWatch.reconnect(ctx)
+			t.batcher.kick()
+		}
+	}
+	errs = append(errs, t.tp.Shutdown(ctx))
+	if t.batcher != nil {
+		// The provider skips its processors when ctx has already ended.
+		errs = append(errs, t.batcher.Shutdown(ctx))
+	}
+	t.counters.freeze(t.batcher != nil)
+	t.stopSpool(ctx)
+
+	// Log records come from spans as they end, so they are flushed after
+	// the traces and before the metrics.
+	if t.lp != nil {
+		lctx, lcancel := context.WithCancel(ctx)
+		defer lcancel()
+		if t.logWatch != nil && t.logWatch.beginShutdown(lcancel) {
+			t.logWatch.reconnect(lctx)
+		}
+		errs = append(errs, t.lp.Shutdown(lctx))
+		t.logCount.wait(ctx)
+		t.logsDone.Store(true)
+	}
+
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	if t.metricWatch != nil && t.metricWatch.beginShutdown(mcancel) {
+		t.metricWatch.reconnect(mctx)
+	}
+	// A failed last export was reported as it happened, with the fix;
+	// the same failure again, as the SDK words it, would only be noise.
+	if err := t.mp.Shutdown(mctx); err != nil && (t.metricWatch == nil || !t.metricWatch.hasFailed()) {
+		errs = append(errs, err)
+	}
+	errs = append(errs, t.closeAll())
+	return errors.Join(errs...)
+}

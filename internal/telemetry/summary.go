@@ -1,0 +1,64 @@
+package telemetry
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Summary is the one line pi-otel prints at exit, such as
+// "pi-otel: 1 trace (4bf92f3577b34da6a3ce929d0e0e4736), 12 spans → otlp grpc localhost:4317".
+// Failed and dropped spans are added when there are any.
+func (t *Pipeline) Summary() string {
+	s, first := t.counters.snapshot()
+	var b strings.Builder
+	b.WriteString("pi-otel: ")
+	switch s.Traces {
+	case 1:
+		fmt.Fprintf(&b, "1 trace (%s)", first)
+	default:
+		fmt.Fprintf(&b, "%d traces", s.Traces)
+	}
+	fmt.Fprintf(&b, ", %s → %s", plural(s.Ended, "span"), t.traceDest)
+	var problems []string
+	if t.logCount != nil {
+		fmt.Fprintf(&b, ", %s → %s", plural(t.logCount.exported.Load(), "log record"), t.logDest)
+		if n := t.logCount.failed.Load(); n > 0 {
+			problems = append(problems, plural(n, "log record")+" failed to export")
+		}
+		if n := t.logCount.dropped(); n > 0 && t.logsDone.Load() {
+			problems = append(problems, plural(n, "log record")+" dropped")
+		}
+	}
+	if s.Failed > 0 {
+		problems = append(problems, fmt.Sprintf("%d failed to export", s.Failed))
+	}
+	if s.Dropped > 0 {
+		problems = append(problems, plural(s.Dropped, "span")+" dropped")
+	}
+	if p := s.Pending(); p > 0 && t.batcher != nil {
+		problems = append(problems, fmt.Sprintf("%d pending", p))
+	}
+	if s.Spooled > 0 {
+		problems = append(problems, fmt.Sprintf("%d kept in %s for the next pi-otel to send", s.Spooled, t.spool.Dir()))
+	}
+	if t.spool != nil {
+		sp := t.spool.Stats()
+		if sp.Late > 0 {
+			problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")
+		}
+		if sp.Dropped > 0 {
+			problems = append(problems, plural(sp.Dropped, "spooled span")+" dropped (spool bounds)")
+		}
+	}
+	if len(problems) > 0 {
+		b.WriteString("; " + strings.Join(problems, ", "))
+	}
+	return b.String()
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
