@@ -143,6 +143,7 @@ type entry struct {
 
 	// Filled in after decoding.
 	msg      *message
+	idh      uint64    // idHash(ID), once ID is final
 	mistyped bool      // a field of another type than Pi writes was left out
 	persist  time.Time // the entry's timestamp: when Pi wrote it
 	off      int64     // byte offset of the line

@@ -116,6 +116,7 @@ type Tracer struct {
 
 	committed int64
 	stats     Stats
+	answered  []string // the translators' buffer, see translator.answered
 }
 
 // runBuf is an open run: its entries, held until it is complete.
@@ -202,7 +203,8 @@ func (t *Tracer) Line(off int64, b []byte) {
 	// migration makes them (Pi's are random; ours derive from the offset so
 	// that tracing the file twice gives the same trace).
 	if t.version >= 2 && e.ID != "" {
-		if _, seen := t.runOf[idHash(e.ID)]; seen {
+		e.idh = idHash(e.ID)
+		if _, seen := t.runOf[e.idh]; seen {
 			// Pi gives each entry an id unique in its file: the same id again
 			// is the same entry written twice (a file re-saved by appending,
 			// a copy tool). It is one event.
@@ -218,6 +220,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 		} else {
 			e.ParentID = &p
 		}
+		e.idh = idHash(e.ID)
 	}
 	if t.version < 2 && e.msg != nil && e.msg.Role == "assistant" {
 		if e.msg.Provider == "" {
@@ -243,7 +246,7 @@ func (t *Tracer) Line(off int64, b []byte) {
 		// (traced there, not here); a file that ends first is all its own
 		// (Close).
 		if !e.persist.IsZero() && e.persist.Before(t.fork) {
-			t.runOf[idHash(e.ID)] = -1 // known, for repeats and branches
+			t.runOf[e.idh] = -1 // known, for repeats and branches
 			t.held = append(t.held, heldEntry{e, lost})
 			return
 		}
@@ -265,7 +268,7 @@ type heldEntry struct {
 // history records e as the origin's history in a fork: known, not traced.
 func (t *Tracer) history(e *entry) {
 	t.prevID = e.ID
-	t.runOf[idHash(e.ID)] = -1
+	t.runOf[e.idh] = -1
 	if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
 		t.forkRun = e.ID
 	}
@@ -284,7 +287,8 @@ func (t *Tracer) accept(e *entry, lost bool) {
 			// Pi appends to the current leaf: an entry that does not continue
 			// from the previous one was written after /tree moved the leaf.
 			// The run on the old branch is over; the next one starts a branch.
-			t.branchFrom = &p
+			from := p // p's address would move it to the heap on every entry
+			t.branchFrom = &from
 			if t.cur != nil {
 				t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: vocab.EndEOF})
 			}
@@ -292,7 +296,7 @@ func (t *Tracer) accept(e *entry, lost bool) {
 	}
 	t.prevID = e.ID
 	t.place(e)
-	t.runOf[idHash(e.ID)] = int32(len(t.keys)) - 1
+	t.runOf[e.idh] = int32(len(t.keys)) - 1
 }
 
 func idHash(id string) uint64 {
@@ -398,7 +402,11 @@ func (t *Tracer) open(e *entry) {
 		t.finish(r, r.final(), agentmap.Ending{Reason: vocab.EndEOF})
 	}
 	t.flushBash()
-	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: append(moved, t.pending...), branch: t.branchFrom}
+	pending := t.pending
+	if moved != nil {
+		pending = append(moved, pending...)
+	}
+	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: pending, branch: t.branchFrom}
 	t.pending, t.branchFrom = nil, nil
 	t.cur = r
 	t.keys = append(t.keys, r.key)

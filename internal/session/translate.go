@@ -62,7 +62,7 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
-	x := &translator{t: t, m: t.m}
+	x := &translator{t: t, m: t.m, answered: t.answered[:0]}
 	first := r.entries[0]
 	start := runStart(first)
 	x.now = start
@@ -76,6 +76,7 @@ func (t *Tracer) translate(r *runBuf, settled bool, end agentmap.Ending) {
 		x.entry(e)
 	}
 	x.finish(settled, end)
+	t.answered = x.answered // reused: a long file has many runs
 }
 
 // rootAttributes are what only the file tells: the project, the branch
