@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,12 +37,12 @@ var knownEntry = map[string]bool{
 
 // header is the first line of a session file.
 type header struct {
-	Type          string `json:"type"`
-	Version       *int   `json:"version"`
-	ID            string `json:"id"`
-	Timestamp     string `json:"timestamp"`
-	Cwd           string `json:"cwd"`
-	ParentSession string `json:"parentSession"`
+	Type          string    `json:"type"`
+	Version       *looseInt `json:"version"`
+	ID            string    `json:"id"`
+	Timestamp     string    `json:"timestamp"`
+	Cwd           string    `json:"cwd"`
+	ParentSession string    `json:"parentSession"`
 	// Version 1 headers carried the session's model and thinking level.
 	Provider      string `json:"provider"`
 	Model         string `json:"model"`
@@ -50,10 +51,47 @@ type header struct {
 }
 
 func (h *header) version() int {
-	if h.Version == nil {
+	if h.Version == nil || !h.Version.ok {
 		return 1 // Pi reads a missing version as 1
 	}
-	return *h.Version
+	return h.Version.n
+}
+
+// looseBool is a boolean as untyped extensions write it: true or false,
+// also as a string or as 0 and 1. Any other value reads as absent (bad).
+// Unmarshalers that fail stop encoding/json, so it never fails.
+type looseBool struct {
+	v   *bool
+	bad bool
+}
+
+func (l *looseBool) UnmarshalJSON(b []byte) error {
+	var v bool
+	switch strings.Trim(string(b), `"`) {
+	case "true", "1":
+		v = true
+	case "false", "0":
+	case "null":
+		return nil
+	default:
+		l.bad = true
+		return nil
+	}
+	l.v = &v
+	return nil
+}
+
+// looseInt is a whole number, also as a string ("3"); ok is false for
+// any other value.
+type looseInt struct {
+	n  int
+	ok bool
+}
+
+func (l *looseInt) UnmarshalJSON(b []byte) error {
+	n, err := strconv.Atoi(strings.Trim(string(b), `"`))
+	l.n, l.ok = n, err == nil
+	return nil
 }
 
 // message is the AgentMessage of a message entry: what the stream decoder
@@ -61,13 +99,13 @@ func (h *header) version() int {
 type message struct {
 	event.Message
 	// bashExecution: a command the user ran with ! in the TUI (or RPC bash).
-	Command    string `json:"command"`
-	ExitCode   *int   `json:"exitCode"`
-	Cancelled  bool   `json:"cancelled"`
-	Truncated  bool   `json:"truncated"`
-	ExcludeCtx bool   `json:"excludeFromContext"`
-	CustomType string `json:"customType"`
-	Display    *bool  `json:"display"`
+	Command    string    `json:"command"`
+	ExitCode   *int      `json:"exitCode"`
+	Cancelled  bool      `json:"cancelled"`
+	Truncated  bool      `json:"truncated"`
+	ExcludeCtx bool      `json:"excludeFromContext"`
+	CustomType string    `json:"customType"`
+	Display    looseBool `json:"display"`
 
 	// callIDs and callNames are an assistant message's tool calls, read once.
 	callIDs, callNames []string
@@ -101,13 +139,15 @@ type entry struct {
 	// custom, custom_message
 	CustomType string          `json:"customType"`
 	Content    json.RawMessage `json:"content"`
-	Display    *bool           `json:"display"`
+	Display    looseBool       `json:"display"`
 
 	// Filled in after decoding.
-	msg     *message
-	persist time.Time // the entry's timestamp: when Pi wrote it
-	off     int64     // byte offset of the line
-	end     int64     // offset just past the line and its LF
+	msg      *message
+	idh      uint64    // idHash(ID), once ID is final
+	mistyped bool      // a field of another type than Pi writes was left out
+	persist  time.Time // the entry's timestamp: when Pi wrote it
+	off      int64     // byte offset of the line
+	end      int64     // offset just past the line and its LF
 }
 
 // parent is the entry's parentId, "" for a root.
@@ -123,13 +163,30 @@ var (
 	errNoObject = errors.New("not a JSON object with a type")
 )
 
-// decodeHeader reads a header line; ok is false if it is not one.
+// decodeHeader reads a header line; ok is false if it is not one. A field
+// of an unexpected type is left out, as in entries.
 func decodeHeader(b []byte) (header, bool) {
 	var h header
-	if json.Unmarshal(b, &h) != nil || h.Type != typeSession {
+	if !isObject(b) || !tolerable(json.Unmarshal(b, &h)) || h.Type != typeSession {
 		return header{}, false
 	}
 	return h, true
+}
+
+// isObject reports whether b, valid JSON, is an object.
+func isObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// tolerable reports whether err from json.Unmarshal into a struct leaves
+// an entry worth keeping: none, or fields of unexpected types only, which
+// encoding/json skips while it decodes the rest. Real files carry such
+// fields (an extension's display as a string): an entry is not damaged
+// for them, and the entries below it stay on its branch.
+func tolerable(err error) bool {
+	var te *json.UnmarshalTypeError
+	return err == nil || errors.As(err, &te)
 }
 
 // decoder decodes entry lines. Message entries, nearly all of a file's
@@ -260,15 +317,19 @@ func decodeEntry(b []byte) (*entry, error) {
 		return nil, errDamaged
 	}
 	e := &entry{}
-	if err := json.Unmarshal(b, e); err != nil || e.Type == "" {
-		// Valid JSON of the wrong shape: an array, or fields of other types.
+	err := json.Unmarshal(b, e)
+	if !isObject(b) || !tolerable(err) || e.Type == "" {
+		// Valid JSON of the wrong shape: not an object, or one without a type.
 		return nil, errNoObject
 	}
+	e.mistyped = err != nil || e.Display.bad
 	if e.Type == typeMessage && len(e.RawMsg) > 0 && string(e.RawMsg) != "null" {
 		m := &message{}
-		if err := json.Unmarshal(e.RawMsg, m); err != nil {
+		err := json.Unmarshal(e.RawMsg, m)
+		if !isObject(e.RawMsg) || !tolerable(err) {
 			return nil, errNoObject
 		}
+		e.mistyped = e.mistyped || err != nil || m.Display.bad
 		if m.Role == "hookMessage" { // version 2 name, renamed in version 3
 			m.Role = "custom"
 		}

@@ -84,8 +84,9 @@ func FuzzDecode(f *testing.F) {
 // FuzzFastDecodeMatches checks the fast path for message entries against
 // encoding/json: the same entry, or the same refusal, for any line.
 func FuzzFastDecodeMatches(f *testing.F) {
-	for _, v := range []string{"pi-1.6.0", "pi-0.73.x"} {
-		files, _ := filepath.Glob(filepath.Join(sessionsDir(v), "*.jsonl"))
+	dirs := []string{sessionsDir("pi-1.6.0"), sessionsDir("pi-0.73.x"), corpusDir()}
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, p := range files {
 			if bytes.HasSuffix([]byte(p), []byte(".stream.jsonl")) || bytes.HasSuffix([]byte(p), []byte(".in.jsonl")) {
 				continue

@@ -144,3 +144,49 @@ func ids(t *testing.T, file string) (sessionID, firstUser string) {
 	}
 	return sessionID, firstUser
 }
+
+// The corpus files the real Pi wrote with an extension injecting messages
+// around each prompt (testdata/corpus) go through the real pi-otel replay
+// into a real Jaeger: one settled trace per prompt, four for each.
+func TestInjectCorpusIntoJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, v := range []string{"1.6.0", "0.73"} {
+		file := filepath.Join("testdata", "corpus", "inject-"+v+".jsonl")
+		sessionID, _ := ids(t, file)
+		service := fmt.Sprintf("corpus-%s-%d", v, time.Now().UnixNano())
+		var stderr bytes.Buffer
+		vars := map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.OTLPGRPC,
+			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+			"OTEL_SERVICE_NAME":           service,
+			"OTEL_METRICS_EXPORTER":       "none",
+		}
+		if code := app.Main(app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
+			t.Fatalf("%s: replay exited %d: %s", v, code, stderr.String())
+		}
+		m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())
+		if m == nil || m[1] != "4" {
+			t.Fatalf("%s: summary %q, want 4 traces", v, stderr.String())
+		}
+		var spans int
+		fmt.Sscan(m[2], &spans)
+		// The file's own times, a day at most before now.
+		traces := j.WaitService(t, ctx, service, time.Now().Add(-24*time.Hour), spans)
+		if len(traces) != 4 {
+			t.Fatalf("%s: Jaeger holds %d traces, want 4", v, len(traces))
+		}
+		tools := 0
+		for _, tr := range traces {
+			roots := tr.Roots()
+			if len(roots) != 1 || roots[0].Str("pi.outcome") != "ok" || roots[0].Str("gen_ai.conversation.id") != sessionID {
+				t.Errorf("%s: roots %v", v, roots)
+			}
+			tools += len(tr.Named("execute_tool bash"))
+		}
+		if tools != 1 {
+			t.Errorf("%s: %d bash tool spans, want 1", v, tools)
+		}
+	}
+}

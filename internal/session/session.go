@@ -65,9 +65,12 @@ type Config struct {
 	Since time.Time
 }
 
-// Stats counts what a FileMapper saw.
+// Stats counts what a FileMapper saw. Mistyped entries are kept, without
+// their fields of unexpected types; Repeated are entries (or tool results)
+// the file holds a second time, traced once.
 type Stats struct {
 	Lines, Entries, Damaged, Unknown int64
+	Mistyped, Repeated               int64
 	Runs, Skipped                    int64
 }
 
@@ -82,7 +85,14 @@ type FileMapper struct {
 	hdr     header
 	hdrSeen bool
 	version int
-	fork    time.Time // a fork's entries persisted before this are its origin's history
+	// fork is the header's time while the file names a parent session and
+	// no entry persisted at or after it has come yet; held are the entries
+	// before it, undecided (see Line).
+	fork time.Time
+	held []heldEntry
+	// lost is set when the line before was damaged: the entry after it may
+	// continue from the entry that line held.
+	lost bool
 
 	prevID string // the previous entry in file order
 	cur    *runBuf
@@ -107,6 +117,7 @@ type FileMapper struct {
 
 	committed int64
 	stats     Stats
+	answered  []string // the translators' buffer, see translator.answered
 }
 
 // runBuf is an open run: its entries, held until it is complete.
@@ -116,6 +127,7 @@ type runBuf struct {
 	pending     []*entry
 	branch      *string
 	lastPersist time.Time // of its last entry
+	lastMsg     time.Time // of its last user, assistant or tool result message
 	end         int64     // offset just past its last entry
 }
 
@@ -166,7 +178,11 @@ func (t *FileMapper) Line(off int64, b []byte) {
 	e, err := t.dec.decode(b)
 	if err != nil || e.Type == typeSession {
 		t.stats.Damaged++
+		t.lost = true
 		return
+	}
+	if e.mistyped {
+		t.stats.Mistyped++
 	}
 	e.off, e.end = off, end
 	if t.cfg.Content == nil {
@@ -187,7 +203,17 @@ func (t *FileMapper) Line(off int64, b []byte) {
 	// Version 1 files are a linear list: ids follow the file, as Pi's
 	// migration makes them (Pi's are random; ours derive from the offset so
 	// that tracing the file twice gives the same trace).
-	if t.version < 2 || e.ID == "" {
+	if t.version >= 2 && e.ID != "" {
+		e.idh = idHash(e.ID)
+		if _, seen := t.runOf[e.idh]; seen {
+			// Pi gives each entry an id unique in its file: the same id again
+			// is the same entry written twice (a file re-saved by appending,
+			// a copy tool). It is one event.
+			t.stats.Repeated++
+			t.lost = false
+			return
+		}
+	} else {
 		e.ID = "L" + strconv.FormatInt(off, 10)
 		p := t.prevID
 		if p == "" {
@@ -195,6 +221,7 @@ func (t *FileMapper) Line(off int64, b []byte) {
 		} else {
 			e.ParentID = &p
 		}
+		e.idh = idHash(e.ID)
 	}
 	if t.version < 2 && e.msg != nil && e.msg.Role == "assistant" {
 		if e.msg.Provider == "" {
@@ -207,29 +234,70 @@ func (t *FileMapper) Line(off int64, b []byte) {
 			}
 		}
 	}
-	if t.prevID != "" && e.parent() != t.prevID {
-		// Pi appends to the current leaf: an entry that does not continue
-		// from the previous one was written after /tree moved the leaf. The
-		// run on the old branch is over; the next one starts a branch.
-		p := e.parent()
-		t.branchFrom = &p
-		if t.cur != nil {
-			t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: vocab.EndEOF})
+	lost := t.lost
+	t.lost = false
+	if !t.fork.IsZero() {
+		// A fork or clone: Pi writes the header, then copies the origin's
+		// path with the entries' own times, then appends the fork's work.
+		// The header's time is no bound on the entries, though: a file
+		// re-saved or cloned by an extension keeps older entries under a
+		// later header too. So the leading entries older than the header
+		// are held until the file tells: an entry at or after the header is
+		// the fork's own work, and what came before it the origin's history
+		// (traced there, not here); a file that ends first is all its own
+		// (Close).
+		if !e.persist.IsZero() && e.persist.Before(t.fork) {
+			t.runOf[e.idh] = -1 // known, for repeats and branches
+			t.held = append(t.held, heldEntry{e, lost})
+			return
+		}
+		for _, h := range t.held {
+			t.history(h.e)
+		}
+		t.held, t.fork = nil, time.Time{}
+	}
+	t.accept(e, lost)
+}
+
+// heldEntry is an entry held while a fork's history is undecided, with
+// whether the line before it was damaged.
+type heldEntry struct {
+	e    *entry
+	lost bool
+}
+
+// history records e as the origin's history in a fork: known, not traced.
+func (t *FileMapper) history(e *entry) {
+	t.prevID = e.ID
+	t.runOf[e.idh] = -1
+	if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
+		t.forkRun = e.ID
+	}
+	t.forkPrev = e.persist
+	t.committed = e.end
+}
+
+// accept places an entry of this file's own; lost tells that the line
+// before it was damaged.
+func (t *FileMapper) accept(e *entry, lost bool) {
+	if p := e.parent(); t.prevID != "" && p != t.prevID {
+		if _, known := t.runOf[idHash(p)]; lost && p != "" && !known {
+			// Its parent is no entry we have: most likely the damaged line
+			// just before it. It continues the run rather than branching off.
+		} else {
+			// Pi appends to the current leaf: an entry that does not continue
+			// from the previous one was written after /tree moved the leaf.
+			// The run on the old branch is over; the next one starts a branch.
+			from := p // p's address would move it to the heap on every entry
+			t.branchFrom = &from
+			if t.cur != nil {
+				t.finish(t.cur, t.cur.final(), agentmap.Ending{Reason: vocab.EndEOF})
+			}
 		}
 	}
 	t.prevID = e.ID
-	if !t.fork.IsZero() && !e.persist.IsZero() && e.persist.Before(t.fork) {
-		// The origin's history, copied into the fork: traced there, not here.
-		t.runOf[idHash(e.ID)] = -1
-		if e.msg != nil && e.msg.Role == "user" && (t.forkPrev.IsZero() || !msgTime(e.msg.Timestamp).Before(t.forkPrev)) {
-			t.forkRun = e.ID
-		}
-		t.forkPrev = e.persist
-		t.committed = end
-		return
-	}
 	t.place(e)
-	t.runOf[idHash(e.ID)] = int32(len(t.keys)) - 1
+	t.runOf[e.idh] = int32(len(t.keys)) - 1
 }
 
 func idHash(id string) uint64 {
@@ -257,8 +325,10 @@ func (t *FileMapper) place(e *entry) {
 	case role == "user":
 		created := msgTime(e.msg.Timestamp)
 		// Steering and follow-up messages were created while the run was
-		// busy, before its last entry was written: they join it.
-		if t.cur != nil && !created.IsZero() && created.Before(t.cur.lastPersist) {
+		// busy, before its last message was written: they join it. Only the
+		// conversation's messages tell: extensions may write entries between
+		// a prompt's creation and its persistence.
+		if t.cur != nil && !created.IsZero() && created.Before(t.cur.lastMsg) {
 			t.add(e)
 			return
 		}
@@ -298,23 +368,70 @@ func (t *FileMapper) add(e *entry) {
 	r.entries = append(r.entries, e)
 	if !e.persist.IsZero() {
 		r.lastPersist = e.persist
+		if conversation(e) {
+			r.lastMsg = e.persist
+		}
 	}
 	r.end = e.end
 }
 
+// conversation reports whether e is a message of the conversation itself:
+// the user's, the model's or a tool's.
+func conversation(e *entry) bool {
+	if e.msg == nil {
+		return false
+	}
+	switch e.msg.Role {
+	case "user", "assistant", "toolResult":
+		return true
+	}
+	return false
+}
+
+// injected reports whether e is an entry an extension wrote.
+func injected(e *entry) bool {
+	return e.Type == typeCustom || e.Type == typeCustomMessage || e.msg != nil && e.msg.Role == "custom"
+}
+
 // open completes the open run, if any, and opens one at e.
 func (t *FileMapper) open(e *entry) {
+	var moved []*entry
 	if r := t.cur; r != nil {
+		moved = r.cutInjected(msgTime(e.msg.Timestamp))
 		// A run that had not reached a final answer when the next began was
 		// cut short (Pi killed mid-run, then resumed): closed unsettled.
 		t.finish(r, r.final(), agentmap.Ending{Reason: vocab.EndEOF})
 	}
 	t.flushBash()
-	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: t.pending, branch: t.branchFrom}
+	pending := t.pending
+	if moved != nil {
+		pending = append(moved, pending...)
+	}
+	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: pending, branch: t.branchFrom}
 	t.pending, t.branchFrom = nil, nil
 	t.cur = r
 	t.keys = append(t.keys, r.key)
 	t.add(e)
+}
+
+// cutInjected removes and returns the entries extensions wrote at the end
+// of the run, after its last message, once the next prompt had been
+// created (at created, if known): they were written for that prompt.
+func (r *runBuf) cutInjected(created time.Time) []*entry {
+	if created.IsZero() {
+		return nil
+	}
+	i := len(r.entries)
+	for i > 1 && injected(r.entries[i-1]) && !r.entries[i-1].persist.Before(created) {
+		i--
+	}
+	if i == len(r.entries) {
+		return nil
+	}
+	moved := append([]*entry(nil), r.entries[i:]...)
+	r.entries = r.entries[:i]
+	r.end = r.entries[i-1].end
+	return moved
 }
 
 // final reports whether the run's last message is a final answer: an
@@ -356,6 +473,14 @@ func (t *FileMapper) Idle(now time.Time, settle time.Duration) bool {
 // Close traces whatever is open: the input ended (file deleted, Pi exited,
 // end of a replayed file).
 func (t *FileMapper) Close(end agentmap.Ending) {
+	if held := t.held; len(held) > 0 {
+		// Every entry is older than the header: the file was re-saved or
+		// cloned with its history, not forked by Pi. It is all its own.
+		t.held, t.fork = nil, time.Time{}
+		for _, h := range held {
+			t.accept(h.e, h.lost)
+		}
+	}
 	if r := t.cur; r != nil {
 		t.finish(r, r.final(), end)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -31,6 +32,7 @@ type translator struct {
 	retryOpen           bool
 	attempt             int
 	calls               []call   // tool calls of the last assistant message still without a result
+	answered            []string // ids of its tool calls that have their result
 	missing             []string // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
@@ -60,7 +62,7 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending) {
-	x := &translator{t: t, m: t.m}
+	x := &translator{t: t, m: t.m, answered: t.answered[:0]}
 	first := r.entries[0]
 	start := runStart(first)
 	x.now = start
@@ -74,6 +76,7 @@ func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending) {
 		x.entry(e)
 	}
 	x.finish(settled, end)
+	t.answered = x.answered // reused: a long file has many runs
 }
 
 // rootAttributes are what only the file tells: the project, the branch
@@ -163,10 +166,10 @@ func (x *translator) entry(e *entry) {
 	}
 }
 
-func (x *translator) customMessage(typ string, display *bool, content json.RawMessage, at time.Time) {
+func (x *translator) customMessage(typ string, display looseBool, content json.RawMessage, at time.Time) {
 	attrs := []attribute.KeyValue{vocab.CustomTypeKey.String(typ)}
-	if display != nil {
-		attrs = append(attrs, vocab.CustomDisplayKey.Bool(*display))
+	if display.v != nil {
+		attrs = append(attrs, vocab.CustomDisplayKey.Bool(*display.v))
 	}
 	if n := imageCount(content); n > 0 {
 		attrs = append(attrs, vocab.MessageImagesKey.Int(n))
@@ -323,6 +326,7 @@ func (x *translator) assistant(e *entry) {
 		x.errHeld, x.errEnd = msg, end
 	}
 	ids, names := msg.callIDs, msg.callNames
+	x.answered = x.answered[:0]
 	for i, id := range ids {
 		c := call{id: id, name: names[i]}
 		if x.t.cfg.Content != nil {
@@ -344,6 +348,7 @@ func (x *translator) toolResult(e *entry) {
 	}
 	name := msg.ToolName
 	var args json.RawMessage
+	open := false
 	for i, c := range x.calls {
 		if c.id == msg.ToolCallID {
 			if name == "" {
@@ -351,9 +356,18 @@ func (x *translator) toolResult(e *entry) {
 			}
 			args = c.args
 			x.calls = append(x.calls[:i], x.calls[i+1:]...)
+			open = true
 			break
 		}
 	}
+	if !open && slices.Contains(x.answered, msg.ToolCallID) {
+		// A second result for a call that has one (persisted again under
+		// another entry id): one tool execution, one span. A call id the
+		// model uses again in a later message is a new call, and opens.
+		x.t.stats.Repeated++
+		return
+	}
+	x.answered = append(x.answered, msg.ToolCallID)
 	x.ensureAgent(start)
 	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args}, start)
 	ev := &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name,

@@ -49,6 +49,16 @@ func (n *node) find(name string) []*node {
 	return out
 }
 
+// hasEvent reports whether the node's span carries an event of that name.
+func (n *node) hasEvent(name string) bool {
+	for _, e := range n.s.Events() {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // shape renders the tree as indented names, "!" marking error status.
 func (n *node) shape() string {
 	var b strings.Builder
