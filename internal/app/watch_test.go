@@ -39,7 +39,7 @@ func TestConfigurationDocListsWatchFlags(t *testing.T) {
 			t.Errorf("docs/configuration.md does not name %s", v)
 		}
 	})
-	if n != 5 {
+	if n != 6 {
 		t.Fatalf("%d watch flags", n)
 	}
 }

@@ -28,6 +28,9 @@ type Watch struct {
 	CloseAfter time.Duration
 	// Poll, above 0, scans at this interval instead of using inotify.
 	Poll time.Duration
+	// WaitLock waits for the watcher that holds the state's lock to exit,
+	// instead of exiting at once.
+	WaitLock bool
 }
 
 // Defaults of the watch settings.
@@ -41,6 +44,7 @@ var watchFlagDefs = []flagDef{
 	{name: "since", usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all (PI_OTEL_SINCE; default: only new activity)"},
 	{name: "settle", usage: "quiet time after a final answer before a run counts as complete, a `DURATION` (PI_OTEL_SETTLE; default 30s)"},
 	{name: "close-after", usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION` (PI_OTEL_CLOSE_AFTER; default 30m)"},
+	{name: "wait-lock", boolean: true, usage: "wait while another watch holds the state file's lock, and take over when it exits, instead of exiting with an error (PI_OTEL_WAIT_LOCK)"},
 	{name: "poll", usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems (PI_OTEL_POLL; default: inotify)"},
 }
 
@@ -69,6 +73,7 @@ func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
 	l.duration(&w.Settle, true, flags("settle"), "PI_OTEL_SETTLE")
 	l.duration(&w.CloseAfter, false, flags("close-after"), "PI_OTEL_CLOSE_AFTER")
 	l.duration(&w.Poll, false, flags("poll"), "PI_OTEL_POLL")
+	l.boolean(&w.WaitLock, flags("wait-lock"), "PI_OTEL_WAIT_LOCK")
 	if w.CloseAfter < w.Settle {
 		l.fail("--close-after (%s) must be at least --settle (%s)", w.CloseAfter, w.Settle)
 	}
