@@ -3,9 +3,11 @@ package app_test
 import (
 	"bufio"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,27 +20,11 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// piOtel builds the binary once for the tests of this file.
+// piOtel builds the binary for one test (Go's build cache makes the
+// second build cheap).
 func piOtel(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pi-otel-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath, binErr = proc.Build(dir, "./cmd/pi-otel")
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 }
 
 // watcher is one pi-otel watch process whose stderr is read line by line.
@@ -52,9 +38,9 @@ type watcher struct {
 	err   error
 }
 
-func startWatch(t *testing.T, env []string, args ...string) *watcher {
+func startWatch(t *testing.T, bin string, env []string, args ...string) *watcher {
 	t.Helper()
-	cmd := exec.Command(piOtel(t), append([]string{"watch"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"watch"}, args...)...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := proc.StartPiped(t, cmd, proc.Stderr)
@@ -142,10 +128,11 @@ func TestWatchSecondWatcherOnOneState(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(t.TempDir(), "watch.json")
 	env := watchEnv(t, "OTEL_TRACES_EXPORTER=none")
-	first := startWatch(t, env, "--state", state, dir)
+	bin := piOtel(t)
+	first := startWatch(t, bin, env, "--state", state, dir)
 	first.waitLine("pi-otel: watching " + dir)
 
-	second := startWatch(t, env, "--state", state, dir)
+	second := startWatch(t, bin, env, "--state", state, dir)
 	if code := second.exit(); code != 1 {
 		t.Errorf("second watcher exited %d, want 1:\n%s", code, second.stderr())
 	}
@@ -154,7 +141,7 @@ func TestWatchSecondWatcherOnOneState(t *testing.T) {
 		t.Errorf("second watcher said:\n%s\nwant first:\n%s", second.stderr(), want)
 	}
 
-	waiter := startWatch(t, env, "--state", state, "--wait-lock", dir)
+	waiter := startWatch(t, bin, env, "--state", state, "--wait-lock", dir)
 	waiter.waitLine("is in use: process " + itoa(first.cmd.Process.Pid) + " holds")
 	if strings.Contains(waiter.stderr(), "pi-otel: watching") {
 		t.Fatalf("the waiter started while the first ran:\n%s", waiter.stderr())
@@ -183,7 +170,8 @@ func TestWatchSIGHUP(t *testing.T) {
 	traces, metrics := filepath.Join(out, "traces.jsonl"), filepath.Join(out, "metrics.jsonl")
 	state := filepath.Join(out, "watch.json")
 	env := []string{"HOME=" + t.TempDir(), "PI_OTEL_SPOOL_DIR=none", "OTEL_LOGS_EXPORTER=none", "OTEL_METRIC_EXPORT_INTERVAL=3600000"}
-	w := startWatch(t, env, "--state", state, "--since", "all", "--settle", "1s", "--traces-file", traces, "--metrics-file", metrics, dir)
+	bin := piOtel(t)
+	w := startWatch(t, bin, env, "--state", state, "--since", "all", "--settle", "1s", "--traces-file", traces, "--metrics-file", metrics, dir)
 	w.waitLine("pi-otel: watching")
 	// The history pass commits as it goes: wait for the state to move.
 	guard := time.Now().Add(time.Minute)
@@ -219,3 +207,49 @@ func TestWatchSIGHUP(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestDamagedSpoolFile: a damaged file in the spool is named once in one
+// line, kept aside as NAME.corrupt, and counted in the summary and in
+// pi_otel.spool.corrupt, while the replay itself goes on.
+func TestDamagedSpoolFile(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // no collector: the spool is read, and nothing is sent
+	spoolDir := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(spoolDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	damaged := []byte("\xff\xff\xff\xff not protobuf")
+	name := "00000000000000000001-1-1.otlp"
+	if err := os.WriteFile(filepath.Join(spoolDir, name), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
+	bin := piOtel(t)
+	for run := range 2 {
+		cmd := exec.Command(bin, "replay", "--spool-dir", spoolDir, "--traces-endpoint", "http://"+addr,
+			"--metrics-file", metrics, "--flush-timeout", "2s", repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
+		cmd.Env = []string{"HOME=" + t.TempDir(), "OTEL_LOGS_EXPORTER=none"}
+		out, _ := cmd.CombinedOutput()
+		aside := filepath.Join(spoolDir, name+".corrupt")
+		line := "pi-otel: spool file " + aside + " is damaged ("
+		if n := strings.Count(string(out), line); n != 1-run {
+			t.Errorf("run %d: %d lines %q, want %d:\n%s", run, n, line, 1-run, out)
+		}
+		if has := strings.Contains(string(out), "1 damaged spool file set aside"); has != (run == 0) {
+			t.Errorf("run %d: summary:\n%s", run, out)
+		}
+		if b, err := os.ReadFile(aside); err != nil || string(b) != string(damaged) {
+			t.Errorf("run %d: kept file %q, %v", run, b, err)
+		}
+		if run == 0 {
+			m, _ := os.ReadFile(metrics)
+			if !regexp.MustCompile(`"name":"pi_otel.spool.corrupt","sum":\{[^}]*"dataPoints":\[\{"asInt":"1"`).Match(m) {
+				t.Errorf("pi_otel.spool.corrupt is not 1 in:\n%s", m)
+			}
+		}
+	}
+}

@@ -17,7 +17,7 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 	defer mp.Shutdown(context.Background())
 
 	var calls atomic.Int64
-	h := metrics.Health{RecordsRead: 10, RecordsMalformed: 1, SpansEnded: 7, SpansExported: 5, SpansDropped: 2, ExportFailures: 3}
+	h := metrics.Health{RecordsRead: 10, RecordsMalformed: 1, SpansEnded: 7, SpansExported: 5, SpansDropped: 2, ExportFailures: 3, SpoolCorrupt: 1}
 	if err := metrics.RegisterHealth(mp, func() metrics.Health { calls.Add(1); return h }); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +43,7 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 	wantEqual(t, "health", read(), map[string]int64{
 		metrics.MetricRecordsRead: 10, metrics.MetricRecordsMalformed: 1, metrics.MetricSpansEnded: 7,
 		metrics.MetricSpansExported: 5, metrics.MetricSpansDropped: 2, metrics.MetricExportFailures: 3,
+		metrics.MetricSpoolCorrupt: 1,
 	})
 	h.SpansExported, h.SpansDropped = 9, 4
 	got := read()

@@ -417,7 +417,7 @@ func Names() []string {
 		MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
 		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
-		MetricSpansDropped, MetricExportFailures,
+		MetricSpansDropped, MetricExportFailures, MetricSpoolCorrupt,
 		piconv.MetricInferenceDuration, piconv.MetricInferenceFirstChunk, piconv.MetricUsageInputTokens,
 		piconv.MetricUsageOutputTokens, piconv.MetricUsageCacheReadTokens, piconv.MetricUsageCacheWriteTokens,
 		piconv.MetricUsageReasoningTokens, piconv.MetricOperationInputTokens, piconv.MetricOperationOutputTokens,
