@@ -253,3 +253,160 @@ func TestDamagedSpoolFile(t *testing.T) {
 		}
 	}
 }
+
+// replayCount is what replay makes of a session file: traces and spans.
+func replayCount(t *testing.T, bin, file string) summaryline.Summary {
+	t.Helper()
+	out, err := exec.Command(bin, "replay", "--traces-exporter", "none", "--metrics-exporter", "none", file).CombinedOutput()
+	s, ok := summaryline.Parse(out)
+	if err != nil || !ok {
+		t.Fatalf("replay %s: %v\n%s", file, err, out)
+	}
+	return s
+}
+
+// TestWatchFollowsSymlinks: a DIR that is a symlink is followed, as is a
+// symlinked project folder inside it (its new files too, through an
+// inotify watch on the real folder); a link back to an ancestor and a
+// second link to one folder are walked once. Watch exports what replay
+// makes of each file, once.
+func TestWatchFollowsSymlinks(t *testing.T) {
+	bin := piOtel(t)
+	base := t.TempDir()
+	real, ext := filepath.Join(base, "real"), filepath.Join(base, "ext", "--p2--")
+	for _, d := range []string{filepath.Join(real, "--p1--"), ext} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := func(name string) string { return repo.Path("testdata/sessions/pi-1.6.0/" + name + ".jsonl") }
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(src("two-prompts"), filepath.Join(real, "--p1--", "a.jsonl"))
+	copyFile(src("bash-tool"), filepath.Join(ext, "b.jsonl"))
+	for link, target := range map[string]string{
+		filepath.Join(real, "--p2--"):         ext,                           // a symlinked project folder
+		filepath.Join(real, "--p1--", "loop"): real,                          // a loop back to the root
+		filepath.Join(real, "again"):          filepath.Join(real, "--p1--"), // a second way to one folder
+		filepath.Join(base, "root"):           real,                          // the DIR given
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(base, "root")
+	out := t.TempDir()
+	traces, state := filepath.Join(out, "traces.jsonl"), filepath.Join(out, "watch.json")
+	w := startWatch(t, bin, watchEnv(t), "--state", state, "--since", "all", "--settle", "1s", "--traces-file", traces, root)
+	w.waitLine("pi-otel: watching " + root)
+	committed := func(path string, size int) bool {
+		b, _ := os.ReadFile(state)
+		return strings.Contains(string(b), strconv.Quote(path)+`:{"dev":`) &&
+			regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(path))+`:\{[^}]*"committed":`+strconv.Itoa(size)+`[,}]`).Match(b)
+	}
+	waitState := func(path, from string) {
+		t.Helper()
+		info, err := os.Stat(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		guard := time.Now().Add(time.Minute)
+		for !committed(path, int(info.Size())) {
+			if time.Now().After(guard) {
+				b, _ := os.ReadFile(state)
+				t.Fatalf("%s never committed: %s\n%s", path, b, w.stderr())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// State keys are the real paths.
+	waitState(filepath.Join(real, "--p1--", "a.jsonl"), src("two-prompts"))
+	waitState(filepath.Join(ext, "b.jsonl"), src("bash-tool"))
+	// A session that appears later in the symlinked project folder.
+	copyFile(src("overflow"), filepath.Join(ext, "c.jsonl"))
+	waitState(filepath.Join(ext, "c.jsonl"), src("overflow"))
+	w.signal(syscall.SIGTERM)
+	if code := w.exit(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, w.stderr())
+	}
+	want := summaryline.Summary{}
+	for _, n := range []string{"two-prompts", "bash-tool", "overflow"} {
+		s := replayCount(t, bin, src(n))
+		want.Traces += s.Traces
+		want.Spans += s.Spans
+	}
+	got, ok := summaryline.Parse([]byte(w.stderr()))
+	if !ok || got.Traces != want.Traces || got.Spans != want.Spans || got.Trouble() {
+		t.Errorf("summary %q, want %d traces and %d spans as replay gives", got.Line, want.Traces, want.Spans)
+	}
+	if !strings.Contains(got.Line, "(3 session files followed)") {
+		t.Errorf("summary %q: want 3 files, each once", got.Line)
+	}
+	b, _ := os.ReadFile(traces)
+	if n := strings.Count(string(b), `"spanId":`); n != want.Spans {
+		t.Errorf("%d spans in the file, want %d", n, want.Spans)
+	}
+}
+
+// TestWatchSaysWhyARootIsEmpty: a DIR that does not exist gets a line
+// saying it is watched for, and is followed once it appears; an empty
+// one says it holds no session file. Each line once.
+func TestWatchSaysWhyARootIsEmpty(t *testing.T) {
+	bin := piOtel(t)
+	base := t.TempDir()
+	missing, empty := filepath.Join(base, "later"), filepath.Join(base, "empty")
+	dangling := filepath.Join(base, "dangling")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "watch.json")
+	w := startWatch(t, bin, watchEnv(t, "OTEL_TRACES_EXPORTER=none"), "--state", state, "--settle", "1s", missing, empty, dangling)
+	for _, line := range []string{
+		"pi-otel: " + missing + " does not exist yet; watching for it to be created (checked every 2s)",
+		"pi-otel: no session file in " + empty + " yet; new ones will be followed",
+		"pi-otel: " + dangling + " is a symlink to a folder that does not exist; watching for it to be created (checked every 2s)",
+	} {
+		w.waitLine(line)
+	}
+	// It appears, with a session in it: followed from its start.
+	if err := os.MkdirAll(filepath.Join(missing, "--p--"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
+	if err := os.WriteFile(filepath.Join(missing, "--p--", "s.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	guard := time.Now().Add(time.Minute)
+	for {
+		st, _ := os.ReadFile(state)
+		if strings.Contains(string(st), `"committed":`+strconv.Itoa(len(b))) {
+			break
+		}
+		if time.Now().After(guard) {
+			t.Fatalf("the new folder's session was never committed: %s\n%s", st, w.stderr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.signal(syscall.SIGTERM)
+	if code := w.exit(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, w.stderr())
+	}
+	for _, s := range []string{"does not exist yet", "no session file in", "is a symlink to"} {
+		if n := strings.Count(w.stderr(), s); n != 1 {
+			t.Errorf("%q said %d times:\n%s", s, n, w.stderr())
+		}
+	}
+	if s, ok := summaryline.Parse([]byte(w.stderr())); !ok || s.Traces != 2 {
+		t.Errorf("summary %q: want the 2 runs of the session that appeared", s.Line)
+	}
+}
