@@ -42,8 +42,6 @@ type Owner struct {
 	// a prefix, as --session accepts.
 	IDs   []string
 	Paths []string
-	// Created is a file pi-otel wrote for Pi to open (see pi-otel run).
-	Created string
 	// Proc is the /proc directory (tests use a fake one).
 	Proc string
 
