@@ -21,14 +21,21 @@ import (
 // Pi's session folder holds exactly what it holds without pi-otel (no
 // file until Pi writes one), so another Pi's --continue resumes the
 // session it would resume without pi-otel. Once the TUI's Pi writes its
-// session, pi-otel traces it (the id it gave Pi pins it).
+// session, pi-otel traces it (for Pi 1.x, the id it gave Pi pins it; 0.x
+// has no --session-id, and rule 4 of docs/watch.md finds it).
 func TestTUILeavesPiFolderAlone(t *testing.T) {
+	for _, v := range []string{pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073} {
+		t.Run(v, func(t *testing.T) { leavesPiFolderAlone(t, pitest.Lookup(t, v)) })
+	}
+}
+
+func leavesPiFolderAlone(t *testing.T, piBin string) {
 	model := fakemodel.Start(t, fakemodel.WithScript(
 		fakemodel.Text("Earlier answer.", 2),
 		fakemodel.Text("Continued answer.", 2),
 		fakemodel.Text("TUI answer.", 2),
 	))
-	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	pi := pitest.New(t, model.URL(), pitest.WithPi(piBin), pitest.WithSettings(map[string]any{"quietStartup": true}))
 	folder := filepath.Join(pi.AgentDir, "sessions", "*")
 	sessions := func() []string {
 		files, _ := filepath.Glob(filepath.Join(folder, "*.jsonl"))
@@ -114,4 +121,37 @@ func headerID(t *testing.T, b []byte) string {
 	}
 	id, _, _ := bytes.Cut(rest, []byte(`"`))
 	return string(id)
+}
+
+// TestTUISymlinkedSessionDir: a --session-dir that is a symlink (to a disk
+// with room, say) is followed: the TUI's run is traced from the file Pi
+// writes through the link.
+func TestTUISymlinkedSessionDir(t *testing.T) {
+	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Through the link.", 2)))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	real := filepath.Join(t.TempDir(), "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "sessions")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	traces := filepath.Join(t.TempDir(), "traces.jsonl")
+	u := startTUI(t, pi, []string{"PI_OTEL_TRACES_FILE=" + traces, "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"},
+		pi.Args("--session-dir", link)...)
+	u.waitScreen("fake-model")
+	u.prompt("Prompt through a link")
+	u.waitScreen("Through the link.")
+	u.keys("C-d")
+	if code := u.wait(); code != 0 {
+		t.Fatalf("pi-otel exited %d\n%s", code, u.readStderr())
+	}
+	files, _ := filepath.Glob(filepath.Join(real, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("session files in the link's target: %v", files)
+	}
+	if s, ok := summaryline.Parse([]byte(u.readStderr())); !ok || s.Traces != 1 || s.Trouble() {
+		t.Fatalf("summary %q (%v): want the one run\n%s", s.Line, ok, u.readStderr())
+	}
 }
