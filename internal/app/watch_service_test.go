@@ -43,6 +43,12 @@ func startWatch(t *testing.T, bin string, env []string, args ...string) *watcher
 	cmd := exec.Command(bin, append([]string{"watch"}, args...)...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return startCmd(t, cmd)
+}
+
+// startCmd starts cmd and reads its stderr line by line.
+func startCmd(t *testing.T, cmd *exec.Cmd) *watcher {
+	t.Helper()
 	p := proc.StartPiped(t, cmd, proc.Stderr)
 	w := &watcher{t: t, cmd: cmd, more: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
@@ -408,5 +414,74 @@ func TestWatchSaysWhyARootIsEmpty(t *testing.T) {
 	}
 	if s, ok := summaryline.Parse([]byte(w.stderr())); !ok || s.Traces != 2 {
 		t.Errorf("summary %q: want the 2 runs of the session that appeared", s.Line)
+	}
+}
+
+// TestWatchNamesUnreadableFolders: a folder watch may not read is named
+// with the system's reason, once, a root or a folder below one; it is not
+// taken for one that does not exist. As root, the watch runs as nobody,
+// since root reads every folder.
+func TestWatchNamesUnreadableFolders(t *testing.T) {
+	bin := piOtel(t)
+	// Everything the process needs is open to another user.
+	base, err := os.MkdirTemp("", "watch-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Chmod(filepath.Join(base, "root", "sub"), 0o755)
+		_ = os.Chmod(filepath.Join(base, "closed"), 0o755)
+		os.RemoveAll(base)
+	})
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(base, "pi-otel")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	closed, root, home := filepath.Join(base, "closed"), filepath.Join(base, "root"), filepath.Join(base, "home")
+	sub := filepath.Join(root, "sub")
+	for _, d := range []string{closed, sub, home} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{home, root} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{closed, sub} {
+		if err := os.Chmod(d, 0o000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "watch", "--state", filepath.Join(home, "watch.json"), closed, root)
+	cmd.Env = []string{"HOME=" + home, "PI_OTEL_SPOOL_DIR=none", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if os.Getuid() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	w := startCmd(t, cmd)
+	w.waitLine("pi-otel: cannot read session folder " + closed + ": permission denied")
+	w.waitLine("pi-otel: cannot read session folder " + sub + ": permission denied")
+	time.Sleep(2500 * time.Millisecond) // a rescan (every 2s while a root is not watched) says nothing new
+	w.signal(syscall.SIGTERM)
+	if code := w.exit(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, w.stderr())
+	}
+	out := w.stderr()
+	for _, s := range []string{closed + ": permission denied", sub + ": permission denied"} {
+		if n := strings.Count(out, s); n != 1 {
+			t.Errorf("%q said %d times:\n%s", s, n, out)
+		}
+	}
+	if strings.Contains(out, "does not exist") || strings.Contains(out, "cannot watch") || strings.Contains(out, "no session file in "+closed) {
+		t.Errorf("a misleading line:\n%s", out)
 	}
 }
