@@ -22,7 +22,7 @@ import (
 )
 
 // Watch follows Pi's session directories and traces every run as it
-// completes, until SIGINT or SIGTERM.
+// completes, until SIGINT, SIGTERM or SIGHUP.
 func Watch(env Env, args []string) int {
 	var wfs *flag.FlagSet
 	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {

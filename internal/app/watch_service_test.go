@@ -279,7 +279,8 @@ func replayCount(t *testing.T, bin, file string) summaryline.Summary {
 
 // TestWatchFollowsSymlinks: a DIR that is a symlink is followed, as is a
 // symlinked project folder inside it (its new files too, through an
-// inotify watch on the real folder); a link back to an ancestor and a
+// inotify watch on the real folder), and one linked in while watch runs;
+// a link back to an ancestor and a
 // second link to one folder are walked once. Watch exports what replay
 // makes of each file, once.
 func TestWatchFollowsSymlinks(t *testing.T) {
@@ -344,12 +345,22 @@ func TestWatchFollowsSymlinks(t *testing.T) {
 	// A session that appears later in the symlinked project folder.
 	copyFile(src("overflow"), filepath.Join(ext, "c.jsonl"))
 	waitState(filepath.Join(ext, "c.jsonl"), src("overflow"))
+	// A symlinked project folder made while watch runs, with a session.
+	ext3 := filepath.Join(base, "ext3", "--p3--")
+	if err := os.MkdirAll(ext3, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(src("text"), filepath.Join(ext3, "d.jsonl"))
+	if err := os.Symlink(ext3, filepath.Join(real, "--p3--")); err != nil {
+		t.Fatal(err)
+	}
+	waitState(filepath.Join(ext3, "d.jsonl"), src("text"))
 	w.signal(syscall.SIGTERM)
 	if code := w.exit(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, w.stderr())
 	}
 	want := summaryline.Summary{}
-	for _, n := range []string{"two-prompts", "bash-tool", "overflow"} {
+	for _, n := range []string{"two-prompts", "bash-tool", "overflow", "text"} {
 		s := replayCount(t, bin, src(n))
 		want.Traces += s.Traces
 		want.Spans += s.Spans
@@ -358,8 +369,8 @@ func TestWatchFollowsSymlinks(t *testing.T) {
 	if !ok || got.Traces != want.Traces || got.Spans != want.Spans || got.Trouble() {
 		t.Errorf("summary %q, want %d traces and %d spans as replay gives", got.Line, want.Traces, want.Spans)
 	}
-	if !strings.Contains(got.Line, "(3 session files followed)") {
-		t.Errorf("summary %q: want 3 files, each once", got.Line)
+	if !strings.Contains(got.Line, "(4 session files followed)") {
+		t.Errorf("summary %q: want 4 files, each once", got.Line)
 	}
 	b, _ := os.ReadFile(traces)
 	if n := strings.Count(string(b), `"spanId":`); n != want.Spans {
