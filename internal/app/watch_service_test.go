@@ -280,9 +280,8 @@ func replayCount(t *testing.T, bin, file string) summaryline.Summary {
 // TestWatchFollowsSymlinks: a DIR that is a symlink is followed, as is a
 // symlinked project folder inside it (its new files too, through an
 // inotify watch on the real folder), and one linked in while watch runs;
-// a link back to an ancestor and a
-// second link to one folder are walked once. Watch exports what replay
-// makes of each file, once.
+// a link back to an ancestor and a second link to one folder are walked
+// once. Watch exports what replay makes of each file, once.
 func TestWatchFollowsSymlinks(t *testing.T) {
 	bin := piOtel(t)
 	base := t.TempDir()
