@@ -218,6 +218,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			SpansExported:    t.Exported,
 			SpansDropped:     t.Dropped,
 			ExportFailures:   t.Failed,
+			SpoolCorrupt:     tel.SpoolCorrupt(),
 		}
 	})
 	if err != nil {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -90,7 +89,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		}
 	}
 	owner := &sessionwatch.Owner{Dir: dir, Custom: custom, Cwd: cwd}
-	argv = pinSession(argv, dir, owner)
+	argv = pinSession(argv, dir, owner, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 
 	// Everything pi-otel writes waits until Pi gives the terminal back.
 	held := &outfile.Buffer{}
@@ -132,7 +131,6 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	if err != nil {
 		cancel()
 		<-done
-		cleanPrecreated(owner.Created)
 		fmt.Fprintf(held, "pi-otel: %v\n", err)
 		sp.summary(nil)
 		_, _ = held.WriteTo(env.Stderr)
@@ -154,7 +152,6 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	if n := len(owner.Ambiguous()); n > 0 && !cfg.Quiet {
 		fmt.Fprintf(held, "pi-otel: %d session files written while another Pi ran in %s were not traced: pi-otel cannot tell whose they are\n", n, dir)
 	}
-	cleanPrecreated(owner.Created)
 	sp.summary(nil)
 	_, _ = held.WriteTo(env.Stderr)
 	return status.Code
@@ -176,8 +173,14 @@ func writesNoSession(args []string) bool {
 
 // pinSession notes the session file Pi will write first. A new session
 // gets an id from pi-otel (--session-id) when this Pi knows the flag, so
-// that its file is known for certain.
-func pinSession(argv []string, dir string, o *sessionwatch.Owner) []string {
+// that its file is known for certain once Pi writes it. Nothing is
+// written in Pi's folder: Pi creates the file itself, at its first
+// message, exactly as without pi-otel, so that other Pis' --continue and
+// /resume see what they would see without it.
+//
+// tui says Pi gets terminals for stdin and stdout; without them, or with
+// -p, Pi runs in print mode.
+func pinSession(argv []string, dir string, o *sessionwatch.Owner, tui bool) []string {
 	if v, ok := piFlag(argv, false, "--session-id"); ok {
 		o.IDs = append(o.IDs, v)
 		return argv
@@ -204,70 +207,27 @@ func pinSession(argv []string, dir string, o *sessionwatch.Owner) []string {
 	if _, ok := piFlag(argv, false, "--fork"); ok {
 		return argv // its header names the parent, not ours
 	}
+	if _, ok := piFlag(argv, true, "-p", "--print"); ok || !tui {
+		// Print mode: an id pi-otel gave would make Pi print a warning
+		// that no TUI frame clears (see below); rules 3 and 4 decide.
+		return argv
+	}
 	if !knowsSessionID(argv[0]) {
 		return argv
 	}
-	// A new session: pi-otel writes its header first, under an id of its
-	// own, and has Pi open it with --session-id. Pi then appends to a file
-	// known for certain, exactly as it would to one it made itself.
-	id, path, err := precreate(dir, o.Cwd)
-	if err != nil {
-		return argv
-	}
+	// A new session: Pi 1.x takes an unknown --session-id as the id of a
+	// new session, and creates its file only when it first persists a
+	// message (SessionManager.create, then _persist). Pi says so in one
+	// warning line on stderr, which the TUI's first frame clears.
+	id := newUUIDv7(time.Now())
 	o.IDs = append(o.IDs, id)
-	o.Paths = append(o.Paths, path)
-	o.Created = path
 	return append([]string{argv[0], "--session-id", id}, argv[1:]...)
 }
 
-// precreate writes a session header in dir as Pi 1.x would for a new
-// session, in a file named as Pi names them.
-func precreate(dir, cwd string) (id, path string, err error) {
-	now := time.Now().UTC()
-	id = newUUIDv7(now)
-	stamp := now.Format("2006-01-02T15:04:05.000Z")
-	hdr, err := json.Marshal(struct {
-		Type      string `json:"type"`
-		Version   int    `json:"version"`
-		ID        string `json:"id"`
-		Timestamp string `json:"timestamp"`
-		Cwd       string `json:"cwd"`
-	}{"session", 3, id, stamp, cwd})
-	if err != nil {
-		return "", "", err
-	}
-	// Modes as Pi's own mkdirSync and openSync give them: the umask decides.
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return "", "", err
-	}
-	name := strings.NewReplacer(":", "-", ".", "-").Replace(stamp) + "_" + id + ".jsonl"
-	path = filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if err != nil {
-		return "", "", err
-	}
-	_, err = f.Write(append(hdr, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return "", "", err
-	}
-	return id, path, nil
-}
-
-// cleanPrecreated removes the file precreate wrote if Pi never put a
-// message in it: Pi itself leaves no file for a session without one.
-func cleanPrecreated(path string) {
-	if path == "" {
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || bytes.Contains(b, []byte(`"type":"message"`)) {
-		return
-	}
-	os.Remove(path)
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // newestSession is the file --continue resumes: the most recently

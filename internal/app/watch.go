@@ -22,7 +22,7 @@ import (
 )
 
 // Watch follows Pi's session directories and traces every run as it
-// completes, until SIGINT or SIGTERM.
+// completes, until SIGINT, SIGTERM or SIGHUP.
 func Watch(env Env, args []string) int {
 	var wfs *flag.FlagSet
 	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {
@@ -59,13 +59,24 @@ func Watch(env Env, args []string) int {
 		state = sessionwatch.DefaultStatePath(env.Getenv, home)
 	}
 
+	// SIGHUP (the terminal closed, or a service manager's stop) ends
+	// watch as SIGTERM does: a final flush and the summary. There is no
+	// reload: every setting is read at start.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	// One watcher per state, taken before the pipeline so that a second
+	// watcher sends nothing, not even the spool.
+	lock, code := lockState(ctx, env, cfg, wcfg, state)
+	if lock == nil {
+		return code
+	}
+	defer lock.Release()
+
 	sp, err := newSessionPipeline(env, cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	fcfg := sp.followerConfig(env, cfg)
 	fcfg.Dirs = dirs
@@ -91,6 +102,32 @@ func Watch(env Env, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// lockState takes the state's lock, or says why not and returns the exit
+// code.
+func lockState(ctx context.Context, env Env, cfg config.Config, wcfg config.Watch, state string) (*sessionwatch.Lock, int) {
+	lock, err := sessionwatch.AcquireLock(ctx, state, wcfg.WaitLock, 500*time.Millisecond, func(le *sessionwatch.LockedError) {
+		if !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: state %s is in use: %v; waiting for it to be released (--wait-lock)\n", state, le)
+		}
+	})
+	var le *sessionwatch.LockedError
+	switch {
+	case err == nil:
+		return lock, 0
+	case errors.As(err, &le):
+		fmt.Fprintf(env.Stderr, "pi-otel: another watch is following state %s (%v); stop it, give this one its own --state, or pass --wait-lock to wait for it\n", state, le)
+		return nil, 1
+	case ctx.Err() != nil:
+		if !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: stopped while waiting for the lock of state %s: nothing traced\n", state)
+		}
+		return nil, 0
+	default:
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
+		return nil, 1
+	}
 }
 
 // homeDir is $HOME as the environment gives it, else the user's.

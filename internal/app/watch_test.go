@@ -40,7 +40,7 @@ func TestConfigurationDocListsWatchFlags(t *testing.T) {
 			t.Errorf("docs/configuration.md does not name %s", v)
 		}
 	})
-	if n != 5 {
+	if n != 6 {
 		t.Fatalf("%d watch flags", n)
 	}
 }
@@ -67,50 +67,66 @@ func TestPiFlags(t *testing.T) {
 func TestPinSession(t *testing.T) {
 	dir := t.TempDir()
 	o := &sessionwatch.Owner{Cwd: "/w"}
-	got := pinSession([]string{"pi", "--session-id", "abc"}, dir, o)
+	got := pinSession([]string{"pi", "--session-id", "abc"}, dir, o, true)
 	if len(got) != 3 || len(o.IDs) != 1 || o.IDs[0] != "abc" {
 		t.Errorf("--session-id: argv %v, ids %v", got, o.IDs)
 	}
 	o = &sessionwatch.Owner{Cwd: "/w"}
-	pinSession([]string{"pi", "--session", "sub/x.jsonl"}, dir, o)
+	pinSession([]string{"pi", "--session", "sub/x.jsonl"}, dir, o, true)
 	if len(o.Paths) != 1 || !filepath.IsAbs(o.Paths[0]) {
 		t.Errorf("--session path: %v", o.Paths)
 	}
 	// A command that is not a recognisable Pi 1.x gets no extra flag.
 	o = &sessionwatch.Owner{Cwd: "/w"}
-	if got := pinSession([]string{"sh", "-c", "pi"}, dir, o); len(got) != 3 || o.Created != "" {
-		t.Errorf("argv %v, created %q", got, o.Created)
+	if got := pinSession([]string{"sh", "-c", "pi"}, dir, o, true); len(got) != 3 || len(o.IDs) != 0 {
+		t.Errorf("argv %v, ids %v", got, o.IDs)
+	}
+	// Pi 1.x, a new session: an id of pi-otel's, and nothing written in
+	// Pi's folder (Pi creates the file at its first message).
+	for version, want := range map[string]bool{"1.6.0": true, "1.0.3": true, "0.73.1": false} {
+		cli := fakePi(t, version)
+		o = &sessionwatch.Owner{Cwd: "/w"}
+		got := pinSession([]string{cli, "hi"}, dir, o, true)
+		if !want {
+			if len(got) != 2 || len(o.IDs) != 0 {
+				t.Errorf("Pi %s: argv %v, ids %v: want it untouched", version, got, o.IDs)
+			}
+			continue
+		}
+		if len(got) != 4 || got[1] != "--session-id" || len(o.IDs) != 1 || got[2] != o.IDs[0] || o.IDs[0][14] != '7' {
+			t.Errorf("Pi %s: argv %v, ids %v: want --session-id with a version 7 UUID", version, got, o.IDs)
+		}
+	}
+	// -p: Pi would print a warning about the id that stays on screen.
+	o = &sessionwatch.Owner{Cwd: "/w"}
+	if got := pinSession([]string{fakePi(t, "1.6.0"), "-p", "hi"}, dir, o, true); len(got) != 3 || len(o.IDs) != 0 {
+		t.Errorf("-p: argv %v, ids %v: want it untouched", got, o.IDs)
+	}
+	// No terminal: print mode too.
+	if got := pinSession([]string{fakePi(t, "1.6.0"), "hi"}, dir, o, false); len(got) != 2 || len(o.IDs) != 0 {
+		t.Errorf("no terminal: argv %v, ids %v: want it untouched", got, o.IDs)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("pi-otel wrote in Pi's session folder: %v", ents)
 	}
 }
 
-func TestPrecreateAndClean(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "--w--")
-	id, path, err := precreate(dir, "/w")
-	if err != nil {
+// fakePi is a Pi package's layout, as knowsSessionID reads it: a cli.js
+// beside a package.json naming the version.
+func fakePi(t *testing.T, version string) string {
+	t.Helper()
+	pkg := filepath.Join(t.TempDir(), "node_modules", "@earendil-works", "pi-coding-agent")
+	if err := os.MkdirAll(filepath.Join(pkg, "dist"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@earendil-works/pi-coding-agent","version":"`+version+`"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(b), `{"type":"session","version":3,"id":"`+id+`"`) || !strings.HasSuffix(string(b), "\n") {
-		t.Errorf("header %q", b)
+	cli := filepath.Join(pkg, "dist", "cli.js")
+	if err := os.WriteFile(cli, []byte("#!/usr/bin/env node\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.HasSuffix(path, "_"+id+".jsonl") || id[14] != '7' {
-		t.Errorf("path %s, id %s: want Pi's naming and a version 7 UUID", path, id)
-	}
-	cleanPrecreated(path)
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Error("a header-only file was left behind")
-	}
-	_, path, _ = precreate(dir, "/w")
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"type":"message","id":"a","message":{"role":"user"}}` + "\n")
-	f.Close()
-	cleanPrecreated(path)
-	if _, err := os.Stat(path); err != nil {
-		t.Error("a session with a message was removed")
-	}
+	return cli
 }
 
 func TestWritesNoSession(t *testing.T) {

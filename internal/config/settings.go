@@ -115,6 +115,7 @@ var watchSettings = []setting{
 	{flag: "since", envs: envs("PI_OTEL_SINCE"), usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all", defText: "only new activity", parse: asText},
 	{flag: "settle", envs: envs("PI_OTEL_SETTLE"), usage: "quiet time after a final answer before a run counts as complete, a `DURATION`", def: "30s", parse: asPositive},
 	{flag: "close-after", envs: envs("PI_OTEL_CLOSE_AFTER"), usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION`", def: "30m", parse: asDuration},
+	{flag: "wait-lock", envs: envs("PI_OTEL_WAIT_LOCK"), usage: "wait while another watch holds the state file's lock, and take over when it exits, instead of exiting with an error", parse: asBool},
 	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration},
 }
 

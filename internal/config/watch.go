@@ -28,6 +28,9 @@ type Watch struct {
 	CloseAfter time.Duration
 	// Poll, above 0, scans at this interval instead of using inotify.
 	Poll time.Duration
+	// WaitLock waits for the watcher that holds the state's lock to exit,
+	// instead of exiting at once.
+	WaitLock bool
 }
 
 // Defaults of the watch settings, for callers that set them without
@@ -61,6 +64,7 @@ func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
 	l.duration(&w.Settle, row("settle"))
 	l.duration(&w.CloseAfter, row("close-after"))
 	l.duration(&w.Poll, row("poll"))
+	l.boolean(&w.WaitLock, row("wait-lock"))
 	if w.CloseAfter < w.Settle {
 		l.fail("--close-after (%s) must be at least --settle (%s)", w.CloseAfter, w.Settle)
 	}

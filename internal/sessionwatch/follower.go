@@ -305,7 +305,7 @@ func (f *Follower) scanInterval() time.Duration {
 		return 2 * time.Second
 	}
 	for _, d := range f.cfg.Dirs {
-		if !f.watched[filepath.Clean(d)] {
+		if !f.rootWatched(d) {
 			return 2 * time.Second // a root that does not exist yet
 		}
 	}
@@ -345,7 +345,7 @@ func earlier(a, b time.Time) time.Time {
 func (f *Follower) event(ev fsnotify.Event) {
 	switch {
 	case ev.Has(fsnotify.Create):
-		st, err := os.Lstat(ev.Name)
+		st, err := os.Stat(ev.Name) // a link to a folder is a folder
 		if err != nil {
 			return
 		}
@@ -379,8 +379,12 @@ func (f *Follower) scan(initial bool) {
 	f.stats.Rescanned++
 	seen := map[string]bool{}
 	for _, d := range f.cfg.Dirs {
-		for _, p := range f.walk(filepath.Clean(d), initial) {
+		found := f.walk(filepath.Clean(d), initial)
+		for _, p := range found {
 			seen[p] = true
+		}
+		if initial {
+			f.sayRoot(d, len(found))
 		}
 	}
 	for p, fi := range f.files {
@@ -394,13 +398,13 @@ func (f *Follower) scan(initial bool) {
 // every session file; it returns the files found.
 func (f *Follower) walk(dir string, initial bool) []string {
 	var found []string
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = walkTree(dir, func(p string, d fs.DirEntry, err error) error {
 		if initial && f.ctx != nil && f.ctx.Err() != nil {
 			return filepath.SkipAll // stopping: the rest waits for the next start
 		}
 		if err != nil {
-			if p == dir && !errors.Is(err, fs.ErrNotExist) {
-				f.logOnce("dir "+p, "reading %s: %v", p, err)
+			if !errors.Is(err, fs.ErrNotExist) {
+				f.logOnce("dir "+p, "cannot read session folder %s: %v", p, err)
 			}
 			return nil
 		}

@@ -42,8 +42,6 @@ type Owner struct {
 	// a prefix, as --session accepts.
 	IDs   []string
 	Paths []string
-	// Created is a file pi-otel wrote for Pi to open (see pi-otel run).
-	Created string
 	// Proc is the /proc directory (tests use a fake one).
 	Proc string
 
@@ -80,13 +78,22 @@ func (o *Owner) Accept(path string) (ok, decided bool) {
 	if !complete {
 		return false, false
 	}
-	if o.pinned(path, h.ID) || (h.ParentSession != "" && o.mine[filepath.Clean(h.ParentSession)]) ||
+	if o.pinned(path, h.ID) || (h.ParentSession != "" && o.mine[realPath(h.ParentSession)]) ||
 		o.holdsOpen(path) || len(o.others()) == 0 {
 		o.mine[filepath.Clean(path)] = true
 		return true, true
 	}
 	o.ambiguous = append(o.ambiguous, path)
 	return false, true
+}
+
+// realPath is p with symlinks resolved, as the follower names files (a
+// session folder may be a link); p cleaned if it cannot be resolved.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // Ambiguous lists the files left alone by rule 4.
@@ -98,7 +105,7 @@ func (o *Owner) Ambiguous() []string {
 
 func (o *Owner) pinned(path, id string) bool {
 	for _, p := range o.Paths {
-		if filepath.Clean(p) == filepath.Clean(path) {
+		if filepath.Clean(p) == filepath.Clean(path) || realPath(p) == filepath.Clean(path) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -21,7 +22,10 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	if cfg.Dir == "" {
 		return
 	}
-	sp, err := spool.Open(spool.Config{Dir: cfg.Dir, MaxBytes: cfg.MaxBytes, MaxAge: cfg.MaxAge})
+	sp, err := spool.Open(spool.Config{Dir: cfg.Dir, MaxBytes: cfg.MaxBytes, MaxAge: cfg.MaxAge,
+		Corrupt: func(path string, err error) {
+			t.rep.once("spool corrupt "+path, fmt.Sprintf("spool file %s is damaged (%v): set aside, its spans are not sent", path, err))
+		}})
 	if err != nil {
 		t.rep.once("spool", err.Error()+"; undelivered spans will not be kept")
 		return
@@ -39,6 +43,14 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 			return err
 		})
 	}()
+}
+
+// SpoolCorrupt counts the damaged spool files set aside so far.
+func (t *Pipeline) SpoolCorrupt() int64 {
+	if t.spool == nil {
+		return 0
+	}
+	return t.spool.Stats().Corrupt
 }
 
 // stopSpool waits, within ctx, for the spool's sending to finish.

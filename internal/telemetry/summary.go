@@ -49,6 +49,9 @@ func (t *Pipeline) Summary() string {
 		if sp.Dropped > 0 {
 			problems = append(problems, plural(sp.Dropped, "spooled span")+" dropped (spool bounds)")
 		}
+		if sp.Corrupt > 0 {
+			problems = append(problems, plural(sp.Corrupt, "damaged spool file")+" set aside")
+		}
 	}
 	if len(problems) > 0 {
 		b.WriteString("; " + strings.Join(problems, ", "))

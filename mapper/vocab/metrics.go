@@ -53,6 +53,7 @@ const (
 	MetricSpansExported    = "pi_otel.spans.exported"
 	MetricSpansDropped     = "pi_otel.spans.dropped"
 	MetricExportFailures   = "pi_otel.export.failures"
+	MetricSpoolCorrupt     = "pi_otel.spool.corrupt"
 )
 
 // Metrics returns every metric name pi-otel records in either mode, so that
@@ -68,6 +69,6 @@ func Metrics() []string {
 		MetricRuns, MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
 		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
-		MetricSpansDropped, MetricExportFailures,
+		MetricSpansDropped, MetricExportFailures, MetricSpoolCorrupt,
 	}
 }

@@ -518,7 +518,7 @@ func TestTUINoSession(t *testing.T) {
 }
 
 // TestTUIQuitWithoutPrompt: Pi leaves no session file when nothing was
-// said, and neither does the header pi-otel wrote for it.
+// said, and neither does pi-otel.
 func TestTUIQuitWithoutPrompt(t *testing.T) {
 	model := fakemodel.Start(t)
 	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))

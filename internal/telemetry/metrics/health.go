@@ -17,6 +17,7 @@ type Health struct {
 	SpansExported    int64 // spans the exporter accepted
 	SpansDropped     int64 // spans lost (queue full, export gave up)
 	ExportFailures   int64 // spans the exporter tried to send and could not
+	SpoolCorrupt     int64 // damaged spool files set aside, their spans not sent
 }
 
 // RegisterHealth registers observable counters that report read() at each collection. read is
@@ -37,6 +38,7 @@ func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
 		{vocab.MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
 		{vocab.MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},
 		{vocab.MetricExportFailures, "{span}", "Spans that failed to export.", func(h Health) int64 { return h.ExportFailures }},
+		{vocab.MetricSpoolCorrupt, "{file}", "Damaged spool files set aside (renamed *.corrupt), whose spans were not sent.", func(h Health) int64 { return h.SpoolCorrupt }},
 	}
 	insts := make([]metric.Observable, 0, len(defs))
 	counters := make([]metric.Int64ObservableCounter, 0, len(defs))

@@ -34,6 +34,9 @@ type Config struct {
 	MaxBytes int64
 	// MaxAge drops files older than this.
 	MaxAge time.Duration
+	// Corrupt, if set, is told of each damaged file once, when it is set
+	// aside as NAME.corrupt (where it stays for a person to look at).
+	Corrupt func(path string, err error)
 }
 
 // Defaults.
@@ -46,13 +49,15 @@ const (
 type Stats struct {
 	Spooled int64 // spans written for a later process
 	Late    int64 // spans from earlier processes delivered now
-	Dropped int64 // spans the size or age bound removed, or unreadable
+	Dropped int64 // spans the size or age bound removed
+	Corrupt int64 // damaged files set aside, their spans unknown
 }
 
 // Spool is safe for concurrent use, also by several processes.
 type Spool struct {
 	cfg                    Config
 	spooled, late, dropped atomic.Int64
+	corrupt                atomic.Int64
 	seq                    atomic.Int64
 }
 
@@ -98,7 +103,7 @@ func (s *Spool) Dir() string { return s.cfg.Dir }
 
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
-	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Dropped: s.dropped.Load()}
+	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Dropped: s.dropped.Load(), Corrupt: s.corrupt.Load()}
 }
 
 // Put writes one request for a later process, then trims the spool to its
@@ -152,8 +157,7 @@ func (s *Spool) Drain(ctx context.Context, upload Upload) error {
 		}
 		req, n, err := read(claimed)
 		if err != nil {
-			os.Remove(claimed)
-			s.dropped.Add(int64(n))
+			s.setAside(claimed, f.name, err)
 			continue
 		}
 		if err := upload(ctx, req); err != nil {
@@ -214,11 +218,38 @@ func (s *Spool) trim() {
 			continue
 		}
 		p := filepath.Join(s.cfg.Dir, f.name)
-		_, n, _ := read(p)
+		_, n, err := read(p)
+		if errors.Is(err, errDamaged) {
+			s.setAside(p, f.name, err)
+			total -= f.size
+			continue
+		}
 		if os.Remove(p) == nil {
 			s.dropped.Add(int64(n))
 			total -= f.size
 		}
+	}
+}
+
+// corruptSuffix marks a damaged file set aside; files() no longer lists
+// it, so it is named once.
+const corruptSuffix = ".corrupt"
+
+// errDamaged is a file that is not an OTLP request: truncated by a full
+// disk, or written over by something else.
+var errDamaged = errors.New("not an OTLP trace request")
+
+// setAside renames a damaged file (at path, listed as name) to
+// name.corrupt rather than deleting it: its spans cannot be counted, but
+// a person may still want it.
+func (s *Spool) setAside(path, name string, err error) {
+	aside := filepath.Join(s.cfg.Dir, name+corruptSuffix)
+	if os.Rename(path, aside) != nil {
+		return // another process moved it first, and counts it
+	}
+	s.corrupt.Add(1)
+	if s.cfg.Corrupt != nil {
+		s.cfg.Corrupt(aside, err)
 	}
 }
 
@@ -229,7 +260,7 @@ func read(path string) (*coltracepb.ExportTraceServiceRequest, int, error) {
 	}
 	req := &coltracepb.ExportTraceServiceRequest{}
 	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, 0, fmt.Errorf("spool: %s: %w", path, err)
+		return nil, 0, fmt.Errorf("%w: %v", errDamaged, err)
 	}
 	return req, spans(req), nil
 }

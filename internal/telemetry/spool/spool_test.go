@@ -3,6 +3,7 @@ package spool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -163,5 +164,59 @@ func TestAbandonedClaimIsReleased(t *testing.T) {
 	s.Drain(context.Background(), up.upload)
 	if len(up.names) != 1 {
 		t.Errorf("abandoned claim not released: %v", up.names)
+	}
+}
+
+// A damaged spool file does not stop the drain; it is counted, named once
+// and kept aside as NAME.corrupt with its bytes, never deleted.
+func TestDamagedFileIsCountedNamedAndKept(t *testing.T) {
+	var named []string
+	s := open(t, Config{Corrupt: func(path string, err error) {
+		if err == nil {
+			t.Error("no reason given")
+		}
+		named = append(named, path)
+	}})
+	if err := s.Put(request(2, "before")); err != nil {
+		t.Fatal(err)
+	}
+	damaged := []byte("\xff\xff\xff\xff not protobuf")
+	name := fmt.Sprintf("%020d-1-1%s", time.Now().UnixNano(), suffix)
+	if err := os.WriteFile(filepath.Join(s.Dir(), name), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(request(3, "after")); err != nil {
+		t.Fatal(err)
+	}
+	c := &collect{}
+	for range 2 { // the second drain finds it set aside, and says nothing
+		if err := s.Drain(context.Background(), c.upload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.names) != 5 {
+		t.Errorf("delivered %v, want the 5 spans around the damaged file", c.names)
+	}
+	aside := filepath.Join(s.Dir(), name+".corrupt")
+	if len(named) != 1 || named[0] != aside {
+		t.Errorf("named %v, want once %s", named, aside)
+	}
+	if b, err := os.ReadFile(aside); err != nil || string(b) != string(damaged) {
+		t.Errorf("kept file: %q, %v", b, err)
+	}
+	if st := s.Stats(); st.Corrupt != 1 || st.Dropped != 0 || st.Late != 5 {
+		t.Errorf("stats %+v, want 1 corrupt, 0 dropped, 5 late", st)
+	}
+	// The age bound does not delete it either: trim sets damaged files
+	// aside the same way.
+	other := fmt.Sprintf("%020d-1-2%s", time.Now().Add(-time.Hour).UnixNano(), suffix)
+	old := open(t, Config{Dir: s.Dir(), MaxAge: time.Millisecond})
+	if err := os.WriteFile(filepath.Join(s.Dir(), other), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	old.trim()
+	if _, err := os.Stat(filepath.Join(s.Dir(), other+".corrupt")); err != nil || old.Stats().Corrupt != 1 {
+		t.Errorf("trim: %v, stats %+v", err, old.Stats())
 	}
 }
