@@ -119,6 +119,8 @@ type loader struct {
 	noContent bool
 	// unusedErrs are flag settings that only conflict when OTLP is used.
 	unusedErrs []error
+	// endpointWarnings says why an endpoint from the environment was ignored.
+	endpointWarnings []string
 }
 
 func (l *loader) fail(format string, args ...any) {
@@ -228,6 +230,21 @@ func (l *loader) signal(name, env string, fallback ExporterKind, anyEndpoint boo
 	}
 	_, _, hasEndpoint := l.s.lookup(endpointFlags, endpointEnvs...)
 
+	// OTLP settings only matter, and only fail the load, when OTLP is used:
+	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
+	// A flag's unusable value is refused all the same: the user typed it,
+	// and "--protocol bogus" must not pass because no endpoint is set.
+	sub := &loader{s: l.s}
+	sig.OTLP = sub.otlp(name, env)
+	l.errs = append(l.errs, sub.errs...)
+	// An ignored endpoint is as good as unset: it must not turn OTLP on
+	// and leave pi-otel waiting on the default one at exit. Its warning
+	// is shown either way.
+	if hasEndpoint && sig.OTLP.EndpointFrom == "" {
+		hasEndpoint = false
+		l.warnings = append(l.warnings, sub.endpointWarnings...)
+	}
+
 	exporterEnv := "OTEL_" + env + "_EXPORTER"
 	v, expFrom, ok := l.s.lookup(flags(name+"-exporter"), exporterEnv)
 	if ok {
@@ -255,13 +272,6 @@ func (l *loader) signal(name, env string, fallback ExporterKind, anyEndpoint boo
 		}
 	}
 
-	// OTLP settings only matter, and only fail the load, when OTLP is used:
-	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
-	// A flag's unusable value is refused all the same: the user typed it,
-	// and "--protocol bogus" must not pass because no endpoint is set.
-	sub := &loader{s: l.s}
-	sig.OTLP = sub.otlp(name, env)
-	l.errs = append(l.errs, sub.errs...)
 	if sig.Exporter == ExporterOTLP {
 		l.errs = append(l.errs, sub.unusedErrs...)
 		l.warnings = append(l.warnings, sub.warnings...)
@@ -308,9 +318,10 @@ func (l *loader) otlp(name, env string) OTLP {
 	// Only a generic endpoint gets the signal path appended.
 	generic := from == "--endpoint" || from == "OTEL_EXPORTER_OTLP_ENDPOINT"
 	ep, err := resolveEndpoint(raw, generic, o.Protocol, "/v1/"+name, insecure)
-	if err != nil && l.bad(from, "%s: %v", from, err) {
+	if n := len(l.warnings); err != nil && l.bad(from, "%s: %v", from, err) {
 		ep, _ = resolveEndpoint("", true, o.Protocol, "/v1/"+name, insecure)
 		from = ""
+		l.endpointWarnings = l.warnings[n:]
 	}
 	o.Endpoint, o.EndpointFrom = ep, from
 
