@@ -319,6 +319,14 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 		}
 	}()
 	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
+	if !p.cfg.Quiet {
+		// Pi has ended: a flush that takes more than a moment says what
+		// the terminal waits for, and how long at most.
+		notice := time.AfterFunc(exitNoticeAfter, func() {
+			fmt.Fprintln(p.stderr, waitNotice(p.tel.Destinations(), p.cfg.FlushTimeout))
+		})
+		defer notice.Stop()
+	}
 	// Running out of time is no news: the summary says what it cost.
 	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -367,6 +375,20 @@ func (p *pipeline) inputSummary() string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
+}
+
+// exitNoticeAfter is how long the flush at exit may take before pi-otel
+// says what it waits for: a flush to a reachable collector is done well
+// within it, so a normal exit prints nothing more.
+const exitNoticeAfter = 500 * time.Millisecond
+
+// waitNotice is the line that says what the flush at exit waits for.
+func waitNotice(dests []string, timeout time.Duration) string {
+	what := "the telemetry exporters"
+	if len(dests) > 0 {
+		what = strings.Join(dests, ", ")
+	}
+	return fmt.Sprintf("pi-otel: waiting for %s to take the last telemetry, at most %s (--flush-timeout); Ctrl-C stops waiting", what, timeout)
 }
 
 // summaryGrace bounds the summary line's write to a stalled stderr.

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,6 +156,7 @@ type Telemetry struct {
 	logWatch    *watch   // nil unless logs go to OTLP
 	traceDest   string
 	logDest     string
+	metricDest  string       // "" when metrics are off
 	logCount    *countedLogs // log records exported and failed; nil when logs are off
 	logsDone    atomic.Bool  // the logs are shut down: what was not exported is lost
 	closers     []io.Closer
@@ -373,6 +375,7 @@ func (t *Telemetry) setupMetrics(ctx context.Context, cfg Config, o options) (sd
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Metrics.Exporter)
 	}
+	t.metricDest = dest
 	onError := t.exportErrors("metrics", "metrics", dest, w)
 	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
 		sdkmetric.WithInterval(cfg.MetricsInterval),
@@ -582,6 +585,18 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	}
 	errs = append(errs, t.closeAll())
 	return errors.Join(errs...)
+}
+
+// Destinations names where the flush at exit sends what is left: the
+// trace, log and metric destinations in use, each once.
+func (t *Telemetry) Destinations() []string {
+	var out []string
+	for _, d := range []string{t.traceDest, t.logDest, t.metricDest} {
+		if d != "" && !strings.HasPrefix(d, "none") && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Summary is the one line pi-otel prints at exit, such as
