@@ -52,7 +52,7 @@ var flagDefs = []flagDef{
 	{name: "capture-content", boolean: true, usage: "record prompts, tool arguments and outputs, redacted (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT; default off)"},
 	{name: "max-content-length", usage: "keep at most `N` bytes of each captured value; 0 means no limit (PI_OTEL_MAX_CONTENT_LENGTH; default 4096)"},
 	{name: "attribute-value-length-limit", usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; default no limit)"},
-	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content; repeatable (PI_OTEL_REDACT, one per line)"},
+	{name: "redact", repeat: true, usage: "also redact matches of `REGEX` in captured content and in names (project, model, provider, tool); repeatable (PI_OTEL_REDACT, one per line)"},
 
 	{name: "semconv-stability-opt-in", usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's (OTEL_SEMCONV_STABILITY_OPT_IN; default v1.41)"},
 

@@ -221,6 +221,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 	if o.rename != nil {
 		proc = renaming{SpanProcessor: proc, f: o.rename}
 	}
+	names := newNameScrubber(cfg.Redact)
+	proc = scrubbing{SpanProcessor: proc, n: names}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
@@ -246,7 +248,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 		if err != nil {
 			return nil, err
 		}
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
 	}
 	if t.lp != nil {
 		for _, build := range o.logProcs {
@@ -254,7 +256,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Telemetry, err e
 			if err != nil {
 				return nil, err
 			}
-			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
 		}
 	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
