@@ -319,14 +319,7 @@ func (p *pipeline) finish(end mapper.Ending, at time.Time) {
 		}
 	}()
 	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
-	if !p.cfg.Quiet {
-		// Pi has ended: a flush that takes more than a moment says what
-		// the terminal waits for, and how long at most.
-		notice := time.AfterFunc(exitNoticeAfter, func() {
-			fmt.Fprintln(p.stderr, waitNotice(p.tel.Destinations(), p.cfg.FlushTimeout))
-		})
-		defer notice.Stop()
-	}
+	defer exitNotice(p.stderr, p.cfg, p.tel)()
 	// Running out of time is no news: the summary says what it cost.
 	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -381,6 +374,19 @@ func (p *pipeline) inputSummary() string {
 // says what it waits for: a flush to a reachable collector is done well
 // within it, so a normal exit prints nothing more.
 const exitNoticeAfter = 500 * time.Millisecond
+
+// exitNotice arms the line that says what the flush at exit waits for,
+// once it has taken exitNoticeAfter; the caller stops it when the flush
+// is done. Pi has ended by then, so the terminal is free for it.
+func exitNotice(w io.Writer, cfg config.Config, tel *telemetry.Telemetry) (stop func()) {
+	if cfg.Quiet {
+		return func() {}
+	}
+	t := time.AfterFunc(exitNoticeAfter, func() {
+		fmt.Fprintln(w, waitNotice(tel.Destinations(), cfg.FlushTimeout))
+	})
+	return func() { t.Stop() }
+}
 
 // waitNotice is the line that says what the flush at exit waits for.
 func waitNotice(dests []string, timeout time.Duration) string {

@@ -2,12 +2,16 @@ package app_test
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // A garbled OTEL_EXPORTER_OTLP_ENDPOINT is ignored with a warning, and
@@ -116,4 +120,32 @@ func summaryLine(stderr string) string {
 		}
 	}
 	return ""
+}
+
+// watch's last flush at SIGTERM says so too when the collector hangs.
+func TestWatchExitWaitSaysSo(t *testing.T) {
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	addr := silentCollector(t)
+	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/bash-tool.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, bin, binRun{
+		args: []string{"watch", "--since", "all", "--settle", "100ms", "--flush-timeout", "2s", "--endpoint", "http://" + addr,
+			"--state", filepath.Join(t.TempDir(), "state.json"), filepath.Dir(dir)},
+		env: []string{"PI_OTEL_SPOOL_DIR=none"},
+		started: func(p *os.Process) {
+			go signalAfter(p, 1500*time.Millisecond, syscall.SIGTERM)
+		},
+	})
+	if n := strings.Count(string(r.stderr), "pi-otel: waiting for otlp grpc "+addr); n != 1 {
+		t.Errorf("%d wait lines at watch's exit, want 1:\n%s", n, r.stderr)
+	}
 }
