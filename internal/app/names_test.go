@@ -72,3 +72,27 @@ func TestSecretsInNamesAreRedacted(t *testing.T) {
 		}
 	}
 }
+
+// The user's --redact patterns apply to names as well.
+func TestRedactPatternsApplyToNames(t *testing.T) {
+	data, err := os.ReadFile(captures + "bash-tool.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(data), `/001/work"`, `/001/acme-codename-orion"`)
+	dir := t.TempDir()
+	in, traces := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "traces.jsonl")
+	if err := os.WriteFile(in, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := mainRun(t, "replay", "--quiet", "--redact", "codename-[a-z]+", "--traces-file", traces, in); code != 0 {
+		t.Fatalf("replay exited %d: %s", code, stderr)
+	}
+	out, err := os.ReadFile(traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "orion") || !strings.Contains(string(out), `"acme-[REDACTED:custom]"`) {
+		t.Errorf("pi.project was not redacted by the user's pattern")
+	}
+}
