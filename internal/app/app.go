@@ -320,6 +320,7 @@ func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 		}
 	}()
 	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
+	defer exitNotice(p.stderr, p.cfg, p.tel)()
 	// Running out of time is no news: the summary says what it cost.
 	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -368,6 +369,33 @@ func (p *pipeline) inputSummary() string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
+}
+
+// exitNoticeAfter is how long the flush at exit may take before pi-otel
+// says what it waits for: a flush to a reachable collector is done well
+// within it, so a normal exit prints nothing more.
+const exitNoticeAfter = 500 * time.Millisecond
+
+// exitNotice arms the line that says what the flush at exit waits for,
+// once it has taken exitNoticeAfter; the caller stops it when the flush
+// is done. Pi has ended by then, so the terminal is free for it.
+func exitNotice(w io.Writer, cfg config.Config, tel *telemetry.Pipeline) (stop func()) {
+	if cfg.Quiet {
+		return func() {}
+	}
+	t := time.AfterFunc(exitNoticeAfter, func() {
+		fmt.Fprintln(w, waitNotice(tel.Destinations(), cfg.FlushTimeout))
+	})
+	return func() { t.Stop() }
+}
+
+// waitNotice is the line that says what the flush at exit waits for.
+func waitNotice(dests []string, timeout time.Duration) string {
+	what := "the telemetry exporters"
+	if len(dests) > 0 {
+		what = strings.Join(dests, ", ")
+	}
+	return fmt.Sprintf("pi-otel: waiting for %s to take the last telemetry, at most %s (--flush-timeout); Ctrl-C stops waiting", what, timeout)
 }
 
 // summaryGrace bounds the summary line's write to a stalled stderr.

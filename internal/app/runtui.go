@@ -100,6 +100,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	sp.exitOut = env.Stderr // the last flush comes after Pi has ended
 	// The follower takes its bearings before Pi starts, so that nothing
 	// Pi writes is mistaken for history.
 	var status launch.Status

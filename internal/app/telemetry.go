@@ -20,6 +20,7 @@ func telemetryConfig(c config.Config) telemetry.Config {
 		FlushTimeout:       c.FlushTimeout,
 		Quiet:              c.Quiet,
 		NoColor:            c.NoColor,
+		Redact:             c.Redact,
 
 		AttributeValueLengthLimit: c.AttributeValueLengthLimit,
 		Spool:                     c.Spool,

@@ -144,10 +144,14 @@ func homeDir(env Env) string {
 // health metrics, and a gate that tells the follower whether the exporter
 // took every span.
 type sessionPipeline struct {
-	tel     *telemetry.Pipeline
-	ids     *session.IDs
-	cfg     config.Config
-	stderr  io.Writer
+	tel    *telemetry.Pipeline
+	ids    *session.IDs
+	cfg    config.Config
+	stderr io.Writer
+	// exitOut gets the line about a slow final flush (stderr if nil): the
+	// terminal itself under the TUI, whose other lines are held until the
+	// end.
+	exitOut io.Writer
 	content agentmap.Content
 	parent  context.Context
 
@@ -229,7 +233,13 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	if final {
 		if !sp.stopped {
 			sp.stopped = true
+			out := sp.exitOut
+			if out == nil {
+				out = sp.stderr
+			}
+			stop := exitNotice(out, sp.cfg, sp.tel)
 			err = sp.tel.Shutdown(context.Background()) // bounded by --flush-timeout
+			stop()
 		}
 	} else if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
 		// Only the spans: metrics keep their own interval.

@@ -577,6 +577,25 @@ func TestGarbledEndpoints(t *testing.T) {
 			if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "want http://HOST:PORT") {
 				t.Errorf("warnings = %q, want one naming the expected form", cfg.Warnings)
 			}
+			// Ignored is as good as unset: no signal turns to OTLP for it.
+			unset := mustLoad(t, nil, nil)
+			for _, sig := range []struct {
+				name      string
+				got, want config.ExporterKind
+			}{
+				{"traces", cfg.Traces.Exporter, unset.Traces.Exporter},
+				{"metrics", cfg.Metrics.Exporter, unset.Metrics.Exporter},
+				{"logs", cfg.Logs.Exporter, unset.Logs.Exporter},
+			} {
+				if sig.got != sig.want {
+					t.Errorf("%s exporter = %v with the ignored variable, %v with it unset", sig.name, sig.got, sig.want)
+				}
+			}
+			cfg = mustLoad(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": raw})
+			if cfg.Traces.Exporter != unset.Traces.Exporter || len(cfg.Warnings) != 1 {
+				t.Errorf("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT %q: exporter %v, warnings %q; want %v and one warning",
+					raw, cfg.Traces.Exporter, cfg.Warnings, unset.Traces.Exporter)
+			}
 		})
 	}
 	for _, good := range []string{"collector:4317", "http://[::1]:4317", "https://otel.example.com", "10.0.0.1", "my_host:4318"} {

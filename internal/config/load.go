@@ -69,6 +69,8 @@ type loader struct {
 	noContent bool
 	// unusedErrs are flag settings that only conflict when OTLP is used.
 	unusedErrs []error
+	// endpointWarnings says why an endpoint from the environment was ignored.
+	endpointWarnings []string
 }
 
 // get looks a setting up. While reading one signal's OTLP settings, the
@@ -171,6 +173,21 @@ func (l *loader) signalOf(name string, fallback ExporterKind, anyEndpoint bool) 
 	}
 	_, _, hasEndpoint := l.s.lookup(endpointFlags, endpointEnvs...)
 
+	// OTLP settings only matter, and only fail the load, when OTLP is used:
+	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
+	// A flag's unusable value is refused all the same: the user typed it,
+	// and "--protocol bogus" must not pass because no endpoint is set.
+	sub := &loader{s: l.s, signal: name}
+	sig.OTLP = sub.otlp()
+	l.errs = append(l.errs, sub.errs...)
+	// An ignored endpoint is as good as unset: it must not turn OTLP on
+	// and leave pi-otel waiting on the default one at exit. Its warning
+	// is shown either way.
+	if hasEndpoint && sig.OTLP.EndpointFrom == "" {
+		hasEndpoint = false
+		l.warnings = append(l.warnings, sub.endpointWarnings...)
+	}
+
 	v, expFrom, ok := l.s.get(exporterRow)
 	if ok {
 		k, err := exporterKind(v)
@@ -197,13 +214,6 @@ func (l *loader) signalOf(name string, fallback ExporterKind, anyEndpoint bool) 
 		}
 	}
 
-	// OTLP settings only matter, and only fail the load, when OTLP is used:
-	// a stray OTEL_EXPORTER_OTLP_CERTIFICATE must not break --traces-exporter console.
-	// A flag's unusable value is refused all the same: the user typed it,
-	// and "--protocol bogus" must not pass because no endpoint is set.
-	sub := &loader{s: l.s, signal: name}
-	sig.OTLP = sub.otlp()
-	l.errs = append(l.errs, sub.errs...)
 	if sig.Exporter == ExporterOTLP {
 		l.errs = append(l.errs, sub.unusedErrs...)
 		l.warnings = append(l.warnings, sub.warnings...)
@@ -235,9 +245,10 @@ func (l *loader) otlp() OTLP {
 	generic := from == "--"+endpoint.flag || slices.Contains(endpoint.envs, from)
 	signalPath := "/v1/" + l.signal
 	ep, err := resolveEndpoint(raw, generic, o.Protocol, signalPath, insecure)
-	if err != nil && l.bad(from, "%s: %v", from, err) {
+	if n := len(l.warnings); err != nil && l.bad(from, "%s: %v", from, err) {
 		ep, _ = resolveEndpoint("", true, o.Protocol, signalPath, insecure)
 		from = ""
+		l.endpointWarnings = l.warnings[n:]
 	}
 	o.Endpoint, o.EndpointFrom = ep, from
 

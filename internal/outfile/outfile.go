@@ -108,7 +108,32 @@ func Open(path string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return start(func() (io.Writer, error) { return f, nil }, f), nil
+	return start(func() (io.Writer, error) { return wholeWrites{f}, nil }, f), nil
+}
+
+// file is what wholeWrites needs of an *os.File.
+type file interface {
+	io.Writer
+	io.Seeker
+	Truncate(size int64) error
+}
+
+// wholeWrites makes each write to a regular file whole or nothing: a write
+// cut short (a full disk, a file size limit) is truncated away, so that a
+// file of lines never ends in half a line that its readers choke on and
+// the next line would be glued to. The file is opened O_APPEND, so the
+// offset after a write is the end of what it wrote.
+type wholeWrites struct{ f file }
+
+func (w wholeWrites) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if n > 0 && n < len(p) {
+		end, serr := w.f.Seek(0, io.SeekCurrent)
+		if serr == nil && end >= int64(n) && w.f.Truncate(end-int64(n)) == nil {
+			n = 0
+		}
+	}
+	return n, err
 }
 
 type closerFunc func() error

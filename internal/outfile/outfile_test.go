@@ -152,3 +152,57 @@ func TestConcurrentWritesKeepLines(t *testing.T) {
 		t.Errorf("lines interleaved or lost: %d bytes", buf.Len())
 	}
 }
+
+// shortFile writes only the first max bytes of a write to the real file,
+// then fails, as a full disk does mid-line.
+type shortFile struct {
+	*os.File
+	max int
+}
+
+func (s shortFile) Write(p []byte) (int, error) {
+	if len(p) <= s.max {
+		return s.File.Write(p)
+	}
+	n, _ := s.File.Write(p[:s.max])
+	return n, syscall.ENOSPC
+}
+
+// A write cut short leaves no part of itself: the file keeps whole lines.
+func TestShortWriteIsUndone(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "traces.jsonl")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := wholeWrites{shortFile{f, 10}}
+	if n, err := w.Write([]byte("first\n")); n != 6 || err != nil {
+		t.Fatalf("whole write: %d, %v", n, err)
+	}
+	n, err := w.Write([]byte(`{"a half-written line":1}` + "\n"))
+	if n != 0 || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("short write returned %d, %v; want 0 and the disk's error", n, err)
+	}
+	if _, err := w.Write([]byte("third\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "first\nthird\n" {
+		t.Errorf("file holds %q, want whole lines only", got)
+	}
+}
+
+// On a real device that is always full the write fails whole and says so.
+func TestDevFull(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	w, err := Open("/dev/full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write([]byte("line\n")); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("write to /dev/full: %v, want ENOSPC", err)
+	}
+}

@@ -590,7 +590,9 @@ func (f *Follower) read(fi *file) {
 	have := 0 // bytes in buf, starting at fi.readOff
 	for {
 		if have == len(f.buf) { // one line longer than the buffer
-			f.buf = append(f.buf, make([]byte, len(f.buf))...)
+			if f.buf = lineBuffer(fh, fi.readOff, f.buf); f.buf == nil {
+				break // a line still being written: read it whole later
+			}
 		}
 		n, err := fh.Read(f.buf[have:])
 		have += n

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -571,5 +572,45 @@ func TestLongLineIsReadWhole(t *testing.T) {
 	h.want("s.jsonl@2", 1)
 	if h.f.buf != nil {
 		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
+	}
+}
+
+// A huge line costs about its own size to read, however it arrives: not
+// at all while it is still being written, then one buffer of its length.
+// (The fake tracer keeps a copy of every line: one more of its size.)
+func TestHugeLineIsReadIntoOneBuffer(t *testing.T) {
+	h := newHarness(t, Config{})
+	huge := strings.Repeat("x", 6<<20)
+	h.write("s.jsonl", "H\nU\n"+huge[:4<<20])
+	alloc := func(step func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		step()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	if n := alloc(h.step); n > 1<<20 {
+		t.Errorf("reading 4 MiB of a line still being written allocated %d bytes", n)
+	}
+	h.write("s.jsonl", huge[4<<20:]+"\nA\nU\n")
+	n := alloc(h.step)
+	t.Logf("reading a %d-byte line allocated %d bytes (%.2fx)", len(huge), n, float64(n)/float64(len(huge)))
+	if limit := uint64(len(huge)) * 5 / 2; n > limit {
+		t.Errorf("reading a %d-byte line allocated %d bytes, want at most %d", len(huge), n, limit)
+	}
+	h.want("s.jsonl@2", 1)
+	// The next run starts where the huge line, read whole, ended.
+	h.write("s.jsonl", "A\n")
+	h.later(11 * time.Second)
+	h.want(fmt.Sprintf("s.jsonl@%d", 4+len(huge)+1+2), 1)
+}
+
+func TestLineBuffer(t *testing.T) {
+	r := strings.NewReader("abcdef\nrest")
+	if got := lineBuffer(r, 0, []byte("abc")); string(got) != "abc\x00\x00\x00\x00" || len(got) != 7 {
+		t.Errorf("complete line: %q, want the first bytes in a buffer of the line's length with its LF", got)
+	}
+	if got := lineBuffer(r, 7, []byte("re")); got != nil {
+		t.Errorf("line still being written: %q, want nil", got)
 	}
 }

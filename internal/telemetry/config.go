@@ -35,6 +35,10 @@ type Config struct {
 	// NoColor turns colour off in the console tree.
 	NoColor bool
 
+	// Redact holds the user's extra redaction patterns (RE2), applied with
+	// the built-in rules to span names and the attributes that carry names.
+	Redact []string
+
 	// AttributeValueLengthLimit cuts every attribute value (0: no limit).
 	AttributeValueLengthLimit int
 	// Spool keeps what OTLP could not deliver by exit for the next process.

@@ -74,6 +74,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	if o.rename != nil {
 		proc = renaming{SpanProcessor: proc, f: o.rename}
 	}
+	names := newNameScrubber(cfg.Redact)
+	proc = scrubbing{SpanProcessor: proc, n: names}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
@@ -99,7 +101,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 		if err != nil {
 			return nil, err
 		}
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
 	}
 	if t.lp != nil {
 		for _, build := range o.logProcs {
@@ -107,7 +109,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 			if err != nil {
 				return nil, err
 			}
-			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
 		}
 	}
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
@@ -231,6 +233,7 @@ func (t *Pipeline) setupMetrics(ctx context.Context, cfg Config, o options) (sdk
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Metrics.Exporter)
 	}
+	t.metricDest = dest
 	onError := t.exportErrors("metrics", "metrics", dest, w)
 	return sdkmetric.NewPeriodicReader(observedMetrics{Exporter: exp, onError: onError},
 		sdkmetric.WithInterval(cfg.MetricsInterval),

@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -85,4 +87,16 @@ func (t *Pipeline) shutdown(ctx context.Context) error {
 	}
 	errs = append(errs, t.closeAll())
 	return errors.Join(errs...)
+}
+
+// Destinations names where the flush at exit sends what is left: the
+// trace, log and metric destinations in use, each once.
+func (t *Pipeline) Destinations() []string {
+	var out []string
+	for _, d := range []string{t.traceDest, t.logDest, t.metricDest} {
+		if d != "" && !strings.HasPrefix(d, "none") && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

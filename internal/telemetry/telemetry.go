@@ -65,6 +65,7 @@ type Pipeline struct {
 	logWatch    *watch   // nil unless logs go to OTLP
 	traceDest   string
 	logDest     string
+	metricDest  string       // "" when metrics are off
 	logCount    *countedLogs // log records exported and failed; nil when logs are off
 	logsDone    atomic.Bool  // the logs are shut down: what was not exported is lost
 	closers     []io.Closer

@@ -374,7 +374,7 @@ func blockPart(raw json.RawMessage, scrub func(string) string) any {
 		return toolCallPart{
 			Type:      partToolCall,
 			ID:        str(b, "id"),
-			Name:      str(b, "name"),
+			Name:      scrub(str(b, "name")), // a name is text someone chose, as the span's
 			Arguments: argumentsJSON(b["arguments"], scrub),
 		}
 	case "image":

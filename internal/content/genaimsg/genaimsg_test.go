@@ -48,7 +48,7 @@ func TestInputMessages(t *testing.T) {
 		{"user text and image", []string{userBlocks},
 			`[{"role":"user","parts":[{"type":"text","content":"«What is in this picture?»"},{"type":"image","modality":"image","mime_type":"image/png","size":45,"note":"image data not captured"}]}]`},
 		{"assistant", []string{assistantMsg},
-			`[{"role":"assistant","parts":[{"type":"reasoning","content":"«Need to list files.»"},{"type":"text","content":"«Let me look.»"},{"type":"tool_call","id":"call_abc123","name":"bash","arguments":{"command":"«ls -la»","timeout":30}}]}]`},
+			`[{"role":"assistant","parts":[{"type":"reasoning","content":"«Need to list files.»"},{"type":"text","content":"«Let me look.»"},{"type":"tool_call","id":"call_abc123","name":"«bash»","arguments":{"command":"«ls -la»","timeout":30}}]}]`},
 		{"tool result", []string{toolResult},
 			`[{"role":"tool","parts":[{"type":"tool_call_response","id":"call_abc123","response":"«total 0\nREADME.md»"}]}]`},
 		{"bash execution", []string{bashMsg},
@@ -71,7 +71,7 @@ func TestInputMessages(t *testing.T) {
 		{"redacted thinking", []string{`{"role":"assistant","content":[{"type":"thinking","thinking":"","redacted":true,"thinkingSignature":"opaque"}],"stopReason":"stop"}`},
 			`[{"role":"assistant","parts":[{"type":"reasoning","content":"«»","redacted":true}]}]`},
 		{"tool call with invalid or missing arguments", []string{`{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":"{\"path\":"},{"type":"toolCall","id":"c2","name":"noop"}]}`},
-			`[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"read","arguments":"«{\"path\":»"},{"type":"tool_call","id":"c2","name":"noop","arguments":null}]}]`},
+			`[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"«read»","arguments":"«{\"path\":»"},{"type":"tool_call","id":"c2","name":"«noop»","arguments":null}]}]`},
 		{"wrongly typed fields are tolerated", []string{`{"role":"user","content":17}`, `{"role":["x"],"content":"y"}`},
 			`[{"role":"user","parts":[]},{"role":"unknown","parts":[{"type":"text","content":"«y»"}]}]`},
 		{"no messages", nil, `[]`},
@@ -105,7 +105,7 @@ func TestOutputMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"role":"assistant","parts":[{"type":"reasoning","content":"«Need to list files.»"},{"type":"text","content":"«Let me look.»"},{"type":"tool_call","id":"call_abc123","name":"bash","arguments":{"command":"«ls -la»","timeout":30}}],"finish_reason":"tool_call"}]`
+	want := `[{"role":"assistant","parts":[{"type":"reasoning","content":"«Need to list files.»"},{"type":"text","content":"«Let me look.»"},{"type":"tool_call","id":"call_abc123","name":"«bash»","arguments":{"command":"«ls -la»","timeout":30}}],"finish_reason":"tool_call"}]`
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

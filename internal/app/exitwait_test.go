@@ -1,0 +1,151 @@
+package app_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// A garbled OTEL_EXPORTER_OTLP_ENDPOINT is ignored with a warning, and
+// ignored means unset: the traces go where they go without it, with no
+// export to the default endpoint and no wait for it at exit.
+func TestGarbledEndpointActsUnset(t *testing.T) {
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	args := []string{"run", "--", "cat", captures + "bash-tool.jsonl"}
+	start := time.Now()
+	unset := runBin(t, bin, binRun{args: args, env: []string{"PI_OTEL_SPOOL_DIR=none"}})
+	unsetTook := time.Since(start)
+	for _, raw := range []string{"localhost:notaport", "ht tp://x y", "http://[::1"} {
+		start := time.Now()
+		r := runBin(t, bin, binRun{args: args, env: []string{"PI_OTEL_SPOOL_DIR=none", "OTEL_EXPORTER_OTLP_ENDPOINT=" + raw}})
+		t.Logf("%q: %v (unset: %v)", raw, time.Since(start).Round(time.Millisecond), unsetTook.Round(time.Millisecond))
+		stderr := string(r.stderr)
+		if r.code != unset.code {
+			t.Errorf("%q: exit %d, unset %d", raw, r.code, unset.code)
+		}
+		if !strings.Contains(stderr, "ignoring OTEL_EXPORTER_OTLP_ENDPOINT") {
+			t.Errorf("%q: no warning:\n%s", raw, stderr)
+		}
+		for _, not := range []string{"otlp", "no collector", "waiting for"} {
+			if strings.Contains(stderr, not) {
+				t.Errorf("%q: stderr mentions %q, as if exporting:\n%s", raw, not, stderr)
+			}
+		}
+		if got, want := summaryLine(stderr), summaryLine(string(unset.stderr)); got != want {
+			t.Errorf("%q: summary %q, unset %q", raw, got, want)
+		}
+	}
+}
+
+// A collector that accepts connections and never answers: once Pi has
+// ended, pi-otel says in one line what it waits for and for how long,
+// then gives up at the flush timeout. A flush with nothing to wait for
+// says nothing.
+func TestExitWaitSaysSo(t *testing.T) {
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	addr := silentCollector(t)
+	args := []string{"run", "--flush-timeout", "2s", "--endpoint", "http://" + addr, "--", "cat", captures + "bash-tool.jsonl"}
+	start := time.Now()
+	r := runBin(t, bin, binRun{args: args, env: []string{"PI_OTEL_SPOOL_DIR=none"}})
+	t.Logf("exit after %v with a silent collector, flush timeout 2s", time.Since(start).Round(time.Millisecond))
+	stderr := string(r.stderr)
+	if n := strings.Count(stderr, "waiting for"); n != 1 {
+		t.Fatalf("%d wait lines, want 1:\n%s", n, stderr)
+	}
+	want := "pi-otel: waiting for otlp grpc " + addr + " to take the last telemetry, at most 2s (--flush-timeout)"
+	wait := strings.Index(stderr, want)
+	if wait < 0 {
+		t.Errorf("no line %q:\n%s", want, stderr)
+	}
+	if sum := strings.Index(stderr, "pi-otel: 1 trace"); sum < wait {
+		t.Errorf("the wait line does not come before the summary:\n%s", stderr)
+	}
+
+	quick := runBin(t, bin, binRun{args: []string{"run", "--traces-exporter", "none", "--", "cat", captures + "bash-tool.jsonl"}})
+	if strings.Contains(string(quick.stderr), "waiting for") {
+		t.Errorf("a flush with nothing to wait for says it waits:\n%s", quick.stderr)
+	}
+}
+
+// silentCollector listens on a local port, accepts every connection and
+// never reads or writes: a collector that hangs.
+func silentCollector(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// summaryLine is the "pi-otel: N trace(s)" line at exit, trace ids cut.
+func summaryLine(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "pi-otel: 1 trace") || strings.Contains(l, " traces, ") {
+			if i := strings.Index(l, " ("); i >= 0 {
+				if j := strings.Index(l[i:], ")"); j >= 0 {
+					l = l[:i] + l[i+j+1:]
+				}
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// watch's last flush at SIGTERM says so too when the collector hangs.
+func TestWatchExitWaitSaysSo(t *testing.T) {
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	addr := silentCollector(t)
+	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/bash-tool.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, bin, binRun{
+		args: []string{"watch", "--since", "all", "--settle", "100ms", "--flush-timeout", "2s", "--endpoint", "http://" + addr,
+			"--state", filepath.Join(t.TempDir(), "state.json"), filepath.Dir(dir)},
+		env: []string{"PI_OTEL_SPOOL_DIR=none"},
+		started: func(p *os.Process) {
+			go signalAfter(p, 1500*time.Millisecond, syscall.SIGTERM)
+		},
+	})
+	if n := strings.Count(string(r.stderr), "pi-otel: waiting for otlp grpc "+addr); n != 1 {
+		t.Errorf("%d wait lines at watch's exit, want 1:\n%s", n, r.stderr)
+	}
+}

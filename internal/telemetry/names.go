@@ -1,0 +1,113 @@
+package telemetry
+
+import (
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/content/redact"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// Names reach telemetry whether or not content is captured: the project
+// folder's name, model, provider, tool and agent names go into span names,
+// attributes and so into metric labels and log records. A name is text
+// someone chose, and a key pasted into a folder's or a tool's name would
+// be exported with it. So span names and the attributes that carry names
+// pass through the redactor's rules (the built-in ones and the user's
+// --redact patterns), always, on their way to every span processor; other
+// attributes are numbers, ids, enums, or content, redacted when captured.
+
+// nameKeys are the attributes that carry a name.
+var nameKeys = map[attribute.Key]bool{
+	"gen_ai.request.model":  true,
+	"gen_ai.response.model": true,
+	"gen_ai.provider.name":  true,
+	"gen_ai.system":         true, // the older conventions' provider
+	"gen_ai.tool.name":      true,
+	"gen_ai.agent.name":     true,
+	vocab.ProjectKey:        true,
+	vocab.ProviderKey:       true,
+}
+
+// maxNamesCached bounds the memo of scrubbed names. Names repeat (one
+// model, a few tools), so a small memo makes the redactor's cost vanish
+// from the plain path; past it, names are scrubbed without being kept.
+const maxNamesCached = 4096
+
+type nameScrubber struct {
+	r    *redact.Redactor
+	mu   sync.Mutex
+	memo map[string]string
+}
+
+func newNameScrubber(patterns []string) *nameScrubber {
+	r, err := redact.New(redact.WithPatterns(patterns...))
+	if err != nil {
+		// A bad user pattern was reported by the configuration; the
+		// built-in rules still apply.
+		r, _ = redact.New()
+	}
+	return &nameScrubber{r: r, memo: make(map[string]string)}
+}
+
+func (n *nameScrubber) scrub(s string) string {
+	if s == "" {
+		return s
+	}
+	n.mu.Lock()
+	out, ok := n.memo[s]
+	n.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = n.r.Redact(s)
+	n.mu.Lock()
+	if len(n.memo) < maxNamesCached {
+		n.memo[s] = out
+	}
+	n.mu.Unlock()
+	return out
+}
+
+// attrs scrubs the name attributes of kvs in place, and reports whether
+// it changed any.
+func (n *nameScrubber) attrs(kvs []attribute.KeyValue) bool {
+	changed := false
+	for i, kv := range kvs {
+		if nameKeys[kv.Key] && kv.Value.Type() == attribute.STRING {
+			if v, w := kv.Value.AsString(), n.scrub(kv.Value.AsString()); w != v {
+				kvs[i], changed = kv.Key.String(w), true
+			}
+		}
+	}
+	return changed
+}
+
+// scrubbing hands a span processor spans whose name and name attributes
+// have been through the redactor. Every processor is wrapped (the
+// exporter's, metrics' and logs'), so no consumer sees a raw name.
+type scrubbing struct {
+	sdktrace.SpanProcessor
+	n *nameScrubber
+}
+
+func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
+	name, attrs := s.Name(), s.Attributes() // Attributes is a copy
+	if scrubbed := p.n.scrub(name); p.n.attrs(attrs) || scrubbed != name {
+		s = scrubbedSpan{ReadOnlySpan: s, name: scrubbed, attrs: attrs}
+	}
+	p.SpanProcessor.OnEnd(s)
+}
+
+// scrubbedSpan is a finished span with another name and attributes;
+// everything else is the original's.
+type scrubbedSpan struct {
+	sdktrace.ReadOnlySpan
+	name  string
+	attrs []attribute.KeyValue
+}
+
+func (s scrubbedSpan) Name() string                     { return s.name }
+func (s scrubbedSpan) Attributes() []attribute.KeyValue { return s.attrs }
