@@ -25,6 +25,7 @@ import (
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/mapper/piconv"
 )
@@ -67,7 +68,7 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 			return map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://" + lis.Addr().String() + "/otlp"}
 		},
 	})
-	agentOTLP, nowhere := stack.AgentOTLP, collectortest.FreeAddr(t)
+	agentOTLP, nowhere := stack.AgentOTLP, freeport.Addr(t)
 
 	// Each replay writes its records to a file too: the file is what the store must end up with.
 	want := map[string]int{} // "traceid/event" → records

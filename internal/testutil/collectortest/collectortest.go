@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
@@ -80,23 +80,6 @@ func JSONCaptures(t testing.TB) []string {
 	return out
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// Port returns the port part of addr.
-func Port(addr string) string {
-	_, p, _ := strings.Cut(addr, ":")
-	return p
-}
-
 // Process is a running collector.
 type Process struct {
 	Name string
@@ -142,8 +125,8 @@ func Start(t testing.TB, opts Options) *Process {
 	return p
 }
 
-// StartFresh is Start for options holding ports from FreeAddr: another process may take such a
-// port between FreeAddr and the collector binding it, so when the collector exits with "address
+// StartFresh is Start for options holding ports from freeport.Addr: another process may take such a
+// port between freeport.Addr and the collector binding it, so when the collector exits with "address
 // already in use", build is called again for fresh ports (up to three attempts).
 func StartFresh(t testing.TB, build func() Options) *Process {
 	t.Helper()
@@ -308,8 +291,8 @@ func StartJaeger(t testing.TB, name string) *Backend {
 	t.Helper()
 	b := &Backend{}
 	b.Proc = StartFresh(t, func() Options {
-		b.OTLP, b.Query = FreeAddr(t), FreeAddr(t)
-		health := FreeAddr(t)
+		b.OTLP, b.Query = freeport.Addr(t), freeport.Addr(t)
+		health := freeport.Addr(t)
 		return Options{
 			Name:      name,
 			BinaryEnv: JaegerEnv,
@@ -318,11 +301,11 @@ func StartJaeger(t testing.TB, name string) *Backend {
 			Env: map[string]string{
 				"PI_OTEL_JAEGER_HEALTH":         health,
 				"PI_OTEL_JAEGER_OTLP_GRPC":      b.OTLP,
-				"PI_OTEL_JAEGER_OTLP_HTTP":      FreeAddr(t),
+				"PI_OTEL_JAEGER_OTLP_HTTP":      freeport.Addr(t),
 				"PI_OTEL_JAEGER_QUERY_HTTP":     b.Query,
-				"PI_OTEL_JAEGER_QUERY_GRPC":     FreeAddr(t),
+				"PI_OTEL_JAEGER_QUERY_GRPC":     freeport.Addr(t),
 				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_JAEGER_TELEMETRY_PORT": Port(FreeAddr(t)),
+				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(freeport.Addr(t)),
 			},
 		}
 	})
@@ -404,16 +387,16 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 			name = fmt.Sprintf("gateway-%d", i+1)
 		}
 		g.Proc = StartFresh(t, func() Options {
-			g.OTLP, g.OTLPHTTP = FreeAddr(t), FreeAddr(t)
-			g.Metrics, g.Telemetry = FreeAddr(t), FreeAddr(t)
-			health := FreeAddr(t)
+			g.OTLP, g.OTLPHTTP = freeport.Addr(t), freeport.Addr(t)
+			g.Metrics, g.Telemetry = freeport.Addr(t), freeport.Addr(t)
+			health := freeport.Addr(t)
 			env := map[string]string{
 				"PI_OTEL_GATEWAY_HEALTH":         health,
 				"PI_OTEL_GATEWAY_OTLP_GRPC":      g.OTLP,
 				"PI_OTEL_GATEWAY_OTLP_HTTP":      g.OTLPHTTP,
 				"PI_OTEL_GATEWAY_PROMETHEUS":     g.Metrics,
 				"PI_OTEL_GATEWAY_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_GATEWAY_TELEMETRY_PORT": Port(g.Telemetry),
+				"PI_OTEL_GATEWAY_TELEMETRY_PORT": freeport.Port(g.Telemetry),
 				"PI_OTEL_GATEWAY_BATCH_TIMEOUT":  "200ms",
 				"PI_OTEL_JAEGER_ENDPOINT":        g.Jaeger.OTLP,
 				"PI_OTEL_TEMPO_ENDPOINT":         g.Tempo.OTLP,
@@ -448,14 +431,14 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 		s.AgentQueueDir = t.TempDir()
 	}
 	s.Agent = StartFresh(t, func() Options {
-		s.AgentOTLP, s.AgentOTLPHTTP, s.AgentTelemetry = FreeAddr(t), FreeAddr(t), FreeAddr(t)
-		health := FreeAddr(t)
+		s.AgentOTLP, s.AgentOTLPHTTP, s.AgentTelemetry = freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
+		health := freeport.Addr(t)
 		env := map[string]string{
 			"PI_OTEL_AGENT_HEALTH":         health,
 			"PI_OTEL_AGENT_OTLP_GRPC":      s.AgentOTLP,
 			"PI_OTEL_AGENT_OTLP_HTTP":      s.AgentOTLPHTTP,
 			"PI_OTEL_AGENT_TELEMETRY_HOST": "127.0.0.1",
-			"PI_OTEL_AGENT_TELEMETRY_PORT": Port(s.AgentTelemetry),
+			"PI_OTEL_AGENT_TELEMETRY_PORT": freeport.Port(s.AgentTelemetry),
 			"PI_OTEL_AGENT_BATCH_TIMEOUT":  "200ms",
 			"PI_OTEL_AGENT_QUEUE_DIR":      s.AgentQueueDir,
 			"PI_OTEL_GATEWAYS":             s.GatewayList(),

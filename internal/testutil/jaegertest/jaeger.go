@@ -9,17 +9,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
@@ -86,7 +85,7 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 	if _, err := os.Stat(o.binary); err != nil {
 		tb.Fatalf("jaegertest: %s=%s: %v; run `bash scripts/deps.sh`", EnvJaeger, o.binary, err)
 	}
-	j, err := start(tb.TempDir(), o)
+	j, err := start(tb.TempDir(), freeport.Addrs(tb, 5), o)
 	if j != nil {
 		tb.Cleanup(func() {
 			j.Stop()
@@ -101,16 +100,12 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 	return j
 }
 
-func start(dir string, o options) (*Jaeger, error) {
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
-	}
+func start(dir string, ports []string, o options) (*Jaeger, error) {
 	addr := func(i int) string {
 		if i == 0 && o.otlp != "" {
 			return o.otlp
 		}
-		return "127.0.0.1:" + strconv.Itoa(ports[i])
+		return ports[i]
 	}
 	cfgPath := filepath.Join(dir, "jaeger.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config(addr(0), addr(1), addr(2), addr(3), addr(4))), 0o644); err != nil {
@@ -246,28 +241,6 @@ func (j *Jaeger) Kill() {
 // Log is what Jaeger wrote to stdout and stderr so far.
 func (j *Jaeger) Log() string {
 	return j.log.String()
-}
-
-// freePorts reserves n distinct loopback ports and releases them for Jaeger.
-// Another process could take one in between; on this test machine that race
-// is rare and shows as a clear bind error in Jaeger's log.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	out := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("jaegertest: reserve port: %w", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // ErrNotFound is returned when Jaeger has no such trace (yet).
