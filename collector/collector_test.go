@@ -4,6 +4,7 @@ package collector_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -20,18 +21,20 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 )
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
 // containers use and with the loopback overrides the tests use.
 func TestShippedConfigsValidate(t *testing.T) {
-	for name, bin := range map[string]string{
-		"agent.yaml":     collectortest.CollectorEnv,
-		"agent-dns.yaml": collectortest.CollectorEnv,
-		"gateway.yaml":   collectortest.CollectorEnv,
-		"jaeger.yaml":    collectortest.JaegerEnv,
+	for name, binary := range map[string]func(testing.TB) string{
+		"agent.yaml":     collectortest.Binary,
+		"agent-dns.yaml": collectortest.Binary,
+		"gateway.yaml":   collectortest.Binary,
+		"jaeger.yaml":    jaegertest.Binary,
 	} {
 		t.Run(name, func(t *testing.T) {
+			bin := binary(t)
 			path := collectortest.RepoFile(t, "collector/"+name)
 			if err := collectortest.Validate(t, bin, path, nil); err != nil {
 				t.Errorf("defaults: %v", err)
@@ -52,7 +55,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 // TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
 func TestGatewayLogsOverlayValidates(t *testing.T) {
 	gw, logs := collectortest.RepoFile(t, "collector/gateway.yaml"), collectortest.RepoFile(t, "collector/gateway-logs.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
+	if err := collectortest.Validate(t, collectortest.Binary(t), gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
 		t.Error(err)
 	}
 }
@@ -60,11 +63,11 @@ func TestGatewayLogsOverlayValidates(t *testing.T) {
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
 	path := collectortest.RepoFile(t, "collector/gateway.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
+	if err := collectortest.Validate(t, collectortest.Binary(t), path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
 		t.Error("validate accepted sampling_percentage=not-a-number")
 	}
 	agent := collectortest.RepoFile(t, "collector/agent.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
+	if err := collectortest.Validate(t, collectortest.Binary(t), agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
 		t.Error("validate accepted queue_size=lots")
 	}
 }
@@ -117,7 +120,7 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, b := range []*collectortest.Backend{stack.Jaeger, stack.Tempo} {
+	for _, b := range []*jaegertest.Jaeger{stack.Jaeger, stack.Tempo} {
 		for i, k := range kept {
 			id := keptIDs[i]
 			var names []string
@@ -125,10 +128,10 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 				names = spanNames(t, b, id)
 				return len(names) >= k.spans
 			}, func() string {
-				return fmt.Sprintf("%s: trace %s (%s) has spans %v, want %d\ngateway:\n%s", b.Proc.Name, id, k.name, names, k.spans, stack.Gateway.Logs())
+				return fmt.Sprintf("%s: trace %s (%s) has spans %v, want %d\ngateway:\n%s", b.Name, id, k.name, names, k.spans, stack.Gateway.Logs())
 			})
 			if len(names) != k.spans {
-				t.Errorf("%s: %s trace has %d spans %v, want %d", b.Proc.Name, k.name, len(names), names, k.spans)
+				t.Errorf("%s: %s trace has %d spans %v, want %d", b.Name, k.name, len(names), names, k.spans)
 			}
 		}
 	}
@@ -145,20 +148,27 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 	if sampled := tailSampled(t, stack.GatewayTelemetry, "true"); sampled != float64(len(kept)) {
 		t.Errorf("gateway sampled %v traces, want %d", sampled, len(kept))
 	}
-	for _, b := range []*collectortest.Backend{stack.Jaeger, stack.Tempo} {
+	for _, b := range []*jaegertest.Jaeger{stack.Jaeger, stack.Tempo} {
 		for _, id := range dropped {
 			if names := spanNames(t, b, id); len(names) != 0 {
-				t.Errorf("%s kept plain OK trace %s: %v", b.Proc.Name, id, names)
+				t.Errorf("%s kept plain OK trace %s: %v", b.Name, id, names)
 			}
 		}
 	}
 }
 
 // spanNames returns the span names Jaeger stores for id (none when it has no such trace).
-func spanNames(t *testing.T, b *collectortest.Backend, id trace.TraceID) []string {
+func spanNames(t *testing.T, b *jaegertest.Jaeger, id trace.TraceID) []string {
 	t.Helper()
+	tr, err := b.Trace(context.Background(), id.String())
+	if errors.Is(err, jaegertest.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("%s: trace %s: %v", b.Name, id, err)
+	}
 	var names []string
-	for _, s := range b.Trace(t, id.String()) {
+	for _, s := range tr.Spans {
 		names = append(names, s.Name)
 	}
 	sort.Strings(names)
@@ -191,7 +201,7 @@ func tailSampled(t *testing.T, telemetry, sampled string) float64 {
 // holds and checks them against the shipped configs both ways (no component the configs do not
 // use, none missing), against collector/builder-config.yaml, and that all sit at one release.
 func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
-	out, err := exec.Command(collectortest.Binary(t, collectortest.CollectorEnv), "components").Output()
+	out, err := exec.Command(collectortest.Binary(t), "components").Output()
 	if err != nil {
 		t.Fatalf("components: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 )
 
@@ -98,7 +99,7 @@ func TestLogsRideTheAgent(t *testing.T) {
 
 	// Each trace's records together in one store, each once; and, as a figure, how many sit
 	// beside their spans.
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	own := owners(taps)
 	beside := 0
 	for _, r := range roots {

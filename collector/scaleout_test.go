@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 )
 
 // Scale-out, proven on real processes: pi-otel replays of real Pi captures → one agent (the
@@ -54,12 +55,12 @@ func startScaleStack(t *testing.T, o collectortest.StackOptions) scaleStack {
 }
 
 // tap is what gateway i received; out is what it exported after sampling.
-func (s scaleStack) tap(t *testing.T, i int) map[string][]collectortest.Span {
-	return s.Gateways[i].Tempo.Traces(t)
+func (s scaleStack) tap(t *testing.T, i int) map[string][]*jaegertest.Span {
+	return s.Gateways[i].Tempo.SpansByTrace(t)
 }
 
-func (s scaleStack) out(t *testing.T, i int) map[string][]collectortest.Span {
-	return s.Gateways[i].Jaeger.Traces(t)
+func (s scaleStack) out(t *testing.T, i int) map[string][]*jaegertest.Span {
+	return s.Gateways[i].Jaeger.SpansByTrace(t)
 }
 
 // captureFiles lists the real Pi 1.6.0 json-mode captures; the scale tests need enough of them.
@@ -126,7 +127,7 @@ func copies(files []string, n int) []string {
 	return out
 }
 
-func spanCount(m map[string][]collectortest.Span) int {
+func spanCount(m map[string][]*jaegertest.Span) int {
 	n := 0
 	for _, s := range m {
 		n += len(s)
@@ -136,7 +137,7 @@ func spanCount(m map[string][]collectortest.Span) int {
 
 // distinctSpans counts distinct span ids: a retried batch delivered twice shows up as a
 // difference between spanCount and this.
-func distinctSpans(m map[string][]collectortest.Span) int {
+func distinctSpans(m map[string][]*jaegertest.Span) int {
 	seen := map[string]bool{}
 	for _, spans := range m {
 		for _, s := range spans {
@@ -147,11 +148,11 @@ func distinctSpans(m map[string][]collectortest.Span) int {
 }
 
 // interesting says why tail sampling must keep a trace: an error, a retry or a compaction.
-func interesting(spans []collectortest.Span) []string {
+func interesting(spans []*jaegertest.Span) []string {
 	var why []string
 	for _, s := range spans {
 		switch {
-		case s.Error && !slices.Contains(why, "error"):
+		case s.Status.Code == "error" && !slices.Contains(why, "error"):
 			why = append(why, "error")
 		case s.Name == "pi.retry" && !slices.Contains(why, "retry"):
 			why = append(why, "retry")
@@ -193,7 +194,7 @@ func TestRoutingByTraceID(t *testing.T) {
 		}
 	}
 	waitForSpans(t, s, sent, 2*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	if got := distinctSpans(taps[0]) + distinctSpans(taps[1]); got != sent {
 		t.Errorf("gateways received %d distinct spans, the replays sent %d", got, sent)
 	}
@@ -249,10 +250,10 @@ func TestRoutingByTraceID(t *testing.T) {
 			plain++
 		}
 	}
-	var outs [2]map[string][]collectortest.Span
+	var outs [2]map[string][]*jaegertest.Span
 	missing := 0
 	collectortest.Eventually(t, time.Minute, func() bool {
-		outs = [2]map[string][]collectortest.Span{s.out(t, 0), s.out(t, 1)}
+		outs = [2]map[string][]*jaegertest.Span{s.out(t, 0), s.out(t, 1)}
 		missing = 0
 		for id := range want {
 			if len(outs[owner[id]][id]) < len(taps[owner[id]][id]) {
@@ -288,7 +289,7 @@ func TestRoutingByTraceID(t *testing.T) {
 }
 
 // owners maps each trace id in the taps to the gateways that received it.
-func owners(taps [2]map[string][]collectortest.Span) map[string][]int {
+func owners(taps [2]map[string][]*jaegertest.Span) map[string][]int {
 	out := map[string][]int{}
 	for i, tp := range taps {
 		for id := range tp {
@@ -308,7 +309,7 @@ func sumSpans(reps []collectortest.Replayed) int {
 
 // checkWhole fails for every single-trace replay in reps that did not reach exactly one
 // gateway with all its spans, and returns how many did.
-func checkWhole(t *testing.T, what string, reps []collectortest.Replayed, taps [2]map[string][]collectortest.Span) (whole int) {
+func checkWhole(t *testing.T, what string, reps []collectortest.Replayed, taps [2]map[string][]*jaegertest.Span) (whole int) {
 	t.Helper()
 	own := owners(taps)
 	for _, r := range reps {
@@ -383,7 +384,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 	after := replayAll(t, bin, s, copies(files, 1), replayParallel)
 	all := append(append(append([]collectortest.Replayed{}, before...), during...), after...)
 	waitForSpans(t, s, sumSpans(all), 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	whole := checkWhole(t, "after the restart", all, taps)
 	for _, r := range during {
 		if gw := owners(taps)[r.TraceID]; r.TraceID != "" && len(gw) == 1 && gw[0] == 0 {
@@ -443,7 +444,7 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 	s.Agent = s.Agent.Restart(t)
 
 	waitForSpans(t, s, sent, 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	whole := checkWhole(t, "after the agent restart", reps, taps)
 	if got := distinctSpans(taps[0]) + distinctSpans(taps[1]); got != sent {
 		t.Errorf("gateways received %d distinct spans, the replays sent %d", got, sent)
@@ -488,7 +489,7 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("gateway-1 holds %d of %d spans\nagent:\n%s", distinctSpans(s.tap(t, 0)), sent, s.Agent.Logs())
 		})
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), {}}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), {}}
 	whole := checkWhole(t, "after the re-route", reps, taps)
 	t.Logf("%d replays, %d spans; the agent held %d spans for the dead gateway-2; after it left the ring all reached gateway-1: %d single-trace replays whole, %d spans twice",
 		len(reps), sent, held, whole, spanCount(taps[0])-distinctSpans(taps[0]))
@@ -527,7 +528,7 @@ func TestAgentQueueAtCapacity(t *testing.T) {
 	s.Agent = s.Agent.Restart(t)
 
 	waitForSpans(t, s, int(accepted), 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	delivered := distinctSpans(taps[0]) + distinctSpans(taps[1])
 	if float64(delivered) != accepted {
 		t.Errorf("the agent accepted %v spans, the gateways received %d", accepted, delivered)

@@ -52,7 +52,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	// first failure.
 	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0",
 		GatewayEnv: func(int) map[string]string { return map[string]string{"PI_OTEL_GATEWAY_EXPORT_RETRY": "false"} }})
-	stack.Tempo.Proc.Stop(t)
+	stack.Tempo.Stop()
 	rules, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
 	if err != nil || len(rules) == 0 {
 		t.Fatalf("rule files: %v", err)

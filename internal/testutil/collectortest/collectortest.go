@@ -1,17 +1,15 @@
 // Package collectortest starts real OpenTelemetry Collector processes from the shipped
 // configuration files, bound to loopback, for tests: the project's own distribution
-// (pi-otel-collector, $PI_OTEL_COLLECTOR) as agent and gateways, and Jaeger v2 ($PI_OTEL_JAEGER) as
-// the trace backend.
+// (pi-otel-collector, $PI_OTEL_COLLECTOR) as agent and gateways, with Jaeger v2
+// (internal/testutil/jaegertest) as the trace backends.
 package collectortest
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,35 +21,23 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
-// The environment variables naming the two binaries (scripts/deps.sh builds both).
-const (
-	// CollectorEnv names pi-otel-collector, built from collector/builder-config.yaml.
-	CollectorEnv = "PI_OTEL_COLLECTOR"
-	// JaegerEnv names the Jaeger v2 binary, which runs collector/jaeger.yaml.
-	JaegerEnv = "PI_OTEL_JAEGER"
-)
+// CollectorEnv names pi-otel-collector, built from collector/builder-config.yaml by
+// scripts/deps.sh.
+const CollectorEnv = "PI_OTEL_COLLECTOR"
 
 // readyTimeout bounds the wait for a health endpoint; it is a liveness guard, not an assertion.
 const readyTimeout = 60 * time.Second
 
-// Binary returns the binary named by the environment variable env (CollectorEnv or JaegerEnv).
-// The tests that use it are the proof that the shipped configs work, so a missing binary fails
-// them instead of skipping.
-func Binary(t testing.TB, env string) string {
+// Binary returns $PI_OTEL_COLLECTOR, failing t when it is missing.
+func Binary(t testing.TB) string {
 	t.Helper()
-	p := os.Getenv(env)
-	if p == "" {
-		t.Fatalf("%s is not set: source ~/.cache/pi-otel/env.sh (scripts/deps.sh builds the binary)", env)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s=%s: %v", env, p, err)
-	}
-	return p
+	return proc.EnvBinary(t, CollectorEnv)
 }
 
 // RepoFile returns the absolute path of a file given relative to the repository root.
@@ -94,20 +80,12 @@ func (p *Process) Logs() string { return p.logs.String() }
 
 // Options describes one collector to start.
 type Options struct {
-	Name      string            // for messages
-	BinaryEnv string            // CollectorEnv (the default) or JaegerEnv
-	Config    string            // path of the config file
-	Overlays  []string          // further config files merged over Config, in order
-	Env       map[string]string // variables the config substitutes
-	Health    string            // host:port of its health endpoint (GET /status)
-	Args      []string          // extra command-line arguments
-}
-
-func (o Options) binary(t testing.TB) string {
-	if o.BinaryEnv == "" {
-		return Binary(t, CollectorEnv)
-	}
-	return Binary(t, o.BinaryEnv)
+	Name     string            // for messages
+	Config   string            // path of the config file
+	Overlays []string          // further config files merged over Config, in order
+	Env      map[string]string // variables the config substitutes
+	Health   string            // host:port of its health endpoint (GET /status)
+	Args     []string          // extra command-line arguments
 }
 
 // GatewayArgs are the command-line arguments the gateway runs with, in tests and in
@@ -152,7 +130,7 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	for _, o := range opts.Overlays {
 		args = append(args, "--config=file:"+o)
 	}
-	cmd := exec.Command(opts.binary(t), append(args, opts.Args...)...)
+	cmd := exec.Command(Binary(t), append(args, opts.Args...)...)
 	cmd.Env = append(os.Environ(), envList(opts.Env)...)
 	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -226,15 +204,15 @@ func (p *Process) Restart(t testing.TB) *Process {
 	return Start(t, p.Opts)
 }
 
-// Validate runs `validate` of the binary named by binEnv on config (merged with overlays) with
-// env; it returns the output on failure.
-func Validate(t testing.TB, binEnv, config string, env map[string]string, overlays ...string) error {
+// Validate runs `validate` of the collector binary bin (pi-otel-collector or Jaeger) on config
+// (merged with overlays) with env; it returns the output on failure.
+func Validate(t testing.TB, bin, config string, env map[string]string, overlays ...string) error {
 	t.Helper()
 	args := []string{"validate", "--config=file:" + config}
 	for _, o := range overlays {
 		args = append(args, "--config=file:"+o)
 	}
-	cmd := exec.Command(Binary(t, binEnv), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), envList(env)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -279,39 +257,6 @@ func Eventually(t testing.TB, within time.Duration, cond func() bool, msg func()
 	}
 }
 
-// Backend is a Jaeger instance receiving the gateway's sampled traces.
-type Backend struct {
-	OTLP  string // OTLP/gRPC host:port
-	Query string // query HTTP host:port
-	Proc  *Process
-}
-
-// StartJaeger starts collector/jaeger.yaml on loopback.
-func StartJaeger(t testing.TB, name string) *Backend {
-	t.Helper()
-	b := &Backend{}
-	b.Proc = StartFresh(t, func() Options {
-		b.OTLP, b.Query = freeport.Addr(t), freeport.Addr(t)
-		health := freeport.Addr(t)
-		return Options{
-			Name:      name,
-			BinaryEnv: JaegerEnv,
-			Config:    RepoFile(t, "collector/jaeger.yaml"),
-			Health:    health,
-			Env: map[string]string{
-				"PI_OTEL_JAEGER_HEALTH":         health,
-				"PI_OTEL_JAEGER_OTLP_GRPC":      b.OTLP,
-				"PI_OTEL_JAEGER_OTLP_HTTP":      freeport.Addr(t),
-				"PI_OTEL_JAEGER_QUERY_HTTP":     b.Query,
-				"PI_OTEL_JAEGER_QUERY_GRPC":     freeport.Addr(t),
-				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(freeport.Addr(t)),
-			},
-		}
-	})
-	return b
-}
-
 // Stack is agent → gateways → two trace backends, all real processes on loopback: Jaeger and a
 // second Jaeger standing in for Tempo (Tempo is not available here), so both exporters are live.
 // The Gateway* fields describe the first gateway; Gateways lists them all.
@@ -324,7 +269,7 @@ type Stack struct {
 	GatewayOTLPHTTP  string
 	GatewayMetrics   string // the first gateway's prometheus exporter, host:port
 	GatewayTelemetry string // the first gateway's own metrics, host:port
-	Jaeger, Tempo    *Backend
+	Jaeger, Tempo    *jaegertest.Jaeger
 	Agent, Gateway   *Process
 	Gateways         []*Gateway
 }
@@ -334,7 +279,7 @@ type Gateway struct {
 	OTLP, OTLPHTTP string
 	Metrics        string // prometheus exporter, host:port
 	Telemetry      string // own metrics, host:port
-	Jaeger, Tempo  *Backend
+	Jaeger, Tempo  *jaegertest.Jaeger
 	Proc           *Process
 }
 
@@ -375,11 +320,14 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 		o.Gateways = 1
 	}
 	s := &Stack{}
-	var shared [2]*Backend
+	var shared [2]*jaegertest.Jaeger
 	for i := range o.Gateways {
 		g := &Gateway{}
 		if i == 0 || o.BackendPerGateway {
-			shared = [2]*Backend{StartJaeger(t, fmt.Sprintf("jaeger-%d", i+1)), StartJaeger(t, fmt.Sprintf("tempo-standin-%d", i+1))}
+			shared = [2]*jaegertest.Jaeger{
+				jaegertest.Start(t, jaegertest.WithName(fmt.Sprintf("jaeger-%d", i+1))),
+				jaegertest.Start(t, jaegertest.WithName(fmt.Sprintf("tempo-standin-%d", i+1))),
+			}
 		}
 		g.Jaeger, g.Tempo = shared[0], shared[1]
 		name := "gateway"
@@ -398,8 +346,8 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 				"PI_OTEL_GATEWAY_TELEMETRY_HOST": "127.0.0.1",
 				"PI_OTEL_GATEWAY_TELEMETRY_PORT": freeport.Port(g.Telemetry),
 				"PI_OTEL_GATEWAY_BATCH_TIMEOUT":  "200ms",
-				"PI_OTEL_JAEGER_ENDPOINT":        g.Jaeger.OTLP,
-				"PI_OTEL_TEMPO_ENDPOINT":         g.Tempo.OTLP,
+				"PI_OTEL_JAEGER_ENDPOINT":        g.Jaeger.OTLPGRPC,
+				"PI_OTEL_TEMPO_ENDPOINT":         g.Tempo.OTLPGRPC,
 				"PI_OTEL_SAMPLE_PERCENTAGE":      o.SamplePercentage,
 				"PI_OTEL_TAIL_DECISION_WAIT":     o.DecisionWait,
 				"PI_OTEL_SPANMETRICS_FLUSH":      o.SpanmetricsFlush,
@@ -485,93 +433,6 @@ func Get(t testing.TB, url string) (int, []byte) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, buf.Bytes()
-}
-
-// Span is one span as a Jaeger backend stores it, reduced to what routing and sampling tests
-// compare.
-type Span struct {
-	TraceID, SpanID, Name string
-	Error                 bool // status ERROR
-}
-
-// Traces returns every span b holds, by trace id, over all services. Jaeger's search needs a time
-// window (from 2000 on: replays keep their captures' timestamps) and a trace count (far above what
-// a test sends).
-func (b *Backend) Traces(t testing.TB) map[string][]Span {
-	t.Helper()
-	code, body := Get(t, "http://"+b.Query+"/api/v3/services")
-	if code != http.StatusOK {
-		t.Fatalf("%s: services: %d %s", b.Proc.Name, code, body)
-	}
-	var svcs struct {
-		Services []string `json:"services"`
-	}
-	if err := json.Unmarshal(body, &svcs); err != nil {
-		t.Fatalf("%s: services: %v: %s", b.Proc.Name, err, body)
-	}
-	out := map[string][]Span{}
-	now := time.Now().UTC()
-	for _, svc := range svcs.Services {
-		q := url.Values{}
-		q.Set("query.service_name", svc)
-		// Replays keep the captures' own timestamps, so the window reaches far back.
-		q.Set("query.start_time_min", "2000-01-01T00:00:00Z")
-		q.Set("query.start_time_max", now.Add(time.Minute).Format(time.RFC3339Nano))
-		q.Set("query.num_traces", "100000")
-		for _, s := range b.spans(t, "/api/v3/traces?"+q.Encode(), "traces of "+svc) {
-			out[s.TraceID] = append(out[s.TraceID], s)
-		}
-	}
-	return out
-}
-
-// Trace returns the spans b holds for the trace id (hex), none when it has no such trace.
-func (b *Backend) Trace(t testing.TB, id string) []Span {
-	t.Helper()
-	return b.spans(t, "/api/v3/traces/"+id, "trace "+id)
-}
-
-// spans GETs a query API path that answers with OTLP/JSON traces and returns their spans; a 404
-// (nothing found) is no spans.
-func (b *Backend) spans(t testing.TB, path, what string) []Span {
-	t.Helper()
-	code, body := Get(t, "http://"+b.Query+path)
-	if code == http.StatusNotFound {
-		return nil
-	}
-	if code != http.StatusOK {
-		t.Fatalf("%s: %s: %d %s", b.Proc.Name, what, code, body)
-	}
-	var doc struct {
-		Result struct {
-			ResourceSpans []struct {
-				ScopeSpans []struct {
-					Spans []struct {
-						TraceID string `json:"traceId"`
-						SpanID  string `json:"spanId"`
-						Name    string `json:"name"`
-						Status  struct {
-							Code any `json:"code"`
-						} `json:"status"`
-					} `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		t.Fatalf("%s: %s: %v: %s", b.Proc.Name, what, err, body)
-	}
-	var out []Span
-	for _, rs := range doc.Result.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				// OTLP/JSON writes the status code as a number; some encoders use the enum name.
-				isErr := fmt.Sprint(s.Status.Code) == "2" || fmt.Sprint(s.Status.Code) == "STATUS_CODE_ERROR"
-				out = append(out, Span{TraceID: s.TraceID, SpanID: s.SpanID, Name: s.Name, Error: isErr})
-			}
-		}
-	}
-	return out
 }
 
 // PiOtel returns $PI_OTEL_BIN or a pi-otel built from this module into a temporary directory.

@@ -1,5 +1,7 @@
-// Package jaegertest runs a real Jaeger v2 for end-to-end tests and reads
-// back what it stored, so tests assert on traces as a user would see them.
+// Package jaegertest runs a real Jaeger v2 on the shipped
+// collector/jaeger.yaml, for the end-to-end tests and as the collector
+// suites' trace backends, and reads back what it stored, so tests assert on
+// traces as a user would see them.
 //
 // The binary comes from $PI_OTEL_JAEGER (scripts/deps.sh builds it). When it
 // is missing the test fails: skipping would let a claim go unchecked.
@@ -12,7 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // EnvJaeger names the Jaeger v2 binary.
@@ -28,6 +31,8 @@ const EnvJaeger = "PI_OTEL_JAEGER"
 // Jaeger is one running Jaeger v2 with in-memory storage, every endpoint on
 // 127.0.0.1.
 type Jaeger struct {
+	// Name tells this Jaeger from others in messages ("jaeger" unless set).
+	Name string
 	// OTLPGRPC is host:port of the OTLP gRPC receiver (no scheme).
 	OTLPGRPC string
 	// OTLPHTTP is the OTLP HTTP receiver base URL, e.g. http://127.0.0.1:P
@@ -48,6 +53,7 @@ type options struct {
 	binary  string
 	timeout time.Duration
 	otlp    string
+	name    string
 }
 
 // Option configures Start.
@@ -71,56 +77,77 @@ func WithStartTimeout(d time.Duration) Option {
 	return option.Func[options](func(o *options) { o.timeout = d })
 }
 
-// Start runs Jaeger, waits until it reports healthy and stops it (waiting
-// for the process) on tb's cleanup. Failures end the test.
-func Start(tb testing.TB, opts ...Option) *Jaeger {
-	tb.Helper()
-	o := option.Apply(options{timeout: 60 * time.Second}, opts)
-	if o.binary == "" {
-		o.binary = os.Getenv(EnvJaeger)
-	}
-	if o.binary == "" {
-		tb.Fatalf("jaegertest: %s is not set; run `bash scripts/deps.sh` and `source \"${PI_OTEL_CACHE:-$HOME/.cache/pi-otel}/env.sh\"` (scripts/test.sh does both)", EnvJaeger)
-	}
-	if _, err := os.Stat(o.binary); err != nil {
-		tb.Fatalf("jaegertest: %s=%s: %v; run `bash scripts/deps.sh`", EnvJaeger, o.binary, err)
-	}
-	j, err := start(tb.TempDir(), freeport.Addrs(tb, 5), o)
-	if j != nil {
-		tb.Cleanup(func() {
-			j.Stop()
-			if tb.Failed() {
-				tb.Logf("jaeger log:\n%s", j.Log())
-			}
-		})
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return j
+// WithName names this Jaeger in messages, for a test that runs several.
+func WithName(name string) Option {
+	return option.Func[options](func(o *options) { o.name = name })
 }
 
-func start(dir string, ports []string, o options) (*Jaeger, error) {
-	addr := func(i int) string {
-		if i == 0 && o.otlp != "" {
-			return o.otlp
-		}
-		return ports[i]
+// Binary returns $PI_OTEL_JAEGER, failing tb when it is missing.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	return proc.EnvBinary(tb, EnvJaeger)
+}
+
+// Start runs Jaeger on the shipped collector/jaeger.yaml, every endpoint
+// bound to a free loopback port, waits until it reports healthy and stops
+// it (waiting for the process) on tb's cleanup. Failures end the test.
+func Start(tb testing.TB, opts ...Option) *Jaeger {
+	tb.Helper()
+	o := option.Apply(options{timeout: 60 * time.Second, name: "jaeger"}, opts)
+	if o.binary == "" {
+		o.binary = Binary(tb)
 	}
-	cfgPath := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config(addr(0), addr(1), addr(2), addr(3), addr(4))), 0o644); err != nil {
-		return nil, err
+	// A port picked free may be taken before Jaeger binds it: try again
+	// with fresh ones (three attempts in all).
+	var err error
+	for range 3 {
+		var j *Jaeger
+		j, err = start(freeport.Addrs(tb, 6), o)
+		if j != nil {
+			tb.Cleanup(func() {
+				j.Stop()
+				if tb.Failed() {
+					tb.Logf("%s log:\n%s", j.Name, j.Log())
+				}
+			})
+		}
+		if err == nil {
+			return j
+		}
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	tb.Fatal(err)
+	return nil
+}
+
+var errPortTaken = errors.New("a port was taken by another process")
+
+func start(ports []string, o options) (*Jaeger, error) {
+	otlp := ports[0]
+	if o.otlp != "" {
+		otlp = o.otlp
 	}
 	j := &Jaeger{
-		OTLPGRPC:  addr(0),
-		OTLPHTTP:  "http://" + addr(1),
-		QueryURL:  "http://" + addr(2),
-		HealthURL: "http://" + addr(4) + "/status",
+		Name:      o.name,
+		OTLPGRPC:  otlp,
+		OTLPHTTP:  "http://" + ports[1],
+		QueryURL:  "http://" + ports[2],
+		HealthURL: "http://" + ports[4] + "/status",
 		done:      make(chan struct{}),
 		client:    &http.Client{Timeout: 10 * time.Second},
 	}
-	j.cmd = exec.Command(o.binary, "--config", cfgPath)
-	j.cmd.Dir = dir
+	j.cmd = exec.Command(o.binary, "--config=file:"+repo.Path("collector/jaeger.yaml"))
+	j.cmd.Env = append(os.Environ(),
+		"PI_OTEL_JAEGER_OTLP_GRPC="+otlp,
+		"PI_OTEL_JAEGER_OTLP_HTTP="+ports[1],
+		"PI_OTEL_JAEGER_QUERY_HTTP="+ports[2],
+		"PI_OTEL_JAEGER_QUERY_GRPC="+ports[3],
+		"PI_OTEL_JAEGER_HEALTH="+ports[4],
+		"PI_OTEL_JAEGER_TELEMETRY_HOST=127.0.0.1",
+		"PI_OTEL_JAEGER_TELEMETRY_PORT="+freeport.Port(ports[5]),
+	)
 	j.cmd.Stdout = &j.log
 	j.cmd.Stderr = &j.log
 	// Pdeathsig: if the test binary dies without running cleanups (a panic
@@ -131,58 +158,12 @@ func start(dir string, ports []string, o options) (*Jaeger, error) {
 	}
 	go func() { _ = j.cmd.Wait(); close(j.done) }()
 	if err := j.waitHealthy(o.timeout); err != nil {
-		return j, fmt.Errorf("%w\njaeger log:\n%s", err, j.Log())
+		if strings.Contains(j.Log(), "address already in use") {
+			err = fmt.Errorf("%s: %w: %v", j.Name, errPortTaken, err)
+		}
+		return j, fmt.Errorf("%w\n%s log:\n%s", err, j.Name, j.Log())
 	}
 	return j, nil
-}
-
-// config binds every listener Jaeger opens to loopback; its own telemetry
-// exports nothing and opens no port.
-func config(otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, health string) string {
-	return `service:
-  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  healthcheckv2:
-    use_v2: true
-    http:
-      endpoint: ` + health + `
-  jaeger_query:
-    storage:
-      traces: memstore
-    enable_tracing: false
-    http:
-      endpoint: ` + queryHTTP + `
-    grpc:
-      endpoint: ` + queryGRPC + `
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 100000
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ` + otlpGRPC + `
-      http:
-        endpoint: ` + otlpHTTP + `
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`
 }
 
 func (j *Jaeger) waitHealthy(timeout time.Duration) error {
@@ -191,7 +172,7 @@ func (j *Jaeger) waitHealthy(timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-j.done:
-			return fmt.Errorf("jaegertest: jaeger exited before it was healthy (%v)", j.cmd.ProcessState)
+			return fmt.Errorf("jaegertest: %s exited before it was healthy (%v)", j.Name, j.cmd.ProcessState)
 		default:
 		}
 		resp, err := j.client.Get(j.HealthURL)
@@ -206,7 +187,7 @@ func (j *Jaeger) waitHealthy(timeout time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("jaegertest: not healthy after %v: %v", timeout, last)
+	return fmt.Errorf("jaegertest: %s not healthy after %v: %v", j.Name, timeout, last)
 }
 
 // Stop terminates Jaeger and waits for it to exit; it is safe to call twice.

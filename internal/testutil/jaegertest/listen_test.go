@@ -42,8 +42,8 @@ func TestLoopbackOnly(t *testing.T) {
 		}
 		f.Close()
 	}
-	if listening < 5 {
-		t.Errorf("jaeger listens on %d sockets, want the 5 configured", listening)
+	if listening < 6 {
+		t.Errorf("jaeger listens on %d sockets, want the 6 configured", listening)
 	}
 }
 
