@@ -19,9 +19,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
@@ -35,7 +36,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bin := binary(t)
-			path := collectortest.RepoFile(t, "collector/"+name)
+			path := repo.Path("collector/" + name)
 			if err := collectortest.Validate(t, bin, path, nil); err != nil {
 				t.Errorf("defaults: %v", err)
 			}
@@ -54,7 +55,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 
 // TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
 func TestGatewayLogsOverlayValidates(t *testing.T) {
-	gw, logs := collectortest.RepoFile(t, "collector/gateway.yaml"), collectortest.RepoFile(t, "collector/gateway-logs.yaml")
+	gw, logs := repo.Path("collector/gateway.yaml"), repo.Path("collector/gateway-logs.yaml")
 	if err := collectortest.Validate(t, collectortest.Binary(t), gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
 		t.Error(err)
 	}
@@ -62,11 +63,11 @@ func TestGatewayLogsOverlayValidates(t *testing.T) {
 
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
-	path := collectortest.RepoFile(t, "collector/gateway.yaml")
+	path := repo.Path("collector/gateway.yaml")
 	if err := collectortest.Validate(t, collectortest.Binary(t), path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
 		t.Error("validate accepted sampling_percentage=not-a-number")
 	}
-	agent := collectortest.RepoFile(t, "collector/agent.yaml")
+	agent := repo.Path("collector/agent.yaml")
 	if err := collectortest.Validate(t, collectortest.Binary(t), agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
 		t.Error("validate accepted queue_size=lots")
 	}
@@ -232,7 +233,7 @@ func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
 
 	used := map[string]bool{}
 	for _, file := range []string{"agent.yaml", "agent-dns.yaml", "gateway.yaml", "gateway-logs.yaml"} {
-		raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/"+file))
+		raw, err := os.ReadFile(repo.Path("collector/" + file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +259,7 @@ func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
 	}
 
 	var builder map[string]any
-	raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/builder-config.yaml"))
+	raw, err := os.ReadFile(repo.Path("collector/builder-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

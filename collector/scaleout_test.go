@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 )
 
 // Scale-out, proven on real processes: pi-otel replays of real Pi captures → one agent (the
@@ -66,7 +67,7 @@ func (s scaleStack) out(t *testing.T, i int) map[string][]*jaegertest.Span {
 // captureFiles lists the real Pi 1.6.0 json-mode captures; the scale tests need enough of them.
 func captureFiles(t *testing.T) []string {
 	t.Helper()
-	out := collectortest.JSONCaptures(t)
+	out := piotel.JSONCaptures(t)
 	if len(out) < 10 {
 		t.Fatalf("only %d captures in testdata/captures/pi-1.6.0", len(out))
 	}
@@ -75,18 +76,18 @@ func captureFiles(t *testing.T) []string {
 
 // replayAll runs one pi-otel replay process per file, parallel at a time, alternating OTLP/gRPC
 // and OTLP/HTTP into the agent.
-func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel int) []collectortest.Replayed {
+func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel int) []piotel.Replayed {
 	t.Helper()
 	return replayAllTrouble(t, bin, s, files, parallel, false)
 }
 
 // replayAllTrouble is replayAll, accepting replays that report export trouble when
 // troubleAllowed (their summary says how many spans failed).
-func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, parallel int, troubleAllowed bool) []collectortest.Replayed {
+func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, parallel int, troubleAllowed bool) []piotel.Replayed {
 	t.Helper()
 	var (
 		mu  sync.Mutex
-		out []collectortest.Replayed
+		out []piotel.Replayed
 		wg  sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallel)
@@ -99,7 +100,7 @@ func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, pa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r, err := collectortest.Replay(bin, f, endpoint, protocol)
+			r, err := piotel.Replay(bin, f, endpoint, protocol)
 			if err == nil && r.Trouble != "" && !troubleAllowed {
 				err = fmt.Errorf("replay %s: export trouble: %s", f, r.Trouble)
 			}
@@ -181,10 +182,10 @@ func waitForSpans(t *testing.T, s scaleStack, want int, within time.Duration) {
 // compaction, whole, and drops every plain one.
 func TestRoutingByTraceID(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	reps := replayAll(t, bin, s, copies(captureFiles(t), replayCopies), replayParallel)
 
-	sent, single := 0, map[string]collectortest.Replayed{}
+	sent, single := 0, map[string]piotel.Replayed{}
 	traces := 0
 	for _, r := range reps {
 		sent += r.Spans
@@ -299,7 +300,7 @@ func owners(taps [2]map[string][]*jaegertest.Span) map[string][]int {
 	return out
 }
 
-func sumSpans(reps []collectortest.Replayed) int {
+func sumSpans(reps []piotel.Replayed) int {
 	n := 0
 	for _, r := range reps {
 		n += r.Spans
@@ -309,7 +310,7 @@ func sumSpans(reps []collectortest.Replayed) int {
 
 // checkWhole fails for every single-trace replay in reps that did not reach exactly one
 // gateway with all its spans, and returns how many did.
-func checkWhole(t *testing.T, what string, reps []collectortest.Replayed, taps [2]map[string][]*jaegertest.Span) (whole int) {
+func checkWhole(t *testing.T, what string, reps []piotel.Replayed, taps [2]map[string][]*jaegertest.Span) (whole int) {
 	t.Helper()
 	own := owners(taps)
 	for _, r := range reps {
@@ -350,7 +351,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 		DecisionWait:     "10s", // long enough that wave 1 is surely still undecided at the kill
 		AgentEnv:         map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"},
 	})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	files := captureFiles(t)
 
 	before := replayAll(t, bin, s, copies(files, 2), replayParallel)
@@ -382,7 +383,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 	down := time.Since(killed)
 
 	after := replayAll(t, bin, s, copies(files, 1), replayParallel)
-	all := append(append(append([]collectortest.Replayed{}, before...), during...), after...)
+	all := append(append(append([]piotel.Replayed{}, before...), during...), after...)
 	waitForSpans(t, s, sumSpans(all), 3*time.Minute)
 	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	whole := checkWhole(t, "after the restart", all, taps)
@@ -418,7 +419,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 // directory: every trace arrives, whole, at exactly one gateway.
 func TestAgentKilledWithFullQueue(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	for _, g := range s.Gateways {
 		g.Proc.Kill(t)
 	}
@@ -461,7 +462,7 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 func TestGatewayRemovedFromRing(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"}})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	s.Gateways[1].Proc.Kill(t)
 	reps := replayAll(t, bin, s, copies(captureFiles(t), 2), replayParallel)
 	sent := sumSpans(reps)
@@ -502,13 +503,13 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 func TestAgentQueueAtCapacity(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "8"}})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	for _, g := range s.Gateways {
 		g.Proc.Kill(t)
 	}
 	reps := replayAllTrouble(t, bin, s, copies(captureFiles(t), 2), replayParallel, true)
 	sent, failed := 0, 0
-	var whole []collectortest.Replayed // replays the agent took entirely
+	var whole []piotel.Replayed // replays the agent took entirely
 	for _, r := range reps {
 		sent += r.Spans
 		failed += r.Failed

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -24,15 +25,11 @@ import (
 // `pi-otel rpc`, exporting to a real Jaeger. Each scenario also runs
 // without the proxy: the controller's transcript must be the same.
 
-// rpcBinaryEnv names a prebuilt pi-otel (TestMain sets it to the one it
-// builds when it is not set).
-const rpcBinaryEnv = "PI_OTEL_BIN"
-
 func rpcPiOtel(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv(rpcBinaryEnv)
+	bin := os.Getenv(piotel.EnvBin)
 	if bin == "" {
-		t.Fatalf("%s is not set and TestMain built no pi-otel", rpcBinaryEnv)
+		t.Fatalf("%s is not set and TestMain built no pi-otel", piotel.EnvBin)
 	}
 	return bin
 }
