@@ -22,6 +22,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -37,7 +38,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bin := binary(t)
 			path := repo.Path("collector/" + name)
-			if err := collectortest.Validate(t, bin, path, nil); err != nil {
+			if err := otelcol.Validate(t, bin, path, nil); err != nil {
 				t.Errorf("defaults: %v", err)
 			}
 			loop := map[string]string{
@@ -46,7 +47,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 				"PI_OTEL_GATEWAYS":           "[127.0.0.1:14317, 127.0.0.1:24317]",
 				"PI_OTEL_AGENT_QUEUE_DIR":    t.TempDir(),
 			}
-			if err := collectortest.Validate(t, bin, path, loop); err != nil {
+			if err := otelcol.Validate(t, bin, path, loop); err != nil {
 				t.Errorf("test overrides: %v", err)
 			}
 		})
@@ -56,7 +57,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 // TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
 func TestGatewayLogsOverlayValidates(t *testing.T) {
 	gw, logs := repo.Path("collector/gateway.yaml"), repo.Path("collector/gateway-logs.yaml")
-	if err := collectortest.Validate(t, collectortest.Binary(t), gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
+	if err := otelcol.Validate(t, collectortest.Binary(t), gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
 		t.Error(err)
 	}
 }
@@ -64,11 +65,11 @@ func TestGatewayLogsOverlayValidates(t *testing.T) {
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
 	path := repo.Path("collector/gateway.yaml")
-	if err := collectortest.Validate(t, collectortest.Binary(t), path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
+	if err := otelcol.Validate(t, collectortest.Binary(t), path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
 		t.Error("validate accepted sampling_percentage=not-a-number")
 	}
 	agent := repo.Path("collector/agent.yaml")
-	if err := collectortest.Validate(t, collectortest.Binary(t), agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
+	if err := otelcol.Validate(t, collectortest.Binary(t), agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
 		t.Error("validate accepted queue_size=lots")
 	}
 }

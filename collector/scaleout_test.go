@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 )
 
@@ -484,7 +485,7 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 	opts := s.Agent.Opts
 	opts.Env = maps.Clone(opts.Env)
 	opts.Env["PI_OTEL_GATEWAYS"] = "[" + s.Gateways[0].OTLP + "]"
-	s.Agent = collectortest.Start(t, opts)
+	s.Agent = otelcol.Start(t, opts)
 
 	collectortest.Eventually(t, 2*time.Minute, func() bool { return distinctSpans(s.tap(t, 0)) >= sent },
 		func() string {

@@ -425,7 +425,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 
 	r.waitRecord("turn_end", 1)
 	before := faultWaitSpans(t, first, service, since, 3)
-	first.Kill()
+	first.Kill(t)
 	killed := time.Now()
 
 	gate1.open()

@@ -54,7 +54,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	// first failure.
 	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0",
 		GatewayEnv: func(int) map[string]string { return map[string]string{"PI_OTEL_GATEWAY_EXPORT_RETRY": "false"} }})
-	stack.Tempo.Stop()
+	stack.Tempo.Stop(t)
 	rules, err := filepath.Glob(repo.Path("dashboards/alerts/*.rules.yml"))
 	if err != nil || len(rules) == 0 {
 		t.Fatalf("rule files: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -27,7 +28,7 @@ type Stack struct {
 	GatewayMetrics   string // the first gateway's prometheus exporter, host:port
 	GatewayTelemetry string // the first gateway's own metrics, host:port
 	Jaeger, Tempo    *jaegertest.Jaeger
-	Agent, Gateway   *Process
+	Agent, Gateway   *otelcol.Process
 	Gateways         []*Gateway
 }
 
@@ -37,7 +38,7 @@ type Gateway struct {
 	Metrics        string // prometheus exporter, host:port
 	Telemetry      string // own metrics, host:port
 	Jaeger, Tempo  *jaegertest.Jaeger
-	Proc           *Process
+	Proc           *otelcol.Process
 }
 
 // StackOptions tunes the stack for a test.
@@ -91,7 +92,7 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 		if o.Gateways > 1 {
 			name = fmt.Sprintf("gateway-%d", i+1)
 		}
-		g.Proc = StartFresh(t, func() Options {
+		g.Proc = otelcol.StartFresh(t, func() otelcol.Options {
 			g.OTLP, g.OTLPHTTP = freeport.Addr(t), freeport.Addr(t)
 			g.Metrics, g.Telemetry = freeport.Addr(t), freeport.Addr(t)
 			health := freeport.Addr(t)
@@ -114,8 +115,9 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 					env[k] = v
 				}
 			}
-			return Options{
+			return otelcol.Options{
 				Name:     name,
+				Binary:   Binary(t),
 				Config:   repo.Path("collector/gateway.yaml"),
 				Overlays: o.GatewayOverlays,
 				Health:   health,
@@ -135,7 +137,7 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 	if s.AgentQueueDir == "" {
 		s.AgentQueueDir = t.TempDir()
 	}
-	s.Agent = StartFresh(t, func() Options {
+	s.Agent = otelcol.StartFresh(t, func() otelcol.Options {
 		s.AgentOTLP, s.AgentOTLPHTTP, s.AgentTelemetry = freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 		health := freeport.Addr(t)
 		env := map[string]string{
@@ -151,8 +153,9 @@ func StartStack(t testing.TB, o StackOptions) *Stack {
 		for k, v := range o.AgentEnv {
 			env[k] = v
 		}
-		return Options{
+		return otelcol.Options{
 			Name:   "agent",
+			Binary: Binary(t),
 			Config: repo.Path("collector/agent.yaml"),
 			Health: health,
 			Env:    env,

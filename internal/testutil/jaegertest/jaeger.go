@@ -10,17 +10,13 @@ package jaegertest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -40,20 +36,15 @@ type Jaeger struct {
 	OTLPHTTP string
 	// QueryURL is the query service base URL, e.g. http://127.0.0.1:P.
 	QueryURL string
-	// HealthURL is the health check's status URL.
-	HealthURL string
 
-	cmd    *exec.Cmd
-	done   chan struct{}
-	log    proc.Buffer
+	proc   *otelcol.Process
 	client *http.Client
 }
 
 type options struct {
-	binary  string
-	timeout time.Duration
-	otlp    string
-	name    string
+	binary string
+	otlp   string
+	name   string
 }
 
 // Option configures Start.
@@ -71,12 +62,6 @@ func WithOTLPGRPC(addr string) Option {
 	return option.Func[options](func(o *options) { o.otlp = addr })
 }
 
-// WithStartTimeout bounds the wait for a healthy status (default 60s): a
-// guard against a hung binary, not a performance assertion.
-func WithStartTimeout(d time.Duration) Option {
-	return option.Func[options](func(o *options) { o.timeout = d })
-}
-
 // WithName names this Jaeger in messages, for a test that runs several.
 func WithName(name string) Option {
 	return option.Func[options](func(o *options) { o.name = name })
@@ -90,139 +75,54 @@ func Binary(tb testing.TB) string {
 
 // Start runs Jaeger on the shipped collector/jaeger.yaml, every endpoint
 // bound to a free loopback port, waits until it reports healthy and stops
-// it (waiting for the process) on tb's cleanup. Failures end the test.
+// it on tb's cleanup. Failures end the test.
 func Start(tb testing.TB, opts ...Option) *Jaeger {
 	tb.Helper()
-	o := option.Apply(options{timeout: 60 * time.Second, name: "jaeger"}, opts)
+	o := option.Apply(options{name: "jaeger"}, opts)
 	if o.binary == "" {
 		o.binary = Binary(tb)
 	}
-	// A port picked free may be taken before Jaeger binds it: try again
-	// with fresh ones (three attempts in all).
-	var err error
-	for range 3 {
-		var j *Jaeger
-		j, err = start(freeport.Addrs(tb, 6), o)
-		if j != nil {
-			tb.Cleanup(func() {
-				j.Stop()
-				if tb.Failed() {
-					tb.Logf("%s log:\n%s", j.Name, j.Log())
-				}
-			})
+	j := &Jaeger{Name: o.name, client: &http.Client{Timeout: 10 * time.Second}}
+	j.proc = otelcol.StartFresh(tb, func() otelcol.Options {
+		ports := freeport.Addrs(tb, 6)
+		j.OTLPGRPC = ports[0]
+		if o.otlp != "" {
+			j.OTLPGRPC = o.otlp
 		}
-		if err == nil {
-			return j
+		j.OTLPHTTP, j.QueryURL = "http://"+ports[1], "http://"+ports[2]
+		return otelcol.Options{
+			Name:   o.name,
+			Binary: o.binary,
+			Config: repo.Path("collector/jaeger.yaml"),
+			Health: ports[4],
+			Env: map[string]string{
+				"PI_OTEL_JAEGER_OTLP_GRPC":      j.OTLPGRPC,
+				"PI_OTEL_JAEGER_OTLP_HTTP":      ports[1],
+				"PI_OTEL_JAEGER_QUERY_HTTP":     ports[2],
+				"PI_OTEL_JAEGER_QUERY_GRPC":     ports[3],
+				"PI_OTEL_JAEGER_HEALTH":         ports[4],
+				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
+				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(ports[5]),
+			},
 		}
-		if !errors.Is(err, errPortTaken) {
-			break
+	})
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("%s log:\n%s", j.Name, j.Logs())
 		}
-	}
-	tb.Fatal(err)
-	return nil
+	})
+	return j
 }
 
-var errPortTaken = errors.New("a port was taken by another process")
-
-func start(ports []string, o options) (*Jaeger, error) {
-	otlp := ports[0]
-	if o.otlp != "" {
-		otlp = o.otlp
-	}
-	j := &Jaeger{
-		Name:      o.name,
-		OTLPGRPC:  otlp,
-		OTLPHTTP:  "http://" + ports[1],
-		QueryURL:  "http://" + ports[2],
-		HealthURL: "http://" + ports[4] + "/status",
-		done:      make(chan struct{}),
-		client:    &http.Client{Timeout: 10 * time.Second},
-	}
-	j.cmd = exec.Command(o.binary, "--config=file:"+repo.Path("collector/jaeger.yaml"))
-	j.cmd.Env = append(os.Environ(),
-		"PI_OTEL_JAEGER_OTLP_GRPC="+otlp,
-		"PI_OTEL_JAEGER_OTLP_HTTP="+ports[1],
-		"PI_OTEL_JAEGER_QUERY_HTTP="+ports[2],
-		"PI_OTEL_JAEGER_QUERY_GRPC="+ports[3],
-		"PI_OTEL_JAEGER_HEALTH="+ports[4],
-		"PI_OTEL_JAEGER_TELEMETRY_HOST=127.0.0.1",
-		"PI_OTEL_JAEGER_TELEMETRY_PORT="+freeport.Port(ports[5]),
-	)
-	j.cmd.Stdout = &j.log
-	j.cmd.Stderr = &j.log
-	// Pdeathsig: if the test binary dies without running cleanups (a panic
-	// or a -timeout), Jaeger must not outlive it.
-	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := j.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("jaegertest: start %s: %w", o.binary, err)
-	}
-	go func() { _ = j.cmd.Wait(); close(j.done) }()
-	if err := j.waitHealthy(o.timeout); err != nil {
-		if strings.Contains(j.Log(), "address already in use") {
-			err = fmt.Errorf("%s: %w: %v", j.Name, errPortTaken, err)
-		}
-		return j, fmt.Errorf("%w\n%s log:\n%s", err, j.Name, j.Log())
-	}
-	return j, nil
-}
-
-func (j *Jaeger) waitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-j.done:
-			return fmt.Errorf("jaegertest: %s exited before it was healthy (%v)", j.Name, j.cmd.ProcessState)
-		default:
-		}
-		resp, err := j.client.Get(j.HealthURL)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("status %s", resp.Status)
-		} else {
-			last = err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("jaegertest: %s not healthy after %v: %v", j.Name, timeout, last)
-}
-
-// Stop terminates Jaeger and waits for it to exit; it is safe to call twice.
-func (j *Jaeger) Stop() {
-	if j.cmd == nil || j.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-j.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-j.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-		<-j.done
-	}
-}
+// Stop ends Jaeger gracefully and waits for it; it is safe to call twice.
+func (j *Jaeger) Stop(tb testing.TB) { j.proc.Stop(tb) }
 
 // Kill ends Jaeger with SIGKILL, as a crash would, and waits for it: what
 // it stored is gone and its ports refuse connections.
-func (j *Jaeger) Kill() {
-	if j.cmd == nil || j.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-	<-j.done
-}
+func (j *Jaeger) Kill(tb testing.TB) { j.proc.Kill(tb) }
 
-// Log is what Jaeger wrote to stdout and stderr so far.
-func (j *Jaeger) Log() string {
-	return j.log.String()
-}
+// Logs is what Jaeger wrote to stdout and stderr so far.
+func (j *Jaeger) Logs() string { return j.proc.Logs() }
 
 // ErrNotFound is returned when Jaeger has no such trace (yet).
 var ErrNotFound = errors.New("jaegertest: trace not found")

@@ -1,8 +1,9 @@
-// Package collectortest starts real OpenTelemetry Collector processes from the shipped
-// configuration files, bound to loopback, for tests: the project's own distribution
-// (pi-otel-collector, $PI_OTEL_COLLECTOR) as agent and gateways, with Jaeger v2
-// (internal/testutil/jaegertest) as the trace backends.
-package collectortest
+// Package otelcol runs one OpenTelemetry Collector binary for a test: the
+// project's pi-otel-collector, or Jaeger v2, which is a distribution of the
+// Collector. It starts the binary on config files with the variables they
+// substitute, waits until its health endpoint answers, and stops it when
+// the test ends.
+package otelcol
 
 import (
 	"context"
@@ -19,18 +20,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
-// CollectorEnv names pi-otel-collector, built from collector/builder-config.yaml by
-// scripts/deps.sh.
-const CollectorEnv = "PI_OTEL_COLLECTOR"
-
 // readyTimeout bounds the wait for a health endpoint; it is a liveness guard, not an assertion.
 const readyTimeout = 60 * time.Second
-
-// Binary returns $PI_OTEL_COLLECTOR, failing t when it is missing.
-func Binary(t testing.TB) string {
-	t.Helper()
-	return proc.EnvBinary(t, CollectorEnv)
-}
 
 // Process is a running collector.
 type Process struct {
@@ -47,6 +38,7 @@ func (p *Process) Logs() string { return p.logs.String() }
 // Options describes one collector to start.
 type Options struct {
 	Name     string            // for messages
+	Binary   string            // path of the binary
 	Config   string            // path of the config file
 	Overlays []string          // further config files merged over Config, in order
 	Env      map[string]string // variables the config substitutes
@@ -64,6 +56,9 @@ func Start(t testing.TB, opts Options) *Process {
 	}
 	return p
 }
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // StartFresh is Start for options holding ports from freeport.Addr: another process may take such a
 // port between freeport.Addr and the collector binding it, so when the collector exits with "address
@@ -92,11 +87,13 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	for _, o := range opts.Overlays {
 		args = append(args, "--config=file:"+o)
 	}
-	cmd := exec.Command(Binary(t), append(args, opts.Args...)...)
+	cmd := exec.Command(opts.Binary, append(args, opts.Args...)...)
 	cmd.Env = append(os.Environ(), envList(opts.Env)...)
 	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if the test binary dies without running cleanups (a panic
+	// or a -timeout), the collector must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %v", opts.Name, err)
 	}
