@@ -53,11 +53,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	piOtelBin = bin
-	// The RPC tests look for a prebuilt binary here.
-	if err := os.Setenv(piotel.EnvBin, bin); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
 	return m.Run()
 }
 
