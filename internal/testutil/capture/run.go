@@ -8,13 +8,10 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 )
 
@@ -128,46 +126,19 @@ func run(spec runSpec) (runResult, error) {
 	if spec.rpc != nil {
 		return runRPC(ctx, spec, cmd, &stderr, timeout)
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, err := proc.Run(cmd, func(*os.Process) { spec.env.Track(cmd) }, func(line []byte, p *os.Process) {
+		if spec.onLine != nil {
+			var rec map[string]any
+			_ = json.Unmarshal(bytes.TrimRight(line, "\r\n"), &rec)
+			spec.onLine(line, rec, p)
+		}
+	})
 	if err != nil {
 		return runResult{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return runResult{}, err
-	}
-	spec.env.Track(cmd)
-
-	var out bytes.Buffer
-	r := bufio.NewReaderSize(stdout, 1<<20)
-	var rerr error
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			out.Write(line)
-			var rec map[string]any
-			_ = json.Unmarshal(bytes.TrimRight(line, "\r\n"), &rec)
-			if spec.onLine != nil {
-				spec.onLine(line, rec, cmd.Process)
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				rerr = err
-			}
-			break
-		}
-	}
-	werr := cmd.Wait()
-	res := result(cmd, out.Bytes(), nil, &stderr)
+	res := result(cmd, stdout, nil, &stderr)
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("pi did not finish within %v (stderr: %s)", timeout, stderr.String())
-	}
-	if rerr != nil {
-		return res, rerr
-	}
-	var ee *exec.ExitError
-	if werr != nil && !errors.As(werr, &ee) {
-		return res, werr
 	}
 	return res, nil
 }
