@@ -91,9 +91,7 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 	cmd.Env = append(os.Environ(), envList(opts.Env)...)
 	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	// Pdeathsig: if the test binary dies without running cleanups (a panic
-	// or a -timeout), the collector must not outlive it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Group()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %v", opts.Name, err)
 	}

@@ -77,7 +77,7 @@ func Replay(bin, file, endpoint, protocol string, env ...string) (Replayed, erro
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "otlp", "--metrics-exporter", "otlp", file)
 	cmd.Env = append(ExportEnv(os.Environ(), endpoint, protocol), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Group()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // Environment variables naming the real binaries (see scripts/deps.sh).
@@ -284,9 +285,7 @@ func (e *Env) Wrap(ctx context.Context, name string, args ...string) *exec.Cmd {
 func (e *Env) setup(cmd *exec.Cmd) {
 	cmd.Dir = e.WorkDir
 	cmd.Env = e.Environ()
-	// Pdeathsig: a test binary that dies without cleanups (panic, -timeout)
-	// takes the child with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Group()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
 
