@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
 )
 
 // The sizing figures of docs/performance.md, measured on real processes. Run with

@@ -4,6 +4,7 @@ package collector_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,22 +19,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // TestShippedConfigsValidate runs `validate` on every shipped config, with the defaults the
 // containers use and with the loopback overrides the tests use.
 func TestShippedConfigsValidate(t *testing.T) {
-	for name, bin := range map[string]string{
-		"agent.yaml":     collectortest.CollectorEnv,
-		"agent-dns.yaml": collectortest.CollectorEnv,
-		"gateway.yaml":   collectortest.CollectorEnv,
-		"jaeger.yaml":    collectortest.JaegerEnv,
+	for name, binary := range map[string]func(testing.TB) string{
+		"agent.yaml":     collectortest.Binary,
+		"agent-dns.yaml": collectortest.Binary,
+		"gateway.yaml":   collectortest.Binary,
+		"jaeger.yaml":    jaegertest.Binary,
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := collectortest.RepoFile(t, "collector/"+name)
-			if err := collectortest.Validate(t, bin, path, nil); err != nil {
+			bin := binary(t)
+			path := repo.Path("collector/" + name)
+			if err := otelcol.Validate(t, bin, path, nil); err != nil {
 				t.Errorf("defaults: %v", err)
 			}
 			loop := map[string]string{
@@ -42,7 +47,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 				"PI_OTEL_GATEWAYS":           "[127.0.0.1:14317, 127.0.0.1:24317]",
 				"PI_OTEL_AGENT_QUEUE_DIR":    t.TempDir(),
 			}
-			if err := collectortest.Validate(t, bin, path, loop); err != nil {
+			if err := otelcol.Validate(t, bin, path, loop); err != nil {
 				t.Errorf("test overrides: %v", err)
 			}
 		})
@@ -51,20 +56,20 @@ func TestShippedConfigsValidate(t *testing.T) {
 
 // TestGatewayLogsOverlayValidates: the gateway with its logs pipeline merged over it.
 func TestGatewayLogsOverlayValidates(t *testing.T) {
-	gw, logs := collectortest.RepoFile(t, "collector/gateway.yaml"), collectortest.RepoFile(t, "collector/gateway-logs.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
+	gw, logs := repo.Path("collector/gateway.yaml"), repo.Path("collector/gateway-logs.yaml")
+	if err := otelcol.Validate(t, collectortest.Binary(t), gw, map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://logs:4318"}, logs); err != nil {
 		t.Error(err)
 	}
 }
 
 // TestValidateRejectsBrokenConfig proves the validation above can fail.
 func TestValidateRejectsBrokenConfig(t *testing.T) {
-	path := collectortest.RepoFile(t, "collector/gateway.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
+	path := repo.Path("collector/gateway.yaml")
+	if err := otelcol.Validate(t, collectortest.Binary(t), path, map[string]string{"PI_OTEL_SAMPLE_PERCENTAGE": "not-a-number"}); err == nil {
 		t.Error("validate accepted sampling_percentage=not-a-number")
 	}
-	agent := collectortest.RepoFile(t, "collector/agent.yaml")
-	if err := collectortest.Validate(t, collectortest.CollectorEnv, agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
+	agent := repo.Path("collector/agent.yaml")
+	if err := otelcol.Validate(t, collectortest.Binary(t), agent, map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "lots"}); err == nil {
 		t.Error("validate accepted queue_size=lots")
 	}
 }
@@ -117,7 +122,7 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, b := range []*collectortest.Backend{stack.Jaeger, stack.Tempo} {
+	for _, b := range []*jaegertest.Jaeger{stack.Jaeger, stack.Tempo} {
 		for i, k := range kept {
 			id := keptIDs[i]
 			var names []string
@@ -125,10 +130,10 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 				names = spanNames(t, b, id)
 				return len(names) >= k.spans
 			}, func() string {
-				return fmt.Sprintf("%s: trace %s (%s) has spans %v, want %d\ngateway:\n%s", b.Proc.Name, id, k.name, names, k.spans, stack.Gateway.Logs())
+				return fmt.Sprintf("%s: trace %s (%s) has spans %v, want %d\ngateway:\n%s", b.Name, id, k.name, names, k.spans, stack.Gateway.Logs())
 			})
 			if len(names) != k.spans {
-				t.Errorf("%s: %s trace has %d spans %v, want %d", b.Proc.Name, k.name, len(names), names, k.spans)
+				t.Errorf("%s: %s trace has %d spans %v, want %d", b.Name, k.name, len(names), names, k.spans)
 			}
 		}
 	}
@@ -145,20 +150,27 @@ func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
 	if sampled := tailSampled(t, stack.GatewayTelemetry, "true"); sampled != float64(len(kept)) {
 		t.Errorf("gateway sampled %v traces, want %d", sampled, len(kept))
 	}
-	for _, b := range []*collectortest.Backend{stack.Jaeger, stack.Tempo} {
+	for _, b := range []*jaegertest.Jaeger{stack.Jaeger, stack.Tempo} {
 		for _, id := range dropped {
 			if names := spanNames(t, b, id); len(names) != 0 {
-				t.Errorf("%s kept plain OK trace %s: %v", b.Proc.Name, id, names)
+				t.Errorf("%s kept plain OK trace %s: %v", b.Name, id, names)
 			}
 		}
 	}
 }
 
 // spanNames returns the span names Jaeger stores for id (none when it has no such trace).
-func spanNames(t *testing.T, b *collectortest.Backend, id trace.TraceID) []string {
+func spanNames(t *testing.T, b *jaegertest.Jaeger, id trace.TraceID) []string {
 	t.Helper()
+	tr, err := b.Trace(context.Background(), id.String())
+	if errors.Is(err, jaegertest.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("%s: trace %s: %v", b.Name, id, err)
+	}
 	var names []string
-	for _, s := range b.Trace(t, id.String()) {
+	for _, s := range tr.Spans {
 		names = append(names, s.Name)
 	}
 	sort.Strings(names)
@@ -191,7 +203,7 @@ func tailSampled(t *testing.T, telemetry, sampled string) float64 {
 // holds and checks them against the shipped configs both ways (no component the configs do not
 // use, none missing), against collector/builder-config.yaml, and that all sit at one release.
 func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
-	out, err := exec.Command(collectortest.Binary(t, collectortest.CollectorEnv), "components").Output()
+	out, err := exec.Command(collectortest.Binary(t), "components").Output()
 	if err != nil {
 		t.Fatalf("components: %v", err)
 	}
@@ -222,7 +234,7 @@ func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
 
 	used := map[string]bool{}
 	for _, file := range []string{"agent.yaml", "agent-dns.yaml", "gateway.yaml", "gateway-logs.yaml"} {
-		raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/"+file))
+		raw, err := os.ReadFile(repo.Path("collector/" + file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +260,7 @@ func TestDistributionHoldsExactlyWhatConfigsUse(t *testing.T) {
 	}
 
 	var builder map[string]any
-	raw, err := os.ReadFile(collectortest.RepoFile(t, "collector/builder-config.yaml"))
+	raw, err := os.ReadFile(repo.Path("collector/builder-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // logStore stands in for a gateway's log store: it keeps the trace id of every record it
@@ -67,7 +69,7 @@ func TestLogsRideTheAgent(t *testing.T) {
 	}
 	s := startScaleStack(t, collectortest.StackOptions{
 		SamplePercentage: "0", DecisionWait: "2s",
-		GatewayOverlays: []string{collectortest.RepoFile(t, "collector/gateway-logs.yaml")},
+		GatewayOverlays: []string{repo.Path("collector/gateway-logs.yaml")},
 		GatewayEnv:      func(i int) map[string]string { return map[string]string{"PI_OTEL_LOGS_ENDPOINT": urls[i]} },
 	})
 
@@ -98,7 +100,7 @@ func TestLogsRideTheAgent(t *testing.T) {
 
 	// Each trace's records together in one store, each once; and, as a figure, how many sit
 	// beside their spans.
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	own := owners(taps)
 	beside := 0
 	for _, r := range roots {

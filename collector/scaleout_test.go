@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 )
 
 // Scale-out, proven on real processes: pi-otel replays of real Pi captures → one agent (the
@@ -54,18 +57,18 @@ func startScaleStack(t *testing.T, o collectortest.StackOptions) scaleStack {
 }
 
 // tap is what gateway i received; out is what it exported after sampling.
-func (s scaleStack) tap(t *testing.T, i int) map[string][]collectortest.Span {
-	return s.Gateways[i].Tempo.Traces(t)
+func (s scaleStack) tap(t *testing.T, i int) map[string][]*jaegertest.Span {
+	return s.Gateways[i].Tempo.SpansByTrace(t)
 }
 
-func (s scaleStack) out(t *testing.T, i int) map[string][]collectortest.Span {
-	return s.Gateways[i].Jaeger.Traces(t)
+func (s scaleStack) out(t *testing.T, i int) map[string][]*jaegertest.Span {
+	return s.Gateways[i].Jaeger.SpansByTrace(t)
 }
 
 // captureFiles lists the real Pi 1.6.0 json-mode captures; the scale tests need enough of them.
 func captureFiles(t *testing.T) []string {
 	t.Helper()
-	out := collectortest.JSONCaptures(t)
+	out := piotel.JSONCaptures(t)
 	if len(out) < 10 {
 		t.Fatalf("only %d captures in testdata/captures/pi-1.6.0", len(out))
 	}
@@ -74,18 +77,18 @@ func captureFiles(t *testing.T) []string {
 
 // replayAll runs one pi-otel replay process per file, parallel at a time, alternating OTLP/gRPC
 // and OTLP/HTTP into the agent.
-func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel int) []collectortest.Replayed {
+func replayAll(t *testing.T, bin string, s scaleStack, files []string, parallel int) []piotel.Replayed {
 	t.Helper()
 	return replayAllTrouble(t, bin, s, files, parallel, false)
 }
 
 // replayAllTrouble is replayAll, accepting replays that report export trouble when
 // troubleAllowed (their summary says how many spans failed).
-func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, parallel int, troubleAllowed bool) []collectortest.Replayed {
+func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, parallel int, troubleAllowed bool) []piotel.Replayed {
 	t.Helper()
 	var (
 		mu  sync.Mutex
-		out []collectortest.Replayed
+		out []piotel.Replayed
 		wg  sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallel)
@@ -98,7 +101,7 @@ func replayAllTrouble(t *testing.T, bin string, s scaleStack, files []string, pa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r, err := collectortest.Replay(bin, f, endpoint, protocol)
+			r, err := piotel.Replay(bin, f, endpoint, protocol)
 			if err == nil && r.Trouble != "" && !troubleAllowed {
 				err = fmt.Errorf("replay %s: export trouble: %s", f, r.Trouble)
 			}
@@ -126,7 +129,7 @@ func copies(files []string, n int) []string {
 	return out
 }
 
-func spanCount(m map[string][]collectortest.Span) int {
+func spanCount(m map[string][]*jaegertest.Span) int {
 	n := 0
 	for _, s := range m {
 		n += len(s)
@@ -136,7 +139,7 @@ func spanCount(m map[string][]collectortest.Span) int {
 
 // distinctSpans counts distinct span ids: a retried batch delivered twice shows up as a
 // difference between spanCount and this.
-func distinctSpans(m map[string][]collectortest.Span) int {
+func distinctSpans(m map[string][]*jaegertest.Span) int {
 	seen := map[string]bool{}
 	for _, spans := range m {
 		for _, s := range spans {
@@ -147,11 +150,11 @@ func distinctSpans(m map[string][]collectortest.Span) int {
 }
 
 // interesting says why tail sampling must keep a trace: an error, a retry or a compaction.
-func interesting(spans []collectortest.Span) []string {
+func interesting(spans []*jaegertest.Span) []string {
 	var why []string
 	for _, s := range spans {
 		switch {
-		case s.Error && !slices.Contains(why, "error"):
+		case s.Status.Code == "error" && !slices.Contains(why, "error"):
 			why = append(why, "error")
 		case s.Name == "pi.retry" && !slices.Contains(why, "retry"):
 			why = append(why, "retry")
@@ -180,10 +183,10 @@ func waitForSpans(t *testing.T, s scaleStack, want int, within time.Duration) {
 // compaction, whole, and drops every plain one.
 func TestRoutingByTraceID(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	reps := replayAll(t, bin, s, copies(captureFiles(t), replayCopies), replayParallel)
 
-	sent, single := 0, map[string]collectortest.Replayed{}
+	sent, single := 0, map[string]piotel.Replayed{}
 	traces := 0
 	for _, r := range reps {
 		sent += r.Spans
@@ -193,7 +196,7 @@ func TestRoutingByTraceID(t *testing.T) {
 		}
 	}
 	waitForSpans(t, s, sent, 2*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	if got := distinctSpans(taps[0]) + distinctSpans(taps[1]); got != sent {
 		t.Errorf("gateways received %d distinct spans, the replays sent %d", got, sent)
 	}
@@ -249,10 +252,10 @@ func TestRoutingByTraceID(t *testing.T) {
 			plain++
 		}
 	}
-	var outs [2]map[string][]collectortest.Span
+	var outs [2]map[string][]*jaegertest.Span
 	missing := 0
 	collectortest.Eventually(t, time.Minute, func() bool {
-		outs = [2]map[string][]collectortest.Span{s.out(t, 0), s.out(t, 1)}
+		outs = [2]map[string][]*jaegertest.Span{s.out(t, 0), s.out(t, 1)}
 		missing = 0
 		for id := range want {
 			if len(outs[owner[id]][id]) < len(taps[owner[id]][id]) {
@@ -288,7 +291,7 @@ func TestRoutingByTraceID(t *testing.T) {
 }
 
 // owners maps each trace id in the taps to the gateways that received it.
-func owners(taps [2]map[string][]collectortest.Span) map[string][]int {
+func owners(taps [2]map[string][]*jaegertest.Span) map[string][]int {
 	out := map[string][]int{}
 	for i, tp := range taps {
 		for id := range tp {
@@ -298,7 +301,7 @@ func owners(taps [2]map[string][]collectortest.Span) map[string][]int {
 	return out
 }
 
-func sumSpans(reps []collectortest.Replayed) int {
+func sumSpans(reps []piotel.Replayed) int {
 	n := 0
 	for _, r := range reps {
 		n += r.Spans
@@ -308,7 +311,7 @@ func sumSpans(reps []collectortest.Replayed) int {
 
 // checkWhole fails for every single-trace replay in reps that did not reach exactly one
 // gateway with all its spans, and returns how many did.
-func checkWhole(t *testing.T, what string, reps []collectortest.Replayed, taps [2]map[string][]collectortest.Span) (whole int) {
+func checkWhole(t *testing.T, what string, reps []piotel.Replayed, taps [2]map[string][]*jaegertest.Span) (whole int) {
 	t.Helper()
 	own := owners(taps)
 	for _, r := range reps {
@@ -349,7 +352,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 		DecisionWait:     "10s", // long enough that wave 1 is surely still undecided at the kill
 		AgentEnv:         map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"},
 	})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	files := captureFiles(t)
 
 	before := replayAll(t, bin, s, copies(files, 2), replayParallel)
@@ -381,9 +384,9 @@ func TestGatewayKilledMidStream(t *testing.T) {
 	down := time.Since(killed)
 
 	after := replayAll(t, bin, s, copies(files, 1), replayParallel)
-	all := append(append(append([]collectortest.Replayed{}, before...), during...), after...)
+	all := append(append(append([]piotel.Replayed{}, before...), during...), after...)
 	waitForSpans(t, s, sumSpans(all), 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	whole := checkWhole(t, "after the restart", all, taps)
 	for _, r := range during {
 		if gw := owners(taps)[r.TraceID]; r.TraceID != "" && len(gw) == 1 && gw[0] == 0 {
@@ -417,7 +420,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 // directory: every trace arrives, whole, at exactly one gateway.
 func TestAgentKilledWithFullQueue(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	for _, g := range s.Gateways {
 		g.Proc.Kill(t)
 	}
@@ -443,7 +446,7 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 	s.Agent = s.Agent.Restart(t)
 
 	waitForSpans(t, s, sent, 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	whole := checkWhole(t, "after the agent restart", reps, taps)
 	if got := distinctSpans(taps[0]) + distinctSpans(taps[1]); got != sent {
 		t.Errorf("gateways received %d distinct spans, the replays sent %d", got, sent)
@@ -460,7 +463,7 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 func TestGatewayRemovedFromRing(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"}})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	s.Gateways[1].Proc.Kill(t)
 	reps := replayAll(t, bin, s, copies(captureFiles(t), 2), replayParallel)
 	sent := sumSpans(reps)
@@ -482,13 +485,13 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 	opts := s.Agent.Opts
 	opts.Env = maps.Clone(opts.Env)
 	opts.Env["PI_OTEL_GATEWAYS"] = "[" + s.Gateways[0].OTLP + "]"
-	s.Agent = collectortest.Start(t, opts)
+	s.Agent = otelcol.Start(t, opts)
 
 	collectortest.Eventually(t, 2*time.Minute, func() bool { return distinctSpans(s.tap(t, 0)) >= sent },
 		func() string {
 			return fmt.Sprintf("gateway-1 holds %d of %d spans\nagent:\n%s", distinctSpans(s.tap(t, 0)), sent, s.Agent.Logs())
 		})
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), {}}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), {}}
 	whole := checkWhole(t, "after the re-route", reps, taps)
 	t.Logf("%d replays, %d spans; the agent held %d spans for the dead gateway-2; after it left the ring all reached gateway-1: %d single-trace replays whole, %d spans twice",
 		len(reps), sent, held, whole, spanCount(taps[0])-distinctSpans(taps[0]))
@@ -501,13 +504,13 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 func TestAgentQueueAtCapacity(t *testing.T) {
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "8"}})
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	for _, g := range s.Gateways {
 		g.Proc.Kill(t)
 	}
 	reps := replayAllTrouble(t, bin, s, copies(captureFiles(t), 2), replayParallel, true)
 	sent, failed := 0, 0
-	var whole []collectortest.Replayed // replays the agent took entirely
+	var whole []piotel.Replayed // replays the agent took entirely
 	for _, r := range reps {
 		sent += r.Spans
 		failed += r.Failed
@@ -527,7 +530,7 @@ func TestAgentQueueAtCapacity(t *testing.T) {
 	s.Agent = s.Agent.Restart(t)
 
 	waitForSpans(t, s, int(accepted), 3*time.Minute)
-	taps := [2]map[string][]collectortest.Span{s.tap(t, 0), s.tap(t, 1)}
+	taps := [2]map[string][]*jaegertest.Span{s.tap(t, 0), s.tap(t, 1)}
 	delivered := distinctSpans(taps[0]) + distinctSpans(taps[1])
 	if float64(delivered) != accepted {
 		t.Errorf("the agent accepted %v spans, the gateways received %d", accepted, delivered)

@@ -173,7 +173,7 @@ func TestComposeReplay(t *testing.T) {
 	run(t, cmd)
 
 	// Replayed spans carry the stream's times: search from the epoch.
-	j := jaegertest.Query("http://" + stack.Jaeger.Query)
+	j := stack.Jaeger
 	traces := j.WaitService(t, ctx, "example-compose", time.Unix(0, 0), 8)
 	spantree.Want(t, spantree.CaptureTree("pi-1.6.0", "retry-529"), jaegertest.Forest(t, traces...))
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -26,7 +26,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	cmd := exec.Command(bin, "replay", "--follow", missing)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
-	cmd.SysProcAttr = proc.Tethered()
+	cmd.SysProcAttr = proc.Group()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,12 +63,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 // value must not reach stderr unprefixed, beside pi-otel's own warning.
 func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close() // nothing listens there: a refused connection, at once
+	addr := freeport.Addr(t) // nothing listens there: a refused connection, at once
 	for _, ep := range []string{"::::", "not a url", "http://"} {
 		cmd := exec.Command(bin, "replay", "--spool-dir", "none", "--traces-endpoint", "http://"+addr,
 			repo.Path("testdata/captures/pi-0.73.x/bash-tool.jsonl"))

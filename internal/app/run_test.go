@@ -389,7 +389,7 @@ func runBin(t *testing.T, name string, r binRun) *binResult {
 	cmd.Env = append(cmd.Env, r.env...)
 	cmd.Stdin = r.stdin
 	// Its own process group: signals the test sends reach pi-otel only.
-	cmd.SysProcAttr = proc.Tethered()
+	cmd.SysProcAttr = proc.Group()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -42,7 +42,7 @@ func startWatch(t *testing.T, bin string, env []string, args ...string) *watcher
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"watch"}, args...)...)
 	cmd.Env = env
-	cmd.SysProcAttr = proc.Tethered()
+	cmd.SysProcAttr = proc.Group()
 	return startCmd(t, cmd)
 }
 
@@ -479,7 +479,7 @@ func TestWatchNamesUnreadableFolders(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "watch", "--state", filepath.Join(home, "watch.json"), closed, root)
 	cmd.Env = []string{"HOME=" + home, "PI_OTEL_SPOOL_DIR=none", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"}
-	cmd.SysProcAttr = proc.Tethered()
+	cmd.SysProcAttr = proc.Group()
 	if os.Getuid() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}

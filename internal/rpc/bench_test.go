@@ -9,9 +9,9 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 )
 
 // The cost of tracing one recorded session through the tracker, against

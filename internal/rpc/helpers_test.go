@@ -8,7 +8,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )

@@ -246,17 +246,6 @@ func listen(t *testing.T) net.Listener {
 	return lis
 }
 
-// freePort finds a port with nothing listening on it.
-func freePort(t *testing.T) string {
-	t.Helper()
-	lis := listen(t)
-	addr := lis.Addr().String()
-	if err := lis.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // pki is a throwaway CA with a server certificate for 127.0.0.1 and a
 // client certificate, all written as PEM files.
 type pki struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -484,7 +485,7 @@ func TestTLSMismatch(t *testing.T) {
 
 func TestCollectorDown(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
-		addr := freePort(t)
+		addr := freeport.Addr(t)
 		// Nothing of pi-otel's may reach stdout, which belongs to Pi.
 		stdout := captureStdout(t)
 
@@ -538,7 +539,7 @@ func TestCollectorDown(t *testing.T) {
 func TestCollectorDownQuiet(t *testing.T) {
 	ctx := testCtx(t)
 	tel, stderr := setup(t, loadConfig(t, map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + freePort(t),
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + freeport.Addr(t),
 		"PI_OTEL_QUIET":               "true",
 		"PI_OTEL_FLUSH_TIMEOUT":       "1h",
 	}))
@@ -554,7 +555,7 @@ func TestCollectorDownQuiet(t *testing.T) {
 
 func TestCollectorComesUpLate(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
-		addr := freePort(t)
+		addr := freeport.Addr(t)
 		tel, stderr := setup(t, loadConfig(t, map[string]string{
 			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
@@ -654,7 +655,7 @@ func TestEachProcessIsItsOwnMetricStream(t *testing.T) {
 // flush at exit gives up instead of waiting out the retries.
 func TestLogsCollectorDown(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
-		addr := freePort(t)
+		addr := freeport.Addr(t)
 		tel, stderr := setup(t, loadConfig(t, map[string]string{
 			"OTEL_TRACES_EXPORTER":                              "none",
 			"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":                  protocol,
@@ -812,14 +813,14 @@ func TestRefusedNamesTheEndpoint(t *testing.T) {
 		says string
 	}{
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + freePort(t)}, "the endpoint comes from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + freeport.Addr(t)}, "the endpoint comes from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 	} {
 		ctx := testCtx(t)
 		cfg := loadConfig(t, c.env)
 		cfg.Spool = config.Spool{}
 		if cfg.Traces.OTLP.EndpointFrom == "" {
 			// Nothing may listen on the default port for this test.
-			cfg.Traces.OTLP.Endpoint = "http://" + freePort(t)
+			cfg.Traces.OTLP.Endpoint = "http://" + freeport.Addr(t)
 		}
 		tel, stderr := setup(t, cfg)
 		makeTrace(tel.TracerProvider())

@@ -35,8 +35,8 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
@@ -351,7 +351,7 @@ func faultLag(recs []faultRecord) (time.Duration, string) {
 // configured address the exporter's retry delivers them, before Pi ends.
 func TestCollectorDownAtStart(t *testing.T) {
 	t.Parallel()
-	addr := collectortest.FreeAddr(t)
+	addr := freeport.Addr(t)
 	gate := newFaultGate(t)
 	s := prepareJSON(t, "collector-down-at-start", "Run it",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
@@ -408,7 +408,7 @@ func TestCollectorDownAtStart(t *testing.T) {
 // first one stored dies with it: the test reads it before the kill.)
 func TestCollectorKilledAndRestarted(t *testing.T) {
 	t.Parallel()
-	addr := collectortest.FreeAddr(t)
+	addr := freeport.Addr(t)
 	gate1, gate2 := newFaultGate(t), newFaultGate(t)
 	s := prepareJSON(t, "collector-killed", "Run it twice",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),
@@ -425,7 +425,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 
 	r.waitRecord("turn_end", 1)
 	before := faultWaitSpans(t, first, service, since, 3)
-	first.Kill()
+	first.Kill(t)
 	killed := time.Now()
 
 	gate1.open()
@@ -473,7 +473,7 @@ func TestCollectorKilledAndRestarted(t *testing.T) {
 // rather than wait out gRPC's reconnection backoff.
 func TestCollectorDownQueueFull(t *testing.T) {
 	t.Parallel()
-	addr := collectortest.FreeAddr(t)
+	addr := freeport.Addr(t)
 	gate := newFaultGate(t)
 	var calls []fakemodel.ToolCall
 	for i := range 6 {
@@ -787,7 +787,7 @@ func faultTargets(b *testing.B) []faultTarget {
 	up := startFaultCollector(b, 0)
 	slow := startFaultCollector(b, time.Second)
 	hole := faultBlackHole(b)
-	down := collectortest.FreeAddr(b)
+	down := freeport.Addr(b)
 	return []faultTarget{
 		{name: "no-export", args: []string{"--traces-exporter", "none"}},
 		{name: "collector", env: faultOTLP(up.addr, "bench")},

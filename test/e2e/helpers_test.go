@@ -23,6 +23,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -36,7 +37,7 @@ var piOtelBin string
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	if bin := os.Getenv(rpcBinaryEnv); bin != "" {
+	if bin := os.Getenv(piotel.EnvBin); bin != "" {
 		piOtelBin = bin
 		return m.Run()
 	}
@@ -52,11 +53,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	piOtelBin = bin
-	// The RPC tests look for a prebuilt binary here.
-	if err := os.Setenv(rpcBinaryEnv, bin); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
 	return m.Run()
 }
 

@@ -14,28 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // The real Pi in RPC mode, driven by a Go controller through the built
 // `pi-otel rpc`, exporting to a real Jaeger. Each scenario also runs
 // without the proxy: the controller's transcript must be the same.
-
-// rpcBinaryEnv names a prebuilt pi-otel (TestMain sets it to the one it
-// builds when it is not set).
-const rpcBinaryEnv = "PI_OTEL_BIN"
-
-func rpcPiOtel(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv(rpcBinaryEnv)
-	if bin == "" {
-		t.Fatalf("%s is not set and TestMain built no pi-otel", rpcBinaryEnv)
-	}
-	return bin
-}
 
 // rpcProxy runs Pi behind pi-otel rpc, exporting spans to j as service.
 // With wire set, Pi runs inside `tee IN | pi | tee OUT`, so the test can
@@ -57,7 +44,7 @@ func rpcProxy(bin string, j *jaegertest.Jaeger, service, wire string) rpctest.Pe
 }
 
 func TestRPCProxy(t *testing.T) {
-	bin := rpcPiOtel(t)
+	bin := piOtelBin
 	j := jaegertest.Start(t)
 	for _, s := range rpctest.Scenarios() {
 		t.Run(s.Name, func(t *testing.T) {

@@ -30,11 +30,11 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/app"
 	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -22,7 +22,7 @@ import (
 // back, delivers them first. Nothing is lost, nothing arrives twice.
 func TestSpoolAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	addr := collectortest.FreeAddr(t)
+	addr := freeport.Addr(t)
 	spoolDir := t.TempDir()
 	s := prepareJSON(t, "spool-across-processes", "Run it",
 		fakemodel.Tools(fakemodel.Bash("call_1", "echo one")),

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
@@ -205,7 +205,7 @@ func TestWatchCollectorOutage(t *testing.T) {
 	pi := pitest.New(t, model.URL())
 	dir := pi.SessionDir
 	state := filepath.Join(t.TempDir(), "watch.json")
-	addr := collectortest.FreeAddr(t)
+	addr := freeport.Addr(t)
 	service := "e2e-watch-outage"
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_SERVICE_NAME=" + service, "OTEL_METRICS_EXPORTER=none"}
 	since := time.Now().Add(-time.Second)

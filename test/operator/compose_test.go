@@ -23,6 +23,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // No docker engine runs here, so docker-compose.yml is loaded by compose-go, the loader and JSON
@@ -34,7 +35,7 @@ import (
 // environment so the machine's variables cannot change the result.
 func loadComposeContent(t *testing.T, content []byte) (*composetypes.Project, error) {
 	t.Helper()
-	root := collectortest.RepoFile(t, ".")
+	root := repo.Path(".")
 	return composeloader.LoadWithContext(context.Background(), composetypes.ConfigDetails{
 		WorkingDir:  root,
 		ConfigFiles: []composetypes.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml"), Content: content}},
@@ -47,7 +48,7 @@ func loadComposeContent(t *testing.T, content []byte) (*composetypes.Project, er
 
 func loadCompose(t *testing.T) *composetypes.Project {
 	t.Helper()
-	raw, err := os.ReadFile(collectortest.RepoFile(t, "docker-compose.yml"))
+	raw, err := os.ReadFile(repo.Path("docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func loadCompose(t *testing.T) *composetypes.Project {
 // TestComposeLoaderIsStrict proves the loader above can fail: an unknown key, a wrong type and a
 // dangling depends_on are each refused.
 func TestComposeLoaderIsStrict(t *testing.T) {
-	raw, err := os.ReadFile(collectortest.RepoFile(t, "docker-compose.yml"))
+	raw, err := os.ReadFile(repo.Path("docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestComposeLoaderIsStrict(t *testing.T) {
 
 func loadYAML(t *testing.T, rel string, out any) {
 	t.Helper()
-	raw, err := os.ReadFile(collectortest.RepoFile(t, rel))
+	raw, err := os.ReadFile(repo.Path(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func loadYAML(t *testing.T, rel string, out any) {
 // that every named volume is declared.
 func mounts(t *testing.T, p *composetypes.Project, svc composetypes.ServiceConfig) map[string]string {
 	t.Helper()
-	root := collectortest.RepoFile(t, ".")
+	root := repo.Path(".")
 	out := map[string]string{}
 	for _, v := range svc.Volumes {
 		switch v.Type {
@@ -155,7 +156,7 @@ var envRef = regexp.MustCompile(`\$\{env:([A-Z0-9_]+)(?::-([^}]*))?\}`)
 // collectorConfig reads a collector config's text, its env references and their defaults.
 func collectorConfig(t *testing.T, rel string) (string, map[string]string) {
 	t.Helper()
-	raw, err := os.ReadFile(collectortest.RepoFile(t, rel))
+	raw, err := os.ReadFile(repo.Path(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestComposeServicesAndImages(t *testing.T) {
 	for r := range releases {
 		release = r
 	}
-	root := collectortest.RepoFile(t, ".")
+	root := repo.Path(".")
 	for _, name := range append(gatewayServices(t, c), "agent") {
 		s := c.Services[name]
 		if s.Image != "pi-otel-collector:"+release {
@@ -256,7 +257,7 @@ func TestComposeServicesAndImages(t *testing.T) {
 // that its base images are pinned.
 func checkDockerfile(t *testing.T, rel string) {
 	t.Helper()
-	raw, err := os.ReadFile(collectortest.RepoFile(t, rel))
+	raw, err := os.ReadFile(repo.Path(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func checkDockerfile(t *testing.T, rel string) {
 			}
 			for _, src := range args[:len(args)-1] {
 				copies++
-				if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
+				if _, err := os.Stat(repo.Path(src)); err != nil {
 					t.Errorf("%s copies %s: %v", rel, src, err)
 				}
 			}
@@ -297,7 +298,7 @@ func TestComposeMountsExist(t *testing.T) {
 	for name, s := range c.Services {
 		m := mounts(t, c, s)
 		for dst, src := range m {
-			if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
+			if _, err := os.Stat(repo.Path(src)); err != nil {
 				t.Errorf("%s: mount %s → %s: %v", name, src, dst, err)
 			}
 		}
@@ -312,7 +313,7 @@ func TestComposeMountsExist(t *testing.T) {
 				t.Errorf("%s: %s is not mounted", name, val)
 				continue
 			}
-			if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
+			if _, err := os.Stat(repo.Path(src)); err != nil {
 				t.Errorf("%s: %s (from %s): %v", name, val, src, err)
 			}
 		}
@@ -474,7 +475,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 			t.Errorf("rule_files %s: directory not mounted", rf)
 			continue
 		}
-		matches, _ := filepath.Glob(filepath.Join(collectortest.RepoFile(t, dirSrc), path.Base(rf)))
+		matches, _ := filepath.Glob(filepath.Join(repo.Path(dirSrc), path.Base(rf)))
 		if len(matches) < 2 {
 			t.Errorf("rule_files %s matches %v, want the alert and recording rules", rf, matches)
 		}
@@ -526,14 +527,14 @@ func TestComposeAddressesAgree(t *testing.T) {
 			t.Errorf("dashboard provider path %s is not mounted", p.Options.Path)
 			continue
 		}
-		if js, _ := filepath.Glob(filepath.Join(collectortest.RepoFile(t, src), "*.json")); len(js) == 0 {
+		if js, _ := filepath.Glob(filepath.Join(repo.Path(src), "*.json")); len(js) == 0 {
 			t.Errorf("dashboard provider path %s (%s) holds no dashboard", p.Options.Path, src)
 		}
 	}
 	for _, sub := range []string{"/etc/grafana/provisioning/datasources", "/etc/grafana/provisioning/dashboards"} {
 		if src, ok := hostPath(gm, sub); !ok {
 			t.Errorf("%s is not mounted", sub)
-		} else if _, err := os.Stat(collectortest.RepoFile(t, src)); err != nil {
+		} else if _, err := os.Stat(repo.Path(src)); err != nil {
 			t.Errorf("%s: %v", sub, err)
 		}
 	}
@@ -541,7 +542,7 @@ func TestComposeAddressesAgree(t *testing.T) {
 
 func TestShippedPrometheusConfig(t *testing.T) {
 	tool := proc.Promtool(t)
-	out, err := exec.Command(tool, "check", "config", collectortest.RepoFile(t, "dashboards/prometheus/prometheus.yml")).CombinedOutput()
+	out, err := exec.Command(tool, "check", "config", repo.Path("dashboards/prometheus/prometheus.yml")).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool check config: %v\n%s", err, out)
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
@@ -148,7 +149,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The listen port comes from FreeAddr and may be taken meanwhile: retry with a fresh one.
+	// The listen port comes from freeport.Addr and may be taken meanwhile: retry with a fresh one.
 	for attempt := 1; ; attempt++ {
 		p, logs, err := runPrometheus(t, bin, cfgPath, filepath.Join(dir, fmt.Sprint("data", attempt)))
 		if err == nil {
@@ -161,7 +162,7 @@ scrape_configs:
 }
 
 func runPrometheus(t *testing.T, bin, cfgPath, dataDir string) (*promServer, string, error) {
-	p := &promServer{addr: collectortest.FreeAddr(t), done: make(chan struct{})}
+	p := &promServer{addr: freeport.Addr(t), done: make(chan struct{})}
 	cmd := exec.Command(bin,
 		"--config.file="+cfgPath,
 		"--storage.tsdb.path="+dataDir,

@@ -24,8 +24,11 @@ import (
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -50,7 +53,7 @@ func (s *logStore) keep(path string, req *collogpb.ExportLogsServiceRequest) {
 // OTLP log store with every record, each carrying its run's trace id.
 func TestLogsThroughTheCollectors(t *testing.T) {
 	t.Parallel()
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 
 	store := &logStore{records: map[string]string{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,12 +65,12 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	stack := collectortest.StartStack(t, collectortest.StackOptions{
-		GatewayOverlays: []string{collectortest.RepoFile(t, "collector/gateway-logs.yaml")},
+		GatewayOverlays: []string{repo.Path("collector/gateway-logs.yaml")},
 		GatewayEnv: func(int) map[string]string {
 			return map[string]string{"PI_OTEL_LOGS_ENDPOINT": "http://" + lis.Addr().String() + "/otlp"}
 		},
 	})
-	agentOTLP, nowhere := stack.AgentOTLP, collectortest.FreeAddr(t)
+	agentOTLP, nowhere := stack.AgentOTLP, freeport.Addr(t)
 
 	// Each replay writes its records to a file too: the file is what the store must end up with.
 	want := map[string]int{} // "traceid/event" → records
@@ -76,9 +79,9 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		// The generic endpoint and OTEL_LOGS_EXPORTER=otlp, as operators set them.
 		cmd := exec.CommandContext(ctx, bin, "replay", "--traces-exporter", "none",
-			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = append(collectortest.ExportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
-		cmd.SysProcAttr = proc.Tethered()
+			repo.Path("testdata/captures/pi-1.6.0/"+name+".jsonl"))
+		cmd.Env = append(piotel.ExportEnv(os.Environ(), "http://"+agentOTLP, "grpc"), "OTEL_LOGS_EXPORTER=otlp")
+		cmd.SysProcAttr = proc.Group()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
@@ -95,8 +98,8 @@ func TestLogsThroughTheCollectors(t *testing.T) {
 		}
 		// The same replay to a file gives the records to expect.
 		cmd = exec.Command(bin, "replay", "--quiet", "--traces-exporter", "none", "--metrics-exporter", "none", "--logs-file", file,
-			collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/"+name+".jsonl"))
-		cmd.Env = collectortest.ExportEnv(os.Environ(), "http://"+nowhere, "grpc")
+			repo.Path("testdata/captures/pi-1.6.0/"+name+".jsonl"))
+		cmd.Env = piotel.ExportEnv(os.Environ(), "http://"+nowhere, "grpc")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("replay %s to a file: %v\n%s", name, err, out)
 		}

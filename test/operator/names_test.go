@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/queries"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
@@ -43,7 +45,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	// The RPC session needs the real Pi and Node: fail now, not after the replays, without them.
 	pitest.Lookup(t, pitest.EnvPi)
 	pitest.Lookup(t, pitest.EnvNodeDir)
-	bin := collectortest.PiOtel(t)
+	bin := piotel.Binary(t)
 	caps := captureFiles(t)
 	t.Logf("pi-otel binary ready in %v", time.Since(began).Round(time.Millisecond))
 	// The Tempo stand-in is stopped and the gateway does not retry: its otlp_grpc/tempo export of
@@ -52,8 +54,8 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	// first failure.
 	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0",
 		GatewayEnv: func(int) map[string]string { return map[string]string{"PI_OTEL_GATEWAY_EXPORT_RETRY": "false"} }})
-	stack.Tempo.Proc.Stop(t)
-	rules, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
+	stack.Tempo.Stop(t)
+	rules, err := filepath.Glob(repo.Path("dashboards/alerts/*.rules.yml"))
 	if err != nil || len(rules) == 0 {
 		t.Fatalf("rule files: %v", err)
 	}
@@ -218,7 +220,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	}
 
 	checkQuantities(t, prom, rep, rpc, rpcSummary, mode)
-	checkRecordingRules(t, prom, collectortest.RepoFile(t, "dashboards/alerts/recording.rules.yml"), promStart, rep.cost+rpc.cost)
+	checkRecordingRules(t, prom, repo.Path("dashboards/alerts/recording.rules.yml"), promStart, rep.cost+rpc.cost)
 
 	// Exemplars: the chat latency panel links points to traces through them. The spanmetrics
 	// connector exposes an exemplar only until its next flush, so replay a capture again (a
@@ -227,7 +229,7 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	for _, id := range rep.traceIDs {
 		ours[id] = true
 	}
-	text := collectortest.RepoFile(t, "testdata/captures/pi-1.6.0/text.jsonl")
+	text := repo.Path("testdata/captures/pi-1.6.0/text.jsonl")
 	collectortest.Eventually(t, 60*time.Second, func() bool {
 		var ex []struct {
 			Exemplars []struct {
@@ -412,7 +414,7 @@ var labelReplaceDst = regexp.MustCompile(`"([a-zA-Z_][a-zA-Z0-9_]*)",\s*"[^"]*",
 func loadQueries(t *testing.T) []queries.Query {
 	t.Helper()
 	var all []queries.Query
-	dash, err := filepath.Glob(collectortest.RepoFile(t, "dashboards/grafana/dashboards/*.json"))
+	dash, err := filepath.Glob(repo.Path("dashboards/grafana/dashboards/*.json"))
 	if err != nil || len(dash) == 0 {
 		t.Fatalf("dashboards: %v", err)
 	}
@@ -423,7 +425,7 @@ func loadQueries(t *testing.T) []queries.Query {
 		}
 		all = append(all, qs...)
 	}
-	rules, _ := filepath.Glob(collectortest.RepoFile(t, "dashboards/alerts/*.rules.yml"))
+	rules, _ := filepath.Glob(repo.Path("dashboards/alerts/*.rules.yml"))
 	for _, f := range rules {
 		qs, err := queries.FromRules(f)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
 )
 
 // TestDeltaTemporalityThroughTheCollector measures what the Collector's prometheus exporter

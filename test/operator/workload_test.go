@@ -18,9 +18,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
@@ -48,7 +49,7 @@ type realCapture struct {
 func captureFiles(t *testing.T) []realCapture {
 	t.Helper()
 	var out []realCapture
-	for _, p := range collectortest.JSONCaptures(t) {
+	for _, p := range piotel.JSONCaptures(t) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +154,7 @@ func (m semconvMode) isForeign(metric string) bool {
 // replay runs `pi-otel replay` of file as a user would, exporting to endpoint in mode, and
 // returns its summary. Errors are reported with t.Errorf so replays can run concurrently.
 func replay(t *testing.T, bin, file, endpoint, protocol string, mode semconvMode) (summaryline.Summary, bool) {
-	r, err := collectortest.Replay(bin, file, endpoint, protocol, mode.env...)
+	r, err := piotel.Replay(bin, file, endpoint, protocol, mode.env...)
 	what := "replay " + filepath.Base(file)
 	if err != nil {
 		t.Errorf("%s over %s: %v", what, protocol, err)
@@ -236,7 +237,7 @@ func runRPCSession(dir, bin, endpoint string, mode semconvMode) (*rpcSession, er
 		args := append([]string{"rpc", "--traces-exporter", "otlp", "--metrics-exporter", "otlp",
 			"--metrics-interval", "1s", "--", env.Pi}, piArgs...)
 		cmd := env.Wrap(context.Background(), bin, args...)
-		cmd.Env = append(append(collectortest.ExportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
+		cmd.Env = append(append(piotel.ExportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
 		return cmd
 	}
 	res, err := s.Run(dir, peer)

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-	"github.com/pi-otel/pi-otel/internal/telemetry/metrics/metricstest"
+	"github.com/pi-otel/pi-otel/internal/testutil/metricstest"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 

@@ -18,11 +18,11 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/rpc"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 

@@ -8,22 +8,20 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 )
 
 // Meta is written beside each capture as NAME.meta.json.
@@ -98,19 +96,11 @@ func decodeLines(b []byte) ([]map[string]any, error) {
 // lineHook sees every stdout line as it arrives; the process is running.
 type lineHook func(line []byte, rec map[string]any, p *os.Process)
 
-// rpcStep writes Send (when set) after the previous step's WaitFor record has
-// been seen on stdout.
-type rpcStep struct {
-	Send    string
-	WaitFor func(rec map[string]any) bool // nil: do not wait
-	Pause   time.Duration                 // sleep before sending
-}
-
 type runSpec struct {
 	env     *pitest.Env
 	args    []string
 	onLine  lineHook
-	rpc     []rpcStep
+	rpc     func(d *rpctest.Driver)
 	timeout time.Duration
 }
 
@@ -121,7 +111,8 @@ type runResult struct {
 	signal        string
 }
 
-// run starts Pi, streams its stdout through the hooks and waits for it.
+// run starts Pi, streams its stdout through the hooks (or drives it over
+// RPC) and waits for it.
 func run(spec runSpec) (runResult, error) {
 	timeout := spec.timeout
 	if timeout == 0 {
@@ -132,125 +123,55 @@ func run(spec runSpec) (runResult, error) {
 	cmd := spec.env.Command(ctx, spec.args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+	if spec.rpc != nil {
+		return runRPC(ctx, spec, cmd, &stderr, timeout)
+	}
+	stdout, err := proc.Run(cmd, func(*os.Process) { spec.env.Track(cmd) }, func(line []byte, p *os.Process) {
+		if spec.onLine != nil {
+			var rec map[string]any
+			_ = json.Unmarshal(bytes.TrimRight(line, "\r\n"), &rec)
+			spec.onLine(line, rec, p)
+		}
+	})
 	if err != nil {
 		return runResult{}, err
 	}
-	var stdin io.WriteCloser
-	if spec.rpc != nil {
-		if stdin, err = cmd.StdinPipe(); err != nil {
-			return runResult{}, err
-		}
-	}
-	if err := cmd.Start(); err != nil {
-		return runResult{}, err
-	}
-	spec.env.Track(cmd)
-
-	var (
-		mu    sync.Mutex
-		seen  []map[string]any
-		wake  = make(chan struct{}, 1)
-		out   bytes.Buffer
-		input bytes.Buffer
-	)
-	readDone := make(chan error, 1)
-	go func() {
-		r := bufio.NewReaderSize(stdout, 1<<20)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				out.Write(line)
-				var rec map[string]any
-				_ = json.Unmarshal(bytes.TrimRight(line, "\r\n"), &rec)
-				if spec.onLine != nil {
-					spec.onLine(line, rec, cmd.Process)
-				}
-				mu.Lock()
-				seen = append(seen, rec)
-				mu.Unlock()
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			}
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readDone <- err
-				return
-			}
-		}
-	}()
-
-	var stepErr error
-	if spec.rpc != nil {
-		stepErr = driveRPC(ctx, spec.rpc, stdin, &input, &mu, &seen, wake)
-		_ = stdin.Close()
-	}
-	rerr := <-readDone
-	werr := cmd.Wait()
-	res := runResult{stdout: out.Bytes(), stdin: input.Bytes(), stderr: stderr.String(), exitCode: cmd.ProcessState.ExitCode()}
-	if ws, ok := cmd.ProcessState.Sys().(interface{ Signaled() bool }); ok && ws.Signaled() {
-		res.signal = cmd.ProcessState.String()
-	}
+	res := result(cmd, stdout, nil, &stderr)
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("pi did not finish within %v (stderr: %s)", timeout, stderr.String())
-	}
-	if stepErr != nil {
-		return res, stepErr
-	}
-	if rerr != nil {
-		return res, rerr
-	}
-	var ee *exec.ExitError
-	if werr != nil && !errors.As(werr, &ee) {
-		return res, werr
 	}
 	return res, nil
 }
 
-func driveRPC(ctx context.Context, steps []rpcStep, stdin io.Writer, input *bytes.Buffer, mu *sync.Mutex, seen *[]map[string]any, wake chan struct{}) error {
-	from := 0 // records before this index were matched by earlier steps
-	for i, st := range steps {
-		if st.Pause > 0 {
-			time.Sleep(st.Pause)
-		}
-		if st.Send != "" {
-			line := st.Send
-			if !strings.HasSuffix(line, "\n") {
-				line += "\n"
-			}
-			input.WriteString(line)
-			if _, err := io.WriteString(stdin, line); err != nil {
-				return fmt.Errorf("rpc step %d: write: %v", i, err)
-			}
-		}
-		if st.WaitFor == nil {
-			continue
-		}
-		for found := false; !found; {
-			mu.Lock()
-			for ; from < len(*seen); from++ {
-				if (*seen)[from] != nil && st.WaitFor((*seen)[from]) {
-					found = true
-					from++
-					break
-				}
-			}
-			mu.Unlock()
-			if found {
-				break
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return fmt.Errorf("rpc step %d (%q): expected record never came", i, st.Send)
-			}
-		}
+// runRPC drives Pi through rpctest's controller, which keeps the exact
+// bytes of both directions, and closes its stdin after the last step.
+func runRPC(ctx context.Context, spec runSpec, cmd *exec.Cmd, stderr *bytes.Buffer, timeout time.Duration) (runResult, error) {
+	c, err := rpctest.Start(cmd)
+	if err != nil {
+		return runResult{}, err
 	}
-	return nil
+	spec.env.Track(cmd)
+	d := &rpctest.Driver{C: c, Timeout: timeout}
+	spec.rpc(d)
+	_ = c.CloseStdin()
+	// ctx kills Pi at the deadline, so the exit comes within it.
+	if _, err := c.WaitExit(timeout + time.Minute); err != nil {
+		return runResult{stdout: c.Received(), stdin: c.Sent(), stderr: stderr.String()}, err
+	}
+	res := result(cmd, c.Received(), c.Sent(), stderr)
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("pi did not finish within %v (stderr: %s)", timeout, stderr.String())
+	}
+	return res, d.Err()
+}
+
+// result is how the exited cmd ended, with what it read and wrote.
+func result(cmd *exec.Cmd, stdout, stdin []byte, stderr *bytes.Buffer) runResult {
+	res := runResult{stdout: stdout, stdin: stdin, stderr: stderr.String(), exitCode: cmd.ProcessState.ExitCode()}
+	if ws, ok := cmd.ProcessState.Sys().(interface{ Signaled() bool }); ok && ws.Signaled() {
+		res.signal = cmd.ProcessState.String()
+	}
+	return res
 }
 
 // Recorder writes captures of one Pi version under its directory.

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/launch"
-	"github.com/pi-otel/pi-otel/internal/rpc/rpctest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 )
 
 // Scenario is one scripted Pi run.
@@ -30,8 +30,10 @@ type Scenario struct {
 	// it returns extra args for the captured run.
 	Prepare func(env *pitest.Env) ([]string, error)
 	Args    []string // after the provider/model flags
-	OnLine  lineHook
-	RPC     []rpcStep
+	OnLine  lineHook // json mode only
+	// RPC drives an RPC scenario through stdin (rpctest's driver); the
+	// runner closes stdin afterwards.
+	RPC func(d *rpctest.Driver)
 	// Check asserts what the capture must show, for fresh and committed
 	// captures alike.
 	Check func(c *Capture, recs []map[string]any) error
@@ -80,18 +82,6 @@ func first(recs []map[string]any, typ string) map[string]any {
 		}
 	}
 	return nil
-}
-
-func isType(typ string) func(map[string]any) bool {
-	return func(r map[string]any) bool { return r["type"] == typ }
-}
-
-func isResponse(cmd string) func(map[string]any) bool {
-	return func(r map[string]any) bool { return r["type"] == "response" && r["command"] == cmd }
-}
-
-func isToolStart(name string) func(map[string]any) bool {
-	return func(r map[string]any) bool { return r["type"] == "tool_execution_start" && r["toolName"] == name }
 }
 
 func expect(cond bool, format string, args ...any) error {
@@ -365,11 +355,8 @@ func hasDelta(recs []map[string]any, typ string) bool {
 	return false
 }
 
-func send(line string, wait func(map[string]any) bool) rpcStep {
-	return rpcStep{Send: line, WaitFor: wait}
-}
-
-func anyResponse(r map[string]any) bool { return r["type"] == "response" }
+// anyResponse matches a response to any command, or to a line that was none.
+func anyResponse(l rpctest.Line) bool { return l.Type() == "response" }
 
 func responses(recs []map[string]any) []map[string]any {
 	var out []map[string]any
@@ -410,9 +397,11 @@ func RPCScenarios() []Scenario {
 			Name:        "rpc-prompt-state",
 			Description: "prompt, wait for agent_settled, get_state",
 			Script:      []fakemodel.Response{fakemodel.Text("Hello over RPC.", 3)},
-			RPC: []rpcStep{
-				send(`{"id":"p1","type":"prompt","message":"Say hello"}`, isType("agent_settled")),
-				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"p1","type":"prompt","message":"Say hello"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
+				d.Send(`{"id":"s1","type":"get_state"}`)
+				d.Wait(rpctest.IsResponse("get_state"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				return all(expect(count(recs, "agent_settled") == 1, "want one agent_settled"),
@@ -422,12 +411,16 @@ func RPCScenarios() []Scenario {
 		rpcSession("steer-follow-up", Scenario{
 			Name:        "rpc-steer-follow-up",
 			Description: "steer and follow_up sent while a bash tool runs",
-			RPC: []rpcStep{
-				send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`, isToolStart("bash")),
-				send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`, isResponse("steer")),
-				send(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`, isResponse("follow_up")),
-				{WaitFor: isType("agent_settled")},
-				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"p1","type":"prompt","message":"Run a slow command"}`)
+				d.Wait(rpctest.IsToolStart("bash"))
+				d.Send(`{"id":"st1","type":"steer","message":"Also mention the weather"}`)
+				d.Wait(rpctest.IsResponse("steer"))
+				d.Send(`{"id":"fu1","type":"follow_up","message":"Then summarise"}`)
+				d.Wait(rpctest.IsResponse("follow_up"))
+				d.Wait(rpctest.IsType("agent_settled"))
+				d.Send(`{"id":"s1","type":"get_state"}`)
+				d.Wait(rpctest.IsResponse("get_state"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				return expect(count(recs, "queue_update") >= 2, "want queue_update records")
@@ -436,10 +429,13 @@ func RPCScenarios() []Scenario {
 		rpcSession("compact", Scenario{
 			Name:        "rpc-compact",
 			Description: "two prompts, then a manual compact command",
-			RPC: []rpcStep{
-				send(`{"id":"p1","type":"prompt","message":"First"}`, isType("agent_settled")),
-				send(`{"id":"p2","type":"prompt","message":"Second"}`, isType("agent_settled")),
-				send(`{"id":"c1","type":"compact"}`, isResponse("compact")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"p1","type":"prompt","message":"First"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
+				d.Send(`{"id":"p2","type":"prompt","message":"Second"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
+				d.Send(`{"id":"c1","type":"compact"}`)
+				d.Wait(rpctest.IsResponse("compact"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				cs := first(recs, "compaction_start")
@@ -449,12 +445,16 @@ func RPCScenarios() []Scenario {
 		rpcSession("bash", Scenario{
 			Name:        "rpc-bash",
 			Description: "bash command, then a long bash command aborted with abort_bash, then a prompt that sees the output",
-			RPC: []rpcStep{
-				send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`, isResponse("bash")),
-				send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`, isType("bash_execution_update")),
-				send(`{"id":"ab1","type":"abort_bash"}`, isResponse("abort_bash")),
-				{WaitFor: func(r map[string]any) bool { return r["type"] == "response" && r["id"] == "b2" }},
-				send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`, isType("agent_settled")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"b1","type":"bash","command":"echo one; echo two"}`)
+				d.Wait(rpctest.IsResponse("bash"))
+				d.Send(`{"id":"b2","type":"bash","command":"echo started; sleep 20; echo never"}`)
+				d.Wait(rpctest.IsType("bash_execution_update"))
+				d.Send(`{"id":"ab1","type":"abort_bash"}`)
+				d.Wait(rpctest.IsResponse("abort_bash"))
+				d.Wait(rpctest.IsResponseID("b2"))
+				d.Send(`{"id":"p1","type":"prompt","message":"What did bash print?"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				return expect(count(recs, "bash_execution_update") >= 2, "want bash_execution_update records")
@@ -463,9 +463,12 @@ func RPCScenarios() []Scenario {
 		rpcSession("abort-mid-tool", Scenario{
 			Name:        "rpc-abort-mid-tool",
 			Description: "abort while a bash tool sleeps",
-			RPC: []rpcStep{
-				send(`{"id":"p1","type":"prompt","message":"Sleep"}`, isToolStart("bash")),
-				{Pause: 300 * time.Millisecond, Send: `{"id":"a1","type":"abort"}`, WaitFor: isType("agent_settled")},
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"p1","type":"prompt","message":"Sleep"}`)
+				d.Wait(rpctest.IsToolStart("bash"))
+				d.Pause(300 * time.Millisecond)
+				d.Send(`{"id":"a1","type":"abort"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				st := first(recs, "agent_settled")
@@ -475,13 +478,19 @@ func RPCScenarios() []Scenario {
 		{
 			Name:        "rpc-malformed",
 			Description: "lines that are not JSON, not objects, or not commands; then a valid get_state",
-			RPC: []rpcStep{
-				send(`this is not json`, anyResponse),
-				send(`[1,2,3]`, anyResponse),
-				send(`42`, anyResponse),
-				send(`{"id":"x1"}`, anyResponse),
-				send(`{"id":"x2","type":"no_such_command"}`, anyResponse),
-				send(`{"id":"s1","type":"get_state"}`, isResponse("get_state")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`this is not json`)
+				d.Wait(anyResponse)
+				d.Send(`[1,2,3]`)
+				d.Wait(anyResponse)
+				d.Send(`42`)
+				d.Wait(anyResponse)
+				d.Send(`{"id":"x1"}`)
+				d.Wait(anyResponse)
+				d.Send(`{"id":"x2","type":"no_such_command"}`)
+				d.Wait(anyResponse)
+				d.Send(`{"id":"s1","type":"get_state"}`)
+				d.Wait(rpctest.IsResponse("get_state"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				return expect(len(responses(recs)) == 6, "%d responses, want 6", len(responses(recs)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
 )
 
 // Session captures keep, for one run, both Pi's stdout and the session file
@@ -56,11 +57,15 @@ func SessionScenarios() []Scenario {
 				fakemodel.Text("Settings noted.", 2),
 			},
 			Args: rpcArgs(),
-			RPC: []rpcStep{
-				send(`{"id":"t1","type":"set_thinking_level","level":"high"}`, isResponse("set_thinking_level")),
-				send(`{"id":"n1","type":"set_session_name","name":"Settings session"}`, isResponse("set_session_name")),
-				send(`{"id":"m1","type":"set_model","provider":"fake","modelId":"fake-model"}`, isResponse("set_model")),
-				send(`{"id":"p1","type":"prompt","message":"Note the settings"}`, isType("agent_settled")),
+			RPC: func(d *rpctest.Driver) {
+				d.Send(`{"id":"t1","type":"set_thinking_level","level":"high"}`)
+				d.Wait(rpctest.IsResponse("set_thinking_level"))
+				d.Send(`{"id":"n1","type":"set_session_name","name":"Settings session"}`)
+				d.Wait(rpctest.IsResponse("set_session_name"))
+				d.Send(`{"id":"m1","type":"set_model","provider":"fake","modelId":"fake-model"}`)
+				d.Wait(rpctest.IsResponse("set_model"))
+				d.Send(`{"id":"p1","type":"prompt","message":"Note the settings"}`)
+				d.Wait(rpctest.IsType("agent_settled"))
 			},
 			Check: func(c *Capture, recs []map[string]any) error {
 				return all(rpcOK(c, recs), expect(count(recs, "agent_settled") == 1, "want one agent_settled"))

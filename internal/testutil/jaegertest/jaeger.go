@@ -1,5 +1,7 @@
-// Package jaegertest runs a real Jaeger v2 for end-to-end tests and reads
-// back what it stored, so tests assert on traces as a user would see them.
+// Package jaegertest runs a real Jaeger v2 on the shipped
+// collector/jaeger.yaml, for the end-to-end tests and as the collector
+// suites' trace backends, and reads back what it stored, so tests assert on
+// traces as a user would see them.
 //
 // The binary comes from $PI_OTEL_JAEGER (scripts/deps.sh builds it). When it
 // is missing the test fails: skipping would let a claim go unchecked.
@@ -8,19 +10,15 @@ package jaegertest
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // EnvJaeger names the Jaeger v2 binary.
@@ -29,6 +27,8 @@ const EnvJaeger = "PI_OTEL_JAEGER"
 // Jaeger is one running Jaeger v2 with in-memory storage, every endpoint on
 // 127.0.0.1.
 type Jaeger struct {
+	// Name tells this Jaeger from others in messages ("jaeger" unless set).
+	Name string
 	// OTLPGRPC is host:port of the OTLP gRPC receiver (no scheme).
 	OTLPGRPC string
 	// OTLPHTTP is the OTLP HTTP receiver base URL, e.g. http://127.0.0.1:P
@@ -36,19 +36,15 @@ type Jaeger struct {
 	OTLPHTTP string
 	// QueryURL is the query service base URL, e.g. http://127.0.0.1:P.
 	QueryURL string
-	// HealthURL is the health check's status URL.
-	HealthURL string
 
-	cmd    *exec.Cmd
-	done   chan struct{}
-	log    proc.Buffer
+	proc   *otelcol.Process
 	client *http.Client
 }
 
 type options struct {
-	binary  string
-	timeout time.Duration
-	otlp    string
+	binary string
+	otlp   string
+	name   string
 }
 
 // Option configures Start.
@@ -66,209 +62,67 @@ func WithOTLPGRPC(addr string) Option {
 	return option.Func[options](func(o *options) { o.otlp = addr })
 }
 
-// WithStartTimeout bounds the wait for a healthy status (default 60s): a
-// guard against a hung binary, not a performance assertion.
-func WithStartTimeout(d time.Duration) Option {
-	return option.Func[options](func(o *options) { o.timeout = d })
+// WithName names this Jaeger in messages, for a test that runs several.
+func WithName(name string) Option {
+	return option.Func[options](func(o *options) { o.name = name })
 }
 
-// Start runs Jaeger, waits until it reports healthy and stops it (waiting
-// for the process) on tb's cleanup. Failures end the test.
+// Binary returns $PI_OTEL_JAEGER, failing tb when it is missing.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	return proc.EnvBinary(tb, EnvJaeger)
+}
+
+// Start runs Jaeger on the shipped collector/jaeger.yaml, every endpoint
+// bound to a free loopback port, waits until it reports healthy and stops
+// it on tb's cleanup. Failures end the test.
 func Start(tb testing.TB, opts ...Option) *Jaeger {
 	tb.Helper()
-	o := option.Apply(options{timeout: 60 * time.Second}, opts)
+	o := option.Apply(options{name: "jaeger"}, opts)
 	if o.binary == "" {
-		o.binary = os.Getenv(EnvJaeger)
+		o.binary = Binary(tb)
 	}
-	if o.binary == "" {
-		tb.Fatalf("jaegertest: %s is not set; run `bash scripts/deps.sh` and `source \"${PI_OTEL_CACHE:-$HOME/.cache/pi-otel}/env.sh\"` (scripts/test.sh does both)", EnvJaeger)
-	}
-	if _, err := os.Stat(o.binary); err != nil {
-		tb.Fatalf("jaegertest: %s=%s: %v; run `bash scripts/deps.sh`", EnvJaeger, o.binary, err)
-	}
-	j, err := start(tb.TempDir(), o)
-	if j != nil {
-		tb.Cleanup(func() {
-			j.Stop()
-			if tb.Failed() {
-				tb.Logf("jaeger log:\n%s", j.Log())
-			}
-		})
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
+	j := &Jaeger{Name: o.name, client: &http.Client{Timeout: 10 * time.Second}}
+	j.proc = otelcol.StartFresh(tb, func() otelcol.Options {
+		ports := freeport.Addrs(tb, 6)
+		j.OTLPGRPC = ports[0]
+		if o.otlp != "" {
+			j.OTLPGRPC = o.otlp
+		}
+		j.OTLPHTTP, j.QueryURL = "http://"+ports[1], "http://"+ports[2]
+		return otelcol.Options{
+			Name:   o.name,
+			Binary: o.binary,
+			Config: repo.Path("collector/jaeger.yaml"),
+			Health: ports[4],
+			Env: map[string]string{
+				"PI_OTEL_JAEGER_OTLP_GRPC":      j.OTLPGRPC,
+				"PI_OTEL_JAEGER_OTLP_HTTP":      ports[1],
+				"PI_OTEL_JAEGER_QUERY_HTTP":     ports[2],
+				"PI_OTEL_JAEGER_QUERY_GRPC":     ports[3],
+				"PI_OTEL_JAEGER_HEALTH":         ports[4],
+				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
+				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(ports[5]),
+			},
+		}
+	})
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("%s log:\n%s", j.Name, j.Logs())
+		}
+	})
 	return j
 }
 
-func start(dir string, o options) (*Jaeger, error) {
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
-	}
-	addr := func(i int) string {
-		if i == 0 && o.otlp != "" {
-			return o.otlp
-		}
-		return "127.0.0.1:" + strconv.Itoa(ports[i])
-	}
-	cfgPath := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config(addr(0), addr(1), addr(2), addr(3), addr(4))), 0o644); err != nil {
-		return nil, err
-	}
-	j := &Jaeger{
-		OTLPGRPC:  addr(0),
-		OTLPHTTP:  "http://" + addr(1),
-		QueryURL:  "http://" + addr(2),
-		HealthURL: "http://" + addr(4) + "/status",
-		done:      make(chan struct{}),
-		client:    &http.Client{Timeout: 10 * time.Second},
-	}
-	j.cmd = exec.Command(o.binary, "--config", cfgPath)
-	j.cmd.Dir = dir
-	j.cmd.Stdout = &j.log
-	j.cmd.Stderr = &j.log
-	// Tethered: if the test binary dies without running cleanups (a panic
-	// or a -timeout), Jaeger must not outlive it.
-	j.cmd.SysProcAttr = proc.Tethered()
-	if err := j.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("jaegertest: start %s: %w", o.binary, err)
-	}
-	go func() { _ = j.cmd.Wait(); close(j.done) }()
-	if err := j.waitHealthy(o.timeout); err != nil {
-		return j, fmt.Errorf("%w\njaeger log:\n%s", err, j.Log())
-	}
-	return j, nil
-}
-
-// config binds every listener Jaeger opens to loopback; its own telemetry
-// exports nothing and opens no port.
-func config(otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, health string) string {
-	return `service:
-  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  healthcheckv2:
-    use_v2: true
-    http:
-      endpoint: ` + health + `
-  jaeger_query:
-    storage:
-      traces: memstore
-    enable_tracing: false
-    http:
-      endpoint: ` + queryHTTP + `
-    grpc:
-      endpoint: ` + queryGRPC + `
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 100000
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ` + otlpGRPC + `
-      http:
-        endpoint: ` + otlpHTTP + `
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`
-}
-
-func (j *Jaeger) waitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-j.done:
-			return fmt.Errorf("jaegertest: jaeger exited before it was healthy (%v)", j.cmd.ProcessState)
-		default:
-		}
-		resp, err := j.client.Get(j.HealthURL)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("status %s", resp.Status)
-		} else {
-			last = err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("jaegertest: not healthy after %v: %v", timeout, last)
-}
-
-// Stop terminates Jaeger and waits for it to exit; it is safe to call twice.
-func (j *Jaeger) Stop() {
-	if j.cmd == nil || j.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-j.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-j.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-		<-j.done
-	}
-}
+// Stop ends Jaeger gracefully and waits for it; it is safe to call twice.
+func (j *Jaeger) Stop(tb testing.TB) { j.proc.Stop(tb) }
 
 // Kill ends Jaeger with SIGKILL, as a crash would, and waits for it: what
 // it stored is gone and its ports refuse connections.
-func (j *Jaeger) Kill() {
-	if j.cmd == nil || j.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-	<-j.done
-}
+func (j *Jaeger) Kill(tb testing.TB) { j.proc.Kill(tb) }
 
-// Log is what Jaeger wrote to stdout and stderr so far.
-func (j *Jaeger) Log() string {
-	return j.log.String()
-}
-
-// freePorts reserves n distinct loopback ports and releases them for Jaeger.
-// Another process could take one in between; on this test machine that race
-// is rare and shows as a clear bind error in Jaeger's log.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	out := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("jaegertest: reserve port: %w", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
+// Logs is what Jaeger wrote to stdout and stderr so far.
+func (j *Jaeger) Logs() string { return j.proc.Logs() }
 
 // ErrNotFound is returned when Jaeger has no such trace (yet).
 var ErrNotFound = errors.New("jaegertest: trace not found")

@@ -15,13 +15,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
-// Query reads back from a Jaeger this package did not start (one of
-// collectortest's backends, say) whose query service is at queryURL
-// (http://host:port). Only the query methods may be used on it.
-func Query(queryURL string) *Jaeger {
-	return &Jaeger{QueryURL: queryURL, client: &http.Client{Timeout: 10 * time.Second}}
-}
-
 // Trace fetches one trace by its hex id from /api/v3/traces/{id}.
 // It returns ErrNotFound while Jaeger has not stored it.
 func (j *Jaeger) Trace(ctx context.Context, traceID string) (*Trace, error) {
@@ -63,6 +56,30 @@ func (j *Jaeger) Services(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return out.Services, nil
+}
+
+// SpansByTrace returns every span j holds, by trace id, over all its
+// services; failures end the test. The search window starts in 2000 (a
+// replay keeps its capture's timestamps) and the trace count is far above
+// what a test sends.
+func (j *Jaeger) SpansByTrace(tb testing.TB) map[string][]*Span {
+	tb.Helper()
+	ctx := context.Background()
+	svcs, err := j.Services(ctx)
+	if err != nil {
+		tb.Fatalf("%s: services: %v", j.Name, err)
+	}
+	out := map[string][]*Span{}
+	for _, svc := range svcs {
+		traces, err := j.FindTraces(ctx, svc, time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(time.Minute), 100000)
+		if err != nil {
+			tb.Fatalf("%s: traces of %s: %v", j.Name, svc, err)
+		}
+		for _, t := range traces {
+			out[t.ID] = append(out[t.ID], t.Spans...)
+		}
+	}
+	return out
 }
 
 func (j *Jaeger) get(ctx context.Context, path string, q url.Values, v any) error {

@@ -285,9 +285,7 @@ func (e *Env) Wrap(ctx context.Context, name string, args ...string) *exec.Cmd {
 func (e *Env) setup(cmd *exec.Cmd) {
 	cmd.Dir = e.WorkDir
 	cmd.Env = e.Environ()
-	// Tethered: a test binary that dies without cleanups (panic, -timeout)
-	// takes the child with it.
-	cmd.SysProcAttr = proc.Tethered()
+	cmd.SysProcAttr = proc.Group()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
 

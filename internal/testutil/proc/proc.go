@@ -98,6 +98,22 @@ func SameBytes(tb testing.TB, what string, got, want []byte) {
 // (the test) may use at once.
 type Buffer = outfile.Buffer
 
+// EnvBinary is the path of the binary named by the environment variable
+// env (scripts/deps.sh builds it and writes env.sh, which exports env). A
+// missing binary fails tb: the suites that need one prove what users run,
+// so they must not skip.
+func EnvBinary(tb testing.TB, env string) string {
+	tb.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		tb.Fatalf("%s is not set; run `bash scripts/deps.sh` and `source \"${PI_OTEL_CACHE:-$HOME/.cache/pi-otel}/env.sh\"` (scripts/test.sh does both)", env)
+	}
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("%s=%s: %v; run `bash scripts/deps.sh`", env, p, err)
+	}
+	return p
+}
+
 // Tool is the path of the program name on PATH. A missing tool fails tb:
 // the suites that need one must not skip. hint says where to get it.
 func Tool(tb testing.TB, name, hint string) string {
