@@ -90,6 +90,7 @@ func (m *Mapper) closeRoot(at time.Time, reason piconv.EndReason, settled bool) 
 	if r.extensionErrors > 0 {
 		attrs = append(attrs, piconv.ExtensionErrorsKey.Int(r.extensionErrors))
 	}
+	attrs = append(attrs, r.nested.attrs()...)
 	root.SetAttributes(attrs...)
 	switch outcome {
 	case piconv.OutcomeError:

@@ -146,6 +146,7 @@ type run struct {
 	aborted   bool
 	lastEnd   time.Time
 	willRetry bool // the last compaction_end or agent_end said a retry follows
+	nested    nestedTotals
 }
 
 func (r *run) expectingContinuation() bool {

@@ -76,6 +76,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		// Its span ended when the cap evicted it; a second span for the
 		// same call would count it twice.
 		m.anomaly("tool_execution_end after eviction")
+		m.nextNested, m.nestedGiven = nil, false
 		if ev.IsError {
 			r.toolErrors++
 		}
@@ -106,6 +107,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
+	attrs = m.nestedTool(t, ev, at, attrs)
 	m.endTool(t, at, attrs...)
 }
 

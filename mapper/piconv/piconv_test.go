@@ -196,7 +196,7 @@ func TestSpanModelDocument(t *testing.T) {
 	want := piconv.Spans()
 	for _, k := range piconv.Families() {
 		want = append(want, k.Prefix()+"{"+map[piconv.SpanFamily]string{
-			piconv.SpanChat: "model", piconv.SpanTool: "name", piconv.SpanRPC: "command", piconv.SpanExtensionUI: "method",
+			piconv.SpanChat: "model", piconv.SpanTool: "name", piconv.SpanAgent: "agent", piconv.SpanRPC: "command", piconv.SpanExtensionUI: "method",
 		}[k]+"}")
 	}
 	same(t, "the spans table", spans, want)

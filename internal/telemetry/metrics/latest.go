@@ -109,11 +109,21 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 	}
 }
 
+// onSubagent records a nested agent run's duration under its own agent
+// name.
+func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	set := []attribute.KeyValue{agentOf(a)}
+	if span.Status().Code == codes.Error {
+		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), piconv.NestedErrorType)))
+	}
+	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
+}
+
 func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {
 	set := []attribute.KeyValue{
 		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
 		semconv.GenAIToolTypeKey.String(orDefault(token(a.str(semconv.GenAIToolTypeKey)), piconv.ToolTypeFunction)),
-		agentName,
+		agentOf(a),
 	}
 	if failed {
 		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), piconv.ToolErrorType)))

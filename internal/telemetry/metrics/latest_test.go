@@ -79,7 +79,7 @@ func TestLatestMetrics(t *testing.T) {
 	// Both modes keep pi.*.
 	wantEqual(t, "pi.runs", c.sums(t, metrics.MetricRuns), map[string]float64{"pi.outcome=error": 1})
 	cost := c.sums(t, metrics.MetricCost)
-	if v := cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 1) {
+	if v := cost["gen_ai.agent.name=pi,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 1) {
 		t.Errorf("pi.cost = %v", cost)
 	}
 }

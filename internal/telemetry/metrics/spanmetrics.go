@@ -41,6 +41,8 @@ const (
 	MetricCost              = "pi.cost"
 	MetricExtensionUIWait   = "pi.extension_ui.wait"
 	MetricRPCCommands       = "pi.rpc.commands"
+	MetricSubagentRuns      = "pi.subagent.runs"
+	MetricSubagentDuration  = "pi.subagent.duration"
 )
 
 // Attribute keys of the GenAI conventions that this package reads; the
@@ -53,6 +55,7 @@ const (
 	keyOutputTokens  = semconv.GenAIUsageOutputTokensKey
 	keyTTFC          = semconv.GenAIResponseTimeToFirstChunkKey
 	keyToolName      = semconv.GenAIToolNameKey
+	keyAgentName     = semconv.GenAIAgentNameKey
 	keyErrorType     = semconv.ErrorTypeKey
 	keyErrorLabel    = attribute.Key("error")
 	unknownLabel     = "_OTHER"
@@ -117,6 +120,8 @@ type SpanMetrics struct {
 	cost         metric.Float64Counter
 	uiWait       metric.Float64Histogram
 	rpcCommands  metric.Int64Counter
+	subagents    metric.Int64Counter
+	subagentDur  metric.Float64Histogram
 }
 
 var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
@@ -148,6 +153,8 @@ func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, erro
 	s.uiWait = in.float64Histogram(MetricExtensionUIWait, "s",
 		"Time an extension dialog waited for the RPC controller (usually a human).", humanWaitBucket)
 	s.rpcCommands = in.int64Counter(MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
+	s.subagents = in.int64Counter(MetricSubagentRuns, "{run}", "Nested agent runs a tool ran (subagents), by agent and outcome.")
+	s.subagentDur = in.float64Histogram(MetricSubagentDuration, "s", "Duration of a nested agent run, by agent and outcome.", runBuckets)
 	if err := in.err(); err != nil {
 		return nil, err
 	}
@@ -169,6 +176,8 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	a := attrsOf(span)
 	name := span.Name()
 	switch {
+	case a.has(piconv.NestedDepthKey) && a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
+		s.onSubagent(ctx, span, a)
 	case name == piconv.SpanRoot || a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
 		s.onRoot(ctx, span, a)
 	case a.str(keyOperation) == semconv.GenAIOperationNameChat.Value.AsString():
@@ -208,12 +217,34 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	}
 }
 
+// onSubagent records a nested agent run: not a run of pi.runs, whose
+// count is of invocations of Pi itself. Its model calls count in the cost
+// and token metrics as chats, under their gen_ai.agent.name.
+func (s *SpanMetrics) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	outcome := string(piconv.OutcomeOK)
+	if span.Status().Code == codes.Error {
+		outcome = string(piconv.OutcomeError)
+	}
+	set := metric.WithAttributes(agentOf(a), piconv.OutcomeKey.String(outcome))
+	s.subagents.Add(ctx, 1, set)
+	s.subagentDur.Record(ctx, seconds(span), set)
+	if s.latest != nil {
+		s.latest.onSubagent(ctx, span, a)
+	}
+}
+
+// agentOf is the gen_ai.agent.name label of a span: a nested run's agent,
+// else Pi itself.
+func agentOf(a attrs) attribute.KeyValue {
+	return keyAgentName.String(orDefault(token(a.str(keyAgentName)), piconv.AgentName))
+}
+
 func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
 	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
 	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
+		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr, agentOf(a)))
 	}
 	if s.latest != nil {
 		s.latest.onChat(ctx, span, a, provider, modelAttr)
@@ -281,7 +312,8 @@ func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 	if v, ok := a.float(piconv.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
-			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
+			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName)),
+			agentOf(a)))
 	}
 }
 
@@ -311,6 +343,8 @@ func indexAttrs(kvs []attribute.KeyValue) attrs {
 	}
 	return a
 }
+
+func (a attrs) has(k attribute.Key) bool { _, ok := a[k]; return ok }
 
 func (a attrs) str(k attribute.Key) string {
 	if v, ok := a[k]; ok && v.Type() == attribute.STRING {
@@ -416,6 +450,7 @@ func Names() []string {
 		MetricTokenUsage, MetricOperationDuration, MetricTimeToFirstChunk, MetricRuns,
 		MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
+		MetricSubagentRuns, MetricSubagentDuration,
 		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
 		MetricSpansDropped, MetricExportFailures,
 		piconv.MetricInferenceDuration, piconv.MetricInferenceFirstChunk, piconv.MetricUsageInputTokens,
