@@ -317,7 +317,6 @@ type entry struct {
 	Model        string            `json:"model"`
 	Usage        *entryUsage       `json:"usage"`
 	Messages     []json.RawMessage `json:"messages"`
-	HasMessages  bool              `json:"-"`
 }
 
 type entryUsage struct {
@@ -336,37 +335,36 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		}
 		return
 	}
-	for i, e := range list {
-		var probe struct {
-			Messages json.RawMessage `json:"messages"`
+	for i, raw := range list {
+		if p.runs >= p.lim.MaxRuns {
+			// Past the bound nothing is decoded: a count, not a parse.
+			p.dropped.Runs += len(list) - i
+			return
 		}
-		if json.Unmarshal(e, &probe) != nil || len(probe.Messages) == 0 || probe.Messages[0] != '[' {
+		var e entry
+		err := json.Unmarshal(raw, &e)
+		if e.Messages == nil { // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
 			}
 			continue
 		}
+		if err != nil {
+			// A field of the wrong type: encoding/json kept the rest.
+			p.dropped.Malformed++
+		}
 		if depth+1 > p.lim.MaxDepth {
 			p.dropped.Deep++
 			continue
 		}
-		if p.runs >= p.lim.MaxRuns {
-			p.dropped.Runs++
-			continue
-		}
 		p.runs++
-		run := p.run(e, depth+1)
+		run := p.run(&e, depth+1)
 		run.Index = i
 		r.Runs = append(r.Runs, run)
 	}
 }
 
-func (p *parser) run(raw json.RawMessage, depth int) *Run {
-	var e entry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		// A field of the wrong type: encoding/json kept the rest.
-		p.dropped.Malformed++
-	}
+func (p *parser) run(e *entry, depth int) *Run {
 	run := &Run{
 		Agent: e.Agent, Task: e.Task, ExitCode: e.ExitCode, StopReason: e.StopReason,
 		ErrorMessage: e.ErrorMessage, Model: e.Model, Depth: depth,
@@ -389,7 +387,7 @@ func (p *parser) run(raw json.RawMessage, depth int) *Run {
 // message is the part of a child's Pi message read.
 type message struct {
 	Role          string          `json:"role"`
-	Content       json.RawMessage `json:"content"`
+	Content       blocks          `json:"content"`
 	Provider      string          `json:"provider"`
 	Model         string          `json:"model"`
 	ResponseModel string          `json:"responseModel"`
@@ -407,6 +405,22 @@ type block struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
 	Name string `json:"name"`
+}
+
+// blocks are a message's content blocks, of which only the tool calls'
+// ids and names are kept: a text is skipped, not copied, however large. A
+// content that is not a list (a user's string) is no block.
+type blocks []block
+
+func (b *blocks) UnmarshalJSON(raw []byte) error {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var list []block
+	if json.Unmarshal(raw, &list) == nil {
+		*b = list
+	}
+	return nil
 }
 
 // messages turns a child's messages into timed items: a chat starts at its
@@ -463,13 +477,10 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 				it.End = ts.Add(ms(*m.DurationMs))
 			}
 			run.cover(it.End)
-			var blocks []block
-			if json.Unmarshal(m.Content, &blocks) == nil {
-				for _, b := range blocks {
-					if b.Type == "toolCall" {
-						it.ToolCalls++
-						names[b.ID] = b.Name
-					}
+			for _, b := range m.Content {
+				if b.Type == "toolCall" {
+					it.ToolCalls++
+					names[b.ID] = b.Name
 				}
 			}
 			if m.Usage != nil {
@@ -495,6 +506,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			if it.Start.IsZero() || it.End.Before(it.Start) {
 				it.Start = it.End
 			}
+			run.cover(it.Start)
 			if Probe(raw) {
 				it.Nested = p.result(raw, depth)
 			}
