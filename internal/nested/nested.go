@@ -386,19 +386,19 @@ func (p *parser) run(e *entry, depth int) *Run {
 
 // message is the part of a child's Pi message read.
 type message struct {
-	Role          string          `json:"role"`
-	Content       blocks          `json:"content"`
-	Provider      string          `json:"provider"`
-	Model         string          `json:"model"`
-	ResponseModel string          `json:"responseModel"`
-	Usage         *event.Usage    `json:"usage"`
-	StopReason    string          `json:"stopReason"`
-	ErrorMessage  string          `json:"errorMessage"`
-	DurationMs    *float64        `json:"durationMs"`
-	Timestamp     float64         `json:"timestamp"`
-	ToolCallID    string          `json:"toolCallId"`
-	ToolName      string          `json:"toolName"`
-	IsError       bool            `json:"isError"`
+	Role          string       `json:"role"`
+	Content       blocks       `json:"content"`
+	Provider      string       `json:"provider"`
+	Model         string       `json:"model"`
+	ResponseModel string       `json:"responseModel"`
+	Usage         *event.Usage `json:"usage"`
+	StopReason    string       `json:"stopReason"`
+	ErrorMessage  string       `json:"errorMessage"`
+	DurationMs    *float64     `json:"durationMs"`
+	Timestamp     float64      `json:"timestamp"`
+	ToolCallID    string       `json:"toolCallId"`
+	ToolName      string       `json:"toolName"`
+	IsError       bool         `json:"isError"`
 }
 
 type block struct {
