@@ -50,7 +50,10 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 	w.result(&t.span, res, at)
 	total := res.Total()
 	addUsage(&r.usage, &total)
-	n := &r.nested
+	if r.nested == nil {
+		r.nested = &nestedTotals{}
+	}
+	n := r.nested
 	addUsage(&n.usage, &total)
 	n.runs += w.runs
 	n.failed += w.failed
@@ -81,7 +84,7 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 
 // nestedAttrs are the root's nested totals, when there were any.
 func (n *nestedTotals) attrs() []attribute.KeyValue {
-	if n.runs == 0 && n.dropped == 0 && n.usage == (event.Usage{}) {
+	if n == nil || n.runs == 0 && n.dropped == 0 && n.usage == (event.Usage{}) {
 		return nil
 	}
 	attrs := []attribute.KeyValue{

@@ -146,7 +146,7 @@ type run struct {
 	aborted   bool
 	lastEnd   time.Time
 	willRetry bool // the last compaction_end or agent_end said a retry follows
-	nested    nestedTotals
+	nested    *nestedTotals // nil until a tool result carries nested work
 }
 
 func (r *run) expectingContinuation() bool {

@@ -165,19 +165,67 @@ type Item struct {
 }
 
 // Probe reports whether result (a tool_execution_end result, or a session
-// file's toolResult message) may carry nested work, without decoding it: a
-// plain tool result costs one pass of bytes.Contains over it. A false
-// positive only costs a Parse that finds nothing.
+// file's toolResult message) may carry nested work, without decoding it:
+// whether any key in it is `messages`, `usage` or `nestedCalls`. It looks
+// at keys only, found as a quote followed by a colon: inside a string a
+// quote is escaped, so a plain tool's output, however large, costs one
+// pass of bytes.Index over it. It expects compact JSON, as Pi writes it; a
+// false positive only costs a Parse that finds nothing.
 func Probe(result []byte) bool {
-	// Inside a JSON string a quote is escaped, so these can only be keys.
-	return bytes.Contains(result, keyMessages) || bytes.Contains(result, keyUsage) || bytes.Contains(result, keyNestedCalls)
+	b := result
+	for i := 0; i < len(b); {
+		j := bytes.Index(b[i:], keyEnd)
+		if j < 0 {
+			return false
+		}
+		q := i + j
+		i = q + len(keyEnd)
+		if escaped(b, q) {
+			continue // a quote inside a string: tool output
+		}
+		// The key opens at the unescaped quote before it; a key of ours is
+		// short, and a longer one can only be another.
+		for k := q - 1; k >= 0 && k >= q-maxKey; k-- {
+			if b[k] == '"' && !escaped(b, k) {
+				if relevantKey(b[k+1 : q]) {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
 }
 
+// maxKey bounds how far back Probe looks for a key's opening quote: the
+// keys it looks for, even spelt with escapes, are shorter.
+const maxKey = 96
+
 var (
+	keyEnd         = []byte(`":`)
 	keyMessages    = []byte(`"messages"`)
-	keyUsage       = []byte(`"usage"`)
-	keyNestedCalls = []byte(`"nestedCalls"`)
+	keyMessagesRaw = []byte("messages")
+	keyUsage       = []byte("usage")
+	keyNestedCalls = []byte("nestedCalls")
 )
+
+// relevantKey reports whether key may name a field Parse reads: matched
+// as encoding/json matches keys (ignoring case), and any key with an
+// escape, which may spell one.
+func relevantKey(key []byte) bool {
+	return bytes.EqualFold(key, keyMessagesRaw) || bytes.EqualFold(key, keyUsage) ||
+		bytes.EqualFold(key, keyNestedCalls) || bytes.IndexByte(key, '\\') >= 0
+}
+
+// escaped reports whether the quote at b[q] is escaped: an odd run of
+// backslashes precedes it.
+func escaped(b []byte, q int) bool {
+	k := q
+	for k > 0 && b[k-1] == '\\' {
+		k--
+	}
+	return (q-k)%2 == 1
+}
 
 // Parse reads what result carries. It returns nil when result is not an
 // object with any of the fields; bad values are counted, never fatal.
