@@ -35,15 +35,18 @@ func (m *Mapper) NextToolNested(res *nested.Result) {
 }
 
 // nestedTool traces what the result of tool t, ending at at, carries, and
-// returns t's attributes with the nested totals.
-func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attribute.KeyValue) []attribute.KeyValue {
+// returns t's attributes with the nested totals, and when t ends: at, or
+// later if its children's own times end later (a replayed stream knows a
+// tool's duration but only approximates its start), so that t contains
+// them.
+func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attribute.KeyValue) ([]attribute.KeyValue, time.Time) {
 	res, given := m.nextNested, m.nestedGiven
 	m.nextNested, m.nestedGiven = nil, false
 	if !given && len(ev.Result) > 0 && nested.Probe(ev.Result) {
 		res = nested.Parse(ev.Result, nested.DefaultLimits)
 	}
 	if res.Empty() {
-		return attrs
+		return attrs, at
 	}
 	r := m.run
 	w := nestedWriter{m: m}
@@ -79,7 +82,10 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 		attrs = append(attrs, piconv.NestedRunsKey.Int(w.runs), piconv.NestedFailedRunsKey.Int(w.failed),
 			piconv.NestedCostTotalKey.Float64(total.Cost.Total))
 	}
-	return attrs
+	if w.end.After(at) {
+		at = w.end
+	}
+	return attrs, at
 }
 
 // nestedAttrs are the root's nested totals, when there were any.
@@ -104,6 +110,7 @@ func (n *nestedTotals) attrs() []attribute.KeyValue {
 type nestedWriter struct {
 	m                     *Mapper
 	runs, failed, clamped int
+	end                   time.Time // the latest end of a span written
 }
 
 // nestedSlack is how far a child's time may lie outside its parent's
@@ -126,6 +133,12 @@ func (w *nestedWriter) within(t, lo, hi time.Time) time.Time {
 		return hi
 	}
 	return t
+}
+
+func (w *nestedWriter) ended(t time.Time) {
+	if t.After(w.end) {
+		w.end = t
+	}
 }
 
 // result emits the spans of res below parent, which ends at end.
@@ -159,6 +172,7 @@ func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
 		attrs = append(attrs, piconv.ToolDurationMsKey.Float64(*c.DurationMs))
 		end = w.within(lo.Add(msDur(*c.DurationMs)), lo, hi)
 	}
+	w.ended(end)
 	s := m.start(parent.ctx, piconv.SpanTool.Name(shortName(c.Name)), trace.SpanKindInternal, lo, attrs...)
 	switch c.Status {
 	case "error":
@@ -210,6 +224,7 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	for i := range run.Items {
 		w.item(&s, run, &run.Items[i], start, end)
 	}
+	w.ended(end)
 	s.finish(end)
 }
 
@@ -286,7 +301,13 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 		s.SetStatus(codes.Error, "tool reported an error")
 	}
 	if it.Nested != nil && !it.Nested.Empty() {
+		outer := w.end
+		w.end = time.Time{}
 		w.result(&s, it.Nested, end)
+		if w.end.After(end) {
+			end = w.end // contain the children, as for the top tool
+		}
+		w.ended(outer)
 		if u := it.Nested.Usage; u != nil {
 			s.SetAttributes(usageAttrs(u)...)
 			s.SetAttributes(piconv.CostTotalKey.Float64(u.Cost.Total))

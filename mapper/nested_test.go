@@ -135,6 +135,12 @@ func TestSubagentCaptures(t *testing.T) {
 					t.Errorf("nested run failed=%v", run.Failed())
 				}
 			}
+			// Every span lies within its parent, the nested ones too.
+			for _, n := range spantree.All(forest) {
+				if p := n.Parent; p != nil && (n.Start.Before(p.Start) || n.End.After(p.End)) {
+					t.Errorf("%s [%v, %v] outside its parent %s [%v, %v]", n.Name, n.Start, n.End, p.Name, p.Start, p.End)
+				}
+			}
 			// The root's total is the parent's own model calls plus the
 			// children's, once; the nested part is visible on its own.
 			total, _ := strconv.ParseFloat(root.Must(t, "pi.cost.total"), 64)

@@ -107,7 +107,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
-	attrs = m.nestedTool(t, ev, at, attrs)
+	attrs, at = m.nestedTool(t, ev, at, attrs)
 	m.endTool(t, at, attrs...)
 }
 
