@@ -221,9 +221,22 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 		s.SetAttributes(semconv.ErrorTypeKey.String(runErrorType(run)))
 		s.SetStatus(codes.Error, m.runErrorText(run))
 	}
+	chats, tools, toolErrors := 0, 0, 0
 	for i := range run.Items {
-		w.item(&s, run, &run.Items[i], start, end)
+		it := &run.Items[i]
+		w.item(&s, run, it, start, end)
+		switch {
+		case it.Kind == nested.Chat:
+			chats++
+		case it.IsError:
+			tools++
+			toolErrors++
+		default:
+			tools++
+		}
 	}
+	// As on the root: one model call per turn.
+	s.SetAttributes(piconv.TurnsKey.Int(chats), piconv.ToolCallsKey.Int(tools), piconv.ToolErrorsKey.Int(toolErrors))
 	w.ended(end)
 	s.finish(end)
 }

@@ -117,6 +117,12 @@ func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOn
 		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), piconv.NestedErrorType)))
 	}
 	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
+	if v, ok := a.int(piconv.TurnsKey); ok && v >= 0 {
+		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
+	}
+	if v, ok := a.int(piconv.ToolCallsKey); ok && v >= 0 {
+		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
+	}
 }
 
 func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {

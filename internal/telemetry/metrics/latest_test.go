@@ -99,3 +99,21 @@ func TestDefaultRecordsNoLatestMetric(t *testing.T) {
 		t.Errorf("no %s by default", metrics.MetricTokenUsage)
 	}
 }
+
+// With the latest conventions a nested agent run records the agent metrics under its own
+// gen_ai.agent.name: its duration (error.type when it failed), model calls and tool calls.
+func TestLatestSubagentMetrics(t *testing.T) {
+	h := newHarness(t, metrics.WithGenAILatest())
+	invoke := attribute.String("gen_ai.operation.name", "invoke_agent")
+	h.span("invoke_agent scout", 3*time.Second, codes.Unset, invoke, attribute.String("gen_ai.agent.name", "scout"),
+		piconv.NestedDepthKey.Int(1), piconv.TurnsKey.Int(2), piconv.ToolCallsKey.Int(1))
+	h.span("invoke_agent scout", time.Second, codes.Error, invoke, attribute.String("gen_ai.agent.name", "scout"),
+		piconv.NestedDepthKey.Int(1), piconv.TurnsKey.Int(1), piconv.ToolCallsKey.Int(0), attribute.String("error.type", "400"))
+	c := h.collect()
+	wantEqual(t, "invoke_agent.duration", c.histograms(t, piconv.MetricInvokeAgentDuration), map[string]histo{
+		"gen_ai.agent.name=scout":                {1, 3},
+		"error.type=400,gen_ai.agent.name=scout": {1, 1},
+	})
+	wantEqual(t, "inference_calls", c.histograms(t, piconv.MetricInvokeAgentInferences), map[string]histo{"gen_ai.agent.name=scout": {2, 3}})
+	wantEqual(t, "tool_calls", c.histograms(t, piconv.MetricInvokeAgentToolCalls), map[string]histo{"gen_ai.agent.name=scout": {2, 1}})
+}
