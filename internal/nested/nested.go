@@ -19,7 +19,6 @@ package nested
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"sort"
 	"time"
 
@@ -234,7 +233,7 @@ func Parse(result []byte, lim Limits) *Result {
 	if len(result) > lim.MaxBytes {
 		return &Result{Dropped: Dropped{Oversize: 1}}
 	}
-	p := parser{lim: lim}
+	p := parser{lim: lim, dec: walker{}}
 	r := p.result(result, 0)
 	if r != nil {
 		r.Dropped = p.dropped
@@ -266,8 +265,27 @@ func (l Limits) withDefaults() Limits {
 
 type parser struct {
 	lim     Limits
+	dec     decoder
 	runs    int // runs kept so far, all depths
 	dropped Dropped
+}
+
+// decoder reads the values the parser walks through. walker (walk.go) is
+// the one in use; reference_test.go holds it to encoding/json.
+type decoder interface {
+	// toolResult reads the fields of a tool result; false when raw is
+	// not an object.
+	toolResult(raw []byte) (toolResult, bool)
+	// object reads an object's members by their exact names.
+	object(raw []byte) (map[string]json.RawMessage, bool)
+	array(raw []byte) ([]json.RawMessage, bool)
+	// entry reads a results[] entry, failing (with what it could read)
+	// as json.Unmarshal fails on a field of the wrong type.
+	entry(raw []byte, e *entry) error
+	// message reads a child's message: malformed when a field was lost,
+	// skip when it is not a message at all.
+	message(raw []byte, m *message) (malformed, skip bool)
+	role(raw []byte) string
 }
 
 // toolResult is the part of a tool result (or toolResult message) read.
@@ -279,8 +297,8 @@ type toolResult struct {
 
 // result reads one tool result at depth (0 for the tool the mapper traces).
 func (p *parser) result(raw []byte, depth int) *Result {
-	var tr toolResult
-	if json.Unmarshal(raw, &tr) != nil {
+	tr, ok := p.dec.toolResult(raw)
+	if !ok {
 		return nil // not an object: a tool's plain value, nothing nested
 	}
 	var r Result
@@ -331,12 +349,12 @@ func (p *parser) calls(r *Result, raw json.RawMessage) {
 // details finds the run arrays: `results` first, then any other array of
 // objects whose entries carry messages, in key order.
 func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
-	var d map[string]json.RawMessage
-	if json.Unmarshal(raw, &d) != nil {
+	d, ok := p.dec.object(raw)
+	if !ok {
 		return // details of another shape: nothing nested
 	}
 	if m, ok := d["mode"]; ok {
-		_ = json.Unmarshal(m, &r.Mode)
+		_ = str(m, &r.Mode)
 	}
 	keys := make([]string, 0, len(d))
 	for k, v := range d {
@@ -376,8 +394,8 @@ type entryUsage struct {
 }
 
 func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool) {
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	list, ok := p.dec.array(raw)
+	if !ok {
 		if counted {
 			p.dropped.Malformed++
 		}
@@ -390,7 +408,7 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 			return
 		}
 		var e entry
-		err := json.Unmarshal(raw, &e)
+		err := p.dec.entry(raw, &e)
 		if e.Messages == nil { // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
@@ -490,11 +508,10 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 	}()
 	for i, raw := range msgs {
 		var m message
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if malformed, skip := p.dec.message(raw, &m); malformed {
 			p.dropped.Malformed++
-			var te *json.UnmarshalTypeError
-			if !errors.As(err, &te) {
-				continue // not an object
+			if skip {
+				continue // not a message
 			}
 			// One field lost, the message kept.
 		}
@@ -514,7 +531,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			continue
 		}
 		if len(run.Items) >= p.lim.MaxItems {
-			p.dropped.Items += countItems(msgs[i:])
+			p.dropped.Items += p.countItems(msgs[i:])
 			return
 		}
 		switch m.Role {
@@ -563,13 +580,10 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 	}
 }
 
-func countItems(msgs []json.RawMessage) int {
+func (p *parser) countItems(msgs []json.RawMessage) int {
 	n := 0
 	for _, raw := range msgs {
-		var m struct {
-			Role string `json:"role"`
-		}
-		if json.Unmarshal(raw, &m) == nil && (m.Role == "assistant" || m.Role == "toolResult") {
+		if r := p.dec.role(raw); r == "assistant" || r == "toolResult" {
 			n++
 		}
 	}
