@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestSubagents runs the real Pi with its subagent example extension under
@@ -126,4 +130,51 @@ func checkNested(t *testing.T, tr *jaegertest.Trace, runs int, failed bool) []st
 		t.Errorf("root pi.nested.runs %d, want %d", got, runs)
 	}
 	return starts
+}
+
+// TestTUISubagent: Pi's terminal UI under pi-otel run, in tmux, with one
+// subagent call: traced from the session file the TUI writes, the child is
+// an invoke_agent span below the tool with its own chat and bash spans.
+func TestTUISubagent(t *testing.T) {
+	j := jaegertest.Start(t)
+	var s capture.Scenario
+	for _, c := range capture.Scenarios() {
+		if c.Name == "subagent-single" {
+			s = c
+		}
+	}
+	model := fakemodel.Start(t, fakemodel.WithScript(s.Script...))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	extra, err := s.Prepare(pi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := "e2e-tui-subagent"
+	since := time.Now().Add(-time.Second)
+	u := startTUI(t, pi, otlpGRPC(j, service), append(pi.Args(), extra...)...)
+	u.waitScreen("fake-model")
+	u.prompt("Delegate to the scout")
+	u.waitScreen("The scout says 3 files.")
+	u.keys("C-d")
+	if code := u.wait(); code != 0 {
+		t.Fatalf("pi-otel exited %d\nscreen:\n%s", code, u.screen())
+	}
+	stderr := u.readStderr()
+	r := &result{stderr: []byte(stderr)}
+	var ok bool
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
+		t.Fatalf("no summary line:\n%s", stderr)
+	}
+	tr := one(t, stored(t, j, service, since, r))
+	tool := only(t, tr, "execute_tool subagent")
+	child := tool.Child("invoke_agent scout")
+	if len(child) != 1 {
+		t.Fatalf("want one scout below the tool:\n%s", tr.Tree())
+	}
+	if len(child[0].Child("chat fake-model")) != 2 || len(child[0].Child("execute_tool bash")) != 1 {
+		t.Errorf("the scout's spans:\n%s", tr.Tree())
+	}
+	if got, _ := root(t, tr).Int("pi.nested.runs"); got != 1 {
+		t.Errorf("root pi.nested.runs %d, want 1", got)
+	}
 }
