@@ -174,8 +174,11 @@ func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
 	}
 	w.ended(end)
 	s := m.start(parent.ctx, piconv.SpanTool.Name(shortName(c.Name)), trace.SpanKindInternal, lo, attrs...)
+	// The parent's own tool calls, as a live stream counts them.
+	m.run.toolCalls++
 	switch c.Status {
 	case "error":
+		m.run.toolErrors++
 		s.SetAttributes(semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 		s.SetStatus(codes.Error, m.errorText(c.Error))
 	case "unfinished":

@@ -176,3 +176,28 @@ func countRole[M any](msgs []M, role string) int {
 	}
 	return n
 }
+
+// A call a tool makes to another tool (ctx.executeTool) hangs below the
+// calling tool: live, from its parentToolCallId, and from a session file,
+// from the nestedCalls record of it; it counts in the root's tool calls.
+func TestNestedCallsBelowTheirTool(t *testing.T) {
+	stream := []byte(`{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/p"}
+{"type":"agent_start"}
+{"type":"turn_start"}
+{"type":"tool_execution_start","toolCallId":"c1","toolName":"codemode","args":{}}
+{"type":"tool_execution_start","toolCallId":"c1/1","toolName":"read","args":{},"parentToolCallId":"c1"}
+{"type":"tool_execution_end","toolCallId":"c1/1","toolName":"read","result":{"content":[]},"isError":true,"durationMs":3,"parentToolCallId":"c1"}
+{"type":"tool_execution_end","toolCallId":"c1","toolName":"codemode","result":{"content":[],"details":{}},"isError":false,"durationMs":9}
+{"type":"turn_end"}
+{"type":"agent_end","messages":[],"willRetry":false}
+{"type":"agent_settled"}
+`)
+	forest, _, _ := replay(t, stream, nil)
+	read := spantree.Find(forest, "execute_tool read")
+	if len(read) != 1 || read[0].Parent == nil || read[0].Parent.Name != "execute_tool codemode" || read[0].Str("pi.nested.call") != "true" || !read[0].Failed() {
+		t.Fatalf("want the read below codemode, failed:\n%s", spantree.Shape(forest))
+	}
+	if root := spantree.One(t, forest); root.Str("pi.tool_calls") != "2" || root.Str("pi.tool_errors") != "1" {
+		t.Errorf("root tool calls %s errors %s, want 2 and 1", root.Str("pi.tool_calls"), root.Str("pi.tool_errors"))
+	}
+}

@@ -37,7 +37,14 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
-	t := &tool{span: m.start(r.container().ctx, piconv.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	parent := r.container().ctx
+	if p := r.tools.get(ev.ParentToolCallID); p != nil && ev.ParentToolCallID != "" {
+		// A call the open tool made (ctx.executeTool): below it, as a
+		// session file's nestedCalls record of it is.
+		parent = p.ctx
+		attrs = append(attrs, piconv.NestedCallKey.Bool(true))
+	}
+	t := &tool{span: m.start(parent, piconv.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++

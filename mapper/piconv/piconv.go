@@ -125,7 +125,7 @@ const (
 	NestedModeKey       = attribute.Key("pi.nested.mode")      // single, parallel, chain (on the tool span)
 	NestedTaskKey       = attribute.Key("pi.nested.task")      // content: only with capture
 	NestedExitCodeKey   = attribute.Key("pi.nested.exit_code") // the child process's
-	NestedCallKey       = attribute.Key("pi.nested.call")      // a nestedCalls record, not a span of its own run
+	NestedCallKey       = attribute.Key("pi.nested.call")      // a call another tool made (ctx.executeTool)
 	NestedCallStatusKey = attribute.Key("pi.nested.call.status")
 	NestedRunsKey       = attribute.Key("pi.nested.runs")        // tool span and root: nested runs, all depths
 	NestedFailedRunsKey = attribute.Key("pi.nested.failed_runs") // of which failed
