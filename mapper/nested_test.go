@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // subagentEnd is the subagent tool_execution_end record of a capture.
@@ -199,5 +202,30 @@ func TestNestedCallsBelowTheirTool(t *testing.T) {
 	}
 	if root := spantree.One(t, forest); root.Str("pi.tool_calls") != "2" || root.Str("pi.tool_errors") != "1" {
 		t.Errorf("root tool calls %s errors %s, want 2 and 1", root.Str("pi.tool_calls"), root.Str("pi.tool_errors"))
+	}
+}
+
+// A child's task and its provider's error text are content: without
+// capture the failed child says only the safe tokens ("400") and names no
+// task; with capture both are there, redacted.
+func TestNestedRunPrivacy(t *testing.T) {
+	stream := replaytest.Capture(t, v160, "subagent-fail")
+	f, _, _ := replay(t, stream, nil)
+	run := spantree.Find(f, "invoke_agent scout")[0]
+	assertNoText(t, spantree.One(t, f), "secret-token-abc123")
+	assertNoText(t, spantree.One(t, f), "Do something impossible")
+	if run.Status.Message != "400 invalid_request_error" || run.Str("error.type") != "400" {
+		t.Errorf("failed child: status %q, error.type %q", run.Status.Message, run.Str("error.type"))
+	}
+
+	r, err := redact.New(redact.WithPatterns(`secret-token-\w+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ = replay(t, stream, nil, mapper.WithContent(scrubOnly{r}))
+	run = spantree.Find(f, "invoke_agent scout")[0]
+	assertNoText(t, spantree.One(t, f), "secret-token-abc123")
+	if run.Str("pi.nested.task") != "Do something impossible" || !strings.Contains(run.Status.Message, "Invalid request") {
+		t.Errorf("with capture: task %q, status %q", run.Str("pi.nested.task"), run.Status.Message)
 	}
 }
