@@ -195,13 +195,30 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	if run.Start.IsZero() {
 		end = hi // nothing timed: the run is known to lie within the tool
 	}
-	attrs := []attribute.KeyValue{
+	chats, tools, toolErrors := 0, 0, 0
+	for i := range run.Items {
+		switch it := &run.Items[i]; {
+		case it.Kind == nested.Chat:
+			chats++
+		case it.IsError:
+			tools++
+			toolErrors++
+		default:
+			tools++
+		}
+	}
+	// All attributes at the start, in one slice with room for the run's
+	// common ones: a span's SetAttributes grows its slice each time.
+	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs = append(attrs,
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(shortName(run.Agent)),
 		piconv.NestedDepthKey.Int(run.Depth),
 		piconv.NestedIndexKey.Int(run.Index),
 		piconv.CostTotalKey.Float64(run.Usage.Cost.Total),
-	}
+		// As on the root: one model call per turn.
+		piconv.TurnsKey.Int(chats), piconv.ToolCallsKey.Int(tools), piconv.ToolErrorsKey.Int(toolErrors),
+	)
 	attrs = append(attrs, usageAttrs(&run.Usage)...)
 	if run.Provider != "" {
 		attrs = append(attrs, providerAttrs(shortName(run.Provider))...)
@@ -218,28 +235,18 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	if c := m.cfg.content; c != nil && run.Task != "" {
 		attrs = append(attrs, piconv.NestedTaskKey.String(c.Scrub(run.Task)))
 	}
+	failed := run.Failed()
+	if failed {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(runErrorType(run)))
+	}
 	s := m.start(parent.ctx, piconv.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs...)
-	if run.Failed() {
+	if failed {
 		w.failed++
-		s.SetAttributes(semconv.ErrorTypeKey.String(runErrorType(run)))
 		s.SetStatus(codes.Error, m.runErrorText(run))
 	}
-	chats, tools, toolErrors := 0, 0, 0
 	for i := range run.Items {
-		it := &run.Items[i]
-		w.item(&s, run, it, start, end)
-		switch {
-		case it.Kind == nested.Chat:
-			chats++
-		case it.IsError:
-			tools++
-			toolErrors++
-		default:
-			tools++
-		}
+		w.item(&s, run, &run.Items[i], start, end)
 	}
-	// As on the root: one model call per turn.
-	s.SetAttributes(piconv.TurnsKey.Int(chats), piconv.ToolCallsKey.Int(tools), piconv.ToolErrorsKey.Int(toolErrors))
 	w.ended(end)
 	s.finish(end)
 }
@@ -271,11 +278,12 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 	}
 	agent := semconv.GenAIAgentName(shortName(run.Agent))
 	if it.Kind == nested.Chat {
-		attrs := []attribute.KeyValue{
+		attrs := make([]attribute.KeyValue, 0, 24)
+		attrs = append(attrs,
 			semconv.GenAIOperationNameChat, agent,
 			semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(it.StopReason)),
 			piconv.StopReasonKey.String(shortName(it.StopReason)),
-		}
+		)
 		if it.Provider != "" {
 			attrs = append(attrs, providerAttrs(shortName(it.Provider))...)
 		}
@@ -294,26 +302,31 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 			attrs = append(attrs, usageAttrs(u)...)
 			attrs = append(attrs, piconv.CostTotalKey.Float64(u.Cost.Total))
 		}
+		if it.StopReason == "error" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
+		}
 		s := m.start(parent.ctx, piconv.SpanChat.Name(shortName(it.Model)), trace.SpanKindClient, start, attrs...)
 		if it.StopReason == "error" {
-			s.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
 			s.SetStatus(codes.Error, m.errorText(it.ErrorMessage))
 		}
 		s.finish(end)
 		return
 	}
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs,
 		semconv.GenAIOperationNameExecuteTool, agent,
 		semconv.GenAIToolName(shortName(it.ToolName)),
 		semconv.GenAIToolCallID(shortName(it.ToolCallID)),
 		semconv.GenAIToolTypeKey.String(piconv.ToolTypeFunction),
-	}
+	)
 	if it.DurationMs != nil {
 		attrs = append(attrs, piconv.ToolDurationMsKey.Float64(*it.DurationMs))
 	}
+	if it.IsError {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(piconv.ToolErrorType))
+	}
 	s := m.start(parent.ctx, piconv.SpanTool.Name(shortName(it.ToolName)), trace.SpanKindInternal, start, attrs...)
 	if it.IsError {
-		s.SetAttributes(semconv.ErrorTypeKey.String(piconv.ToolErrorType))
 		s.SetStatus(codes.Error, "tool reported an error")
 	}
 	if it.Nested != nil && !it.Nested.Empty() {
