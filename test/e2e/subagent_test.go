@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,5 +178,40 @@ func TestTUISubagent(t *testing.T) {
 	}
 	if got, _ := root(t, tr).Int("pi.nested.runs"); got != 1 {
 		t.Errorf("root pi.nested.runs %d, want 1", got)
+	}
+}
+
+// TestRPCSubagent: pi-otel rpc in front of Pi with the subagent extension:
+// the prompt's run holds the child below the tool, as in json mode.
+func TestRPCSubagent(t *testing.T) {
+	j := jaegertest.Start(t)
+	s := prepare(t, "subagent-single")
+	extra, err := s.scenario.Prepare(s.pi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, prompt := io.Pipe()
+	go func() {
+		_, _ = prompt.Write([]byte(`{"id":"p1","type":"prompt","message":"Delegate to the scout"}` + "\n"))
+	}()
+	service := "e2e-rpc-subagent"
+	since := time.Now().Add(-time.Second)
+	r := runPiOtel(t, s.pi, call{
+		args:  append([]string{"rpc", "--", s.pi.Pi}, s.pi.Args(append(extra, "--mode", "rpc", "--no-session")...)...),
+		env:   otlpGRPC(j, service),
+		stdin: in,
+		onRecord: func(rec map[string]any, _ *os.Process) {
+			if rec["type"] == "agent_settled" {
+				_ = prompt.Close() // the controller is done: Pi exits
+			}
+		},
+	})
+	if r.code != 0 {
+		t.Fatalf("pi-otel rpc exited %d\n%s", r.code, r.stderr)
+	}
+	tr := one(t, stored(t, j, service, since, r))
+	checkNested(t, tr, 1, false)
+	if len(tr.Named("pi.rpc prompt")) != 1 {
+		t.Errorf("no pi.rpc prompt span:\n%s", tr.Tree())
 	}
 }
