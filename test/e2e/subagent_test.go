@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"math"
 	"os"
@@ -209,7 +210,8 @@ func TestRPCSubagent(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("pi-otel rpc exited %d\n%s", r.code, r.stderr)
 	}
-	tr := one(t, stored(t, j, service, since, r))
+	// Not stored(): its well-formedness is run mode's, and pi.rpc spans are CLIENT.
+	tr := one(t, j.WaitService(t, context.Background(), service, since, r.summary.Spans))
 	checkNested(t, tr, 1, false)
 	if len(tr.Named("pi.rpc prompt")) != 1 {
 		t.Errorf("no pi.rpc prompt span:\n%s", tr.Tree())
