@@ -67,18 +67,6 @@ func (d Dropped) Total() int {
 	return d.Runs + d.Deep + d.Items + d.Calls + d.Oversize + d.Malformed + d.NoMessages + d.UnknownRoles + d.Unordered
 }
 
-func (d *Dropped) add(o Dropped) {
-	d.Runs += o.Runs
-	d.Deep += o.Deep
-	d.Items += o.Items
-	d.Calls += o.Calls
-	d.Oversize += o.Oversize
-	d.Malformed += o.Malformed
-	d.NoMessages += o.NoMessages
-	d.UnknownRoles += o.UnknownRoles
-	d.Unordered += o.Unordered
-}
-
 // Result is what one tool result carries.
 type Result struct {
 	Mode string // details.mode: single, parallel, chain; "" when absent
