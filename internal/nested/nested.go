@@ -47,7 +47,7 @@ type Limits struct {
 // DefaultLimits are far above what the example extension makes (at most
 // 8 parallel tasks, one level), and keep a hostile result to a few
 // thousand spans.
-var DefaultLimits = Limits{MaxRuns: 256, MaxDepth: 8, MaxItems: 1024, MaxCalls: 256, MaxBytes: 32 << 20}
+var DefaultLimits = Limits{MaxRuns: 256, MaxDepth: 8, MaxItems: 1024, MaxCalls: 256, MaxBytes: 64 << 20}
 
 // Dropped counts what the limits and bad input cut.
 type Dropped struct {

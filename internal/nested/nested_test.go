@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -206,14 +207,22 @@ func TestHostileInput(t *testing.T) {
 		msg := toolMsg(1000, 1, "bash", false)
 		msg["content"] = []any{map[string]any{"type": "text", "text": big}}
 		raw := result(map[string]any{"agent": "x", "messages": []any{assistant(900, 10, 0.1, "toolUse"), msg}})
+		// Read within the default bound; its text is skipped, not kept.
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		r := Parse(raw, Limits{})
+		runtime.ReadMemStats(&after)
+		if len(r.Runs) != 1 || len(r.Runs[0].Items) != 2 || r.Dropped.Total() != 0 {
+			t.Errorf("%+v", r)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("parsing allocated %d bytes: the 40 MB text was copied", grew)
+		}
+		// Over a bound, left unread and counted.
+		r = Parse(raw, Limits{MaxBytes: 32 << 20})
 		if len(r.Runs) != 0 || r.Dropped.Oversize != 1 {
 			t.Errorf("%d runs, dropped %+v: want the result left unread and counted", len(r.Runs), r.Dropped)
-		}
-		// Under a bound that admits it, it is read, and the text is not kept.
-		r = Parse(raw, Limits{MaxBytes: 64 << 20})
-		if len(r.Runs) != 1 || len(r.Runs[0].Items) != 2 {
-			t.Errorf("%+v", r)
 		}
 	})
 	t.Run("items and calls over the bounds", func(t *testing.T) {
