@@ -120,13 +120,17 @@ type nestedWriter struct {
 // result, a broken clock) and must not stretch the trace.
 const nestedSlack = 5 * time.Second
 
-// within places t near [lo, hi], counting a time that was far outside.
+// within places t in [lo, hi + nestedSlack], counting a time that was far
+// outside. A span must not start before its parent, which has started; a
+// parent still open ends no earlier than its children.
 func (w *nestedWriter) within(t, lo, hi time.Time) time.Time {
 	switch {
 	case t.IsZero():
 		return lo
-	case t.Before(lo.Add(-nestedSlack)):
-		w.clamped++
+	case t.Before(lo):
+		if t.Before(lo.Add(-nestedSlack)) {
+			w.clamped++
+		}
 		return lo
 	case t.After(hi.Add(nestedSlack)):
 		w.clamped++
