@@ -344,7 +344,7 @@ func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{"PiCompactionFailing", "PiCostBurnHigh", "PiHumanWaitLong", "PiOtelDroppingSpans",
-		"PiOtelGatewayLosingData", "PiRetryStorm", "PiRunErrorRatioHigh", "PiRunsUnsettled", "PiToolErrorRatioHigh"}
+		"PiOtelGatewayLosingData", "PiRetryStorm", "PiRunErrorRatioHigh", "PiRunsUnsettled", "PiSubagentsFailing", "PiToolErrorRatioHigh"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("alerts %v, want %v", names, want)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
@@ -186,4 +187,37 @@ func published(entries []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestSubagents: run.sh runs Pi with its subagent extension under pi-otel
+// run; Jaeger holds the parent's trace with the child below the tool, the
+// tree of the subagent-single capture.
+func TestSubagents(t *testing.T) {
+	bins := t.TempDir()
+	proc.MustBuild(t, bins, "./cmd/pi-otel")
+	j := jaegertest.Start(t)
+	var script []fakemodel.Response
+	for _, s := range capture.Scenarios() {
+		if s.Name == "subagent-single" {
+			script = s.Script
+		}
+	}
+	model := fakemodel.Start(t, fakemodel.WithScript(script...))
+	pi := pitest.New(t, model.URL())
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	since := time.Now().Add(-time.Second)
+	cmd := pi.Wrap(ctx, "bash", repo.Path("examples/subagents/run.sh"), "Delegate to the scout")
+	cmd.Env = append(withPath(cmd.Env, bins), otlp(j, "example-subagents")...)
+	cmd.Env = append(cmd.Env, "PI="+strings.Join(append([]string{pi.Pi}, pi.Args()...), " "))
+	run(t, cmd)
+
+	traces := j.WaitService(t, ctx, "example-subagents", since, 11)
+	forest := jaegertest.Forest(t, traces...)
+	spantree.Want(t, spantree.CaptureTree("pi-1.6.0", "subagent-single"), forest)
+	child := spantree.Find(forest, "invoke_agent scout")
+	if len(child) != 1 || child[0].Parent == nil || child[0].Parent.Name != "execute_tool subagent" {
+		t.Fatalf("want the scout below the subagent tool:\n%s", spantree.Shape(forest))
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -69,6 +70,10 @@ type Mapper struct {
 	project string
 	// conv feeds the GenAI attributes that need earlier records.
 	conv conventionState
+	// nextNested is what the next tool end carries, when the caller read
+	// it (NextToolNested).
+	nextNested  *nested.Result
+	nestedGiven bool
 }
 
 // New returns a Mapper that writes spans through tp.

@@ -90,6 +90,7 @@ func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 	if r.extensionErrors > 0 {
 		attrs = append(attrs, vocab.ExtensionErrorsKey.Int(r.extensionErrors))
 	}
+	attrs = append(attrs, r.nested.attrs()...)
 	root.SetAttributes(attrs...)
 	switch outcome {
 	case vocab.OutcomeError:

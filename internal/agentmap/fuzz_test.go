@@ -1,6 +1,7 @@
 package agentmap_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func randomEvent(b byte, arg byte) *event.Event {
 	}
 	id := string(rune('a' + arg%3))
 	dur := float64(arg)
-	switch b % 22 {
+	switch b % 23 {
 	case 0:
 		return &event.Event{Type: event.TypeAgentStart}
 	case 1:
@@ -70,6 +71,16 @@ func randomEvent(b byte, arg byte) *event.Event {
 		return &event.Event{Type: event.TypeExtensionError}
 	case 20:
 		return &event.Event{Type: event.TypeMessageUpdate, RawMessage: []byte(`{}`)} // pre-1.x marker
+	case 21:
+		// A subagent's result: a child whose messages are timed around
+		// the fuzz clock, in and out of order, one level deeper too.
+		t0, t1 := int(arg)*3, int(arg%7)*11
+		res := fmt.Sprintf(`{"details":{"results":[{"agent":"a","exitCode":%d,"messages":[`+
+			`{"role":"assistant","timestamp":%d,"durationMs":%d,"stopReason":"toolUse","usage":{"cost":{"total":1}}},`+
+			`{"role":"toolResult","toolName":"subagent","timestamp":%d,"durationMs":%d,"details":{"results":[{"messages":[{"role":"assistant","timestamp":%d}]}]}}]}]},`+
+			`"nestedCalls":{"calls":[{"id":"n","name":"read","status":"error","durationMs":%d}]}}`,
+			arg%3, t0, arg%5, t1, arg%9, t0+t1, arg)
+		return &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: id, ToolName: "subagent", DurationMs: &dur, Result: []byte(res)}
 	default:
 		return &event.Event{Type: "from_the_future"}
 	}
@@ -130,6 +141,7 @@ func TestRandomInterleavings(t *testing.T) {
 func FuzzMapper(f *testing.F) {
 	f.Add([]byte{0, 0, 4, 0, 6, 0, 8, 1, 5, 0, 1, 0, 3, 0})
 	f.Add([]byte{0, 0, 15, 0, 1, 1, 0, 0, 16, 1, 3, 0})
+	f.Add([]byte{0, 0, 4, 0, 10, 1, 21, 1, 10, 2, 21, 200, 5, 0, 3, 0})
 	f.Fuzz(func(t *testing.T, seq []byte) { checkStream(t, seq) })
 }
 

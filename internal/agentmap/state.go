@@ -145,7 +145,8 @@ type run struct {
 	lastError string
 	aborted   bool
 	lastEnd   time.Time
-	willRetry bool // the last compaction_end or agent_end said a retry follows
+	willRetry bool          // the last compaction_end or agent_end said a retry follows
+	nested    *nestedTotals // nil until a tool result carries nested work
 }
 
 func (r *run) expectingContinuation() bool {

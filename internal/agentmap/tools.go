@@ -37,7 +37,14 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
-	t := &tool{span: m.start(r.container().ctx, vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	parent := r.container().ctx
+	if p := r.tools.get(ev.ParentToolCallID); p != nil && ev.ParentToolCallID != "" {
+		// A call the open tool made (ctx.executeTool): below it, as a
+		// session file's nestedCalls record of it is.
+		parent = p.ctx
+		attrs = append(attrs, vocab.NestedCallKey.Bool(true))
+	}
+	t := &tool{span: m.start(parent, vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++
@@ -76,6 +83,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		// Its span ended when the cap evicted it; a second span for the
 		// same call would count it twice.
 		m.anomaly("tool_execution_end after eviction")
+		m.nextNested, m.nestedGiven = nil, false
 		if ev.IsError {
 			r.toolErrors++
 		}
@@ -106,6 +114,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
+	attrs, at = m.nestedTool(t, ev, at, attrs)
 	m.endTool(t, at, attrs...)
 }
 

@@ -173,7 +173,7 @@ func TestDemoTreeIsStable(t *testing.T) {
 			}
 			// The README shows this tree: it must be what users see.
 			readme := repo.Read(t, "README.md")
-			shown := regexp.MustCompile("(?s)\n(invoke_agent pi  274ms.*?)\n```").FindSubmatch(readme)
+			shown := regexp.MustCompile("(?s)\n(invoke_agent pi  [0-9.]+m?s  model=fake-model in=2944 .*?)\n```").FindSubmatch(readme)
 			if shown == nil || !strings.Contains(tree, string(shown[1])) {
 				t.Errorf("the README's tree is not the demo's:\n%s", tree)
 			}

@@ -88,6 +88,9 @@ type Event struct {
 	Result        json.RawMessage `json:"result"` // tool result, or compaction result
 	IsError       bool            `json:"isError"`
 	DurationMs    *float64        `json:"durationMs"`
+	// ParentToolCallID is set on the tool_execution_* of a call another
+	// tool made through ctx.executeTool() (Pi 1.6).
+	ParentToolCallID string `json:"parentToolCallId"`
 
 	// queue_update, entry_appended, session_info_changed, thinking_level_changed
 	Steering []json.RawMessage `json:"steering"`

@@ -16,7 +16,7 @@ var (
 		"message", "toolResults", "assistantMessageEvent", "usage", "toolCallId", "toolName", "args",
 		"partialResult", "result", "isError", "durationMs", "steering", "followUp", "entry", "name", "level",
 		"reason", "errorMessage", "attempt", "maxAttempts", "delayMs", "success", "finalError", "source",
-		"delta", "extensionPath", "event", "error", "method", "command", "data", "timeout"}
+		"delta", "extensionPath", "event", "error", "method", "command", "data", "timeout", "parentToolCallId"}
 	liteNames    = []string{"assistantMessageEvent", "message"}
 	messageNames = []string{"role", "content", "api", "provider", "model", "responseModel", "responseId",
 		"usage", "stopReason", "errorMessage", "rawStopReason", "durationMs", "timestamp", "thinkingLevel",
@@ -273,6 +273,8 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 			decodeRaw(v, &ev.Data, alias)
 		case "timeout":
 			good = sn.first(39) && decodeFloat(v, &ev.TimeoutMs)
+		case "parentToolCallId":
+			good = sn.first(40) && decodeString(v, &ev.ParentToolCallID)
 		default:
 			good = plainKey(key) && !foldsToAny(key, eventNames)
 		}

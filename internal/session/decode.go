@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 )
 
 // Entry types of Pi's session format (docs/session-format.md).
@@ -109,6 +110,17 @@ type message struct {
 
 	// callIDs and callNames are an assistant message's tool calls, read once.
 	callIDs, callNames []string
+	// nested is what a toolResult carries (subagent runs, usage,
+	// nestedCalls), read while the raw message is at hand.
+	nested *nested.Result
+}
+
+// readNested keeps what a toolResult message carries for the mapper; the
+// raw message itself is not kept without content capture.
+func (m *message) readNested() {
+	if m.Role == "toolResult" && nested.Probe(m.Raw) {
+		m.nested = nested.Parse(m.Raw, nested.DefaultLimits)
+	}
 }
 
 // entry is one decoded session entry.
@@ -238,6 +250,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	}
 	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
 	m := e.msg
+	m.readNested()
 	// The decoder's raw fields point into b, which the caller reuses.
 	if d.content {
 		m.Raw = bytes.Clone(m.Raw)
@@ -334,6 +347,7 @@ func decodeEntry(b []byte) (*entry, error) {
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
+		m.readNested()
 		if m.Role == "assistant" {
 			m.callIDs, m.callNames = toolCalls(m.Content)
 		}

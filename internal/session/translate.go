@@ -375,6 +375,7 @@ func (x *translator) toolResult(e *entry) {
 	if x.t.cfg.Content != nil {
 		ev.Result = msg.Raw
 	}
+	x.m.NextToolNested(msg.nested)
 	x.emit(ev, end)
 }
 

@@ -13,7 +13,7 @@ func Spans() []string {
 
 // Families returns the span families, whose names a detail completes.
 func Families() []SpanFamily {
-	return []SpanFamily{SpanChat, SpanTool, SpanRPC, SpanExtensionUI}
+	return []SpanFamily{SpanChat, SpanTool, SpanAgent, SpanRPC, SpanExtensionUI}
 }
 
 // Events returns the span event names.
@@ -51,6 +51,9 @@ func Keys() []attribute.Key {
 		BashChunksKey, BashBytesKey, BashExitCodeKey, BashCancelledKey, BashTruncatedKey,
 		UIIDKey, UIMethodKey, UITimeoutMsKey, UIOutcomeKey, UIConfirmedKey, UINotifyTypeKey,
 		QueueKindKey, LinkKey,
+		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey,
+		NestedCallKey, NestedCallStatusKey, NestedRunsKey, NestedFailedRunsKey,
+		NestedCostTotalKey, NestedDroppedKey, NestedClampedKey,
 	}
 }
 

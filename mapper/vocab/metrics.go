@@ -33,16 +33,18 @@ const (
 
 // pi-otel's own metrics of runs, tools and commands, in both modes.
 const (
-	MetricRuns            = "pi.runs"
-	MetricRunDuration     = "pi.run.duration"
-	MetricTurns           = "pi.turns"
-	MetricToolCalls       = "pi.tool.calls"
-	MetricToolDuration    = "pi.tool.duration"
-	MetricRetries         = "pi.retries"
-	MetricCompactions     = "pi.compactions"
-	MetricCost            = "pi.cost"
-	MetricExtensionUIWait = "pi.extension_ui.wait"
-	MetricRPCCommands     = "pi.rpc.commands"
+	MetricRuns             = "pi.runs"
+	MetricRunDuration      = "pi.run.duration"
+	MetricTurns            = "pi.turns"
+	MetricToolCalls        = "pi.tool.calls"
+	MetricToolDuration     = "pi.tool.duration"
+	MetricRetries          = "pi.retries"
+	MetricCompactions      = "pi.compactions"
+	MetricCost             = "pi.cost"
+	MetricExtensionUIWait  = "pi.extension_ui.wait"
+	MetricRPCCommands      = "pi.rpc.commands"
+	MetricSubagentRuns     = "pi.subagent.runs"
+	MetricSubagentDuration = "pi.subagent.duration"
 )
 
 // The health of pi-otel's own pipeline, in both modes.
@@ -68,6 +70,7 @@ func Metrics() []string {
 		MetricInvokeAgentToolCalls,
 		MetricRuns, MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
+		MetricSubagentRuns, MetricSubagentDuration,
 		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
 		MetricSpansDropped, MetricExportFailures, MetricSpoolCorrupt,
 	}

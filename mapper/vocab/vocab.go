@@ -36,6 +36,7 @@ type SpanFamily string
 const (
 	SpanChat        SpanFamily = "chat"
 	SpanTool        SpanFamily = "execute_tool"
+	SpanAgent       SpanFamily = "invoke_agent" // a nested agent run: "invoke_agent scout"
 	SpanRPC         SpanFamily = "pi.rpc"
 	SpanExtensionUI SpanFamily = "pi.extension_ui"
 )
@@ -115,6 +116,25 @@ const (
 	ToolDurationMsKey = attribute.Key("pi.tool.duration_ms")
 	ToolUpdatesKey    = attribute.Key("pi.tool.updates")
 	OrphanEndKey      = attribute.Key("pi.orphan_end")
+)
+
+// Attribute keys of nested agent runs: an invoke_agent span below the
+// execute_tool span of a tool that ran other agents (Pi's subagent
+// extension), the chat and tool spans inside it, and the nestedCalls a tool
+// made. On that tool span and on the root, pi.nested.* sum what is below.
+const (
+	NestedDepthKey      = attribute.Key("pi.nested.depth")     // 1 for the tool's own children
+	NestedIndexKey      = attribute.Key("pi.nested.index")     // position in the tool's results
+	NestedModeKey       = attribute.Key("pi.nested.mode")      // single, parallel, chain (on the tool span)
+	NestedTaskKey       = attribute.Key("pi.nested.task")      // content: only with capture
+	NestedExitCodeKey   = attribute.Key("pi.nested.exit_code") // the child process's
+	NestedCallKey       = attribute.Key("pi.nested.call")      // a call another tool made (ctx.executeTool)
+	NestedCallStatusKey = attribute.Key("pi.nested.call.status")
+	NestedRunsKey       = attribute.Key("pi.nested.runs")        // tool span and root: nested runs, all depths
+	NestedFailedRunsKey = attribute.Key("pi.nested.failed_runs") // of which failed
+	NestedCostTotalKey  = attribute.Key("pi.nested.cost.total")  // their cost, within the root's pi.cost.total
+	NestedDroppedKey    = attribute.Key("pi.nested.dropped")     // what the bounds cut (runs, items, calls, bad values)
+	NestedClampedKey    = attribute.Key("pi.nested.clamped")     // spans whose times fell outside their parent
 )
 
 // Attribute keys of pi.compaction.
@@ -199,6 +219,7 @@ const (
 // Fixed values of a few attributes.
 const (
 	AgentName        = "pi"           // gen_ai.agent.name of the root
+	NestedErrorType  = "agent_error"  // error.type of a failed nested run without an error message
 	ToolTypeFunction = "function"     // gen_ai.tool.type of every execute_tool
 	ToolErrorType    = "tool_error"   // error.type of a failed execute_tool
 	LinkPreviousRun  = "previous_run" // pi.link on a command outside a run

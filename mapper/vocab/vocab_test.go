@@ -237,7 +237,7 @@ func TestSpanModelDocument(t *testing.T) {
 	want := vocab.Spans()
 	for _, k := range vocab.Families() {
 		want = append(want, k.Prefix()+"{"+map[vocab.SpanFamily]string{
-			vocab.SpanChat: "model", vocab.SpanTool: "name", vocab.SpanRPC: "command", vocab.SpanExtensionUI: "method",
+			vocab.SpanChat: "model", vocab.SpanTool: "name", vocab.SpanAgent: "agent", vocab.SpanRPC: "command", vocab.SpanExtensionUI: "method",
 		}[k]+"}")
 	}
 	same(t, "the spans table", spans, want)

@@ -20,6 +20,9 @@ import (
 type Config struct {
 	Size int64  // bytes to write, at least; the last run is completed
 	Seed uint64 // for the sizes and choices
+	// Subagents makes every tool call a call of the subagent extension's
+	// tool, whose result carries two children's runs (details.results).
+	Subagents bool
 }
 
 // Stats says what was written.
@@ -36,11 +39,13 @@ type gen struct {
 	stats Stats
 	err   error
 	text  string
+	subs  bool
 }
 
 // Write writes one session file of about cfg.Size bytes to w.
 func Write(w io.Writer, cfg Config) (Stats, error) {
 	g := &gen{w: bufio.NewWriterSize(w, 1<<20), rng: rand.New(rand.NewPCG(cfg.Seed, 7)), now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+	g.subs = cfg.Subagents
 	g.text = strings.Repeat("The quick brown fox jumps over the lazy dog; pi edits the file and runs the tests. ", 8)
 	g.line(map[string]any{"type": "session", "version": 3, "id": "0193bench-0000-7000-8000-000000000000", "timestamp": g.iso(), "cwd": "/home/dev/work/project"})
 	g.entry("model_change", map[string]any{"provider": "anthropic", "modelId": "claude-sonnet-4-5"})
@@ -170,8 +175,14 @@ func (g *gen) run() {
 			if out > 2_000_000 {
 				out = 2_000_000
 			}
-			g.message(map[string]any{"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"], "content": []any{map[string]any{"type": "text", "text": g.pad(out)}},
-				"isError": g.rng.IntN(12) == 0, "durationMs": d.Milliseconds(), "timestamp": g.ms(0)})
+			m := map[string]any{"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"], "content": []any{map[string]any{"type": "text", "text": g.pad(out)}},
+				"isError": g.rng.IntN(12) == 0, "durationMs": d.Milliseconds(), "timestamp": g.ms(0)}
+			if g.subs {
+				m["toolName"] = "subagent"
+				m["content"] = []any{map[string]any{"type": "text", "text": g.pad(200)}}
+				m["details"] = map[string]any{"mode": "parallel", "results": []any{g.child(d, out/2), g.child(d, out/2)}}
+			}
+			g.message(m)
 			g.stats.ToolCalls++
 		}
 	}
@@ -184,5 +195,31 @@ func (g *gen) run() {
 	}
 	if g.rng.IntN(30) == 0 {
 		g.entry("thinking_level_change", map[string]any{"thinkingLevel": []string{"low", "medium", "high"}[g.rng.IntN(3)]})
+	}
+}
+
+// child is one subagent run of the subagent extension's result, within a
+// tool call of duration d that ended now: the task, a bash call with about
+// out bytes of output, and the answer.
+func (g *gen) child(d time.Duration, out int) map[string]any {
+	start := g.now.Add(-d)
+	at := func(f float64) int64 { return start.Add(time.Duration(f * float64(d))).UnixMilli() }
+	u1, u2 := g.usage(1500+g.rng.IntN(5000), 40+g.rng.IntN(300)), g.usage(2000+g.rng.IntN(5000), 40+g.rng.IntN(300))
+	cost := u1["cost"].(map[string]any)["total"].(float64) + u2["cost"].(map[string]any)["total"].(float64)
+	call := fmt.Sprintf("toolu_child_%d_%d", g.n, g.rng.IntN(1e6))
+	return map[string]any{
+		"agent": "scout", "agentSource": "user", "task": g.pad(60), "status": "completed", "exitCode": 0, "stderr": "",
+		"usage": map[string]any{"input": u1["input"].(int) + u2["input"].(int), "output": u1["output"].(int) + u2["output"].(int),
+			"cacheRead": 0, "cacheWrite": 0, "cost": cost, "contextTokens": 0, "turns": 2},
+		"model": "anthropic/claude-sonnet-4-5", "stopReason": "stop",
+		"messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": g.pad(80)}}, "timestamp": at(0.05)},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "toolCall", "id": call, "name": "bash", "arguments": map[string]any{"command": g.pad(40)}}},
+				"provider": "anthropic", "model": "claude-sonnet-4-5", "usage": u1, "stopReason": "toolUse", "timestamp": at(0.1), "durationMs": int64(float64(d.Milliseconds()) * 0.3)},
+			map[string]any{"role": "toolResult", "toolCallId": call, "toolName": "bash", "content": []any{map[string]any{"type": "text", "text": g.pad(out)}},
+				"isError": false, "timestamp": at(0.5), "durationMs": int64(float64(d.Milliseconds()) * 0.05)},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": g.pad(200)}},
+				"provider": "anthropic", "model": "claude-sonnet-4-5", "usage": u2, "stopReason": "stop", "timestamp": at(0.55), "durationMs": int64(float64(d.Milliseconds()) * 0.4)},
+		},
 	}
 }

@@ -79,7 +79,8 @@ func (c *StreamClock) advance(t time.Time) time.Time {
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // OwnTime is the time an event carries itself, if any: the session
-// header's, or a message's (its end adds the assistant's durationMs).
+// header's, or a message's (an assistant message's end adds its
+// durationMs).
 func OwnTime(ev *event.Event) (time.Time, bool) {
 	switch ev.Type {
 	case event.TypeSession:
@@ -92,7 +93,11 @@ func OwnTime(ev *event.Event) (time.Time, bool) {
 			break
 		}
 		t := time.UnixMilli(int64(msg.Timestamp))
-		if ev.Type == event.TypeMessageEnd && msg.DurationMs != nil {
+		// An assistant message's timestamp is its start, so its end adds
+		// durationMs; a tool result's is already its end, and adding the
+		// tool's durationMs again put the next model call a tool-duration
+		// late.
+		if ev.Type == event.TypeMessageEnd && msg.Role == "assistant" && msg.DurationMs != nil {
 			t = t.Add(ms(*msg.DurationMs))
 		}
 		return t, true

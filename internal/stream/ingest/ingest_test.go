@@ -141,3 +141,26 @@ func TestWarningsSayWhatIsHeldBack(t *testing.T) {
 		t.Errorf("Unreported() = %d, want 12", n)
 	}
 }
+
+// A tool result's timestamp is its end: the model call after a 9 s tool
+// starts at its own timestamp, not 9 s later (the tool's durationMs was
+// once added again to the result's timestamp).
+func TestModelCallAfterAToolStartsAtItsTimestamp(t *testing.T) {
+	c := NewStreamClock(time.Unix(100, 0))
+	at := func(ev event.Event) time.Time { return c.Time(&ev) }
+	base := float64(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixMilli())
+	chat, tool := 70.0, 9000.0
+	at(event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Timestamp: base}})
+	at(event.Event{Type: event.TypeMessageEnd, Message: &event.Message{Role: "assistant", Timestamp: base, DurationMs: &chat}})
+	at(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "sub"})
+	at(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "sub", DurationMs: &tool})
+	end := base + chat + tool + 2
+	res := event.Message{Role: "toolResult", Timestamp: end, DurationMs: &tool}
+	if got := at(event.Event{Type: event.TypeMessageEnd, Message: &res}); got.UnixMilli() != int64(end) {
+		t.Fatalf("tool result at %v, want its timestamp %v", got.UnixMilli(), int64(end))
+	}
+	next := end + 3
+	if got := at(event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Timestamp: next}}); got.UnixMilli() != int64(next) {
+		t.Fatalf("next model call starts at %v, want its timestamp %v (%v ms late)", got.UnixMilli(), int64(next), got.UnixMilli()-int64(next))
+	}
+}

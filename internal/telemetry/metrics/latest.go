@@ -108,11 +108,27 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 	}
 }
 
+// onSubagent records a nested agent run's duration under its own agent
+// name.
+func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	set := []attribute.KeyValue{agentOf(a)}
+	if span.Status().Code == codes.Error {
+		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), vocab.NestedErrorType)))
+	}
+	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
+	if v, ok := a.int(vocab.TurnsKey); ok && v >= 0 {
+		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
+	}
+	if v, ok := a.int(vocab.ToolCallsKey); ok && v >= 0 {
+		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
+	}
+}
+
 func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {
 	set := []attribute.KeyValue{
 		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
 		vocab.GenAIToolTypeKey.String(orDefault(token(a.str(vocab.GenAIToolTypeKey)), vocab.ToolTypeFunction)),
-		agentName,
+		agentOf(a),
 	}
 	if failed {
 		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), vocab.ToolErrorType)))

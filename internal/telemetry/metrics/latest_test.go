@@ -79,7 +79,7 @@ func TestLatestMetrics(t *testing.T) {
 	// Both modes keep pi.*.
 	wantEqual(t, "pi.runs", c.sums(t, vocab.MetricRuns), map[string]float64{"pi.outcome=error": 1})
 	cost := c.sums(t, vocab.MetricCost)
-	if v := cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 1) {
+	if v := cost["gen_ai.agent.name=pi,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 1) {
 		t.Errorf("pi.cost = %v", cost)
 	}
 }
@@ -98,4 +98,22 @@ func TestDefaultRecordsNoLatestMetric(t *testing.T) {
 	if _, ok := c[vocab.MetricTokenUsage]; !ok {
 		t.Errorf("no %s by default", vocab.MetricTokenUsage)
 	}
+}
+
+// With the latest conventions a nested agent run records the agent metrics under its own
+// gen_ai.agent.name: its duration (error.type when it failed), model calls and tool calls.
+func TestLatestSubagentMetrics(t *testing.T) {
+	h := newHarness(t, metrics.WithGenAILatest())
+	invoke := attribute.String("gen_ai.operation.name", "invoke_agent")
+	h.span("invoke_agent scout", 3*time.Second, codes.Unset, invoke, attribute.String("gen_ai.agent.name", "scout"),
+		vocab.NestedDepthKey.Int(1), vocab.TurnsKey.Int(2), vocab.ToolCallsKey.Int(1))
+	h.span("invoke_agent scout", time.Second, codes.Error, invoke, attribute.String("gen_ai.agent.name", "scout"),
+		vocab.NestedDepthKey.Int(1), vocab.TurnsKey.Int(1), vocab.ToolCallsKey.Int(0), attribute.String("error.type", "400"))
+	c := h.collect()
+	wantEqual(t, "invoke_agent.duration", c.histograms(t, vocab.MetricInvokeAgentDuration), map[string]histo{
+		"gen_ai.agent.name=scout":                {1, 3},
+		"error.type=400,gen_ai.agent.name=scout": {1, 1},
+	})
+	wantEqual(t, "inference_calls", c.histograms(t, vocab.MetricInvokeAgentInferences), map[string]histo{"gen_ai.agent.name=scout": {2, 3}})
+	wantEqual(t, "tool_calls", c.histograms(t, vocab.MetricInvokeAgentToolCalls), map[string]histo{"gen_ai.agent.name=scout": {2, 1}})
 }

@@ -35,6 +35,7 @@ const (
 	keyOutputTokens  = vocab.GenAIUsageOutputTokensKey
 	keyTTFC          = vocab.GenAIResponseTimeToFirstChunkKey
 	keyToolName      = vocab.GenAIToolNameKey
+	keyAgentName     = vocab.GenAIAgentNameKey
 	keyErrorType     = vocab.ErrorTypeKey
 	keyErrorLabel    = attribute.Key("error")
 	unknownLabel     = "_OTHER"
@@ -99,6 +100,8 @@ type SpanMetrics struct {
 	cost         metric.Float64Counter
 	uiWait       metric.Float64Histogram
 	rpcCommands  metric.Int64Counter
+	subagents    metric.Int64Counter
+	subagentDur  metric.Float64Histogram
 }
 
 var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
@@ -130,6 +133,8 @@ func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, erro
 	s.uiWait = in.float64Histogram(vocab.MetricExtensionUIWait, "s",
 		"Time an extension dialog waited for the RPC controller (usually a human).", humanWaitBucket)
 	s.rpcCommands = in.int64Counter(vocab.MetricRPCCommands, "{command}", "RPC commands from the controller, by command and success.")
+	s.subagents = in.int64Counter(vocab.MetricSubagentRuns, "{run}", "Nested agent runs a tool ran (subagents), by agent and outcome.")
+	s.subagentDur = in.float64Histogram(vocab.MetricSubagentDuration, "s", "Duration of a nested agent run, by agent and outcome.", runBuckets)
 	if err := in.err(); err != nil {
 		return nil, err
 	}
@@ -151,6 +156,8 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	a := attrsOf(span)
 	name := span.Name()
 	switch {
+	case a.has(vocab.NestedDepthKey) && a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
+		s.onSubagent(ctx, span, a)
 	case name == vocab.SpanRoot || a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
 		s.onRoot(ctx, span, a)
 	case a.str(keyOperation) == semconv.GenAIOperationNameChat.Value.AsString():
@@ -190,12 +197,34 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	}
 }
 
+// onSubagent records a nested agent run: not a run of pi.runs, whose
+// count is of invocations of Pi itself. Its model calls count in the cost
+// and token metrics as chats, under their gen_ai.agent.name.
+func (s *SpanMetrics) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
+	outcome := string(vocab.OutcomeOK)
+	if span.Status().Code == codes.Error {
+		outcome = string(vocab.OutcomeError)
+	}
+	set := metric.WithAttributes(agentOf(a), vocab.OutcomeKey.String(outcome))
+	s.subagents.Add(ctx, 1, set)
+	s.subagentDur.Record(ctx, seconds(span), set)
+	if s.latest != nil {
+		s.latest.onSubagent(ctx, span, a)
+	}
+}
+
+// agentOf is the gen_ai.agent.name label of a span: a nested run's agent,
+// else Pi itself.
+func agentOf(a attrs) attribute.KeyValue {
+	return keyAgentName.String(orDefault(token(a.str(keyAgentName)), vocab.AgentName))
+}
+
 func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
 	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr))
+		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr, agentOf(a)))
 	}
 	if s.latest != nil {
 		s.latest.onChat(ctx, span, a, provider, modelAttr)
@@ -263,7 +292,8 @@ func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
-			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName))))
+			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName)),
+			agentOf(a)))
 	}
 }
 
@@ -293,6 +323,8 @@ func indexAttrs(kvs []attribute.KeyValue) attrs {
 	}
 	return a
 }
+
+func (a attrs) has(k attribute.Key) bool { _, ok := a[k]; return ok }
 
 func (a attrs) str(k attribute.Key) string {
 	if v, ok := a[k]; ok && v.Type() == attribute.STRING {

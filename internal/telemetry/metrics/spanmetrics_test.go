@@ -190,7 +190,7 @@ func TestFullRunFromSpanTree(t *testing.T) {
 		"pi.compaction.outcome=ok,pi.compaction.reason=threshold": 1,
 	})
 	cost := c.sums(t, vocab.MetricCost)
-	if v := cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 0.75) || len(cost) != 1 {
+	if v := cost["gen_ai.agent.name=pi,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"]; !near(v, 0.75) || len(cost) != 1 {
 		t.Errorf("pi.cost = %v, want 0.75 for anthropic/claude-x only", cost)
 	}
 
@@ -316,8 +316,8 @@ func TestCompactionCostCounts(t *testing.T) {
 		vocab.CompactionReasonKey.String("overflow"), vocab.CompactionOutcomeKey.String("error"))
 
 	cost := h.collect().sums(t, vocab.MetricCost)
-	if len(cost) != 2 || !near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.004) ||
-		!near(cost["gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"], 0.001) {
+	if len(cost) != 2 || !near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.004) ||
+		!near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"], 0.001) {
 		t.Errorf("pi.cost = %v, want 0.004 under _OTHER/unknown and 0.001 under anthropic/claude-x", cost)
 	}
 }
@@ -336,8 +336,8 @@ func TestSessionEntryCostCounts(t *testing.T) {
 	root.End()
 
 	cost := h.collect().sums(t, vocab.MetricCost)
-	if len(cost) != 2 || !near(cost["gen_ai.provider.name=openai,gen_ai.request.model=gpt-x"], 0.002) ||
-		!near(cost["gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.003) {
+	if len(cost) != 2 || !near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=openai,gen_ai.request.model=gpt-x"], 0.002) ||
+		!near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=_OTHER,gen_ai.request.model=unknown"], 0.003) {
 		t.Errorf("pi.cost = %v, want 0.002 under openai/gpt-x and 0.003 under _OTHER/unknown", cost)
 	}
 }
@@ -423,5 +423,39 @@ func TestInstrumentUnits(t *testing.T) {
 	}
 	if len(c) != len(want) {
 		t.Errorf("recorded %v, want exactly the %d instruments above", c.names(), len(want))
+	}
+}
+
+// A nested agent run (an invoke_agent span below a tool) is a subagent, not a run of Pi: it
+// counts in pi.subagent.runs under its agent name and outcome, never in pi.runs, and its model
+// calls' cost counts under its agent name, apart from the parent's.
+func TestSubagentRuns(t *testing.T) {
+	h := newHarness(t)
+	invoke := attribute.String("gen_ai.operation.name", "invoke_agent")
+	h.span("invoke_agent scout", 2*time.Second, codes.Unset, invoke,
+		attribute.String("gen_ai.agent.name", "scout"), vocab.NestedDepthKey.Int(1))
+	h.span("invoke_agent scout", time.Second, codes.Error, invoke,
+		attribute.String("gen_ai.agent.name", "scout"), vocab.NestedDepthKey.Int(1))
+	h.span("chat m", time.Second, codes.Unset, attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.agent.name", "scout"), attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.5))
+	h.span("chat m", time.Second, codes.Unset, attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.25))
+	h.span(vocab.SpanRoot, 3*time.Second, codes.Unset, invoke, vocab.OutcomeKey.String("ok"))
+
+	got := h.collect()
+	runs := got.sums(t, vocab.MetricRuns)
+	if len(runs) != 1 || runs["pi.outcome=ok"] != 1 {
+		t.Errorf("pi.runs = %v, want the root only", runs)
+	}
+	subs := got.sums(t, vocab.MetricSubagentRuns)
+	if subs["gen_ai.agent.name=scout,pi.outcome=ok"] != 1 || subs["gen_ai.agent.name=scout,pi.outcome=error"] != 1 || len(subs) != 2 {
+		t.Errorf("pi.subagent.runs = %v, want one ok and one error run of scout", subs)
+	}
+	cost := got.sums(t, vocab.MetricCost)
+	if !near(cost["gen_ai.agent.name=scout,gen_ai.provider.name=openai,gen_ai.request.model=m"], 0.5) ||
+		!near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=openai,gen_ai.request.model=m"], 0.25) {
+		t.Errorf("pi.cost = %v, want 0.5 for scout and 0.25 for pi", cost)
 	}
 }

@@ -159,7 +159,7 @@ const (
 
 // Scenarios lists every capture, in the order they are recorded.
 func Scenarios() []Scenario {
-	return []Scenario{
+	return append([]Scenario{
 		{
 			Name:        "text",
 			Description: "plain text answer in 3 deltas",
@@ -343,7 +343,7 @@ func Scenarios() []Scenario {
 				return settled(c, recs, 2)
 			},
 		},
-	}
+	}, subagentScenarios()...)
 }
 
 func hasDelta(recs []map[string]any, typ string) bool {

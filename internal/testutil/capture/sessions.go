@@ -31,6 +31,7 @@ func SessionScenarios() []Scenario {
 		"threshold-compaction": true, "cut": true, "two-prompts": true,
 		"sigterm-mid-tool": true, "rpc-steer-follow-up": true, "rpc-bash": true,
 		"rpc-abort-mid-tool": true, "rpc-compact": true,
+		"subagent-single": true, "subagent-parallel": true, "subagent-chain": true, "subagent-fail": true,
 	}
 	var out []Scenario
 	for _, s := range append(Scenarios(), RPCScenarios()...) {

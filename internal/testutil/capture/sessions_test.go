@@ -51,7 +51,15 @@ func TestSessionCapture(t *testing.T) {
 func recordSession(t *testing.T, s Scenario, piVar, dir string) *SessionCapture {
 	var sess []byte
 	c := recordRun(t, s, piVar, func(env *pitest.Env) []string {
-		return env.Args(withSessionDir(s.Args, env.SessionDir)...)
+		args := withSessionDir(s.Args, env.SessionDir)
+		if s.Prepare != nil {
+			extra, err := s.Prepare(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(extra, args...)
+		}
+		return env.Args(args...)
 	}, func(env *pitest.Env) {
 		var err error
 		if sess, err = sessionFile(env.SessionDir); err != nil {

@@ -1,0 +1,403 @@
+package nested
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+)
+
+// A subagent result is mostly the children's tool outputs: text the parser
+// never reads. encoding/json would run every byte of it through its state
+// machine once per level (result, details, entry, message); the walker
+// below finds a value's end by searching for quotes instead, and hands
+// encoding/json only the small values it decodes (usage, nestedCalls, an
+// escaped string). It reads values as encoding/json does (keys ignoring
+// case, the last of duplicate keys), and reports input it cannot walk as
+// malformed rather than guessing; reference_test.go holds it to the
+// encoding/json decoder it replaces.
+
+// members calls fn with each key and value of the object b, as long as fn
+// returns true; it reports false when b is not a well-formed object.
+func members(b []byte, fn func(key, v []byte) bool) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		ks := i
+		kEnd := skipString(b, i+1)
+		if kEnd < 0 {
+			return false
+		}
+		key := b[i+1 : kEnd-1]
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		vEnd := skipValue(b, i)
+		if vEnd < 0 {
+			return false
+		}
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(b[ks:kEnd], &k) != nil {
+				// Not reached for valid JSON; a key it cannot read is skipped.
+				k = ""
+			}
+			key = []byte(k)
+		}
+		if !fn(key, b[i:vEnd]) {
+			return true
+		}
+		i = skipSpace(b, vEnd)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		return i < len(b) && b[i] == '}' && skipSpace(b, i+1) == len(b)
+	}
+}
+
+// elements calls fn with each element of the array b, as long as fn
+// returns true; it reports false when b is not a well-formed array.
+func elements(b []byte, fn func(v []byte) bool) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		vEnd := skipValue(b, i)
+		if vEnd < 0 {
+			return false
+		}
+		if !fn(b[i:vEnd]) {
+			return true
+		}
+		i = skipSpace(b, vEnd)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		return i < len(b) && b[i] == ']' && skipSpace(b, i+1) == len(b)
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the closing quote of the string whose
+// content starts at b[i], or -1 when it does not close.
+func skipString(b []byte, i int) int {
+	for i <= len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		q := i + j
+		if !escaped(b, q) {
+			return q + 1
+		}
+		i = q + 1
+	}
+	return -1
+}
+
+// skipValue returns the end of the value that starts at b[i], or -1 when
+// it does not end.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i+1)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i+1)
+				if i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	start := i
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			if i == start {
+				return -1
+			}
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// key reports whether k names field, as encoding/json matches names.
+func key(k []byte, field string) bool {
+	return len(k) == len(field) && (string(k) == field || bytes.EqualFold(k, []byte(field)))
+}
+
+// str decodes a string value into dst; null leaves it. It reports false for
+// another kind.
+func str(v []byte, dst *string) bool {
+	switch {
+	case len(v) >= 2 && v[0] == '"':
+		inner := v[1 : len(v)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			*dst = string(inner)
+			return true
+		}
+		return json.Unmarshal(v, dst) == nil
+	case string(v) == "null":
+		return true
+	}
+	return false
+}
+
+// num decodes a number value into dst; null leaves it.
+func num(v []byte, dst *float64) bool {
+	if string(v) == "null" {
+		return true
+	}
+	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return false
+	}
+	*dst = f
+	return true
+}
+
+// boolean decodes a boolean value into dst; null leaves it.
+func boolean(v []byte, dst *bool) bool {
+	switch string(v) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	case "null":
+	default:
+		return false
+	}
+	return true
+}
+
+// small decodes a small value (usage, nestedCalls) with encoding/json.
+func small(v []byte, dst any) bool { return json.Unmarshal(v, dst) == nil }
+
+// walker is the decoder Parse uses.
+type walker struct{}
+
+func (walker) toolResult(raw []byte) (toolResult, bool) {
+	var tr toolResult
+	ok := members(raw, func(k, v []byte) bool {
+		switch {
+		case key(k, "details"):
+			tr.Details = v
+		case key(k, "usage"):
+			tr.Usage = v
+		case key(k, "nestedCalls"):
+			tr.NestedCalls = v
+		}
+		return true
+	})
+	return tr, ok
+}
+
+func (walker) object(raw []byte) (map[string]json.RawMessage, bool) {
+	m := map[string]json.RawMessage{}
+	ok := members(raw, func(k, v []byte) bool {
+		m[string(k)] = v
+		return true
+	})
+	return m, ok
+}
+
+func (walker) array(raw []byte) ([]json.RawMessage, bool) {
+	var list []json.RawMessage
+	ok := elements(raw, func(v []byte) bool {
+		list = append(list, v)
+		return true
+	})
+	return list, ok
+}
+
+var errField = errors.New("nested: a field of the wrong type")
+
+func (w walker) entry(raw []byte, e *entry) error {
+	bad := false
+	if !members(raw, func(k, v []byte) bool {
+		switch {
+		case key(k, "agent"):
+			bad = !str(v, &e.Agent) || bad
+		case key(k, "type"):
+			bad = !str(v, &e.Type) || bad
+		case key(k, "task"):
+			bad = !str(v, &e.Task) || bad
+		case key(k, "stopReason"):
+			bad = !str(v, &e.StopReason) || bad
+		case key(k, "errorMessage"):
+			bad = !str(v, &e.ErrorMessage) || bad
+		case key(k, "model"):
+			bad = !str(v, &e.Model) || bad
+		case key(k, "exitCode"):
+			if string(v) == "null" {
+				e.ExitCode = nil
+			} else if n, err := strconv.Atoi(string(v)); err == nil {
+				e.ExitCode = &n
+			} else {
+				bad = true
+			}
+		case key(k, "usage"):
+			var u *entryUsage
+			if small(v, &u) {
+				e.Usage = u
+			} else {
+				bad = true
+			}
+		case key(k, "messages"):
+			switch {
+			case string(v) == "null":
+				e.Messages = nil
+			case v[0] == '[':
+				list, ok := w.array(v)
+				if list == nil && ok {
+					list = []json.RawMessage{}
+				}
+				e.Messages = list
+			default:
+				bad = true
+			}
+		}
+		return true
+	}) {
+		return errField
+	}
+	if bad {
+		return errField
+	}
+	return nil
+}
+
+func (walker) message(raw []byte, m *message) (malformed, skip bool) {
+	if !members(raw, func(k, v []byte) bool {
+		ok := true
+		switch {
+		case key(k, "role"):
+			ok = str(v, &m.Role)
+		case key(k, "provider"):
+			ok = str(v, &m.Provider)
+		case key(k, "model"):
+			ok = str(v, &m.Model)
+		case key(k, "responseModel"):
+			ok = str(v, &m.ResponseModel)
+		case key(k, "stopReason"):
+			ok = str(v, &m.StopReason)
+		case key(k, "errorMessage"):
+			ok = str(v, &m.ErrorMessage)
+		case key(k, "toolCallId"):
+			ok = str(v, &m.ToolCallID)
+		case key(k, "toolName"):
+			ok = str(v, &m.ToolName)
+		case key(k, "isError"):
+			ok = boolean(v, &m.IsError)
+		case key(k, "timestamp"):
+			ok = num(v, &m.Timestamp)
+		case key(k, "durationMs"):
+			if string(v) == "null" {
+				m.DurationMs = nil
+				break
+			}
+			var d float64
+			if ok = num(v, &d); ok {
+				m.DurationMs = &d
+			}
+		case key(k, "usage"):
+			var u *event.Usage
+			if ok = small(v, &u); ok {
+				m.Usage = u
+			}
+		case key(k, "content"):
+			m.Content = nil
+			if v[0] != '[' {
+				break
+			}
+			var list blocks
+			if elements(v, func(b []byte) bool {
+				var bl block
+				if !members(b, func(k, v []byte) bool {
+					switch {
+					case key(k, "type"):
+						return str(v, &bl.Type)
+					case key(k, "id"):
+						return str(v, &bl.ID)
+					case key(k, "name"):
+						return str(v, &bl.Name)
+					}
+					return true
+				}) {
+					return false
+				}
+				list = append(list, bl)
+				return true
+			}) {
+				m.Content = list
+			}
+		}
+		malformed = malformed || !ok
+		return true
+	}) {
+		// Valid JSON of another kind is a message with nothing in it, as
+		// encoding/json reads it; input that is not JSON is no message.
+		return true, !json.Valid(raw)
+	}
+	return malformed, false
+}
+
+func (walker) role(raw []byte) string {
+	var r string
+	members(raw, func(k, v []byte) bool {
+		if key(k, "role") {
+			str(v, &r)
+		}
+		return true
+	})
+	return r
+}
