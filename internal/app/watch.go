@@ -59,13 +59,16 @@ func Watch(env Env, args []string) int {
 		state = sessionwatch.DefaultStatePath(env.Getenv, home)
 	}
 
-	sp, err := newSessionPipeline(env, cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// No live Pi to protect: a backfill reads only as fast as the exporter
+	// takes spans, and nothing is dropped to be traced again (until a
+	// signal, when a full queue drops and the state stays put).
+	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	fcfg := sp.followerConfig(env, cfg)
 	fcfg.Dirs = dirs
@@ -119,11 +122,13 @@ type sessionPipeline struct {
 	lines, damaged atomic.Int64
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
-	bad     int64
+	bad int64
+	// badLogs is the same for log records (they have no spool).
+	badLogs int64
 	stopped bool
 }
 
-func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
+func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
@@ -132,7 +137,7 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 	// Trace and span ids derive from the session and entry ids, so a run
 	// traced again (after a failed export) keeps its ids.
 	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() },
-		telemetry.WithIDGenerator(sp.ids))
+		append([]telemetry.Option{telemetry.WithIDGenerator(sp.ids)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +190,10 @@ func (c *countingTracer) Line(off int64, b []byte) {
 	}
 }
 
-// flush exports what is queued and reports whether every span ended so
-// far reached the exporter. The final flush shuts the pipeline down.
+// flush exports what is queued and reports whether every span and log
+// record ended so far reached the exporter, or the spool, which counts as
+// delivered: its spans are sent later and must not be traced again. The
+// final flush shuts the pipeline down.
 func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	var err error
 	if final {
@@ -194,19 +201,31 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 			sp.stopped = true
 			err = sp.tel.Shutdown(context.Background()) // bounded by --flush-timeout
 		}
-	} else if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
-		// Only the spans: metrics keep their own interval.
-		err = f.ForceFlush(ctx)
+	} else {
+		// Only the spans and the logs: metrics keep their own interval.
+		if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
+			err = f.ForceFlush(ctx)
+		}
+		if f, ok := sp.tel.LoggerProvider().(interface{ ForceFlush(context.Context) error }); ok && err == nil {
+			err = f.ForceFlush(ctx)
+		}
 	}
 	s := sp.tel.Stats()
 	bad := s.Failed + s.Dropped
 	lost := bad - sp.bad
 	sp.bad = bad
+	// After a flush every record emitted is exported, failed or dropped.
+	ls := sp.tel.LogStats()
+	badLogs := ls.Emitted - ls.Exported
+	lostLogs := badLogs - sp.badLogs
+	sp.badLogs = badLogs
 	switch {
 	case err != nil:
 		return err
 	case lost > 0:
 		return fmt.Errorf("%d spans were not exported", lost)
+	case lostLogs > 0:
+		return fmt.Errorf("%d log records were not exported", lostLogs)
 	case s.Pending() > 0 && sp.cfg.Traces.Exporter != config.ExporterNone: // none exports nothing, loses nothing
 		return errors.New("spans are still waiting for the exporter")
 	}

@@ -165,6 +165,12 @@ type Telemetry struct {
 	spool     *spool.Spool
 	spoolDone chan struct{}
 	spoolStop context.CancelFunc
+	// spoolWaiting says spans may wait in the spool; spoolKick wakes its
+	// sender when the collector takes a batch; spoolEnding ends it once
+	// its pass is done.
+	spoolWaiting atomic.Bool
+	spoolKick    chan struct{}
+	spoolEnding  chan struct{}
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -334,7 +340,7 @@ func (t *Telemetry) setupTraces(ctx context.Context, cfg Config, o options) (sdk
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
 	}
 	if t.spool != nil {
-		bopts = append(bopts, keepFailed(t.keep))
+		bopts = append(bopts, keepFailed(t.keep), onDelivered(t.spoolDelivered))
 	}
 	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
 	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
