@@ -24,6 +24,13 @@ import (
 // Watch follows Pi's session directories and traces every run as it
 // completes, until SIGINT or SIGTERM.
 func Watch(env Env, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return watch(ctx, env, args)
+}
+
+// watch is Watch until ctx ends.
+func watch(ctx context.Context, env Env, args []string) int {
 	var wfs *flag.FlagSet
 	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {
 		config.RegisterWatchFlags(fs)
@@ -59,8 +66,6 @@ func Watch(env Env, args []string) int {
 		state = sessionwatch.DefaultStatePath(env.Getenv, home)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// No live Pi to protect: a backfill reads only as fast as the exporter
 	// takes spans, and nothing is dropped to be traced again (until a
 	// signal, when a full queue drops and the state stays put).

@@ -105,6 +105,8 @@ type Tracer struct {
 
 	committed int64
 	stats     Stats
+	// last is the newest entry time seen.
+	last time.Time
 }
 
 // runBuf is an open run: its entries, held until it is complete.
@@ -167,6 +169,9 @@ func (t *Tracer) Line(off int64, b []byte) {
 		return
 	}
 	e.off, e.end = off, end
+	if e.persist.After(t.last) {
+		t.last = e.persist
+	}
 	if t.cfg.Content == nil {
 		// Only what counts and ids need stays: a tool's output can be
 		// megabytes, and nothing reads it without capture.
@@ -362,6 +367,11 @@ func (t *Tracer) Close(end mapper.Ending) {
 
 // Committed is the offset just past the last entry of the last traced run.
 func (t *Tracer) Committed() int64 { return t.committed }
+
+// LastEntry is the newest entry time seen (zero for none): when Pi last
+// wrote to the file, whatever its modification time says (a copy has a
+// new one).
+func (t *Tracer) LastEntry() time.Time { return t.last }
 
 // SessionID is the header's id, once seen.
 func (t *Tracer) SessionID() string { return t.hdr.ID }

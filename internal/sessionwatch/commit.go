@@ -43,7 +43,7 @@ func (f *Follower) work(ctx context.Context) {
 // dropQuiet frees the tracer of a file quiet for CloseAfter whose runs are
 // committed, until the file grows again.
 func (f *Follower) dropQuiet(fi *file, now time.Time) {
-	if fi.tr != nil && now.Sub(fi.mtime) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
+	if fi.tr != nil && now.Sub(fi.active()) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
 		f.dropTracer(fi)
 		f.refresh(fi) // unless it grew while closed
 	}

@@ -16,8 +16,8 @@
 // Progress is committed only after the exporter has accepted the spans
 // (Config.Flush): a run is either traced and committed, or will be traced
 // again from the committed place, after a failed export or a restart. A
-// backfill (--since) commits as it goes, every scanCommitEvery or
-// scanCommitBytes, so a crash repeats at most that much.
+// backfill (--since) commits as it goes, every Config.CommitEvery or
+// CommitBytes, so a crash repeats at most that much.
 //
 // Files are known by what they are (device and inode, and the session id
 // of the header), not by their names: see State. The code is split by
@@ -46,6 +46,8 @@ type Tracer interface {
 	Idle(now time.Time, settle time.Duration) bool
 	Close(end mapper.Ending)
 	Committed() int64
+	// LastEntry is the newest entry time seen, zero if none.
+	LastEntry() time.Time
 }
 
 // TracerSpec is what a new Tracer is told: runs begun before SkipThrough,
@@ -95,6 +97,12 @@ type Config struct {
 	// open run is traced as ended so (Pi exited); otherwise open runs are
 	// left for the next start.
 	Ending func() (end mapper.Ending, ok bool)
+
+	// CommitEvery and CommitBytes pace the commits of a backfill (the
+	// first scan with Since): one at least every CommitEvery or
+	// CommitBytes read, whichever comes first (defaults 1s, 32 MB).
+	CommitEvery time.Duration
+	CommitBytes int64
 
 	// Ready, if set, is called once the first scan is done: what changes
 	// after it is new activity.
@@ -174,9 +182,11 @@ type file struct {
 	session   string // the header's session id, once read
 	size      int64
 	mtime     time.Time
-	readOff   int64 // start of the first line not yet fed
-	committed int64 // accepted by the exporter
-	pending   int64 // traced, waiting for a flush
+	lastEntry time.Time // the newest entry's time, once read
+	lastTried int64     // the size readLast last looked at
+	readOff   int64     // start of the first line not yet fed
+	committed int64     // accepted by the exporter
+	pending   int64     // traced, waiting for a flush
 	tail      uint32
 	tailAt    int64 // the committed place tail was taken at
 	at        time.Time
@@ -218,6 +228,12 @@ func New(cfg Config) *Follower {
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = 5 * time.Minute
 	}
+	if cfg.CommitEvery <= 0 {
+		cfg.CommitEvery = DefaultCommitEvery
+	}
+	if cfg.CommitBytes <= 0 {
+		cfg.CommitBytes = DefaultCommitBytes
+	}
 	return &Follower{
 		cfg:         cfg,
 		files:       map[string]*file{},
@@ -232,6 +248,9 @@ func New(cfg Config) *Follower {
 const (
 	DefaultSettle     = 30 * time.Second
 	DefaultCloseAfter = 30 * time.Minute
+	// A crash repeats at most this much of a backfill.
+	DefaultCommitEvery = time.Second
+	DefaultCommitBytes = 32 << 20
 )
 
 // Stats returns the counters; call it after Run returned, or from Run's
@@ -397,7 +416,7 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 		if !fi.nextIdle.IsZero() {
 			next = earlier(next, fi.nextIdle)
 		}
-		if closeAt := fi.mtime.Add(f.cfg.CloseAfter); closeAt.After(f.cfg.Now()) {
+		if closeAt := fi.active().Add(f.cfg.CloseAfter); closeAt.After(f.cfg.Now()) {
 			next = earlier(next, closeAt)
 		}
 		// A tracer past its close is waiting for a commit: retryAt.

@@ -113,6 +113,9 @@ func (t *fakeTracer) Close(mapper.Ending) {
 
 func (t *fakeTracer) Committed() int64 { return t.committed }
 
+// LastEntry: the fake format has no times; the file's mtime rules.
+func (t *fakeTracer) LastEntry() time.Time { return time.Time{} }
+
 // clock is a settable time source.
 type clock struct{ t time.Time }
 

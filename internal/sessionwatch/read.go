@@ -2,6 +2,7 @@ package sessionwatch
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -117,13 +118,54 @@ func (f *Follower) read(fi *file) {
 			break // the rest, if any, is a line still being written
 		}
 	}
+	if t := fi.tr.LastEntry(); !t.IsZero() {
+		fi.lastEntry = t
+	}
 	if fi.nextIdle.IsZero() {
-		fi.nextIdle = fi.mtime.Add(f.cfg.Settle)
+		fi.nextIdle = fi.active().Add(f.cfg.Settle)
 	}
 	if len(f.buf) > 1<<20 {
 		f.buf = nil // a huge line (an image) is not kept for the next read
 	}
 	f.progress(fi)
+}
+
+// active is when the file was last written to: its modification time,
+// or the time of its newest entry when that is older (a copy of an old
+// session, cp without -p, is new to the file system only). A file copied
+// into the session folder is history to close, not a Pi at work.
+func (fi *file) active() time.Time {
+	if !fi.lastEntry.IsZero() && fi.lastEntry.Before(fi.mtime) {
+		return fi.lastEntry
+	}
+	return fi.mtime
+}
+
+// readLast feeds, before a quiet file is closed, a last line that has no
+// LF but is a whole JSON value: Pi ends every line with one, but a file
+// copied or edited by hand may lack it, and replay reads it.
+func (f *Follower) readLast(fi *file) {
+	if fi.size <= fi.readOff || fi.size-fi.readOff > 64<<20 || fi.lastTried == fi.size {
+		return
+	}
+	fi.lastTried = fi.size
+	fh, err := os.Open(fi.path)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	b := make([]byte, fi.size-fi.readOff)
+	if _, err := fh.ReadAt(b, fi.readOff); err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	if bytes.IndexByte(b, '\n') >= 0 || !json.Valid(b) {
+		return
+	}
+	fi.tr.Line(fi.readOff, b)
+	f.stats.Lines++
+	f.stats.Bytes += int64(len(b))
+	fi.readOff = fi.size
 }
 
 // newTracer builds fi's tracer once its header is whole. A tracer starts
@@ -170,7 +212,8 @@ func (f *Follower) progress(fi *file) {
 	if fi.tr == nil {
 		return
 	}
-	if c := fi.tr.Committed(); c > fi.pending {
+	// A last line read without its LF (readLast) ends past the file.
+	if c := min(fi.tr.Committed(), fi.readOff); c > fi.pending {
 		fi.pending = c
 		f.uncommitted[fi] = true
 	}
@@ -182,6 +225,10 @@ func (f *Follower) due(fi *file, now time.Time) {
 	if fi.tr == nil || fi.closed {
 		return
 	}
+	quiet := now.Sub(fi.active()) >= f.cfg.CloseAfter
+	if quiet {
+		f.readLast(fi) // before Idle, which would trace its run without it
+	}
 	if !fi.nextIdle.IsZero() && !now.Before(fi.nextIdle) {
 		fi.tr.Idle(now, f.cfg.Settle)
 		f.progress(fi)
@@ -191,7 +238,7 @@ func (f *Follower) due(fi *file, now time.Time) {
 			fi.nextIdle = now.Add(f.cfg.Settle)
 		}
 	}
-	if now.Sub(fi.mtime) >= f.cfg.CloseAfter && fi.tr.Committed() < fi.readOff {
+	if quiet && fi.tr.Committed() < fi.readOff {
 		fi.tr.Close(mapper.Ending{Reason: mapper.EndEOF})
 		fi.closed, fi.nextIdle = true, time.Time{}
 		f.progress(fi)

@@ -81,13 +81,6 @@ func (f *Follower) walk(dir string, initial bool) []string {
 	return found
 }
 
-// Progressive commits of the first scan: a crash repeats at most this
-// much of a backfill.
-const (
-	scanCommitEvery = time.Second
-	scanCommitBytes = 32 << 20
-)
-
 // backfilled finishes a file the first scan has read: what is due is
 // traced, the tracer of a quiet file is dropped at once (its runs wait in
 // the exporter, not in memory), and the pass commits as it goes.
@@ -95,7 +88,7 @@ func (f *Follower) backfilled(fi *file) {
 	if fi.tr != nil {
 		now := f.cfg.Now()
 		f.due(fi, now)
-		if now.Sub(fi.mtime) >= f.cfg.CloseAfter && (fi.closed || fi.tr.Committed() >= fi.readOff) {
+		if now.Sub(fi.active()) >= f.cfg.CloseAfter && (fi.closed || fi.tr.Committed() >= fi.readOff) {
 			// A new tracer, if the file grows, skips what is pending.
 			f.dropTracer(fi)
 		}
@@ -110,7 +103,7 @@ func (f *Follower) commitScan(always bool) {
 	if f.scanCommitAt.IsZero() {
 		f.scanCommitAt = now
 	}
-	if !always && f.scanBytes < scanCommitBytes && now.Sub(f.scanCommitAt) < scanCommitEvery {
+	if !always && f.scanBytes < f.cfg.CommitBytes && now.Sub(f.scanCommitAt) < f.cfg.CommitEvery {
 		return
 	}
 	f.scanCommitAt, f.scanBytes = now, 0
