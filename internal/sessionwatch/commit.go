@@ -35,8 +35,8 @@ func (f *Follower) work(ctx context.Context) {
 	for _, fi := range f.files {
 		f.dropQuiet(fi, now)
 	}
-	if !f.saveAt.IsZero() && !now.Before(f.saveAt) {
-		f.saveState() // a save that failed, again
+	if (!f.saveAt.IsZero() && !now.Before(f.saveAt)) || (f.moves && f.saveAt.IsZero()) {
+		f.saveState() // a save that failed, again; or new names
 	}
 }
 
@@ -184,6 +184,7 @@ func (f *Follower) saveState() {
 			Committed: fi.committed, Tail: fi.tail, At: unixOrZero(fi.at)})
 	}
 	f.state.Files = files
+	f.moves = false
 	err := f.state.Save(f.cfg.StatePath)
 	if err == nil {
 		f.saveFails, f.saveAt = 0, time.Time{}

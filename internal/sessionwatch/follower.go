@@ -155,6 +155,9 @@ type Follower struct {
 	scanCommitAt time.Time
 	scanBytes    int64
 
+	// moves says a file was found under a new name since the last save.
+	moves bool
+
 	// A state that could not be saved is saved again at saveAt; after
 	// maxSaveFails failures in a row, Run ends with fatal.
 	saveFails int

@@ -157,6 +157,7 @@ func (f *Follower) moved(fi *file, path string) bool {
 	fi.path, fi.missing = path, time.Time{}
 	f.files[path] = fi
 	f.stats.Moved++
+	f.moves = true // saved with the next work, under its new name
 	return true
 }
 
