@@ -110,7 +110,7 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 		if n > 1 {
 			dups += n - 1
 		}
-		if !want.Spans[id] {
+		if _, ok := want.Spans[id]; !ok {
 			extra++
 		}
 	}

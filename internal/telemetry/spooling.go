@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -42,19 +43,28 @@ func (t *Telemetry) startSpool(cfg config.Spool, client otlptrace.Client) {
 	}
 	go func() {
 		defer close(t.spoolDone)
+		tick := time.NewTicker(spoolRetry)
+		defer tick.Stop()
 		for {
-			t.spoolWaiting.Store(false) // a Put from now on sets it again
-			if err := sp.Drain(ctx, upload); err != nil {
-				t.spoolWaiting.Store(true) // still away: the next delivery retries
+			if t.spoolWaiting.Load() {
+				t.spoolWaiting.Store(false) // a Put from now on sets it again
+				if err := sp.Drain(ctx, upload); err != nil {
+					t.spoolWaiting.Store(true) // still away: try again later
+				}
 			}
 			select {
 			case <-t.spoolEnding:
 				return
 			case <-t.spoolKick:
+			case <-tick.C:
 			}
 		}
 	}()
 }
+
+// spoolRetry is how often the spool is tried while spans wait in it and
+// nothing else reaches the collector.
+const spoolRetry = 10 * time.Second
 
 // spoolDelivered is told of every batch the collector took: if spans wait
 // in the spool, it is sent now.

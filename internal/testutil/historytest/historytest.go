@@ -93,7 +93,7 @@ func Write(tb testing.TB, files int, total int64) History {
 					mtime = time.Now()
 				}
 				add(fmt.Sprintf("real-%d-%d-%v.jsonl", i, v, now), func(w io.Writer) error {
-					_, err := w.Write(variant(withSessionID(tb, src, fmt.Sprintf("real-%d-%d-%v", i, v, now))))
+					_, err := w.Write(variant(WithSessionID(tb, src, fmt.Sprintf("real-%d-%d-%v", i, v, now))))
 					return err
 				})
 			}
@@ -112,8 +112,8 @@ func Write(tb testing.TB, files int, total int64) History {
 	return h
 }
 
-// withSessionID gives a captured session file's header another id.
-func withSessionID(tb testing.TB, src []byte, id string) []byte {
+// WithSessionID gives a captured session file's header another id.
+func WithSessionID(tb testing.TB, src []byte, id string) []byte {
 	first, rest, _ := bytes.Cut(src, []byte("\n"))
 	var hdr map[string]any
 	if err := json.Unmarshal(first, &hdr); err != nil {
@@ -126,7 +126,7 @@ func withSessionID(tb testing.TB, src []byte, id string) []byte {
 
 // Expected is what replaying every file gives.
 type Expected struct {
-	Spans map[string]bool // span ids
+	Spans map[string]string // span id: trace id
 	Runs  int64
 	Cost  float64
 }
@@ -134,8 +134,14 @@ type Expected struct {
 // Replay traces each file as pi-otel replay FILE does (a tracer over
 // every line, closed at the end) into span ids and the span metrics.
 func Replay(tb testing.TB, paths []string) Expected {
+	return ReplayFrom(tb, paths, nil)
+}
+
+// ReplayFrom is Replay with the runs begun before skip(path) left out, as
+// a watch that committed that far goes on; nil skips nothing.
+func ReplayFrom(tb testing.TB, paths []string, skip func(path string) int64) Expected {
 	ids := &session.IDs{}
-	rec := &spanIDs{ids: map[string]bool{}}
+	rec := &spanIDs{ids: map[string]string{}}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	sm, err := metrics.NewSpanMetrics(mp)
@@ -148,7 +154,11 @@ func Replay(tb testing.TB, paths []string) Expected {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		tr := session.New(session.Config{TracerProvider: tp, IDs: ids})
+		var from int64
+		if skip != nil {
+			from = skip(p)
+		}
+		tr := session.New(session.Config{TracerProvider: tp, IDs: ids, SkipThrough: from})
 		var off int64
 		for len(b) > 0 { // as replay's reader: a last line without LF counts
 			line, rest, _ := bytes.Cut(b, []byte("\n"))
@@ -186,13 +196,13 @@ func Replay(tb testing.TB, paths []string) Expected {
 
 type spanIDs struct {
 	mu  sync.Mutex
-	ids map[string]bool
+	ids map[string]string
 }
 
 func (s *spanIDs) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (s *spanIDs) OnEnd(sp sdktrace.ReadOnlySpan) {
 	s.mu.Lock()
-	s.ids[sp.SpanContext().SpanID().String()] = true
+	s.ids[sp.SpanContext().SpanID().String()] = sp.SpanContext().TraceID().String()
 	s.mu.Unlock()
 }
 func (s *spanIDs) Shutdown(context.Context) error   { return nil }
@@ -200,16 +210,30 @@ func (s *spanIDs) ForceFlush(context.Context) error { return nil }
 
 // Exported reads a traces file: how many times each span id was written.
 func Exported(tb testing.TB, path string) map[string]int {
+	return exported(tb, path, false)
+}
+
+// ExportedKilled is Exported for the file of a process killed mid-write:
+// its last line may be cut short, and is then left out.
+func ExportedKilled(tb testing.TB, path string) map[string]int {
+	return exported(tb, path, true)
+}
+
+func exported(tb testing.TB, path string, killed bool) map[string]int {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	n := map[string]int{}
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i, line := range lines {
 		if len(line) == 0 {
 			continue
 		}
 		req, err := otlpfile.UnmarshalTraces(line)
+		if err != nil && killed && i == len(lines)-1 && !bytes.HasSuffix(b, []byte("\n")) {
+			break
+		}
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -16,13 +16,14 @@ func main() {
 	size := flag.String("size", "100MB", "bytes to write (KB, MB, GB are powers of ten)")
 	seed := flag.Uint64("seed", 1, "seed for sizes and choices")
 	stats := flag.Bool("stats", false, "print what was written to stderr")
+	id := flag.String("id", "", "session id of the header (default: a fixed one)")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessiongen:", err)
 		os.Exit(2)
 	}
-	st, err := sessiongen.Write(os.Stdout, sessiongen.Config{Size: n, Seed: *seed})
+	st, err := sessiongen.Write(os.Stdout, sessiongen.Config{Size: n, Seed: *seed, ID: *id})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessiongen:", err)
 		os.Exit(1)
