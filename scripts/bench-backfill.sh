@@ -34,7 +34,7 @@ if [[ ! -f $HIST/.done ]]; then
 		d="$HIST/--home-u-proj$((i / 50))--"
 		[[ -d $d ]] || mkdir -p "$d"
 		# Sizes spread over two orders of magnitude around the mean.
-		s=$((per * (1 + (i % 7) * (i % 7)) / 13))
+		s=$((per * (1 + (i % 7) * (i % 7)) / 20))
 		"$DIR/sessiongen" -size "$s" -seed "$i" -id "bench-$i" >"$d/2026-01-01T00-00-00-000Z_$i.jsonl"
 	done
 	touch -d '2 days ago' "$HIST"/*/*.jsonl

@@ -280,12 +280,6 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
-	if os.Getenv("DEBUGQ") != "" {
-		_ = w.cmd.Process.Signal(syscall.SIGQUIT)
-		<-w.done
-		os.WriteFile("/tmp/quit.txt", w.stderr.Bytes(), 0o644)
-		t.FailNow()
-	}
 	w.stop(t)
 	got := c.counts()
 	var dups, missing int
