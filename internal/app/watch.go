@@ -128,6 +128,10 @@ type sessionPipeline struct {
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
 	bad int64
+	// recount is set while a tracer traces again a run already counted in
+	// the span metrics (after a failed export): its spans go out again,
+	// its counts do not.
+	recount bool
 	// badLogs is the same for log records (they have no spool).
 	badLogs int64
 	stopped bool
@@ -142,7 +146,7 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 	// Trace and span ids derive from the session and entry ids, so a run
 	// traced again (after a failed export) keeps its ids.
 	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() },
-		append([]telemetry.Option{telemetry.WithIDGenerator(sp.ids)}, opts...)...)
+		func() bool { return !sp.recount }, append([]telemetry.Option{telemetry.WithIDGenerator(sp.ids)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,24 +179,45 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		SkipThrough:    spec.SkipThrough,
 		Since:          spec.Since,
 	})
-	return &countingTracer{Tracer: t, sp: sp}
+	return &countingTracer{Tracer: t, sp: sp, counted: spec.Counted}
 }
 
 // countingTracer counts one file's lines, and the damaged ones, into the
-// pipeline's totals for the health metrics.
+// pipeline's totals for the health metrics; and keeps runs already
+// counted out of the span metrics.
 type countingTracer struct {
 	*session.Tracer
 	sp      *sessionPipeline
 	damaged int64 // this file's damaged lines already counted
+	// counted: runs ending at or before it were counted before a failed
+	// export. Traced again from the same bytes, they end at the same
+	// offsets, in order, so the run a call finishes was counted when the
+	// last one traced ended before it.
+	counted int64
 }
 
 func (c *countingTracer) Line(off int64, b []byte) {
 	c.sp.lines.Add(1)
-	c.Tracer.Line(off, b)
+	c.recounting(func() { c.Tracer.Line(off, b) })
 	if d := c.Tracer.Stats().Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d
 	}
+}
+
+func (c *countingTracer) Idle(now time.Time, settle time.Duration) (traced bool) {
+	c.recounting(func() { traced = c.Tracer.Idle(now, settle) })
+	return traced
+}
+
+func (c *countingTracer) Close(end mapper.Ending) {
+	c.recounting(func() { c.Tracer.Close(end) })
+}
+
+func (c *countingTracer) recounting(f func()) {
+	c.sp.recount = c.Tracer.Committed() < c.counted
+	defer func() { c.sp.recount = false }()
+	f()
 }
 
 // flush exports what is queued and reports whether every span and log

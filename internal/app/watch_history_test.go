@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"math"
@@ -27,6 +28,7 @@ type backfillResult struct {
 	midway   int64
 	peakHeap uint64
 	stats    sessionwatch.Stats
+	state    string // the state file
 }
 
 // backfill runs pi-otel watch --since all over dir, as Watch wires it,
@@ -34,6 +36,7 @@ type backfillResult struct {
 func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) backfillResult {
 	var res backfillResult
 	state := filepath.Join(tb.TempDir(), "watch.json")
+	res.state = state
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -155,5 +158,92 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 	// test's reference, replay's span ids.)
 	if res.peakHeap > 64<<20 {
 		t.Errorf("heap in use peaked at %.1f MB during the backfill", float64(res.peakHeap)/(1<<20))
+	}
+}
+
+// A flush that fails (here the first, as an exporter that lost a batch)
+// has its runs traced again from the committed place: their spans are
+// exported again, and still count once in pi.runs and pi.cost.
+func TestWatchRetracedRunsCountOnce(t *testing.T) {
+	h := historytest.Write(t, 3, 200_000)
+	want := historytest.Replay(t, h.Paths)
+	out := t.TempDir()
+	cfg := config.Default()
+	cfg.Quiet = true
+	// Where a backfill without failure leaves every file: the retried one
+	// is done when it stands there too.
+	none := cfg
+	none.Traces.Exporter, none.Metrics.Exporter = config.ExporterNone, config.ExporterNone
+	ref, _, err := sessionwatch.LoadState(backfill(t, h.Dir, none, 0).state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]int64{}
+	for _, fs := range ref.Files {
+		done[fs.Path] = fs.Committed
+	}
+	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
+	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
+	state := filepath.Join(out, "watch.json")
+	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := sp.followerConfig(env, cfg)
+	fc.Dirs, fc.StatePath, fc.Since = []string{h.Dir}, state, sessionwatch.SinceAll
+	var failed bool
+	fc.Flush = func(ctx context.Context, final bool) error {
+		err := sp.flush(ctx, final)
+		if !final && !failed {
+			failed = true
+			return errors.New("a batch was lost")
+		}
+		return err
+	}
+	f := sessionwatch.New(fc)
+	go func() { // stop once every file stands where a clean pass leaves it
+		for ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			st, first, err := sessionwatch.LoadState(state)
+			if err != nil || first {
+				continue
+			}
+			n := 0
+			for _, fs := range st.Files {
+				if fs.Committed == done[fs.Path] {
+					n++
+				}
+			}
+			if n == len(done) {
+				cancel()
+			}
+		}
+	}()
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !failed || f.Stats().Failures != 1 {
+		t.Fatalf("the failure was not seen: %+v", f.Stats())
+	}
+	got := historytest.Exported(t, cfg.Traces.File)
+	again := 0
+	for id := range want.Spans {
+		if got[id] == 0 {
+			t.Fatalf("span %s never exported", id)
+		}
+		if got[id] > 1 {
+			again++
+		}
+	}
+	runs, cost := historytest.MetricTotals(t, cfg.Metrics.File)
+	t.Logf("%d spans, %d exported again; %d runs", len(want.Spans), again, want.Runs)
+	if again == 0 {
+		t.Error("no run was traced again after the failed flush")
+	}
+	if runs != want.Runs || math.Abs(cost-want.Cost) > 1e-6*max(1, want.Cost) {
+		t.Errorf("metrics: pi.runs %d, pi.cost %.4f; replay: %d runs costing %.4f", runs, cost, want.Runs, want.Cost)
 	}
 }

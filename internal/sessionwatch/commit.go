@@ -105,6 +105,7 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 		// Without a state file there is no next start: the summary line
 		// counts the loss.
 		for fi := range f.uncommitted {
+			fi.counted = max(fi.counted, fi.pending)
 			fi.pending = fi.committed
 			f.dropTracer(fi)
 			if fi.removed {

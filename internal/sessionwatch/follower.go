@@ -56,6 +56,10 @@ type TracerSpec struct {
 	Path        string
 	SkipThrough int64
 	Since       time.Time
+	// Counted: runs ending at or before it were traced before, and their
+	// export failed; traced again, they are exported again but must not
+	// count again (the span metrics).
+	Counted int64
 }
 
 // Config configures a Follower.
@@ -186,12 +190,13 @@ type file struct {
 	size      int64
 	mtime     time.Time
 	lastEntry time.Time // the newest entry's time, once read
-	lastTried int64     // the size readLast last looked at
+	lastTried int64     // the size readLast last looked at, with this tracer
 	readOff   int64     // start of the first line not yet fed
 	committed int64     // accepted by the exporter
 	pending   int64     // traced, waiting for a flush
 	tail      uint32
 	tailAt    int64 // the committed place tail was taken at
+	counted   int64 // traced before a failed export: see TracerSpec.Counted
 	at        time.Time
 	since     time.Time
 	tr        Tracer

@@ -35,7 +35,7 @@ func (f *Follower) refresh(fi *file) {
 			fi.id = id
 			f.byID[id] = fi
 		}
-		fi.committed, fi.pending, fi.size, fi.tailAt = 0, 0, 0, -1
+		fi.committed, fi.pending, fi.size, fi.tailAt, fi.counted = 0, 0, 0, -1, 0
 		fi.since = fi.at
 		if fi.since.IsZero() {
 			fi.since = f.cfg.Now()
@@ -183,10 +183,10 @@ func (f *Follower) newTracer(fi *file, fh *os.File) bool {
 	if fi.expect != "" && fi.session != fi.expect {
 		// Another session in the inode of one the state knew (deleted
 		// while we were down): a new file, from its start.
-		fi.committed, fi.pending, fi.tailAt, fi.since = 0, 0, -1, time.Time{}
+		fi.committed, fi.pending, fi.tailAt, fi.since, fi.counted = 0, 0, -1, time.Time{}, 0
 	}
 	fi.expect = ""
-	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.pending, Since: fi.since})
+	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.pending, Since: fi.since, Counted: fi.counted})
 	fi.readOff = 0
 	return true
 }
@@ -246,5 +246,5 @@ func (f *Follower) due(fi *file, now time.Time) {
 }
 
 func (f *Follower) dropTracer(fi *file) {
-	fi.tr, fi.readOff, fi.nextIdle, fi.closed = nil, 0, time.Time{}, false
+	fi.tr, fi.readOff, fi.nextIdle, fi.closed, fi.lastTried = nil, 0, time.Time{}, false, 0
 }
