@@ -303,13 +303,52 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	}
 }
 
-// TestWatchHistoryIntoJaeger: a backfill over OTLP into the real Jaeger
-// stores every trace of the history with exactly replay's span ids.
+// historyCollector is a Collector of the project's distribution that
+// forwards every span it receives to Jaeger, unsampled.
+const historyCollector = `extensions:
+  health_check:
+    endpoint: ${env:HEALTH}
+    path: /status
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: ${env:OTLP}
+processors:
+  batch: {}
+exporters:
+  otlp:
+    endpoint: ${env:JAEGER}
+    tls:
+      insecure: true
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [otlp]
+`
+
+// TestWatchHistoryIntoJaeger: a backfill over OTLP into the real
+// Collector, which forwards to the real Jaeger, stores every trace of the
+// history with exactly replay's span ids, each once.
 func TestWatchHistoryIntoJaeger(t *testing.T) {
 	j := jaegertest.Start(t)
+	conf := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otlp := collectortest.FreeAddr(t)
+	health := collectortest.FreeAddr(t)
+	collectortest.Start(t, collectortest.Options{Name: "history collector", Config: conf, Health: health,
+		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
 	h := historytest.Write(t, 20, 2_000_000)
 	state := filepath.Join(t.TempDir(), "watch.json")
-	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 		"OTEL_SERVICE_NAME=e2e-watch-history", "OTEL_METRICS_EXPORTER=none"}
 	w := startHistWatch(t, env, "--quiet", "--since", "all", "--state", state, h.Dir)
 	waitState(t, w, state, scanned)
