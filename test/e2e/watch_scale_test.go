@@ -108,7 +108,7 @@ func scanned(st sessionwatch.State) bool { return st.Scan == nil }
 // history; the only spans sent twice are of runs the state had not yet
 // committed at the kill (the batch in flight), not the whole pass.
 func TestWatchKill9MidBackfill(t *testing.T) {
-	h := historytest.Write(t, 300, 60_000_000)
+	h := historytest.Write(t, 300, 120_000_000)
 	out := t.TempDir()
 	state := filepath.Join(out, "watch.json")
 	args := func(traces string) []string {
@@ -117,7 +117,11 @@ func TestWatchKill9MidBackfill(t *testing.T) {
 	}
 	first := filepath.Join(out, "traces-1.jsonl")
 	w := startHistWatch(t, nil, args(first)...)
-	waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > 0 })
+	// Past the first commit and a little into the next batch, so that
+	// something traced and exported is not committed yet.
+	c1 := committed(waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > 0 }))
+	waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > c1 })
+	time.Sleep(100 * time.Millisecond)
 	if err := w.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
