@@ -183,8 +183,10 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 // newTelemetry sets up what every command exports through: the span
 // metrics, Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
-// the defaults (an id generator, backpressure).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Pipeline, error) {
+// the defaults (an id generator, backpressure). counting, if set, says
+// whether a span ending now counts in the span metrics (watch: not a run
+// traced again after a failed export, already counted).
+func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), counting func() bool, opts ...telemetry.Option) (*telemetry.Pipeline, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
@@ -197,7 +199,11 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	otel.SetLogger(logr.Discard())
 	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-			return metrics.NewSpanMetrics(mp, metricOpts...)
+			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
+			if err != nil || counting == nil {
+				return sm, err
+			}
+			return countingWhen{SpanProcessor: sm, counting: counting}, nil
 		}),
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
@@ -237,7 +243,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		return nil, err
 	}
 	var p *pipeline
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() }, nil,
 		append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...)...)
 	if err != nil {
 		return nil, err
@@ -424,4 +430,16 @@ func (e envCarrier) Keys() []string        { return []string{"traceparent", "tra
 // OSEnv is the real process environment.
 func OSEnv() Env {
 	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, MemoryLimit: defaultMemoryLimit}
+}
+
+// countingWhen passes a span to the span metrics only while counting says.
+type countingWhen struct {
+	sdktrace.SpanProcessor
+	counting func() bool
+}
+
+func (c countingWhen) OnEnd(s sdktrace.ReadOnlySpan) {
+	if c.counting() {
+		c.SpanProcessor.OnEnd(s)
+	}
 }

@@ -24,6 +24,16 @@ import (
 // Watch follows Pi's session directories and traces every run as it
 // completes, until SIGINT, SIGTERM or SIGHUP.
 func Watch(env Env, args []string) int {
+	// SIGHUP (the terminal closed, or a service manager's stop) ends
+	// watch as SIGTERM does: a final flush and the summary. There is no
+	// reload: every setting is read at start.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return watch(ctx, env, args)
+}
+
+// watch is Watch until ctx ends.
+func watch(ctx context.Context, env Env, args []string) int {
 	var wfs *flag.FlagSet
 	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {
 		config.RegisterWatchFlags(fs)
@@ -59,11 +69,6 @@ func Watch(env Env, args []string) int {
 		state = sessionwatch.DefaultStatePath(env.Getenv, home)
 	}
 
-	// SIGHUP (the terminal closed, or a service manager's stop) ends
-	// watch as SIGTERM does: a final flush and the summary. There is no
-	// reload: every setting is read at start.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	// One watcher per state, taken before the pipeline so that a second
 	// watcher sends nothing, not even the spool.
 	lock, code := lockState(ctx, env, cfg, wcfg, state)
@@ -72,7 +77,10 @@ func Watch(env Env, args []string) int {
 	}
 	defer lock.Release()
 
-	sp, err := newSessionPipeline(env, cfg)
+	// No live Pi to protect: a backfill reads only as fast as the exporter
+	// takes spans, and nothing is dropped to be traced again (until a
+	// signal, when a full queue drops and the state stays put).
+	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -160,11 +168,17 @@ type sessionPipeline struct {
 	lines, damaged atomic.Int64
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
-	bad     int64
+	bad int64
+	// recount is set while a tracer traces again a run already counted in
+	// the span metrics (after a failed export): its spans go out again,
+	// its counts do not.
+	recount bool
+	// badLogs is the same for log records (they have no spool).
+	badLogs int64
 	stopped bool
 }
 
-func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
+func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
@@ -173,7 +187,7 @@ func newSessionPipeline(env Env, cfg config.Config) (*sessionPipeline, error) {
 	// Trace and span ids derive from the session and entry ids, so a run
 	// traced again (after a failed export) keeps its ids.
 	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() },
-		telemetry.WithIDGenerator(sp.ids))
+		func() bool { return !sp.recount }, append([]telemetry.Option{telemetry.WithIDGenerator(sp.ids)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -206,28 +220,51 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		SkipThrough:    spec.SkipThrough,
 		Since:          spec.Since,
 	})
-	return &countingMapper{FileMapper: t, sp: sp}
+	return &countingMapper{FileMapper: t, sp: sp, counted: spec.Counted}
 }
 
 // countingMapper counts one file's lines, and the damaged ones, into the
-// pipeline's totals for the health metrics.
+// pipeline's totals for the health metrics; and keeps runs already
+// counted out of the span metrics.
 type countingMapper struct {
 	*session.FileMapper
 	sp      *sessionPipeline
 	damaged int64 // this file's damaged lines already counted
+	// counted: runs ending at or before it were counted before a failed
+	// export. Traced again from the same bytes, they end at the same
+	// offsets, in order, so the run a call finishes was counted when the
+	// last one traced ended before it.
+	counted int64
 }
 
 func (c *countingMapper) Line(off int64, b []byte) {
 	c.sp.lines.Add(1)
-	c.FileMapper.Line(off, b)
+	c.recounting(func() { c.FileMapper.Line(off, b) })
 	if d := c.FileMapper.Stats().Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d
 	}
 }
 
-// flush exports what is queued and reports whether every span ended so
-// far reached the exporter. The final flush shuts the pipeline down.
+func (c *countingMapper) Idle(now time.Time, settle time.Duration) (traced bool) {
+	c.recounting(func() { traced = c.FileMapper.Idle(now, settle) })
+	return traced
+}
+
+func (c *countingMapper) Close(end agentmap.Ending) {
+	c.recounting(func() { c.FileMapper.Close(end) })
+}
+
+func (c *countingMapper) recounting(f func()) {
+	c.sp.recount = c.FileMapper.Committed() < c.counted
+	defer func() { c.sp.recount = false }()
+	f()
+}
+
+// flush exports what is queued and reports whether every span and log
+// record ended so far reached the exporter, or the spool, which counts as
+// delivered: its spans are sent later and must not be traced again. The
+// final flush shuts the pipeline down.
 func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	var err error
 	if final {
@@ -241,19 +278,31 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 			err = sp.tel.Shutdown(context.Background()) // bounded by --flush-timeout
 			stop()
 		}
-	} else if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
-		// Only the spans: metrics keep their own interval.
-		err = f.ForceFlush(ctx)
+	} else {
+		// Only the spans and the logs: metrics keep their own interval.
+		if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
+			err = f.ForceFlush(ctx)
+		}
+		if f, ok := sp.tel.LoggerProvider().(interface{ ForceFlush(context.Context) error }); ok && err == nil {
+			err = f.ForceFlush(ctx)
+		}
 	}
 	s := sp.tel.Stats()
 	bad := s.Failed + s.Dropped
 	lost := bad - sp.bad
 	sp.bad = bad
+	// After a flush every record emitted is exported, failed or dropped.
+	ls := sp.tel.LogStats()
+	badLogs := ls.Emitted - ls.Exported
+	lostLogs := badLogs - sp.badLogs
+	sp.badLogs = badLogs
 	switch {
 	case err != nil:
 		return err
 	case lost > 0:
 		return fmt.Errorf("%d spans were not exported", lost)
+	case lostLogs > 0:
+		return fmt.Errorf("%d log records were not exported", lostLogs)
 	case s.Pending() > 0 && sp.cfg.Traces.Exporter != config.ExporterNone: // none exports nothing, loses nothing
 		return errors.New("spans are still waiting for the exporter")
 	}

@@ -118,6 +118,8 @@ type FileMapper struct {
 	committed int64
 	stats     Stats
 	answered  []string // the translators' buffer, see translator.answered
+	// last is the newest entry time seen.
+	last time.Time
 }
 
 // runBuf is an open run: its entries, held until it is complete.
@@ -185,6 +187,9 @@ func (t *FileMapper) Line(off int64, b []byte) {
 		t.stats.Mistyped++
 	}
 	e.off, e.end = off, end
+	if e.persist.After(t.last) {
+		t.last = e.persist
+	}
 	if t.cfg.Content == nil {
 		// Only what counts and ids need stays: a tool's output can be
 		// megabytes, and nothing reads it without capture.
@@ -489,6 +494,11 @@ func (t *FileMapper) Close(end agentmap.Ending) {
 
 // Committed is the offset just past the last entry of the last traced run.
 func (t *FileMapper) Committed() int64 { return t.committed }
+
+// LastEntry is the newest entry time seen (zero for none): when Pi last
+// wrote to the file, whatever its modification time says (a copy has a
+// new one).
+func (t *FileMapper) LastEntry() time.Time { return t.last }
 
 // SessionID is the header's id, once seen.
 func (t *FileMapper) SessionID() string { return t.hdr.ID }

@@ -115,6 +115,9 @@ func (t *fakeTracer) Close(agentmap.Ending) {
 
 func (t *fakeTracer) Committed() int64 { return t.committed }
 
+// LastEntry: the fake format has no times; the file's mtime rules.
+func (t *fakeTracer) LastEntry() time.Time { return time.Time{} }
+
 // clock is a settable time source.
 type clock struct{ t time.Time }
 
@@ -152,12 +155,11 @@ func (h *harness) start(cfg Config) {
 	cfg.Settle = 10 * time.Second
 	cfg.CloseAfter = time.Hour
 	h.f = New(cfg)
-	st, first, err := LoadState(cfg.StatePath)
-	if err != nil {
+	if err := h.f.load(); err != nil {
 		h.t.Fatal(err)
 	}
-	h.f.state, h.f.first = st, first
 	h.f.scan(true)
+	h.f.state.Scan = nil
 	h.f.saveState()
 	h.f.work(context.Background())
 }
@@ -306,7 +308,7 @@ func TestFailedExportIsRetriedFromTheCommittedPlace(t *testing.T) {
 	h.write("s.jsonl", "H\nU\nA\nU\n")
 	h.step()
 	h.want("s.jsonl@2", 0)
-	if st, _, _ := LoadState(h.state); st.Files[filepath.Join(h.dir, "s.jsonl")].Committed != 0 {
+	if st, _, _ := LoadState(h.state); st.file(filepath.Join(h.dir, "s.jsonl")).Committed != 0 {
 		t.Fatalf("the state moved past a run the exporter refused: %+v", st.Files)
 	}
 	h.b.fail = false
@@ -314,7 +316,7 @@ func TestFailedExportIsRetriedFromTheCommittedPlace(t *testing.T) {
 	h.want("s.jsonl@2", 0)
 	h.later(10 * time.Second)
 	h.want("s.jsonl@2", 1)
-	if st, _, _ := LoadState(h.state); st.Files[filepath.Join(h.dir, "s.jsonl")].Committed != 6 {
+	if st, _, _ := LoadState(h.state); st.file(filepath.Join(h.dir, "s.jsonl")).Committed != 6 {
 		t.Fatalf("state %+v, want committed 6", st.Files)
 	}
 }
@@ -355,7 +357,7 @@ func TestDeletedFileIsClosedAndForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := st.Files[p]; ok {
+	if _, ok := st.File(p); ok {
 		t.Error("a deleted file is still in the state")
 	}
 }
@@ -413,7 +415,7 @@ func TestQuietTracersAreDropped(t *testing.T) {
 func TestStateFileIsPrivateAndAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sub", "watch.json")
-	st := State{Files: map[string]FileState{"/a.jsonl": {Dev: 1, Ino: 2, Committed: 3, At: 4}}}
+	st := State{Files: []FileState{{Path: "/a.jsonl", Dev: 1, Ino: 2, Committed: 3, At: 4}}}
 	if err := st.Save(p); err != nil {
 		t.Fatal(err)
 	}
@@ -428,12 +430,12 @@ func TestStateFileIsPrivateAndAtomic(t *testing.T) {
 		t.Errorf("state dir mode %v, want 0700", di.Mode().Perm())
 	}
 	got, first, err := LoadState(p)
-	if err != nil || first || got.Files["/a.jsonl"].Committed != 3 {
+	if err != nil || first || got.file("/a.jsonl").Committed != 3 {
 		t.Fatalf("LoadState = %+v, %v, %v", got, first, err)
 	}
 	// No temporary file is left behind, and a second save replaces the
 	// first whole.
-	st.Files["/b.jsonl"] = FileState{Committed: 9}
+	st.Files = append(st.Files, FileState{Path: "/b.jsonl", Committed: 9})
 	if err := st.Save(p); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +444,7 @@ func TestStateFileIsPrivateAndAtomic(t *testing.T) {
 		t.Errorf("state dir holds %d entries, want only the state file", len(ents))
 	}
 	// A damaged state is an error, not a silent fresh start.
-	if err := os.WriteFile(p, []byte("{\"version\":1,\"files\":{"), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte("{\"version\":2,\"files\":["), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := LoadState(p); err == nil {
@@ -573,6 +575,12 @@ func TestLongLineIsReadWhole(t *testing.T) {
 	if h.f.buf != nil {
 		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
 	}
+}
+
+// file is the place of the file at path, zero if none.
+func (st State) file(path string) FileState {
+	f, _ := st.File(path)
+	return f
 }
 
 // A huge line costs about its own size to read, however it arrives: not

@@ -29,13 +29,13 @@ func walkTree(root string, fn fs.WalkDirFunc) error {
 	if err != nil {
 		return skipAll(fn(root, nil, bare(err)))
 	}
-	w := &walker{fn: fn, visited: map[[2]uint64]bool{}}
+	w := &walker{fn: fn, visited: map[fileID]bool{}}
 	return skipAll(w.visit(real, fs.FileInfoToDirEntry(st)))
 }
 
 type walker struct {
 	fn      fs.WalkDirFunc
-	visited map[[2]uint64]bool
+	visited map[fileID]bool
 }
 
 // visit calls fn for path, and for a directory reads it first, so that an
@@ -45,9 +45,7 @@ func (w *walker) visit(path string, d fs.DirEntry) error {
 		return w.fn(path, d, nil)
 	}
 	if info, err := d.Info(); err == nil {
-		dev, ino := fileID(info)
-		if dev != 0 || ino != 0 {
-			key := [2]uint64{dev, ino}
+		if key := identity(info); key != (fileID{}) {
 			if w.visited[key] {
 				return nil // reached again through a link
 			}

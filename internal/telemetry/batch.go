@@ -174,6 +174,9 @@ type batcherConfig struct {
 	// keep may keep a batch that failed to export for a later process; it
 	// reports whether it did.
 	keep func(batch []sdktrace.ReadOnlySpan, err error) bool
+	// delivered is told of each batch the exporter took: the collector is
+	// back, so the spool can go.
+	delivered func()
 }
 
 // batcherOption tunes a batcher.
@@ -182,6 +185,11 @@ type batcherOption = option.Option[batcherConfig]
 // keepFailed hands batches that could not be exported to keep.
 func keepFailed(keep func([]sdktrace.ReadOnlySpan, error) bool) batcherOption {
 	return option.Func[batcherConfig](func(c *batcherConfig) { c.keep = keep })
+}
+
+// onDelivered calls f after each batch the exporter took.
+func onDelivered(f func()) batcherOption {
+	return option.Func[batcherConfig](func(c *batcherConfig) { c.delivered = f })
 }
 
 // retainWhile keeps a batch whose export failed while down() reports the
@@ -282,11 +290,23 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			b.abort()
 			err = ctx.Err()
+			// The cancelled export ends at once and its batch is spooled
+			// or counted as failed: wait for that, or the books would
+			// count it dropped while the spool sends it later too.
+			t := time.NewTimer(abortWait)
+			select {
+			case <-b.done:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		b.stopErr = errors.Join(err, b.exp.Shutdown(ctx))
 	})
 	return b.stopErr
 }
+
+// abortWait bounds the wait for an export cancelled at shutdown.
+const abortWait = 2 * time.Second
 
 func (b *batcher) run() {
 	defer close(b.done)
@@ -364,6 +384,9 @@ func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 		switch {
 		case err == nil:
 			b.c.add(n, 0, 0)
+			if b.delivered != nil {
+				b.delivered()
+			}
 		case kicked && !retriedKick && b.ctx.Err() == nil:
 			retriedKick = true
 			continue

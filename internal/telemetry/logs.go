@@ -78,7 +78,7 @@ func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *re
 		return fmt.Errorf("unknown exporter %q", cfg.Logs.Exporter)
 	}
 	onError := t.exportErrors("logs", "log records", t.logDest, w)
-	counted := &countedLogs{Exporter: exp, onError: onError, busy: make(chan struct{}, 1)}
+	counted := &countedLogs{Exporter: exp, onError: onError, busy: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 	t.logCount = counted
 	lopts := []sdklog.LoggerProviderOption{
 		sdklog.WithResource(res),
@@ -86,7 +86,7 @@ func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *re
 			sdklog.WithMaxQueueSize(logQueueSize),
 			sdklog.WithExportMaxBatchSize(logBatchSize),
 			sdklog.WithExportInterval(logExportEvery),
-			sdklog.WithExportTimeout(logExportTimeout)), &counted.emitted}),
+			sdklog.WithExportTimeout(logExportTimeout)), counted, o.backpressure}),
 	}
 	// Explicit limits, as for spans: the SDK would otherwise read
 	// OTEL_LOGRECORD_ATTRIBUTE_* on its own, beside config's one parse path.
@@ -112,6 +112,9 @@ type countedLogs struct {
 	// busy is held by the export in flight: the batch processor's Shutdown
 	// returns when its context ends, before that export has.
 	busy chan struct{}
+	// room is signalled after each export, for producers held up by
+	// backpressure.
+	room chan struct{}
 }
 
 // wait waits, within ctx, for the export in flight to be counted.
@@ -126,6 +129,12 @@ func (e *countedLogs) wait(ctx context.Context) {
 func (e *countedLogs) Export(ctx context.Context, records []sdklog.Record) error {
 	e.busy <- struct{}{} // the SDK never exports concurrently: this never waits long
 	defer func() { <-e.busy }()
+	defer func() {
+		select {
+		case e.room <- struct{}{}:
+		default:
+		}
+	}()
 	err := e.Exporter.Export(ctx, records)
 	if err != nil {
 		e.failed.Add(int64(len(records)))
@@ -136,15 +145,48 @@ func (e *countedLogs) Export(ctx context.Context, records []sdklog.Record) error
 	return nil
 }
 
-// emitCounter counts the records handed to the batch processor.
+// emitCounter counts the records handed to the batch processor. While
+// block is live (WithBackpressure), it holds the producer up before the
+// SDK's queue is full, since that queue drops what does not fit.
 type emitCounter struct {
 	*sdklog.BatchProcessor
-	n *atomic.Int64
+	c     *countedLogs
+	block context.Context
 }
 
+// logsInFlight is how many records may wait under backpressure: the
+// queue less one batch, so the SDK never has to drop.
+const logsInFlight = logQueueSize - logBatchSize
+
 func (p emitCounter) OnEmit(ctx context.Context, r *sdklog.Record) error {
-	p.n.Add(1)
+	if p.block != nil {
+		for p.block.Err() == nil && p.c.emitted.Load()-p.c.exported.Load()-p.c.failed.Load() >= logsInFlight {
+			t := time.NewTimer(10 * time.Millisecond) // a signal sent before we waited is not lost for long
+			select {
+			case <-p.c.room:
+			case <-p.block.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	p.c.emitted.Add(1)
 	return p.BatchProcessor.OnEmit(ctx, r)
+}
+
+// LogStats counts log records: emitted, exported and failed. After
+// ForceFlush, the rest were dropped.
+type LogStats struct {
+	Emitted, Exported, Failed int64
+}
+
+// LogStats returns the log record counts; all zero when logs are off.
+func (t *Pipeline) LogStats() LogStats {
+	if t.logCount == nil {
+		return LogStats{}
+	}
+	c := t.logCount
+	return LogStats{Emitted: c.emitted.Load(), Exported: c.exported.Load(), Failed: c.failed.Load()}
 }
 
 // dropped is how many records were emitted but neither exported nor

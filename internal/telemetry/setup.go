@@ -194,7 +194,7 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
 	}
 	if t.spool != nil {
-		bopts = append(bopts, keepFailed(t.keep))
+		bopts = append(bopts, keepFailed(t.keep), onDelivered(t.spoolDelivered))
 	}
 	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
 	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -16,8 +17,10 @@ import (
 )
 
 // startSpool opens the spool and, in the background, sends what earlier
-// processes left in it. A spool that cannot be opened is reported once
-// and left out: pi-otel works without it.
+// processes left in it, and again whenever the collector takes a batch
+// while spans wait in the spool: a long-running watch must not hold an
+// outage's spans until its next start. A spool that cannot be opened is
+// reported once and left out: pi-otel works without it.
 func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	if cfg.Dir == "" {
 		return
@@ -31,17 +34,35 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 		return
 	}
 	t.spool = sp
+	t.spoolWaiting.Store(true) // what earlier processes left
+	t.spoolKick, t.spoolEnding = make(chan struct{}, 1), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.spoolStop, t.spoolDone = cancel, make(chan struct{})
+	upload := func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error {
+		err := client.UploadTraces(ctx, req.GetResourceSpans())
+		if permanent(err) {
+			return nil // the collector will never take it: let it go
+		}
+		return err
+	}
 	go func() {
 		defer close(t.spoolDone)
-		_ = sp.Drain(ctx, func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error {
-			err := client.UploadTraces(ctx, req.GetResourceSpans())
-			if permanent(err) {
-				return nil // the collector will never take it: let it go
+		tick := time.NewTicker(spoolRetry)
+		defer tick.Stop()
+		for {
+			if t.spoolWaiting.Load() {
+				t.spoolWaiting.Store(false) // a Put from now on sets it again
+				if err := sp.Drain(ctx, upload); err != nil {
+					t.spoolWaiting.Store(true) // still away: try again later
+				}
 			}
-			return err
-		})
+			select {
+			case <-t.spoolEnding:
+				return
+			case <-t.spoolKick:
+			case <-tick.C:
+			}
+		}
 	}()
 }
 
@@ -53,11 +74,28 @@ func (t *Pipeline) SpoolCorrupt() int64 {
 	return t.spool.Stats().Corrupt
 }
 
-// stopSpool waits, within ctx, for the spool's sending to finish.
+// spoolRetry is how often the spool is tried while spans wait in it and
+// nothing else reaches the collector.
+const spoolRetry = 10 * time.Second
+
+// spoolDelivered is told of every batch the collector took: if spans wait
+// in the spool, it is sent now.
+func (t *Pipeline) spoolDelivered() {
+	if t.spoolWaiting.Load() {
+		select {
+		case t.spoolKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stopSpool waits, within ctx, for the spool's sending in progress to
+// finish, and ends it.
 func (t *Pipeline) stopSpool(ctx context.Context) {
 	if t.spoolDone == nil {
 		return
 	}
+	close(t.spoolEnding)
 	select {
 	case <-t.spoolDone:
 	case <-ctx.Done():
@@ -72,7 +110,11 @@ func (t *Pipeline) keep(batch []sdktrace.ReadOnlySpan, err error) bool {
 	if permanent(err) {
 		return false
 	}
-	return t.spool.Put(otlpfile.TraceRequest(batch)) == nil
+	if t.spool.Put(otlpfile.TraceRequest(batch)) != nil {
+		return false
+	}
+	t.spoolWaiting.Store(true)
+	return true
 }
 
 // permanent reports a gRPC refusal that no retry can change.

@@ -76,6 +76,12 @@ type Pipeline struct {
 	spool     *spool.Spool
 	spoolDone chan struct{}
 	spoolStop context.CancelFunc
+	// spoolWaiting says spans may wait in the spool; spoolKick wakes its
+	// sender when the collector takes a batch; spoolEnding ends it once
+	// its pass is done.
+	spoolWaiting atomic.Bool
+	spoolKick    chan struct{}
+	spoolEnding  chan struct{}
 
 	shutdownOnce sync.Once
 	shutdownErr  error

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
@@ -86,14 +86,11 @@ func waitCommitted(t *testing.T, w *watcher, state, dir string) {
 	for {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		b, _ := os.ReadFile(state)
-		var st struct {
-			Files map[string]struct{ Committed int64 }
-		}
-		_ = json.Unmarshal(b, &st)
+		st, _, _ := sessionwatch.LoadState(state)
 		done := len(files) > 0
 		for _, f := range files {
 			fi, err := os.Stat(f)
-			if err != nil || st.Files[f].Committed != fi.Size() {
+			if fs, _ := st.File(f); err != nil || fs.Committed != fi.Size() {
 				done = false
 			}
 		}
@@ -218,7 +215,7 @@ func TestWatchCollectorOutage(t *testing.T) {
 	// not move while no collector has them.
 	time.Sleep(2 * time.Second)
 	b, _ := os.ReadFile(state)
-	if !strings.Contains(string(b), `"files":{}`) {
+	if !strings.Contains(string(b), `"files":[]`) {
 		t.Fatalf("the state moved while the collector was down:\n%s", b)
 	}
 	j := jaegertest.Start(t, jaegertest.WithOTLPGRPC(addr))

@@ -23,6 +23,9 @@ type Config struct {
 	// Subagents makes every tool call a call of the subagent extension's
 	// tool, whose result carries two children's runs (details.results).
 	Subagents bool
+	// ID is the session id of the header; files of one history need
+	// their own, since trace ids derive from it. Default: a fixed one.
+	ID string
 }
 
 // Stats says what was written.
@@ -47,7 +50,11 @@ func Write(w io.Writer, cfg Config) (Stats, error) {
 	g := &gen{w: bufio.NewWriterSize(w, 1<<20), rng: rand.New(rand.NewPCG(cfg.Seed, 7)), now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
 	g.subs = cfg.Subagents
 	g.text = strings.Repeat("The quick brown fox jumps over the lazy dog; pi edits the file and runs the tests. ", 8)
-	g.line(map[string]any{"type": "session", "version": 3, "id": "0193bench-0000-7000-8000-000000000000", "timestamp": g.iso(), "cwd": "/home/dev/work/project"})
+	id := cfg.ID
+	if id == "" {
+		id = "0193bench-0000-7000-8000-000000000000"
+	}
+	g.line(map[string]any{"type": "session", "version": 3, "id": id, "timestamp": g.iso(), "cwd": "/home/dev/work/project"})
 	g.entry("model_change", map[string]any{"provider": "anthropic", "modelId": "claude-sonnet-4-5"})
 	g.entry("thinking_level_change", map[string]any{"thinkingLevel": "medium"})
 	g.message(map[string]any{"role": "system", "content": "", "sections": map[string]any{"preamble": g.pad(2400), "tools": g.pad(3000)}, "timestamp": g.ms(0)})

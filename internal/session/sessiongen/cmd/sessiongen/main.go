@@ -17,13 +17,14 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed for sizes and choices")
 	stats := flag.Bool("stats", false, "print what was written to stderr")
 	subagents := flag.Bool("subagents", false, "make every tool call a subagent call carrying two children's runs")
+	id := flag.String("id", "", "session id of the header (default: a fixed one)")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessiongen:", err)
 		os.Exit(2)
 	}
-	st, err := sessiongen.Write(os.Stdout, sessiongen.Config{Size: n, Seed: *seed, Subagents: *subagents})
+	st, err := sessiongen.Write(os.Stdout, sessiongen.Config{Size: n, Seed: *seed, Subagents: *subagents, ID: *id})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sessiongen:", err)
 		os.Exit(1)

@@ -1,0 +1,253 @@
+package sessionwatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// refresh stats a file and reads what was appended; a file whose name is
+// gone waits to be found again (see vanished).
+func (f *Follower) refresh(fi *file) {
+	st, err := os.Stat(fi.path)
+	if err != nil || !st.Mode().IsRegular() {
+		f.vanished(fi)
+		return
+	}
+	fi.missing = time.Time{}
+	id := identity(st)
+	size := st.Size()
+	if id != fi.id || size < fi.size || (fi.tr != nil && size < fi.readOff) {
+		// Rewritten (Pi migrates old files in place) or replaced: read it
+		// again from the start, tracing only runs begun since the last
+		// commit; offsets before no longer mean anything.
+		f.dropTracer(fi)
+		if id != fi.id {
+			if f.byID[fi.id] == fi {
+				delete(f.byID, fi.id)
+			}
+			fi.id = id
+			f.byID[id] = fi
+		}
+		fi.committed, fi.pending, fi.size, fi.tailAt, fi.counted = 0, 0, 0, -1, 0
+		fi.since = fi.at
+		if fi.since.IsZero() {
+			fi.since = f.cfg.Now()
+		}
+		delete(f.uncommitted, fi)
+	}
+	fi.mtime = st.ModTime()
+	if fi.closed {
+		return // what came after the close is read once the tracer is gone
+	}
+	if size == fi.size && fi.tr == nil {
+		return
+	}
+	fi.size = size
+	if fi.tr == nil && size <= fi.pending {
+		return
+	}
+	f.read(fi)
+}
+
+// read feeds the complete lines appended since the last read.
+func (f *Follower) read(fi *file) {
+	if fi.notSess || fi.accept == ignored {
+		return
+	}
+	if fi.accept == undecided {
+		if f.cfg.Accept == nil {
+			fi.accept = followed
+		} else if ok, decided := f.cfg.Accept(fi.path); decided {
+			fi.accept = ignored
+			if ok {
+				fi.accept = followed
+			}
+		}
+		if fi.accept != followed {
+			return
+		}
+	}
+	fh, err := os.Open(fi.path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			f.logOnce("open "+fi.path, "reading %s: %v", fi.path, err)
+		}
+		return
+	}
+	defer fh.Close()
+	if fi.tr == nil && !f.newTracer(fi, fh) {
+		return
+	}
+	if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
+		return
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, 64<<10)
+	}
+	have := 0 // bytes in buf, starting at fi.readOff
+	for {
+		if have == len(f.buf) { // one line longer than the buffer
+			if f.buf = lineBuffer(fh, fi.readOff, f.buf); f.buf == nil {
+				break // a line still being written: read it whole later
+			}
+		}
+		n, err := fh.Read(f.buf[have:])
+		have += n
+		start := 0
+		for {
+			i := bytes.IndexByte(f.buf[start:have], '\n')
+			if i < 0 {
+				break
+			}
+			line := bytes.TrimSuffix(f.buf[start:start+i], []byte{'\r'})
+			fi.tr.Line(fi.readOff, line)
+			f.stats.Lines++
+			f.stats.Bytes += int64(i + 1)
+			f.scanBytes += int64(i + 1)
+			fi.nextIdle = time.Time{} // set below, from the new mtime
+			fi.readOff += int64(i + 1)
+			start += i + 1
+		}
+		have = copy(f.buf, f.buf[start:have])
+		if err != nil || n == 0 {
+			break // the rest, if any, is a line still being written
+		}
+	}
+	if t := fi.tr.LastEntry(); !t.IsZero() {
+		fi.lastEntry = t
+	}
+	if fi.nextIdle.IsZero() {
+		fi.nextIdle = fi.active().Add(f.cfg.Settle)
+	}
+	if len(f.buf) > 1<<20 {
+		f.buf = nil // a huge line (an image) is not kept for the next read
+	}
+	f.progress(fi)
+}
+
+// active is when the file was last written to: its modification time,
+// or the time of its newest entry when that is older (a copy of an old
+// session, cp without -p, is new to the file system only). A file copied
+// into the session folder is history to close, not a Pi at work.
+func (fi *file) active() time.Time {
+	if !fi.lastEntry.IsZero() && fi.lastEntry.Before(fi.mtime) {
+		return fi.lastEntry
+	}
+	return fi.mtime
+}
+
+// readLast feeds, before a quiet file is closed, a last line that has no
+// LF but is a whole JSON value: Pi ends every line with one, but a file
+// copied or edited by hand may lack it, and replay reads it.
+func (f *Follower) readLast(fi *file) {
+	if fi.size <= fi.readOff || fi.size-fi.readOff > 64<<20 || fi.lastTried == fi.size {
+		return
+	}
+	fi.lastTried = fi.size
+	fh, err := os.Open(fi.path)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	b := make([]byte, fi.size-fi.readOff)
+	if _, err := fh.ReadAt(b, fi.readOff); err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	if bytes.IndexByte(b, '\n') >= 0 || !json.Valid(b) {
+		return
+	}
+	fi.tr.Line(fi.readOff, b)
+	f.stats.Lines++
+	f.stats.Bytes += int64(len(b))
+	fi.readOff = fi.size
+}
+
+// newTracer builds fi's tracer once its header is whole. A tracer starts
+// at the top of the file and skips the runs already traced (pending).
+func (f *Follower) newTracer(fi *file, fh *os.File) bool {
+	first, ok := firstLine(fh)
+	if !ok {
+		return false // not even a whole header yet
+	}
+	if f.cfg.IsSession != nil && !f.cfg.IsSession(first) {
+		fi.notSess = true
+		return false
+	}
+	fi.session = sessionOf(first)
+	if fi.expect != "" && fi.session != fi.expect {
+		// Another session in the inode of one the state knew (deleted
+		// while we were down): a new file, from its start.
+		fi.committed, fi.pending, fi.tailAt, fi.since, fi.counted = 0, 0, -1, time.Time{}, 0
+	}
+	fi.expect = ""
+	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.pending, Since: fi.since, Counted: fi.counted})
+	fi.readOff = 0
+	return true
+}
+
+// firstLine reads the first complete line of fh.
+func firstLine(fh *os.File) ([]byte, bool) {
+	var b []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, err := fh.Read(chunk)
+		b = append(b, chunk[:n]...)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return bytes.TrimSuffix(b[:i], []byte{'\r'}), true
+		}
+		if err != nil || n == 0 {
+			return nil, false
+		}
+	}
+}
+
+// progress notes runs the tracer has traced since the last look.
+func (f *Follower) progress(fi *file) {
+	if fi.tr == nil {
+		return
+	}
+	// A last line read without its LF (readLast) ends past the file.
+	if c := min(fi.tr.Committed(), fi.readOff); c > fi.pending {
+		fi.pending = c
+		f.uncommitted[fi] = true
+	}
+}
+
+// due runs what is due for one file: Idle once it has been quiet for
+// settle, Close once it has been quiet for CloseAfter with a run open.
+func (f *Follower) due(fi *file, now time.Time) {
+	if fi.tr == nil || fi.closed {
+		return
+	}
+	quiet := now.Sub(fi.active()) >= f.cfg.CloseAfter
+	if quiet {
+		f.readLast(fi) // before Idle, which would trace its run without it
+	}
+	if !fi.nextIdle.IsZero() && !now.Before(fi.nextIdle) {
+		fi.tr.Idle(now, f.cfg.Settle)
+		f.progress(fi)
+		if fi.tr.Committed() >= fi.readOff {
+			fi.nextIdle = time.Time{} // nothing open
+		} else {
+			fi.nextIdle = now.Add(f.cfg.Settle)
+		}
+	}
+	if quiet && fi.tr.Committed() < fi.readOff {
+		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+		fi.closed, fi.nextIdle = true, time.Time{}
+		f.progress(fi)
+	}
+}
+
+func (f *Follower) dropTracer(fi *file) {
+	fi.tr, fi.readOff, fi.nextIdle, fi.closed, fi.lastTried = nil, 0, time.Time{}, false, 0
+}

@@ -1,0 +1,393 @@
+//go:build realstack
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+)
+
+// histWatch is a pi-otel watch process over a history (no Pi needed).
+type histWatch struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+func startHistWatch(t *testing.T, env []string, args ...string) *histWatch {
+	t.Helper()
+	cmd := exec.Command(piOtelBin, append([]string{"watch"}, args...)...)
+	cmd.Env = append(scrubbed(os.Environ()), env...)
+	w := &histWatch{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-w.done
+	})
+	return w
+}
+
+func (w *histWatch) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the watch with SIGTERM and wants exit 0.
+func (w *histWatch) stop(t *testing.T) {
+	t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(hangGuard):
+		t.Fatalf("pi-otel watch did not exit on SIGTERM\n%s", w.stderr)
+	}
+	if code := w.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("pi-otel watch exited %d\n%s", code, w.stderr)
+	}
+}
+
+// waitState polls the state file, once written, until cond holds.
+func waitState(t *testing.T, w *histWatch, state string, cond func(st sessionwatch.State) bool) sessionwatch.State {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		st, _, err := sessionwatch.LoadState(state)
+		if _, serr := os.Stat(state); err == nil && serr == nil && cond(st) {
+			return st
+		}
+		if w.exited() {
+			t.Fatalf("pi-otel watch exited early:\n%s", w.stderr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the state never got there:\n%+v\n%s", st, w.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func committed(st sessionwatch.State) int64 {
+	var n int64
+	for _, f := range st.Files {
+		n += f.Committed
+	}
+	return n
+}
+
+// scanned is true once the first scan is complete.
+func scanned(st sessionwatch.State) bool { return st.Scan == nil }
+
+// TestWatchKill9MidBackfill: a watch --since all killed by SIGKILL in the
+// middle of a backfill, then started again, exports every span of the
+// history; the only spans sent twice are of runs the state had not yet
+// committed at the kill (the batch in flight), not the whole pass.
+func TestWatchKill9MidBackfill(t *testing.T) {
+	h := historytest.Write(t, 300, 120_000_000)
+	out := t.TempDir()
+	state := filepath.Join(out, "watch.json")
+	args := func(traces string) []string {
+		return []string{"--quiet", "--since", "all", "--state", state, "--traces-exporter", "file", "--traces-file", traces,
+			"--metrics-exporter", "none", h.Dir}
+	}
+	first := filepath.Join(out, "traces-1.jsonl")
+	w := startHistWatch(t, nil, args(first)...)
+	// Past the first commit and a little into the next batch, so that
+	// something traced and exported is not committed yet.
+	c1 := committed(waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > 0 }))
+	waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > c1 })
+	time.Sleep(100 * time.Millisecond)
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	atKill, _, err := sessionwatch.LoadState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned(atKill) {
+		t.Fatal("the backfill was over before the kill: make the history larger")
+	}
+
+	second := filepath.Join(out, "traces-2.jsonl")
+	w = startHistWatch(t, nil, args(second)...)
+	waitState(t, w, state, scanned)
+	w.stop(t)
+
+	want := historytest.Replay(t, h.Paths)
+	// What the state had not committed at the kill: the only runs the
+	// second start may trace again.
+	open := historytest.ReplayFrom(t, h.Paths, func(p string) int64 {
+		fs, _ := atKill.File(p)
+		return fs.Committed
+	})
+	got := historytest.ExportedKilled(t, first)
+	for id, n := range historytest.Exported(t, second) {
+		got[id] += n
+	}
+	var dups, missing, wrong int
+	for id, n := range got {
+		if n > 1 {
+			dups += n - 1
+			if _, ok := open.Spans[id]; !ok {
+				wrong++
+			}
+		}
+	}
+	for id := range want.Spans {
+		if got[id] == 0 {
+			missing++
+		}
+	}
+	t.Logf("%d files, %.0f MB, %d spans; committed at the kill %.1f MB; sent twice: %d spans",
+		len(h.Paths), float64(h.Bytes)/1e6, len(want.Spans), float64(committed(atKill))/1e6, dups)
+	if missing > 0 {
+		t.Errorf("%d spans of the history never exported", missing)
+	}
+	if wrong > 0 {
+		t.Errorf("%d spans committed before the kill were sent again", wrong)
+	}
+	if dups > len(want.Spans)/2 {
+		t.Errorf("%d of %d spans sent twice: the kill repeated most of the pass", dups, len(want.Spans))
+	}
+}
+
+// switchCollector is an OTLP/gRPC trace receiver that, while silent,
+// accepts every export and never answers it (a wedged collector), and
+// otherwise takes it and counts each span id.
+type switchCollector struct {
+	coltracepb.UnimplementedTraceServiceServer
+	mu     sync.Mutex
+	silent bool
+	got    map[string]int
+}
+
+func (c *switchCollector) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	c.mu.Lock()
+	silent := c.silent
+	c.mu.Unlock()
+	if silent {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range otlpwalk.Spans(req) {
+		c.got[fmt.Sprintf("%x", s.GetSpanId())]++
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+func (c *switchCollector) set(silent bool) {
+	c.mu.Lock()
+	c.silent = silent
+	c.mu.Unlock()
+}
+
+func (c *switchCollector) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.got))
+	for k, v := range c.got {
+		out[k] = v
+	}
+	return out
+}
+
+// TestWatchSilentCollectorThenSpoolDrains: a backfill into a collector
+// that accepts and never answers keeps its spans in the spool, and the
+// state moves past them (spooled is delivered: nothing is traced again).
+// When the collector answers again, the same watch, not restarted, sends
+// the spool as soon as a new run goes through. Every span arrives once.
+func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
+	addr := freeport.Addr(t)
+	c := &switchCollector{silent: true, got: map[string]int{}}
+	serve := func() *grpc.Server {
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		coltracepb.RegisterTraceServiceServer(srv, c)
+		go func() { _ = srv.Serve(lis) }()
+		t.Cleanup(srv.Stop)
+		return srv
+	}
+	srv := serve()
+
+	h := historytest.Write(t, 8, 400_000)
+	spool := t.TempDir()
+	state := filepath.Join(t.TempDir(), "watch.json")
+	env := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_EXPORTER_OTLP_TIMEOUT=1000", "OTEL_BSP_EXPORT_TIMEOUT=1500", "OTEL_BSP_SCHEDULE_DELAY=50",
+		"OTEL_SERVICE_NAME=e2e-watch-silent", "OTEL_METRICS_EXPORTER=none", "PI_OTEL_SPOOL_DIR=" + spool,
+	}
+	w := startHistWatch(t, env, "--since", "all", "--settle", "500ms", "--state", state, h.Dir)
+	st := waitState(t, w, state, scanned)
+	if committed(st) == 0 {
+		t.Fatalf("the state did not move past spooled spans: %+v\n%s", st, w.stderr)
+	}
+	if n := len(c.counts()); n != 0 {
+		t.Fatalf("the silent collector took %d spans", n)
+	}
+	spooled, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
+	if len(spooled) == 0 {
+		t.Fatalf("nothing in the spool\n%s", w.stderr)
+	}
+
+	// The collector answers again; a new session in the watched folder
+	// goes through, and the spool with it.
+	// The wedged collector is restarted, and answers.
+	srv.Stop()
+	c.set(false)
+	serve()
+	src, err := os.ReadFile(repo.Captures("pi-1.6.0", "text.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(h.Dir, "--home-u-fresh--", "fresh.jsonl")
+	if err := os.MkdirAll(filepath.Dir(fresh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, "fresh-after-outage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
+	deadline := time.Now().Add(time.Minute)
+	for len(c.counts()) < len(want.Spans) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
+	w.stop(t)
+	got := c.counts()
+	var dups, missing int
+	for id := range want.Spans {
+		switch n := got[id]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	t.Logf("%d spans: %d spool files before, %d after", len(want.Spans), len(spooled), len(left))
+	if missing+dups > 0 || len(got) != len(want.Spans) {
+		t.Errorf("the collector got %d spans, want %d: %d missing, %d twice", len(got), len(want.Spans), missing, dups)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d files left in the spool while the collector answered", len(left))
+	}
+	if t.Failed() {
+		t.Logf("watch's stderr:\n%s", w.stderr)
+	}
+}
+
+// historyCollector is a Collector of the project's distribution that
+// forwards every span it receives to Jaeger, unsampled.
+const historyCollector = `extensions:
+  health_check:
+    endpoint: ${env:HEALTH}
+    path: /status
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: ${env:OTLP}
+processors:
+  batch: {}
+exporters:
+  otlp:
+    endpoint: ${env:JAEGER}
+    tls:
+      insecure: true
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [otlp]
+`
+
+// TestWatchHistoryIntoJaeger: a backfill over OTLP into the real
+// Collector, which forwards to the real Jaeger, stores every trace of the
+// history with exactly replay's span ids, each once.
+func TestWatchHistoryIntoJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	conf := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otlp := freeport.Addr(t)
+	health := freeport.Addr(t)
+	otelcol.Start(t, otelcol.Options{Name: "history collector", Binary: collectortest.Binary(t), Config: conf, Health: health,
+		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
+	h := historytest.Write(t, 20, 2_000_000)
+	state := filepath.Join(t.TempDir(), "watch.json")
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_SERVICE_NAME=e2e-watch-history", "OTEL_METRICS_EXPORTER=none"}
+	w := startHistWatch(t, env, "--quiet", "--since", "all", "--state", state, h.Dir)
+	waitState(t, w, state, scanned)
+	w.stop(t)
+
+	want := historytest.Replay(t, h.Paths)
+	byTrace := map[string]map[string]bool{}
+	for span, tr := range want.Spans {
+		if byTrace[tr] == nil {
+			byTrace[tr] = map[string]bool{}
+		}
+		byTrace[tr][span] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var bad int
+	for id, spans := range byTrace {
+		tr := j.WaitTrace(t, ctx, id, len(spans))
+		seen := map[string]int{}
+		for _, s := range tr.Spans {
+			seen[s.SpanID]++
+		}
+		for s := range spans {
+			if seen[s] != 1 {
+				bad++
+			}
+		}
+		if len(seen) != len(spans) {
+			bad++
+		}
+	}
+	t.Logf("%d traces, %d spans in Jaeger", len(byTrace), len(want.Spans))
+	if bad > 0 {
+		t.Errorf("%d spans missing, twice or not replay's", bad)
+	}
+}
