@@ -72,7 +72,8 @@ func splitRecords(b []byte) [][]byte {
 }
 
 // piCost adds up what Pi says it spent: usage.cost.total of every assistant message_end and of
-// every compaction_end result (a compaction's summary is a model call too).
+// every compaction_end result (a compaction's summary is a model call too), and the cost of
+// every child run a subagent tool reports in its result (details.results[].usage.cost).
 func piCost(recs [][]byte) float64 {
 	var total float64
 	for _, raw := range recs {
@@ -83,7 +84,14 @@ func piCost(recs [][]byte) float64 {
 				Usage *usage `json:"usage"`
 			} `json:"message"`
 			Result *struct {
-				Usage *usage `json:"usage"`
+				Usage   *usage `json:"usage"`
+				Details *struct {
+					Results []struct {
+						Usage *struct {
+							Cost float64 `json:"cost"`
+						} `json:"usage"`
+					} `json:"results"`
+				} `json:"details"`
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
@@ -95,6 +103,12 @@ func piCost(recs [][]byte) float64 {
 			total += r.Message.Usage.Cost.Total
 		case r.Type == "compaction_end" && r.Result != nil && r.Result.Usage != nil:
 			total += r.Result.Usage.Cost.Total
+		case r.Type == "tool_execution_end" && r.Result != nil && r.Result.Details != nil:
+			for _, run := range r.Result.Details.Results {
+				if run.Usage != nil {
+					total += run.Usage.Cost
+				}
+			}
 		}
 	}
 	return total
