@@ -45,8 +45,26 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	return e.export(ctx, func() ([]byte, error) { return MarshalTraces(TraceRequest(spans)) })
+	bp := lineBufs.Get().(*[]byte)
+	defer func() {
+		// A batch of captured content can make a line of many megabytes;
+		// keep only the usual sizes for the next batch.
+		if cap(*bp) <= maxKeptLine {
+			lineBufs.Put(bp)
+		}
+	}()
+	return e.export(ctx, func() ([]byte, error) {
+		line, err := appendTraces((*bp)[:0], spans)
+		*bp = line
+		return line, err
+	})
 }
+
+// lineBufs holds the buffers lines are encoded into: the line is written
+// before ExportSpans returns, so its buffer serves the next batch.
+var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxKeptLine = 4 << 20
 
 // lineWriter writes whole lines, each in a single Write, until it is shut
 // down; the three exporters are one.
