@@ -30,13 +30,15 @@ import (
 // ExportTraceServiceRequest line.
 type TraceExporter struct {
 	lineWriter
+	bufMu sync.Mutex
+	buf   []byte
 }
 
 var _ sdktrace.SpanExporter = (*TraceExporter)(nil)
 
 // NewTraceExporter returns an exporter writing to w. It never closes w.
 func NewTraceExporter(w io.Writer) *TraceExporter {
-	return &TraceExporter{lineWriter{w: w}}
+	return &TraceExporter{lineWriter: lineWriter{w: w}}
 }
 
 // ExportSpans writes spans as one line. The line goes out in a single Write,
@@ -45,24 +47,23 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	bp := lineBufs.Get().(*[]byte)
-	defer func() {
-		// A batch of captured content can make a line of many megabytes;
-		// keep only the usual sizes for the next batch.
-		if cap(*bp) <= maxKeptLine {
-			lineBufs.Put(bp)
-		}
-	}()
-	return e.export(ctx, func() ([]byte, error) {
-		line, err := appendTraces((*bp)[:0], spans)
-		*bp = line
+	// The line is written before ExportSpans returns, so its buffer serves
+	// the next batch: a sync.Pool would lose it at every GC, and a backfill
+	// collects often.
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	err := e.export(ctx, func() ([]byte, error) {
+		line, err := appendTraces(e.buf[:0], spans)
+		e.buf = line
 		return line, err
 	})
+	// A batch of captured content can make a line of many megabytes; keep
+	// only the usual sizes.
+	if cap(e.buf) > maxKeptLine {
+		e.buf = nil
+	}
+	return err
 }
-
-// lineBufs holds the buffers lines are encoded into: the line is written
-// before ExportSpans returns, so its buffer serves the next batch.
-var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxKeptLine = 4 << 20
 
