@@ -15,6 +15,8 @@
 #   FILES      session files (default 2000), in folders of 50
 #   ENDPOINT   an OTLP gRPC collector; default: the file exporter
 #   BENCH_DIR  where the binaries, files and output go
+#   PI_OTEL    the pi-otel binary to measure (default: built from this tree),
+#              for a baseline: git archive REV | tar -x -C D && go build
 set -euo pipefail
 # shellcheck source=scripts/bench-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
@@ -24,7 +26,12 @@ FILES="${FILES:-2000}"
 ENDPOINT="${ENDPOINT:-}"
 TICK=$(getconf CLK_TCK)
 
-build ./cmd/pi-otel ./internal/session/sessiongen/cmd/sessiongen
+if [[ -n ${PI_OTEL:-} ]]; then
+	build ./internal/session/sessiongen/cmd/sessiongen
+else
+	build ./cmd/pi-otel ./internal/session/sessiongen/cmd/sessiongen
+	PI_OTEL="$DIR/pi-otel"
+fi
 HIST="$DIR/history-${SIZE}MB-$FILES"
 if [[ ! -f $HIST/.done ]]; then
 	log "bench-backfill: writing $SIZE MB in $FILES session files under $HIST"
@@ -52,7 +59,7 @@ else
 	exp=(--traces-exporter file --traces-file "$OUT" --metrics-exporter none)
 	dest="file exporter"
 fi
-PI_OTEL_SPOOL_DIR=none "$DIR/pi-otel" watch --quiet --since all --state "$STATE" "${exp[@]}" "$HIST" &
+PI_OTEL_SPOOL_DIR=none "$PI_OTEL" watch --quiet --since all --state "$STATE" "${exp[@]}" "$HIST" &
 WPID=$!
 T0=$(date +%s.%N)
 HWM=0
@@ -71,7 +78,7 @@ kill -TERM $WPID
 wait $WPID || true
 RUNS=$(cat "$HIST"/*/*.jsonl | grep -c '"role":"user"' || true)
 
-echo "pi-otel watch --since all: $((BYTES / 1000000)) MB in $FILES files, $RUNS runs, into the $dest"
+echo "$PI_OTEL watch --since all: $((BYTES / 1000000)) MB in $FILES files, $RUNS runs, into the $dest"
 awk -v a="$T0" -v b="$T1" -v by="$BYTES" -v r="$RUNS" -v c="$CPU" -v hz="$TICK" -v hwm="$HWM" 'BEGIN {
 	w = b - a; cpu = c / hz
 	printf "  %-28s %.1f s, %.0f MB/s, %.0f runs/s\n", "wall clock:", w, by / 1e6 / w, r / w

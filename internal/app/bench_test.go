@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 )
@@ -60,6 +61,57 @@ func BenchmarkReplay(b *testing.B) {
 			}()
 			for b.Loop() {
 				args := append([]string{"replay", "--quiet"}, exp.args...)
+				code := app.Main(app.Env{
+					Args:   append(args, name),
+					Stdout: io.Discard,
+					Stderr: io.Discard,
+					Getenv: func(string) string { return "" },
+				})
+				if code != 0 {
+					b.Fatalf("replay exited %d", code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReplaySession is `pi-otel replay` of a generated 32 MB session
+// file (a history, as watch --since all reads it): a megabyte of session
+// file makes far more spans than a megabyte of event stream, so this is
+// the one to profile for a backfill's exporter and translator.
+func BenchmarkReplaySession(b *testing.B) {
+	dir := b.TempDir()
+	name := filepath.Join(dir, "session.jsonl")
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sessiongen.Write(f, sessiongen.Config{Size: 32e6, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, exp := range []struct {
+		name string
+		args []string
+	}{
+		{"none", []string{"--traces-exporter", "none"}},
+		{"file", []string{"--traces-exporter", "file", "--traces-file", os.DevNull}},
+	} {
+		b.Run(exp.name, func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			b.ReportAllocs()
+			start := benchutil.CPUTime()
+			defer func() {
+				b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(benchutil.CPUTime()-start).Seconds(), "MB/cpu-s")
+			}()
+			for b.Loop() {
+				args := append([]string{"replay", "--quiet", "--metrics-exporter", "none"}, exp.args...)
 				code := app.Main(app.Env{
 					Args:   append(args, name),
 					Stdout: io.Discard,

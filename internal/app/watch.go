@@ -279,13 +279,7 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 			stop()
 		}
 	} else {
-		// Only the spans and the logs: metrics keep their own interval.
-		if f, ok := sp.tel.TracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
-			err = f.ForceFlush(ctx)
-		}
-		if f, ok := sp.tel.LoggerProvider().(interface{ ForceFlush(context.Context) error }); ok && err == nil {
-			err = f.ForceFlush(ctx)
-		}
+		err = sp.tel.FlushSpansAndLogs(ctx)
 	}
 	s := sp.tel.Stats()
 	bad := s.Failed + s.Dropped

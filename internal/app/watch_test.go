@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -210,4 +213,38 @@ func bytesOf(ss []string) [][]byte {
 		out[i] = []byte(s)
 	}
 	return out
+}
+
+// The flush between runs exports the queued spans even when an attribute
+// length limit wraps the tracer provider (it once looked for ForceFlush on
+// the wrapper, found none and flushed nothing).
+func TestWatchFlushWithAttributeLimit(t *testing.T) {
+	for _, limit := range []int{0, 64} {
+		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Quiet = true
+			cfg.AttributeValueLengthLimit = limit
+			cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
+			cfg.Metrics.Exporter = config.ExporterNone
+			cfg.Batch.ScheduleDelay = time.Hour // only a flush exports
+			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.flush(context.Background(), true)
+			tr := sp.newTracer(sessionwatch.TracerSpec{})
+			var off int64
+			for _, l := range bytes.SplitAfter(repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl"), []byte("\n")) {
+				tr.Line(off, bytes.TrimSuffix(l, []byte("\n")))
+				off += int64(len(l))
+			}
+			tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+			if err := sp.flush(context.Background(), false); err != nil {
+				t.Fatalf("flush: %v", err)
+			}
+			if got := len(historytest.Exported(t, cfg.Traces.File)); got == 0 || int64(got) != sp.tel.Stats().Ended {
+				t.Errorf("after the flush the file holds %d spans, %d ended", got, sp.tel.Stats().Ended)
+			}
+		})
+	}
 }

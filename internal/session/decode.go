@@ -375,6 +375,9 @@ func toolCalls(content json.RawMessage) (ids, names []string) {
 	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte(`"toolCall"`)) {
 		return nil, nil
 	}
+	if ids, names, ok := event.ToolCalls(content); ok {
+		return ids, names
+	}
 	var blocks []struct {
 		Type string `json:"type"`
 		ID   string `json:"id"`

@@ -26,6 +26,20 @@ func (t *Pipeline) ForceFlush(ctx context.Context) error {
 	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
 }
 
+// FlushSpansAndLogs exports the spans and log records queued so far,
+// bounded by ctx; metrics keep their own interval. It flushes the SDK's
+// provider itself, which TracerProvider may wrap (an attribute length
+// limit does), so a caller never has to find ForceFlush by assertion.
+func (t *Pipeline) FlushSpansAndLogs(ctx context.Context) error {
+	if err := t.tp.ForceFlush(ctx); err != nil {
+		return err
+	}
+	if t.lp != nil {
+		return t.lp.ForceFlush(ctx)
+	}
+	return nil
+}
+
 // Shutdown flushes and stops the pipeline, spending at most the configured
 // flush timeout (less if ctx ends sooner). Spans not exported by then are
 // counted as dropped. Export problems have already been reported on stderr;

@@ -311,23 +311,28 @@ func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a a
 		vocab.RPCSuccessKey.Bool(ok)))
 }
 
-// attrs indexes a span's attributes once per span.
-type attrs map[attribute.Key]attribute.Value
+// attrs are a span's attributes, looked up by key. A span has a few dozen
+// at most, so a scan beats building a map for every span a backfill ends;
+// the last of a key wins, as it would in a map.
+type attrs []attribute.KeyValue
 
 func attrsOf(span sdktrace.ReadOnlySpan) attrs { return indexAttrs(span.Attributes()) }
 
-func indexAttrs(kvs []attribute.KeyValue) attrs {
-	a := make(attrs, len(kvs))
-	for _, kv := range kvs {
-		a[kv.Key] = kv.Value
+func indexAttrs(kvs []attribute.KeyValue) attrs { return attrs(kvs) }
+
+func (a attrs) get(k attribute.Key) (attribute.Value, bool) {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i].Key == k {
+			return a[i].Value, true
+		}
 	}
-	return a
+	return attribute.Value{}, false
 }
 
-func (a attrs) has(k attribute.Key) bool { _, ok := a[k]; return ok }
+func (a attrs) has(k attribute.Key) bool { _, ok := a.get(k); return ok }
 
 func (a attrs) str(k attribute.Key) string {
-	if v, ok := a[k]; ok && v.Type() == attribute.STRING {
+	if v, ok := a.get(k); ok && v.Type() == attribute.STRING {
 		return v.AsString()
 	}
 	return ""
@@ -340,7 +345,7 @@ func (a attrs) float(k attribute.Key) (float64, bool) { return number[float64](a
 // number reads a numeric attribute, whether Pi's JSON made it an int or a
 // float, as an N (a float is truncated to an int).
 func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
-	v, ok := a[k]
+	v, ok := a.get(k)
 	if !ok {
 		return 0, false
 	}
@@ -354,7 +359,7 @@ func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
 }
 
 func (a attrs) bool(k attribute.Key) (bool, bool) {
-	if v, ok := a[k]; ok && v.Type() == attribute.BOOL {
+	if v, ok := a.get(k); ok && v.Type() == attribute.BOOL {
 		return v.AsBool(), true
 	}
 	return false, false

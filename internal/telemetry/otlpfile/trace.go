@@ -30,13 +30,15 @@ import (
 // ExportTraceServiceRequest line.
 type TraceExporter struct {
 	lineWriter
+	bufMu sync.Mutex
+	buf   []byte
 }
 
 var _ sdktrace.SpanExporter = (*TraceExporter)(nil)
 
 // NewTraceExporter returns an exporter writing to w. It never closes w.
 func NewTraceExporter(w io.Writer) *TraceExporter {
-	return &TraceExporter{lineWriter{w: w}}
+	return &TraceExporter{lineWriter: lineWriter{w: w}}
 }
 
 // ExportSpans writes spans as one line. The line goes out in a single Write,
@@ -45,8 +47,25 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	return e.export(ctx, func() ([]byte, error) { return MarshalTraces(TraceRequest(spans)) })
+	// The line is written before ExportSpans returns, so its buffer serves
+	// the next batch: a sync.Pool would lose it at every GC, and a backfill
+	// collects often.
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	err := e.export(ctx, func() ([]byte, error) {
+		line, err := appendTraces(e.buf[:0], spans)
+		e.buf = line
+		return line, err
+	})
+	// A batch of captured content can make a line of many megabytes; keep
+	// only the usual sizes.
+	if cap(e.buf) > maxKeptLine {
+		e.buf = nil
+	}
+	return err
 }
+
+const maxKeptLine = 4 << 20
 
 // lineWriter writes whole lines, each in a single Write, until it is shut
 // down; the three exporters are one.
