@@ -32,8 +32,6 @@ func corpusDir() string { return repo.Path(filepath.Join("internal", "session", 
 
 func lines(b []byte) [][]byte { return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) }
 
-func join(ls [][]byte) []byte { return append(bytes.Join(ls, []byte("\n")), '\n') }
-
 // obj decodes a line into a map, keeping numbers as written.
 func obj(t *testing.T, l []byte) map[string]any {
 	t.Helper()
@@ -44,117 +42,6 @@ func obj(t *testing.T, l []byte) map[string]any {
 		t.Fatalf("%v: %s", err, l)
 	}
 	return m
-}
-
-func enc(t *testing.T, m map[string]any) []byte {
-	t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func role(t *testing.T, l []byte) string {
-	if m, ok := obj(t, l)["message"].(map[string]any); ok {
-		r, _ := m["role"].(string)
-		return r
-	}
-	return ""
-}
-
-// derive makes, from a real session file, the shapes real files show:
-//
-//	resaved   the header re-written an hour after the last entry (an
-//	          extension re-saved the file), naming a parent session (the
-//	          file was cloned from one): its entries are all older
-//	repeated  each tool result line written twice, and the whole last run
-//	          appended again, with the same entry ids
-//	reissued  each tool result persisted a second time under a new entry id
-//	mistyped  fields of other types than the docs give: isError and
-//	          durationMs as strings, a message timestamp as an ISO string,
-//	          a custom message's display as a number
-func derive(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	ls := lines(b)
-	out := map[string][]byte{}
-
-	h := obj(t, ls[0])
-	last := obj(t, ls[len(ls)-1])
-	at, err := time.Parse(time.RFC3339Nano, last["timestamp"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h["timestamp"] = at.Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000Z")
-	h["parentSession"] = "/home/me/.pi/agent/sessions/--home-me-proj--/2026-01-01T00-00-00-000Z_parent-1.jsonl"
-	out["resaved"] = join(append([][]byte{enc(t, h)}, ls[1:]...))
-
-	var rep [][]byte
-	lastUser := 0
-	for i, l := range ls {
-		rep = append(rep, l)
-		if role(t, l) == "toolResult" {
-			rep = append(rep, l)
-		}
-		if role(t, l) == "user" {
-			lastUser = i
-		}
-	}
-	out["repeated"] = join(append(rep, ls[lastUser:]...))
-
-	var re [][]byte
-	for _, l := range ls {
-		re = append(re, l)
-		if role(t, l) == "toolResult" {
-			m := obj(t, l)
-			m["parentId"], m["id"] = m["id"], "re"+m["id"].(string)[2:]
-			re = append(re, enc(t, m))
-		}
-	}
-	// The entry after each copy continues from the copy.
-	out["reissued"] = join(rechain(t, re))
-
-	var mt [][]byte
-	for _, l := range ls {
-		m := obj(t, l)
-		msg, _ := m["message"].(map[string]any)
-		switch {
-		case msg != nil && msg["role"] == "toolResult":
-			msg["isError"] = "false"
-		case msg != nil && msg["role"] == "assistant" && msg["durationMs"] != nil:
-			msg["durationMs"] = string(msg["durationMs"].(json.Number))
-		case msg != nil && msg["role"] == "user":
-			ts, _ := msg["timestamp"].(json.Number).Int64()
-			msg["timestamp"] = time.UnixMilli(ts).UTC().Format(time.RFC3339Nano)
-		case m["type"] == "custom_message":
-			m["display"] = 1
-		default:
-			mt = append(mt, l)
-			continue
-		}
-		mt = append(mt, enc(t, m))
-	}
-	out["mistyped"] = join(mt)
-	return out
-}
-
-// rechain sets each entry's parentId to the entry before it, where the one
-// before it is a re-issued copy.
-func rechain(t *testing.T, ls [][]byte) [][]byte {
-	out := make([][]byte, len(ls))
-	copy(out, ls)
-	for i := 2; i < len(ls); i++ {
-		prev := obj(t, ls[i-1])
-		if id, _ := prev["id"].(string); !strings.HasPrefix(id, "re") {
-			continue
-		}
-		m := obj(t, ls[i])
-		if m["parentId"] == prev["parentId"] {
-			m["parentId"] = prev["id"]
-			out[i] = enc(t, m)
-		}
-	}
-	return out
 }
 
 // checkInject checks a session file of inject.ts: every prompt its own
