@@ -66,6 +66,10 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 		m.stats.Anomalies["nested values dropped"] += int64(d)
 		attrs = append(attrs, vocab.NestedDroppedKey.Int(d))
 	}
+	if u := res.Dropped.UnreadFiles; u > 0 {
+		// The result's copy of the messages stood in: nothing lost.
+		m.stats.Anomalies["nested session files unread"] += int64(u)
+	}
 	if w.clamped > 0 {
 		m.stats.Anomalies["nested span times clamped"] += int64(w.clamped)
 		attrs = append(attrs, vocab.NestedClampedKey.Int(w.clamped))
@@ -235,6 +239,9 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	}
 	if run.ExitCode != nil {
 		attrs = append(attrs, vocab.NestedExitCodeKey.Int(*run.ExitCode))
+	}
+	if run.Session != "" {
+		attrs = append(attrs, vocab.NestedSessionIDKey.String(shortName(run.Session)))
 	}
 	if c := m.cfg.content; c != nil && run.Task != "" {
 		attrs = append(attrs, vocab.NestedTaskKey.String(c.Scrub(run.Task)))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
@@ -182,7 +183,8 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content})
+	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content,
+		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes)})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
 	next := records(r, head, herr)

@@ -277,6 +277,8 @@ func (w walker) entry(raw []byte, e *entry) error {
 			bad = !str(v, &e.ErrorMessage) || bad
 		case key(k, "model"):
 			bad = !str(v, &e.Model) || bad
+		case key(k, "sessionFile"):
+			bad = !str(v, &e.SessionFile) || bad
 		case key(k, "exitCode"):
 			if string(v) == "null" {
 				e.ExitCode = nil

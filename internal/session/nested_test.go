@@ -1,9 +1,13 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
+
+	"github.com/pi-otel/pi-otel/internal/nested"
 )
 
 // A toolResult message's nestedCalls (the calls the tool made to other
@@ -41,5 +45,67 @@ func TestToolResultNestedCallsAndUsage(t *testing.T) {
 	}
 	if root.str("pi.cost.total") != "1.75" || root.str("pi.tool_calls") != "3" || root.str("pi.tool_errors") != "1" {
 		t.Errorf("root cost %s tool calls %s errors %s, want 1.75, 3, 1", root.str("pi.cost.total"), root.str("pi.tool_calls"), root.str("pi.tool_errors"))
+	}
+}
+
+// A results[] entry that names the child's session file is traced from
+// that file, in place of the result's copy of the messages: the child's
+// own record, counted once. A file that does not read leaves the copy.
+func TestChildSessionFileReplacesTheCopy(t *testing.T) {
+	dir := t.TempDir()
+	child := filepath.Join(dir, "2026-12-01T10-00-01-000Z_child-1.jsonl")
+	childFile := `{"type":"session","version":3,"id":"child-1","timestamp":"2026-12-01T10:00:01.000Z","cwd":"/p"}
+{"type":"message","id":"cu","parentId":null,"timestamp":"2026-12-01T10:00:01.200Z","message":{"role":"user","content":"look","timestamp":1796119201200}}
+{"type":"message","id":"ca","parentId":"cu","timestamp":"2026-12-01T10:00:01.500Z","message":{"role":"assistant","content":[{"type":"text","text":"found"}],"provider":"p","model":"m","usage":{"input":3,"output":4,"cost":{"total":2}},"stopReason":"stop","timestamp":1796119201300,"durationMs":200}}
+`
+	if err := os.WriteFile(child, []byte(childFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The copy's cost (8) differs from the file's (2): the totals tell
+	// which was read.
+	copyMsgs := `[{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":8}},"stopReason":"stop","timestamp":1796119201300,"durationMs":200}]`
+	parent := func(results string) []byte {
+		return []byte(`{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/p"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-01T10:00:00.100Z","message":{"role":"user","content":"go","timestamp":1796119200100}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"subagent","arguments":{}}],"provider":"p","model":"m","usage":{"input":10,"output":1,"cost":{"total":1}},"stopReason":"toolUse","timestamp":1796119200200,"durationMs":100}}
+{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"subagent","content":[{"type":"text","text":"found"}],"details":{"mode":"single","results":` + results + `},"isError":false,"timestamp":1796119202000,"durationMs":1900}}
+{"type":"message","id":"a2","parentId":"r1","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m","usage":{"input":20,"output":1,"cost":{"total":1}},"stopReason":"stop","timestamp":1796119202100,"durationMs":50}}
+`)
+	}
+	read := Config{ChildSessions: nested.ReadSessionFile(1 << 20)}
+	cases := []struct {
+		name, results     string
+		cfg               Config
+		cost, session, in string
+	}{
+		{"file and copy", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, read, "4", "child-1", "3"},
+		{"file only", `[{"agent":"scout","sessionFile":"` + child + `"}]`, read, "4", "child-1", "3"},
+		{"missing file", `[{"agent":"scout","sessionFile":"` + child + `.gone","messages":` + copyMsgs + `}]`, read, "10", "<none>", "1"},
+		{"not read", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, Config{}, "10", "<none>", "1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			roots := traceBytes(t, parent(c.results), c.cfg).roots
+			if len(roots) != 1 {
+				t.Fatalf("%d roots", len(roots))
+			}
+			agents := roots[0].find("invoke_agent scout")
+			if len(agents) != 1 {
+				t.Fatalf("%d invoke_agent spans", len(agents))
+			}
+			a := agents[0]
+			if got := roots[0].str("pi.cost.total"); got != c.cost {
+				t.Errorf("root cost %s, want %s", got, c.cost)
+			}
+			if got := a.str("pi.nested.session_id"); got != c.session {
+				t.Errorf("session id %q, want %q", got, c.session)
+			}
+			if got := a.str("gen_ai.usage.input_tokens"); got != c.in {
+				t.Errorf("child input tokens %s, want %s", got, c.in)
+			}
+			if len(a.find("chat m")) != 1 {
+				t.Errorf("the child's chat span is missing")
+			}
+		})
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -63,6 +64,12 @@ type Config struct {
 	SkipThrough int64
 	// Since: runs that began before it are decoded but not traced.
 	Since time.Time
+	// ChildSessions, if set, reads the child session files that tool
+	// results name (`sessionFile` in a results[] entry): the child's runs
+	// are traced below the tool from its own file, in place of the
+	// result's copy of its messages. nested.ReadSessionFile reads them
+	// from this machine.
+	ChildSessions nested.SessionReader
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -143,13 +150,15 @@ func New(cfg Config) *FileMapper {
 	if cfg.Content != nil {
 		opts = append(opts, agentmap.WithContent(cfg.Content))
 	}
+	dec := newDecoder(cfg.Content != nil)
+	dec.sessions = cfg.ChildSessions
 	return &FileMapper{
 		cfg:     cfg,
 		m:       agentmap.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		version: 3,
 		runOf:   map[uint64]int32{},
-		dec:     newDecoder(cfg.Content != nil),
+		dec:     dec,
 	}
 }
 

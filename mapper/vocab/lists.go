@@ -51,7 +51,7 @@ func Keys() []attribute.Key {
 		BashChunksKey, BashBytesKey, BashExitCodeKey, BashCancelledKey, BashTruncatedKey,
 		UIIDKey, UIMethodKey, UITimeoutMsKey, UIOutcomeKey, UIConfirmedKey, UINotifyTypeKey,
 		QueueKindKey, LinkKey,
-		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey,
+		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey, NestedSessionIDKey,
 		NestedCallKey, NestedCallStatusKey, NestedRunsKey, NestedFailedRunsKey,
 		NestedCostTotalKey, NestedDroppedKey, NestedClampedKey,
 	}
