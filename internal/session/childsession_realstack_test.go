@@ -1,0 +1,165 @@
+//go:build realstack
+
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+)
+
+// The subagent example extension of the real Pi 1.6.0, changed to persist
+// each child's session (--session-dir, --session-id in place of
+// --no-session) and to name the child's file in its result (sessionFile),
+// as tools built on it do. Replaying the parent's session file reads the
+// child's file: the child's run is traced below the tool once, from its own
+// file, and carries the child's session id. Checked in a real Jaeger.
+func TestChildSessionFileNestedInJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Call("call_sub_1", "subagent", map[string]any{"agent": "scout", "task": "Count the files"})),
+		fakemodel.Tools(fakemodel.Bash("call_child_bash", "echo child work")),
+		fakemodel.Text("The child found 3 files.", 2),
+		fakemodel.Text("The scout says 3 files.", 2),
+	))
+	env := pitest.New(t, model.URL())
+	ext := persistingSubagents(t, env)
+	children := t.TempDir()
+	since := time.Now().Add(-time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := env.Command(ctx, env.Args("--mode", "json", "-e", ext, "--session-dir", env.SessionDir, "-p", "Delegate to the scout")...)
+	cmd.Env = append(cmd.Env, "PI_OTEL_CHILD_SESSIONS="+children)
+	res, err := env.Run(cmd)
+	if err != nil {
+		t.Fatalf("pi: %v\n%s", err, res.Stderr)
+	}
+	parents, _ := filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
+	kids, _ := filepath.Glob(filepath.Join(children, "*.jsonl"))
+	if len(parents) != 1 || len(kids) != 1 {
+		t.Fatalf("%d parent and %d child session files", len(parents), len(kids))
+	}
+	parent, child := parents[0], kids[0]
+	if b, _ := os.ReadFile(parent); !bytes.Contains(b, []byte(`"sessionFile":"`+child+`"`)) {
+		t.Fatalf("the parent's result does not name the child's file %s", child)
+	}
+	childID, _ := ids(t, child)
+
+	service := fmt.Sprintf("child-session-%d", time.Now().UnixNano())
+	var stderr bytes.Buffer
+	vars := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_SERVICE_NAME":           service,
+		"OTEL_METRICS_EXPORTER":       "none",
+	}
+	if code := app.Main(app.Env{Args: []string{"replay", parent}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
+		t.Fatalf("replay exited %d: %s", code, stderr.String())
+	}
+	m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())
+	if m == nil || m[1] != "1" {
+		t.Fatalf("summary %q, want 1 trace", stderr.String())
+	}
+	var spans int
+	fmt.Sscan(m[2], &spans)
+	traces := j.WaitService(t, ctx, service, since, spans)
+	if len(traces) != 1 {
+		t.Fatalf("Jaeger holds %d traces", len(traces))
+	}
+	tr := traces[0]
+	agents := tr.Named("invoke_agent scout")
+	if len(agents) != 1 {
+		t.Fatalf("%d invoke_agent scout spans, want 1:\n%s", len(agents), tr.Tree())
+	}
+	a := agents[0]
+	if got := a.Str("pi.nested.session_id"); got != childID {
+		t.Errorf("pi.nested.session_id %q, want the child's %q", got, childID)
+	}
+	// The child asked the model twice and ran bash once: from its file,
+	// not twice (file and copy).
+	chats, tools := 0, len(a.Child("execute_tool bash"))
+	for _, c := range a.Children {
+		if strings.HasPrefix(c.Name, "chat ") {
+			chats++
+		}
+	}
+	if chats != 2 || tools != 1 {
+		t.Errorf("the child has %d chat and %d bash spans, want 2 and 1:\n%s", chats, tools, tr.Tree())
+	}
+	root := tr.Roots()[0]
+	if n, _ := root.Int("pi.nested.runs"); n != 1 {
+		t.Errorf("root pi.nested.runs %d, want 1", n)
+	}
+	if in, _ := a.Int("gen_ai.usage.input_tokens"); in <= 0 {
+		t.Errorf("the child's input tokens %d", in)
+	}
+	if a.Start.Before(tr.Named("execute_tool subagent")[0].Start) {
+		t.Errorf("the child starts before its tool")
+	}
+}
+
+// persistingSubagents writes the scout agent and a copy of the example
+// extension that persists its children's sessions in
+// $PI_OTEL_CHILD_SESSIONS and names each file in its result.
+func persistingSubagents(t *testing.T, env *pitest.Env) string {
+	t.Helper()
+	agents := filepath.Join(env.AgentDir, "agents")
+	if err := os.MkdirAll(agents, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scout := "---\nname: scout\ndescription: Looks things up for the parent agent\ntools: bash, read\n---\n\nYou are a scout. Answer briefly.\n"
+	if err := os.WriteFile(filepath.Join(agents, "scout.md"), []byte(scout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.EvalSymlinks(env.Pi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src string
+	for dir := filepath.Dir(bin); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
+			src = filepath.Join(dir, "examples", "extensions", "subagent")
+			break
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "subagent")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dst, "index.ts")
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, r := range [][2]string{
+		{`const args: string[] = ["--mode", "json", "-p", "--no-session"];`,
+			`const childDir = process.env.PI_OTEL_CHILD_SESSIONS as string;
+	const childId = "child-" + Math.random().toString(36).slice(2, 10);
+	const args: string[] = ["--mode", "json", "-p", "--session-dir", childDir, "--session-id", childId];`},
+		{`currentResult.exitCode = outcome.code;`,
+			`const childFile = fs.readdirSync(childDir).find((n) => n.endsWith("_" + childId + ".jsonl"));
+		if (childFile) (currentResult as any).sessionFile = path.join(childDir, childFile);
+		currentResult.exitCode = outcome.code;`},
+	} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("the example extension changed: no %q", r[0])
+		}
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	if err := os.WriteFile(idx, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dst, "index.ts")
+}
