@@ -170,6 +170,10 @@ func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error)
 	}
 }
 
+// parentFileMax bounds the parent session file read to link a child
+// session to the tool that ran it.
+const parentFileMax = 256 << 20
+
 // followSettle is how long a followed session file must be quiet after a
 // final answer before its run is traced (the next prompt traces it sooner).
 const followSettle = 30 * time.Second
@@ -184,7 +188,10 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		return 2
 	}
 	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content,
-		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes)})
+		// A parent's file nests its children's files; a child's file,
+		// replayed on its own, links to the parent's tool.
+		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
+		ParentTool:    session.FindParentTool(parentFileMax)})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
 	next := records(r, head, herr)
