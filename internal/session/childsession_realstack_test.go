@@ -27,49 +27,16 @@ import (
 // file, and carries the child's session id. Checked in a real Jaeger.
 func TestChildSessionFileNestedInJaeger(t *testing.T) {
 	j := jaegertest.Start(t)
-	model := fakemodel.Start(t, fakemodel.WithScript(
-		fakemodel.Tools(fakemodel.Call("call_sub_1", "subagent", map[string]any{"agent": "scout", "task": "Count the files"})),
-		fakemodel.Tools(fakemodel.Bash("call_child_bash", "echo child work")),
-		fakemodel.Text("The child found 3 files.", 2),
-		fakemodel.Text("The scout says 3 files.", 2),
-	))
-	env := pitest.New(t, model.URL())
-	ext := persistingSubagents(t, env)
-	children := t.TempDir()
 	since := time.Now().Add(-time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	parent, child := runPersisting(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := env.Command(ctx, env.Args("--mode", "json", "-e", ext, "--session-dir", env.SessionDir, "-p", "Delegate to the scout")...)
-	cmd.Env = append(cmd.Env, "PI_OTEL_CHILD_SESSIONS="+children)
-	res, err := env.Run(cmd)
-	if err != nil {
-		t.Fatalf("pi: %v\n%s", err, res.Stderr)
-	}
-	parents, _ := filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
-	kids, _ := filepath.Glob(filepath.Join(children, "*.jsonl"))
-	if len(parents) != 1 || len(kids) != 1 {
-		t.Fatalf("%d parent and %d child session files", len(parents), len(kids))
-	}
-	parent, child := parents[0], kids[0]
-	if b, _ := os.ReadFile(parent); !bytes.Contains(b, []byte(`"sessionFile":"`+child+`"`)) {
-		t.Fatalf("the parent's result does not name the child's file %s", child)
-	}
 	childID, _ := ids(t, child)
 
 	service := fmt.Sprintf("child-session-%d", time.Now().UnixNano())
-	var stderr bytes.Buffer
-	vars := map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.OTLPGRPC,
-		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-		"OTEL_SERVICE_NAME":           service,
-		"OTEL_METRICS_EXPORTER":       "none",
-	}
-	if code := app.Main(app.Env{Args: []string{"replay", parent}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
-		t.Fatalf("replay exited %d: %s", code, stderr.String())
-	}
-	m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())
-	if m == nil || m[1] != "1" {
-		t.Fatalf("summary %q, want 1 trace", stderr.String())
+	m := replayInto(t, j, service, parent)
+	if m[1] != "1" {
+		t.Fatalf("%s traces, want 1", m[1])
 	}
 	var spans int
 	fmt.Sscan(m[2], &spans)
@@ -107,6 +74,114 @@ func TestChildSessionFileNestedInJaeger(t *testing.T) {
 	if a.Start.Before(tr.Named("execute_tool subagent")[0].Start) {
 		t.Errorf("the child starts before its tool")
 	}
+}
+
+// replayInto replays file into Jaeger as service and returns the summary's
+// trace and span counts.
+func replayInto(t *testing.T, j *jaegertest.Jaeger, service, file string) []string {
+	t.Helper()
+	var stderr bytes.Buffer
+	vars := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_SERVICE_NAME":           service,
+		"OTEL_METRICS_EXPORTER":       "none",
+	}
+	if code := app.Main(app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
+		t.Fatalf("replay exited %d: %s", code, stderr.String())
+	}
+	m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("summary %q", stderr.String())
+	}
+	return m
+}
+
+// A child session whose header names the parent's session file, replayed
+// on its own after the parent's: its root links to the parent's
+// execute_tool subagent span, checked in a real Jaeger.
+func TestChildSessionLinksInJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	since := time.Now().Add(-time.Second)
+	parent, child := runPersisting(t, true)
+	if b, _ := os.ReadFile(child); !bytes.Contains(b, []byte(`"parentSession":"`+parent+`"`)) {
+		t.Fatalf("the child's header does not name the parent: %.300s", b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	service := fmt.Sprintf("child-link-%d", time.Now().UnixNano())
+	var spans int
+	for _, f := range []string{parent, child} {
+		m := replayInto(t, j, service, f)
+		if m[1] != "1" {
+			t.Fatalf("%s: %s traces, want 1", f, m[1])
+		}
+		n := 0
+		fmt.Sscan(m[2], &n)
+		spans += n
+	}
+	traces := j.WaitService(t, ctx, service, since, spans)
+	if len(traces) != 2 {
+		t.Fatalf("Jaeger holds %d traces, want 2", len(traces))
+	}
+	var tool *jaegertest.Span
+	var childRoot *jaegertest.Span
+	for _, tr := range traces {
+		if ts := tr.Named("execute_tool subagent"); len(ts) == 1 {
+			tool = ts[0]
+		} else if r := tr.Roots(); len(r) == 1 {
+			childRoot = r[0]
+		}
+	}
+	if tool == nil || childRoot == nil {
+		t.Fatalf("no parent tool span or no child root")
+	}
+	if len(childRoot.Links) != 1 {
+		t.Fatalf("child root links %v, want 1", childRoot.Links)
+	}
+	l := childRoot.Links[0]
+	if l.TraceID != tool.TraceID || l.SpanID != tool.SpanID || l.Attrs["pi.link"] != "parent_tool" {
+		t.Errorf("link %+v, want %s/%s pi.link=parent_tool", l, tool.TraceID, tool.SpanID)
+	}
+}
+
+// runPersisting runs the real Pi with the persisting extension, one
+// subagent call, and returns the parent's and the child's session files.
+// With header, the extension writes the child's session header itself,
+// naming the parent's session file (parentSession), as an extension that
+// creates the child's session with the SDK does.
+func runPersisting(t *testing.T, header bool) (parent, child string) {
+	t.Helper()
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Call("call_sub_1", "subagent", map[string]any{"agent": "scout", "task": "Count the files"})),
+		fakemodel.Tools(fakemodel.Bash("call_child_bash", "echo child work")),
+		fakemodel.Text("The child found 3 files.", 2),
+		fakemodel.Text("The scout says 3 files.", 2),
+	))
+	env := pitest.New(t, model.URL())
+	ext := persistingSubagents(t, env)
+	children := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := env.Command(ctx, env.Args("--mode", "json", "-e", ext, "--session-dir", env.SessionDir, "-p", "Delegate to the scout")...)
+	cmd.Env = append(cmd.Env, "PI_OTEL_CHILD_SESSIONS="+children)
+	if header {
+		cmd.Env = append(cmd.Env, "PI_OTEL_CHILD_HEADER=1")
+	}
+	res, err := env.Run(cmd)
+	if err != nil {
+		t.Fatalf("pi: %v\n%s", err, res.Stderr)
+	}
+	parents, _ := filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
+	kids, _ := filepath.Glob(filepath.Join(children, "*.jsonl"))
+	if len(parents) != 1 || len(kids) != 1 {
+		t.Fatalf("%d parent and %d child session files", len(parents), len(kids))
+	}
+	parent, child = parents[0], kids[0]
+	if b, _ := os.ReadFile(parent); !bytes.Contains(b, []byte(`"sessionFile":"`+child+`"`)) {
+		t.Fatalf("the parent's result does not name the child's file %s", child)
+	}
+	return parent, child
 }
 
 // persistingSubagents writes the scout agent and a copy of the example
@@ -147,7 +222,18 @@ func persistingSubagents(t *testing.T, env *pitest.Env) string {
 		{`const args: string[] = ["--mode", "json", "-p", "--no-session"];`,
 			`const childDir = process.env.PI_OTEL_CHILD_SESSIONS as string;
 	const childId = "child-" + Math.random().toString(36).slice(2, 10);
+	if (process.env.PI_OTEL_CHILD_HEADER && parentSessionFile) {
+		const now = new Date().toISOString();
+		fs.writeFileSync(path.join(childDir, now.replace(/[:.]/g, "-") + "_" + childId + ".jsonl"),
+			JSON.stringify({ type: "session", version: 3, id: childId, timestamp: now, cwd: process.cwd(), parentSession: parentSessionFile }) + "\n");
+	}
 	const args: string[] = ["--mode", "json", "-p", "--session-dir", childDir, "--session-id", childId];`},
+		{`interface SingleResult {`, `let parentSessionFile: string | undefined;
+
+interface SingleResult {`},
+		{`async execute(_toolCallId, params, signal, onUpdate, ctx) {`,
+			`async execute(_toolCallId, params, signal, onUpdate, ctx) {
+			parentSessionFile = ctx.sessionManager.getSessionFile();`},
 		{`currentResult.exitCode = outcome.code;`,
 			`const childFile = fs.readdirSync(childDir).find((n) => n.endsWith("_" + childId + ".jsonl"));
 		if (childFile) (currentResult as any).sessionFile = path.join(childDir, childFile);

@@ -76,7 +76,7 @@ func Values(key attribute.Key) []string {
 	case QueueKindKey:
 		return strs(QueueSteer, QueueFollowUp)
 	case LinkKey:
-		return []string{LinkPreviousRun}
+		return []string{LinkPreviousRun, LinkParentTool, LinkBranchParent, LinkForkOrigin}
 	}
 	return nil
 }
