@@ -449,6 +449,9 @@ func (p *parser) run(e *entry, depth int) *Run {
 	if run.Agent == "" {
 		run.Agent = GenericAgent
 	}
+	if n := min(len(e.Messages), p.lim.MaxItems); n > 0 {
+		run.Items = make([]Item, 0, n) // at most one item per message
+	}
 	p.messages(run, e.Messages, depth)
 	if run.Usage == (event.Usage{}) && e.Usage != nil {
 		u := e.Usage
