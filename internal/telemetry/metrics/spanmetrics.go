@@ -315,22 +315,29 @@ func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a a
 }
 
 // attrs indexes a span's attributes once per span.
-type attrs map[attribute.Key]attribute.Value
+// attrs are a span's (or an event's) attributes, looked up by a scan: a
+// span has a score of them and a few are read, so a map built per span (a
+// history makes millions) cost more than it saved.
+type attrs []attribute.KeyValue
 
 func attrsOf(span sdktrace.ReadOnlySpan) attrs { return indexAttrs(span.Attributes()) }
 
-func indexAttrs(kvs []attribute.KeyValue) attrs {
-	a := make(attrs, len(kvs))
-	for _, kv := range kvs {
-		a[kv.Key] = kv.Value
+func indexAttrs(kvs []attribute.KeyValue) attrs { return attrs(kvs) }
+
+// get returns the value of k; the last one, as a map would keep it.
+func (a attrs) get(k attribute.Key) (attribute.Value, bool) {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i].Key == k {
+			return a[i].Value, true
+		}
 	}
-	return a
+	return attribute.Value{}, false
 }
 
-func (a attrs) has(k attribute.Key) bool { _, ok := a[k]; return ok }
+func (a attrs) has(k attribute.Key) bool { _, ok := a.get(k); return ok }
 
 func (a attrs) str(k attribute.Key) string {
-	if v, ok := a[k]; ok && v.Type() == attribute.STRING {
+	if v, ok := a.get(k); ok && v.Type() == attribute.STRING {
 		return v.AsString()
 	}
 	return ""
@@ -343,7 +350,7 @@ func (a attrs) float(k attribute.Key) (float64, bool) { return number[float64](a
 // number reads a numeric attribute, whether Pi's JSON made it an int or a
 // float, as an N (a float is truncated to an int).
 func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
-	v, ok := a[k]
+	v, ok := a.get(k)
 	if !ok {
 		return 0, false
 	}
@@ -357,7 +364,7 @@ func number[N int64 | float64](a attrs, k attribute.Key) (N, bool) {
 }
 
 func (a attrs) bool(k attribute.Key) (bool, bool) {
-	if v, ok := a[k]; ok && v.Type() == attribute.BOOL {
+	if v, ok := a.get(k); ok && v.Type() == attribute.BOOL {
 		return v.AsBool(), true
 	}
 	return false, false
