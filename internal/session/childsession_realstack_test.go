@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // The subagent example extension of the real Pi 1.6.0, changed to persist
@@ -248,4 +251,58 @@ interface SingleResult {`},
 		t.Fatal(err)
 	}
 	return filepath.Join(dst, "index.ts")
+}
+
+// pi-otel watch follows both the parent's and the child's session files
+// (the child's header names the parent): the child's run is in the
+// parent's trace, nested, and not traced again on its own.
+func TestChildSessionWatchedOnce(t *testing.T) {
+	j := jaegertest.Start(t)
+	since := time.Now().Add(-time.Second)
+	parent, child := runPersisting(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// The parent's trace, replayed on its own, for its span count.
+	m := replayInto(t, j, fmt.Sprintf("child-watch-replay-%d", time.Now().UnixNano()), parent)
+	var spans int
+	fmt.Sscan(m[2], &spans)
+
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	service := fmt.Sprintf("child-watch-%d", time.Now().UnixNano())
+	cmd := exec.Command(bin, "watch", "--since", "all", "--settle", "100ms", "--flush-timeout", "5s",
+		"--state", filepath.Join(t.TempDir(), "state.json"), filepath.Dir(parent), filepath.Dir(child))
+	cmd.Env = append(os.Environ(), "PI_OTEL_SPOOL_DIR=none", "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+j.OTLPGRPC,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_SERVICE_NAME="+service, "OTEL_METRICS_EXPORTER=none")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j.WaitService(t, ctx, service, since, spans)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%s", err, stderr.String())
+	}
+	traces, err := j.FindTraces(ctx, service, since, time.Now().Add(time.Minute), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 1 {
+		t.Fatalf("watch left %d traces, want the parent's only:\n%s", len(traces), stderr.String())
+	}
+	// The replay above wrote the same trace (the ids derive from the
+	// file): count watch's spans only.
+	agents, own := 0, 0
+	for _, s := range traces[0].Spans {
+		if s.Resource["service.name"] != service {
+			continue
+		}
+		own++
+		if s.Name == "invoke_agent scout" {
+			agents++
+		}
+	}
+	if agents != 1 || own != spans {
+		t.Errorf("watch wrote %d invoke_agent scout spans and %d spans, want 1 and %d", agents, own, spans)
+	}
 }
