@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -292,4 +295,44 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Probe said nothing, Parse found %+v", r)
 		}
 	})
+}
+
+// ReadSessionFile reads a Pi session file's messages and id, and refuses
+// what is not one: a file without a session header, a directory, a file
+// over the bound, a FIFO (which would block).
+func TestReadSessionFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.jsonl", `{"type":"session","version":3,"id":"kid"}
+{"type":"message","id":"a","message":{"role":"user","content":"x"}}
+not json
+{"type":"model_change","id":"b"}
+{"type":"message","id":"c","message":{"role":"assistant","content":[]}}
+`)
+	read := ReadSessionFile(1 << 10)
+	msgs, id, err := read(good)
+	if err != nil || id != "kid" || len(msgs) != 2 {
+		t.Fatalf("good file: %d messages, id %q, %v", len(msgs), id, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"no header": write("plain.jsonl", `{"type":"message","id":"a","message":{}}`+"\n"),
+		"directory": dir,
+		"too big":   write("big.jsonl", `{"type":"session","id":"k"}`+"\n"+strings.Repeat(" ", 2<<10)),
+		"fifo":      fifo,
+		"missing":   filepath.Join(dir, "gone.jsonl"),
+	} {
+		if _, _, err := read(path); err == nil {
+			t.Errorf("%s: read without error", name)
+		}
+	}
 }

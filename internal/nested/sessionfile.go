@@ -25,6 +25,15 @@ var ErrNotSession = errors.New("nested: not a Pi session file")
 // maxBytes are read, and only a file that starts with a session header.
 func ReadSessionFile(maxBytes int) SessionReader {
 	return func(path string) ([]json.RawMessage, string, error) {
+		// A result names any path: only a regular file is opened (a FIFO
+		// would block the import, a device never end).
+		if st, err := os.Stat(path); err != nil {
+			return nil, "", err
+		} else if !st.Mode().IsRegular() {
+			return nil, "", fmt.Errorf("nested: %s is not a regular file", path)
+		} else if st.Size() > int64(maxBytes) {
+			return nil, "", fmt.Errorf("nested: session file %s is over %d bytes", path, maxBytes)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, "", err

@@ -54,6 +54,12 @@ func FindParentTool(maxBytes int) func(parentSession, childID string) (trace.Spa
 }
 
 func readBounded(path string, maxBytes int) ([]byte, error) {
+	// A header names any path: only a regular file is opened.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("session: %s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
