@@ -172,7 +172,7 @@ func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error)
 
 // parentFileMax bounds the parent session file read to link a child
 // session to the tool that ran it.
-const parentFileMax = 256 << 20
+const parentFileMax int64 = 1 << 30
 
 // followSettle is how long a followed session file must be quiet after a
 // final answer before its run is traced (the next prompt traces it sooner).

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -24,10 +25,19 @@ import (
 // (children read from their files), and nothing is exported or counted:
 // the spans go to a TracerProvider of its own. A parent traced under a
 // caller's TRACEPARENT has other ids, and the link then leads nowhere.
-func FindParentTool(maxBytes int) func(parentSession, childID string) (trace.SpanContext, bool) {
+func FindParentTool(maxBytes int64) func(parentSession, childID string) (trace.SpanContext, bool) {
 	return func(parentSession, childID string) (trace.SpanContext, bool) {
-		b, err := readBounded(parentSession, maxBytes)
-		if err != nil || childID == "" || !bytes.Contains(b, []byte(childID)) {
+		if childID == "" {
+			return trace.SpanContext{}, false
+		}
+		id := []byte(childID)
+		named := false
+		// A first pass, line by line, for the child's id: most parents
+		// (forks' origins) do not name it, and are not traced.
+		if eachLine(parentSession, maxBytes, func(_ int64, line []byte) bool {
+			named = bytes.Contains(line, id)
+			return !named
+		}) != nil || !named {
 			return trace.SpanContext{}, false
 		}
 		f := &toolFinder{child: vocab.NestedSessionIDKey.String(childID)}
@@ -35,16 +45,11 @@ func FindParentTool(maxBytes int) func(parentSession, childID string) (trace.Spa
 		tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(ids), sdktrace.WithSpanProcessor(f))
 		defer func() { _ = tp.Shutdown(context.Background()) }()
 		fm := New(Config{TracerProvider: tp, IDs: ids, ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes)})
-		var off int64
-		for len(b) > 0 && !f.found.IsValid() {
-			line := b
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				line, b = b[:i], b[i+1:]
-			} else {
-				b = nil
-			}
+		if eachLine(parentSession, maxBytes, func(off int64, line []byte) bool {
 			fm.Line(off, line)
-			off += int64(len(line)) + 1
+			return !f.found.IsValid()
+		}) != nil {
+			return trace.SpanContext{}, false
 		}
 		if !f.found.IsValid() {
 			fm.Close(agentmap.Ending{Reason: vocab.EndEOF})
@@ -53,26 +58,42 @@ func FindParentTool(maxBytes int) func(parentSession, childID string) (trace.Spa
 	}
 }
 
-func readBounded(path string, maxBytes int) ([]byte, error) {
+// eachLine calls fn with each line of the regular file at path (at most
+// maxBytes long) and its offset, until fn returns false. Memory follows
+// the longest line, not the file.
+func eachLine(path string, maxBytes int64, fn func(off int64, line []byte) bool) error {
 	// A header names any path: only a regular file is opened.
-	if st, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("session: %s is not a regular file", path)
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("session: %s is not a regular file", path)
+	case st.Size() > maxBytes:
+		return fmt.Errorf("session: %s is over %d bytes", path, maxBytes)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(maxBytes)+1))
-	if err != nil {
-		return nil, err
+	r := bufio.NewReaderSize(io.LimitReader(f, maxBytes), 64<<10)
+	var off int64
+	for {
+		line, err := r.ReadBytes('\n')
+		if n := len(line); n > 0 {
+			if !fn(off, bytes.TrimSuffix(line, []byte{'\n'})) {
+				return nil
+			}
+			off += int64(n)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if len(b) > maxBytes {
-		return nil, fmt.Errorf("session: %s is over %d bytes", path, maxBytes)
-	}
-	return b, nil
 }
 
 // toolFinder notes the parent of the nested invoke_agent span read from
