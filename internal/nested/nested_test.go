@@ -336,3 +336,22 @@ not json
 		}
 	}
 }
+
+// FuzzSessionMessages: any bytes give messages that are JSON objects
+// taken from the input, or an error; never a panic.
+func FuzzSessionMessages(f *testing.F) {
+	f.Add([]byte(`{"type":"session","id":"k"}` + "\n" + `{"type":"message","message":{"role":"user"}}` + "\n"))
+	f.Add([]byte(`{"type":"session"}` + "\n\n" + `{"type":"message","message":[]}` + "\n{"))
+	f.Add([]byte("not json\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs, _, err := SessionMessages(b)
+		if err != nil && len(msgs) > 0 {
+			t.Fatalf("messages with an error")
+		}
+		for _, m := range msgs {
+			if len(m) == 0 || m[0] != '{' || !bytes.Contains(b, m) {
+				t.Fatalf("message %q is no object of the input", m)
+			}
+		}
+	})
+}
