@@ -361,6 +361,12 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 	if m, ok := d["mode"]; ok {
 		_ = str(m, &r.Mode)
 	}
+	// A tool that ran one child may name its session file in details
+	// itself, beside or instead of a results entry.
+	var file string
+	if v, ok := d["sessionFile"]; ok && p.sessions != nil {
+		_ = str(v, &file)
+	}
 	keys := make([]string, 0, len(d))
 	for k, v := range d {
 		if k != "results" && len(v) > 0 && v[0] == '[' && (bytes.Contains(v, keyMessages) || p.sessions != nil && bytes.Contains(v, keySessionFile)) {
@@ -372,7 +378,16 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 		keys = append([]string{"results"}, keys...)
 	}
 	for _, k := range keys {
-		p.entries(r, d[k], depth, k == "results")
+		p.entries(r, d[k], depth, k == "results", file)
+	}
+	if file != "" && len(r.Runs) == 0 && depth+1 <= p.lim.MaxDepth && p.runs < p.lim.MaxRuns {
+		e := entry{SessionFile: file}
+		if child := p.child(&e); child != "" {
+			p.runs++
+			run := p.run(&e, depth+1)
+			run.Session = child
+			r.Runs = append(r.Runs, run)
+		}
 	}
 }
 
@@ -399,7 +414,9 @@ type entryUsage struct {
 	Cost       float64 `json:"cost"`
 }
 
-func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool) {
+// entries reads the runs of one array; file is the details' sessionFile,
+// the file of a lone entry that names none.
+func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool, file string) {
 	list, ok := p.dec.array(raw)
 	if !ok {
 		if counted {
@@ -415,6 +432,9 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		}
 		var e entry
 		err := p.dec.entry(raw, &e)
+		if e.SessionFile == "" && len(list) == 1 {
+			e.SessionFile = file
+		}
 		child := p.child(&e)
 		if e.Messages == nil { // absent, or not an array
 			if counted {

@@ -355,3 +355,24 @@ func FuzzSessionMessages(f *testing.F) {
 		}
 	})
 }
+
+// A details sessionFile with no results entry is a run of its own, read
+// from the file; without a reader it is nothing.
+func TestDetailsSessionFileAlone(t *testing.T) {
+	res := []byte(`{"details":{"sessionFile":"/s/kid.jsonl"}}`)
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"assistant","usage":{"input":2,"cost":{"total":1}},"stopReason":"stop","timestamp":1000}`)}
+	var asked string
+	r := ParseWith(res, DefaultLimits, func(path string) ([]json.RawMessage, string, error) {
+		asked = path
+		return msgs, "kid", nil
+	})
+	if asked != "/s/kid.jsonl" || r == nil || len(r.Runs) != 1 {
+		t.Fatalf("asked %q, result %+v", asked, r)
+	}
+	if run := r.Runs[0]; run.Agent != GenericAgent || run.Session != "kid" || run.Usage.Input != 2 || len(run.Items) != 1 {
+		t.Errorf("run %+v", run)
+	}
+	if r := Parse(res, DefaultLimits); !r.Empty() {
+		t.Errorf("without a reader: %+v", r)
+	}
+}

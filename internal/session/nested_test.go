@@ -62,6 +62,8 @@ func TestChildSessionFileReplacesTheCopy(t *testing.T) {
 	}{
 		{"file and copy", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, read, "4", "child-1", "3"},
 		{"file only", `[{"agent":"scout","sessionFile":"` + child + `"}]`, read, "4", "child-1", "3"},
+		// The file named in details, for its lone entry.
+		{"file in details", `[{"agent":"scout","messages":` + copyMsgs + `}],"sessionFile":"` + child + `"`, read, "4", "child-1", "3"},
 		{"missing file", `[{"agent":"scout","sessionFile":"` + child + `.gone","messages":` + copyMsgs + `}]`, read, "10", "<none>", "1"},
 		{"not read", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, Config{}, "10", "<none>", "1"},
 	}
