@@ -72,7 +72,10 @@ type Mapper struct {
 	conv conventionState
 	// nextNested is what the next tool end carries, when the caller read
 	// it (NextToolNested).
-	nextNested  *nested.Result
+	nextNested *nested.Result
+	// nestedBuf is the nested writers' attribute buffer, kept between
+	// tool results (see nestedWriter.buf).
+	nestedBuf   []attribute.KeyValue
 	nestedGiven bool
 }
 

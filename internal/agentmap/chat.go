@@ -140,12 +140,17 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 }
 
 func usageAttrs(u *event.Usage) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
-		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
+	return appendUsageAttrs(make([]attribute.KeyValue, 0, 5), u)
+}
+
+// appendUsageAttrs appends usageAttrs(u) to attrs.
+func appendUsageAttrs(attrs []attribute.KeyValue, u *event.Usage) []attribute.KeyValue {
+	attrs = append(attrs,
+		semconv.GenAIUsageInputTokens(int(u.Input+u.CacheRead+u.CacheWrite)),
 		semconv.GenAIUsageOutputTokens(int(u.Output)),
 		semconv.GenAIUsageCacheReadInputTokens(int(u.CacheRead)),
 		semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheWrite)),
-	}
+	)
 	if u.Reasoning > 0 {
 		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(int(u.Reasoning)))
 	}
@@ -169,10 +174,12 @@ func addUsage(dst, u *event.Usage) {
 // providerAttrs names a provider both ways: by the conventions' well-known
 // name, which backends group by, and by Pi's own id.
 func providerAttrs(id string) []attribute.KeyValue {
-	return []attribute.KeyValue{
-		semconv.GenAIProviderNameKey.String(vocab.ProviderName(id)),
-		vocab.ProviderKey.String(id),
-	}
+	return appendProviderAttrs(make([]attribute.KeyValue, 0, 2), id)
+}
+
+// appendProviderAttrs appends providerAttrs(id) to attrs.
+func appendProviderAttrs(attrs []attribute.KeyValue, id string) []attribute.KeyValue {
+	return append(attrs, semconv.GenAIProviderNameKey.String(vocab.ProviderName(id)), vocab.ProviderKey.String(id))
 }
 
 // errorText is what a span may say about a provider error: see errtext.

@@ -49,8 +49,9 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 		return attrs, at
 	}
 	r := m.run
-	w := nestedWriter{m: m}
+	w := nestedWriter{m: m, buf: m.nestedBuf}
 	w.result(&t.span, res, at)
+	m.nestedBuf = w.buf[:0]
 	total := res.Total()
 	addUsage(&r.usage, &total)
 	if r.nested == nil {
@@ -65,6 +66,10 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 	if d := res.Dropped.Total(); d > 0 {
 		m.stats.Anomalies["nested values dropped"] += int64(d)
 		attrs = append(attrs, vocab.NestedDroppedKey.Int(d))
+	}
+	if u := res.Dropped.UnreadFiles; u > 0 {
+		// The result's copy of the messages stood in: nothing lost.
+		m.stats.Anomalies["nested session files unread"] += int64(u)
 	}
 	if w.clamped > 0 {
 		m.stats.Anomalies["nested span times clamped"] += int64(w.clamped)
@@ -111,6 +116,42 @@ type nestedWriter struct {
 	m                     *Mapper
 	runs, failed, clamped int
 	end                   time.Time // the latest end of a span written
+	// buf holds the attributes of the span being started: the SDK copies
+	// them, so one slice serves every span (a history full of subagent
+	// results makes millions).
+	buf []attribute.KeyValue
+	// names are the last chat and tool span names made, and what from: a
+	// child's calls repeat one model and a few tools.
+	chatModel, chatName, toolName, toolSpan string
+}
+
+// attrs returns the empty attribute buffer.
+func (w *nestedWriter) attrs() []attribute.KeyValue {
+	if w.buf == nil {
+		w.buf = make([]attribute.KeyValue, 0, 32)
+	}
+	return w.buf[:0]
+}
+
+// start starts a span with attrs, which it keeps as the buffer.
+func (w *nestedWriter) start(parent *span, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
+	s := w.m.start(parent.ctx, name, kind, at, attrs...)
+	w.buf = attrs[:0]
+	return s
+}
+
+func (w *nestedWriter) chatSpanName(model string) string {
+	if model != w.chatModel || w.chatName == "" {
+		w.chatModel, w.chatName = model, vocab.SpanChat.Name(shortName(model))
+	}
+	return w.chatName
+}
+
+func (w *nestedWriter) toolSpanName(tool string) string {
+	if tool != w.toolName || w.toolSpan == "" {
+		w.toolName, w.toolSpan = tool, vocab.SpanTool.Name(shortName(tool))
+	}
+	return w.toolSpan
 }
 
 // nestedSlack is how far a child's time may lie outside its parent's
@@ -163,21 +204,21 @@ func (w *nestedWriter) result(parent *span, res *nested.Result, end time.Time) {
 // start of the calling tool (the record has no start time).
 func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
 	m := w.m
-	attrs := []attribute.KeyValue{
+	attrs := append(w.attrs(),
 		semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(shortName(c.Name)),
 		semconv.GenAIToolCallID(shortName(c.ID)),
 		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
 		vocab.NestedCallKey.Bool(true),
 		vocab.NestedCallStatusKey.String(shortName(c.Status)),
-	}
+	)
 	end := lo
 	if c.DurationMs != nil {
 		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*c.DurationMs))
 		end = w.within(lo.Add(msDur(*c.DurationMs)), lo, hi)
 	}
 	w.ended(end)
-	s := m.start(parent.ctx, vocab.SpanTool.Name(shortName(c.Name)), trace.SpanKindInternal, lo, attrs...)
+	s := w.start(parent, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
 	// The parent's own tool calls, as a live stream counts them.
 	m.run.toolCalls++
 	switch c.Status {
@@ -211,10 +252,9 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 			tools++
 		}
 	}
-	// All attributes at the start, in one slice with room for the run's
-	// common ones: a span's SetAttributes grows its slice each time.
-	attrs := make([]attribute.KeyValue, 0, 24)
-	attrs = append(attrs,
+	// All attributes at the start, in one slice: a span's SetAttributes
+	// grows its slice each time.
+	attrs := append(w.attrs(),
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(shortName(run.Agent)),
 		vocab.NestedDepthKey.Int(run.Depth),
@@ -223,9 +263,9 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 		// As on the root: one model call per turn.
 		vocab.TurnsKey.Int(chats), vocab.ToolCallsKey.Int(tools), vocab.ToolErrorsKey.Int(toolErrors),
 	)
-	attrs = append(attrs, usageAttrs(&run.Usage)...)
+	attrs = appendUsageAttrs(attrs, &run.Usage)
 	if run.Provider != "" {
-		attrs = append(attrs, providerAttrs(shortName(run.Provider))...)
+		attrs = appendProviderAttrs(attrs, shortName(run.Provider))
 	}
 	if run.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(shortName(run.Model)))
@@ -236,6 +276,9 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	if run.ExitCode != nil {
 		attrs = append(attrs, vocab.NestedExitCodeKey.Int(*run.ExitCode))
 	}
+	if run.Session != "" {
+		attrs = append(attrs, vocab.NestedSessionIDKey.String(shortName(run.Session)))
+	}
 	if c := m.cfg.content; c != nil && run.Task != "" {
 		attrs = append(attrs, vocab.NestedTaskKey.String(c.Scrub(run.Task)))
 	}
@@ -243,7 +286,7 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	if failed {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(runErrorType(run)))
 	}
-	s := m.start(parent.ctx, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs...)
+	s := w.start(parent, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
 	if failed {
 		w.failed++
 		s.SetStatus(codes.Error, m.runErrorText(run))
@@ -282,14 +325,13 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 	}
 	agent := semconv.GenAIAgentName(shortName(run.Agent))
 	if it.Kind == nested.Chat {
-		attrs := make([]attribute.KeyValue, 0, 24)
-		attrs = append(attrs,
+		attrs := append(w.attrs(),
 			semconv.GenAIOperationNameChat, agent,
 			semconv.GenAIResponseFinishReasons(genaimsg.FinishReason(it.StopReason)),
 			vocab.StopReasonKey.String(shortName(it.StopReason)),
 		)
 		if it.Provider != "" {
-			attrs = append(attrs, providerAttrs(shortName(it.Provider))...)
+			attrs = appendProviderAttrs(attrs, shortName(it.Provider))
 		}
 		if it.Model != "" {
 			attrs = append(attrs, semconv.GenAIRequestModel(shortName(it.Model)))
@@ -303,21 +345,20 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 			attrs = append(attrs, vocab.DurationMsKey.Float64(*it.DurationMs))
 		}
 		if u := it.Usage; u != nil {
-			attrs = append(attrs, usageAttrs(u)...)
+			attrs = appendUsageAttrs(attrs, u)
 			attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 		}
 		if it.StopReason == "error" {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
 		}
-		s := m.start(parent.ctx, vocab.SpanChat.Name(shortName(it.Model)), trace.SpanKindClient, start, attrs...)
+		s := w.start(parent, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
 		if it.StopReason == "error" {
 			s.SetStatus(codes.Error, m.errorText(it.ErrorMessage))
 		}
 		s.finish(end)
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs,
+	attrs := append(w.attrs(),
 		semconv.GenAIOperationNameExecuteTool, agent,
 		semconv.GenAIToolName(shortName(it.ToolName)),
 		semconv.GenAIToolCallID(shortName(it.ToolCallID)),
@@ -329,7 +370,7 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 	if it.IsError {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 	}
-	s := m.start(parent.ctx, vocab.SpanTool.Name(shortName(it.ToolName)), trace.SpanKindInternal, start, attrs...)
+	s := w.start(parent, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
 	if it.IsError {
 		s.SetStatus(codes.Error, "tool reported an error")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
@@ -169,6 +170,10 @@ func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error)
 	}
 }
 
+// parentFileMax bounds the parent session file read to link a child
+// session to the tool that ran it.
+const parentFileMax int64 = 1 << 30
+
 // followSettle is how long a followed session file must be quiet after a
 // final answer before its run is traced (the next prompt traces it sooner).
 const followSettle = 30 * time.Second
@@ -182,7 +187,11 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content})
+	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content,
+		// A parent's file nests its children's files; a child's file,
+		// replayed on its own, links to the parent's tool.
+		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
+		ParentTool:    session.FindParentTool(parentFileMax)})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
 	next := records(r, head, herr)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
@@ -219,6 +220,11 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		Content:        sp.content,
 		SkipThrough:    spec.SkipThrough,
 		Since:          spec.Since,
+		ChildSessions:  nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
+		// One process follows both: a child session is traced nested in
+		// its parent's trace, not again on its own.
+		ParentTool: session.FindParentTool(parentFileMax),
+		NestedOnce: true,
 	})
 	return &countingMapper{FileMapper: t, sp: sp, counted: spec.Counted}
 }

@@ -60,6 +60,9 @@ type Dropped struct {
 	NoMessages   int // results[] entries without a messages array
 	UnknownRoles int // child messages of a role that is neither assistant, toolResult nor user
 	Unordered    int // child messages timed before the one before them
+	// UnreadFiles are child session files named but not read (the
+	// result's copy of the messages, if any, was used): not a loss.
+	UnreadFiles int
 }
 
 // Total is the sum of the counts.
@@ -114,6 +117,10 @@ type Run struct {
 	Items      []Item
 	// Depth is 1 for the tool's own children.
 	Depth int
+	// Session is the id of the child's session file when its messages
+	// were read from it (see SessionReader); "" when they are the
+	// result's copy.
+	Session string
 }
 
 // Failed reports whether the child failed: a non-zero exit, a stop reason
@@ -153,7 +160,8 @@ type Item struct {
 
 // Probe reports whether result (a tool_execution_end result, or a session
 // file's toolResult message) may carry nested work, without decoding it:
-// whether any key in it is `messages`, `usage` or `nestedCalls`. It looks
+// whether any key in it is `messages`, `usage`, `nestedCalls` or
+// `sessionFile`. It looks
 // at keys only, found as a quote followed by a colon: inside a string a
 // quote is escaped, so a plain tool's output, however large, costs one
 // pass of bytes.Index over it. It expects compact JSON, as Pi writes it; a
@@ -194,6 +202,8 @@ var (
 	keyMessagesRaw = []byte("messages")
 	keyUsage       = []byte("usage")
 	keyNestedCalls = []byte("nestedCalls")
+	keySessionFile = []byte(`"sessionFile"`)
+	keySessionRaw  = []byte("sessionFile")
 )
 
 // relevantKey reports whether key may name a field Parse reads: matched
@@ -201,7 +211,7 @@ var (
 // escape, which may spell one.
 func relevantKey(key []byte) bool {
 	return bytes.EqualFold(key, keyMessagesRaw) || bytes.EqualFold(key, keyUsage) ||
-		bytes.EqualFold(key, keyNestedCalls) || bytes.IndexByte(key, '\\') >= 0
+		bytes.EqualFold(key, keyNestedCalls) || bytes.EqualFold(key, keySessionRaw) || bytes.IndexByte(key, '\\') >= 0
 }
 
 // escaped reports whether the quote at b[q] is escaped: an odd run of
@@ -217,11 +227,17 @@ func escaped(b []byte, q int) bool {
 // Parse reads what result carries. It returns nil when result is not an
 // object with any of the fields; bad values are counted, never fatal.
 func Parse(result []byte, lim Limits) *Result {
+	return ParseWith(result, lim, nil)
+}
+
+// ParseWith is Parse that reads the child session files results[] entries
+// name (`sessionFile`) with sessions, when it is not nil: see SessionReader.
+func ParseWith(result []byte, lim Limits, sessions SessionReader) *Result {
 	lim = lim.withDefaults()
 	if len(result) > lim.MaxBytes {
 		return &Result{Dropped: Dropped{Oversize: 1}}
 	}
-	p := parser{lim: lim, dec: walker{}}
+	p := parser{lim: lim, dec: walker{}, sessions: sessions}
 	r := p.result(result, 0)
 	if r != nil {
 		r.Dropped = p.dropped
@@ -252,10 +268,11 @@ func (l Limits) withDefaults() Limits {
 }
 
 type parser struct {
-	lim     Limits
-	dec     decoder
-	runs    int // runs kept so far, all depths
-	dropped Dropped
+	lim      Limits
+	dec      decoder
+	sessions SessionReader
+	runs     int // runs kept so far, all depths
+	dropped  Dropped
 }
 
 // decoder reads the values the parser walks through. walker (walk.go) is
@@ -301,7 +318,7 @@ func (p *parser) result(raw []byte, depth int) *Result {
 	if len(tr.NestedCalls) > 0 && !isNull(tr.NestedCalls) {
 		p.calls(&r, tr.NestedCalls)
 	}
-	if len(tr.Details) > 0 && bytes.Contains(tr.Details, keyMessages) {
+	if len(tr.Details) > 0 && (bytes.Contains(tr.Details, keyMessages) || p.sessions != nil && bytes.Contains(tr.Details, keySessionFile)) {
 		p.details(&r, tr.Details, depth)
 	}
 	if r.Usage == nil && len(r.Calls) == 0 && len(r.Runs) == 0 && r.Mode == "" {
@@ -344,9 +361,15 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 	if m, ok := d["mode"]; ok {
 		_ = str(m, &r.Mode)
 	}
+	// A tool that ran one child may name its session file in details
+	// itself, beside or instead of a results entry.
+	var file string
+	if v, ok := d["sessionFile"]; ok && p.sessions != nil {
+		_ = str(v, &file)
+	}
 	keys := make([]string, 0, len(d))
 	for k, v := range d {
-		if k != "results" && len(v) > 0 && v[0] == '[' && bytes.Contains(v, keyMessages) {
+		if k != "results" && len(v) > 0 && v[0] == '[' && (bytes.Contains(v, keyMessages) || p.sessions != nil && bytes.Contains(v, keySessionFile)) {
 			keys = append(keys, k)
 		}
 	}
@@ -355,7 +378,16 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 		keys = append([]string{"results"}, keys...)
 	}
 	for _, k := range keys {
-		p.entries(r, d[k], depth, k == "results")
+		p.entries(r, d[k], depth, k == "results", file)
+	}
+	if file != "" && len(r.Runs) == 0 && depth+1 <= p.lim.MaxDepth && p.runs < p.lim.MaxRuns {
+		e := entry{SessionFile: file}
+		if child := p.child(&e); child != "" {
+			p.runs++
+			run := p.run(&e, depth+1)
+			run.Session = child
+			r.Runs = append(r.Runs, run)
+		}
 	}
 }
 
@@ -371,6 +403,7 @@ type entry struct {
 	Model        string            `json:"model"`
 	Usage        *entryUsage       `json:"usage"`
 	Messages     []json.RawMessage `json:"messages"`
+	SessionFile  string            `json:"sessionFile"`
 }
 
 type entryUsage struct {
@@ -381,7 +414,9 @@ type entryUsage struct {
 	Cost       float64 `json:"cost"`
 }
 
-func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool) {
+// entries reads the runs of one array; file is the details' sessionFile,
+// the file of a lone entry that names none.
+func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool, file string) {
 	list, ok := p.dec.array(raw)
 	if !ok {
 		if counted {
@@ -397,6 +432,10 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		}
 		var e entry
 		err := p.dec.entry(raw, &e)
+		if e.SessionFile == "" && len(list) == 1 {
+			e.SessionFile = file
+		}
+		child := p.child(&e)
 		if e.Messages == nil { // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
@@ -414,6 +453,7 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		p.runs++
 		run := p.run(&e, depth+1)
 		run.Index = i
+		run.Session = child
 		r.Runs = append(r.Runs, run)
 	}
 }
@@ -428,6 +468,9 @@ func (p *parser) run(e *entry, depth int) *Run {
 	}
 	if run.Agent == "" {
 		run.Agent = GenericAgent
+	}
+	if n := min(len(e.Messages), p.lim.MaxItems); n > 0 {
+		run.Items = make([]Item, 0, n) // at most one item per message
 	}
 	p.messages(run, e.Messages, depth)
 	if run.Usage == (event.Usage{}) && e.Usage != nil {

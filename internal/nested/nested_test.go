@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -292,4 +295,84 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Probe said nothing, Parse found %+v", r)
 		}
 	})
+}
+
+// ReadSessionFile reads a Pi session file's messages and id, and refuses
+// what is not one: a file without a session header, a directory, a file
+// over the bound, a FIFO (which would block).
+func TestReadSessionFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.jsonl", `{"type":"session","version":3,"id":"kid"}
+{"type":"message","id":"a","message":{"role":"user","content":"x"}}
+not json
+{"type":"model_change","id":"b"}
+{"type":"message","id":"c","message":{"role":"assistant","content":[]}}
+`)
+	read := ReadSessionFile(1 << 10)
+	msgs, id, err := read(good)
+	if err != nil || id != "kid" || len(msgs) != 2 {
+		t.Fatalf("good file: %d messages, id %q, %v", len(msgs), id, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"no header": write("plain.jsonl", `{"type":"message","id":"a","message":{}}`+"\n"),
+		"directory": dir,
+		"too big":   write("big.jsonl", `{"type":"session","id":"k"}`+"\n"+strings.Repeat(" ", 2<<10)),
+		"fifo":      fifo,
+		"missing":   filepath.Join(dir, "gone.jsonl"),
+	} {
+		if _, _, err := read(path); err == nil {
+			t.Errorf("%s: read without error", name)
+		}
+	}
+}
+
+// FuzzSessionMessages: any bytes give messages that are JSON objects
+// taken from the input, or an error; never a panic.
+func FuzzSessionMessages(f *testing.F) {
+	f.Add([]byte(`{"type":"session","id":"k"}` + "\n" + `{"type":"message","message":{"role":"user"}}` + "\n"))
+	f.Add([]byte(`{"type":"session"}` + "\n\n" + `{"type":"message","message":[]}` + "\n{"))
+	f.Add([]byte("not json\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs, _, err := SessionMessages(b)
+		if err != nil && len(msgs) > 0 {
+			t.Fatalf("messages with an error")
+		}
+		for _, m := range msgs {
+			if len(m) == 0 || m[0] != '{' || !bytes.Contains(b, m) {
+				t.Fatalf("message %q is no object of the input", m)
+			}
+		}
+	})
+}
+
+// A details sessionFile with no results entry is a run of its own, read
+// from the file; without a reader it is nothing.
+func TestDetailsSessionFileAlone(t *testing.T) {
+	res := []byte(`{"details":{"sessionFile":"/s/kid.jsonl"}}`)
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"assistant","usage":{"input":2,"cost":{"total":1}},"stopReason":"stop","timestamp":1000}`)}
+	var asked string
+	r := ParseWith(res, DefaultLimits, func(path string) ([]json.RawMessage, string, error) {
+		asked = path
+		return msgs, "kid", nil
+	})
+	if asked != "/s/kid.jsonl" || r == nil || len(r.Runs) != 1 {
+		t.Fatalf("asked %q, result %+v", asked, r)
+	}
+	if run := r.Runs[0]; run.Agent != GenericAgent || run.Session != "kid" || run.Usage.Input != 2 || len(run.Items) != 1 {
+		t.Errorf("run %+v", run)
+	}
+	if r := Parse(res, DefaultLimits); !r.Empty() {
+		t.Errorf("without a reader: %+v", r)
+	}
 }

@@ -219,6 +219,83 @@ func boolean(v []byte, dst *bool) bool {
 	return true
 }
 
+// usage decodes a message's usage into dst as encoding/json does for well
+// typed input, without reflection: every assistant message has one. A
+// value of the wrong type anywhere in it leaves dst and reports false.
+func usage(v []byte, dst **event.Usage) bool {
+	if string(v) == "null" {
+		*dst = nil
+		return true
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	var u event.Usage
+	ok := true
+	if !members(v, func(k, v []byte) bool {
+		switch {
+		case key(k, "input"):
+			ok = integer(v, &u.Input) && ok
+		case key(k, "output"):
+			ok = integer(v, &u.Output) && ok
+		case key(k, "cacheRead"):
+			ok = integer(v, &u.CacheRead) && ok
+		case key(k, "cacheWrite"):
+			ok = integer(v, &u.CacheWrite) && ok
+		case key(k, "reasoning"):
+			ok = integer(v, &u.Reasoning) && ok
+		case key(k, "totalTokens"):
+			ok = integer(v, &u.TotalTokens) && ok
+		case key(k, "cost"):
+			ok = cost(v, &u.Cost) && ok
+		}
+		return true
+	}) || !ok {
+		return false
+	}
+	*dst = &u
+	return true
+}
+
+func cost(v []byte, c *event.Cost) bool {
+	if string(v) == "null" {
+		return true
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	ok := true
+	return members(v, func(k, v []byte) bool {
+		switch {
+		case key(k, "input"):
+			ok = num(v, &c.Input) && ok
+		case key(k, "output"):
+			ok = num(v, &c.Output) && ok
+		case key(k, "cacheRead"):
+			ok = num(v, &c.CacheRead) && ok
+		case key(k, "cacheWrite"):
+			ok = num(v, &c.CacheWrite) && ok
+		case key(k, "total"):
+			ok = num(v, &c.Total) && ok
+		}
+		return true
+	}) && ok
+}
+
+// integer decodes an integer value into dst; null leaves it. A fraction or
+// an exponent is no int64 to encoding/json either.
+func integer(v []byte, dst *int64) bool {
+	if string(v) == "null" {
+		return true
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
 // small decodes a small value (usage, nestedCalls) with encoding/json.
 func small(v []byte, dst any) bool { return json.Unmarshal(v, dst) == nil }
 
@@ -277,6 +354,8 @@ func (w walker) entry(raw []byte, e *entry) error {
 			bad = !str(v, &e.ErrorMessage) || bad
 		case key(k, "model"):
 			bad = !str(v, &e.Model) || bad
+		case key(k, "sessionFile"):
+			bad = !str(v, &e.SessionFile) || bad
 		case key(k, "exitCode"):
 			if string(v) == "null" {
 				e.ExitCode = nil
@@ -350,10 +429,7 @@ func (walker) message(raw []byte, m *message) (malformed, skip bool) {
 				m.DurationMs = &d
 			}
 		case key(k, "usage"):
-			var u *event.Usage
-			if ok = small(v, &u); ok {
-				m.Usage = u
-			}
+			ok = usage(v, &m.Usage)
 		case key(k, "content"):
 			m.Content = nil
 			if v[0] != '[' {

@@ -117,9 +117,9 @@ type message struct {
 
 // readNested keeps what a toolResult message carries for the mapper; the
 // raw message itself is not kept without content capture.
-func (m *message) readNested() {
+func (m *message) readNested(sessions nested.SessionReader) {
 	if m.Role == "toolResult" && nested.Probe(m.Raw) {
-		m.nested = nested.Parse(m.Raw, nested.DefaultLimits)
+		m.nested = nested.ParseWith(m.Raw, nested.DefaultLimits, sessions)
 	}
 }
 
@@ -207,6 +207,9 @@ func tolerable(err error) bool {
 type decoder struct {
 	ev      *event.Decoder
 	content bool // keep raw messages, for content capture
+	// sessions reads the child session files tool results name; nil
+	// leaves them unread.
+	sessions nested.SessionReader
 }
 
 func newDecoder(content bool) *decoder {
@@ -225,12 +228,12 @@ func (d *decoder) decode(b []byte) (*entry, error) {
 	if err != nil {
 		// Fields of shapes a stream record would not have (an entry is not
 		// one): encoding/json decides.
-		return decodeEntry(b)
+		return decodeEntryWith(b, d.sessions)
 	}
 	if e, ok := d.fast(b, ev); ok {
 		return e, nil
 	}
-	return decodeEntry(b)
+	return decodeEntryWith(b, d.sessions)
 }
 
 // fast builds a message entry of the common roles from the event decoder's
@@ -250,7 +253,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	}
 	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
 	m := e.msg
-	m.readNested()
+	m.readNested(d.sessions)
 	// The decoder's raw fields point into b, which the caller reuses.
 	if d.content {
 		m.Raw = bytes.Clone(m.Raw)
@@ -324,7 +327,10 @@ func leadingParent(b []byte) (*string, bool) {
 }
 
 // decodeEntry decodes one entry line with encoding/json.
-func decodeEntry(b []byte) (*entry, error) {
+func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil) }
+
+// decodeEntryWith is decodeEntry reading child session files with sessions.
+func decodeEntryWith(b []byte, sessions nested.SessionReader) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !json.Valid(b) {
 		return nil, errDamaged
@@ -347,7 +353,7 @@ func decodeEntry(b []byte) (*entry, error) {
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
-		m.readNested()
+		m.readNested(sessions)
 		if m.Role == "assistant" {
 			m.callIDs, m.callNames = toolCalls(m.Content)
 		}

@@ -27,6 +27,7 @@ type IDs struct {
 	seeded bool
 	key    string
 	n      uint64 // spans generated since the seed
+	buf    []byte // hashed for a span id, reused: a long file has millions
 }
 
 var _ sdktrace.IDGenerator = (*IDs)(nil)
@@ -53,8 +54,7 @@ func (g *IDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if !g.seeded {
 		return randomTraceID(), randomSpanID()
 	}
-	s := spanIDOf(g.key, g.n)
-	g.n++
+	s := g.spanID()
 	return TraceIDOf(g.key), s
 }
 
@@ -65,9 +65,15 @@ func (g *IDs) NewSpanID(ctx context.Context, traceID trace.TraceID) trace.SpanID
 	if !g.seeded {
 		return randomSpanID()
 	}
-	s := spanIDOf(g.key, g.n)
+	return g.spanID()
+}
+
+// spanID is spanIDOf(g.key, g.n), without allocating; it advances g.n.
+// Called with g.mu held.
+func (g *IDs) spanID() trace.SpanID {
+	g.buf = appendSpanKey(g.buf[:0], g.key, g.n)
 	g.n++
-	return s
+	return hashSpanID(g.buf)
 }
 
 // TraceIDOf is the trace id a run seeded with key gets (its root has no
@@ -86,9 +92,19 @@ func TraceIDOf(key string) trace.TraceID {
 func RootSpanIDOf(key string) trace.SpanID { return spanIDOf(key, 0) }
 
 func spanIDOf(key string, n uint64) trace.SpanID {
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], n)
-	h := sha256.Sum256(append([]byte("pi-otel span\x00"+key+"\x00"), buf[:]...))
+	return hashSpanID(appendSpanKey(nil, key, n))
+}
+
+// appendSpanKey appends what the id of span n of a run keyed key hashes.
+func appendSpanKey(b []byte, key string, n uint64) []byte {
+	b = append(b, "pi-otel span\x00"...)
+	b = append(b, key...)
+	b = append(b, 0)
+	return binary.BigEndian.AppendUint64(b, n)
+}
+
+func hashSpanID(b []byte) trace.SpanID {
+	h := sha256.Sum256(b)
 	var s trace.SpanID
 	copy(s[:], h[:8])
 	if !s.IsValid() {

@@ -1,9 +1,13 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
+
+	"github.com/pi-otel/pi-otel/internal/nested"
 )
 
 // A toolResult message's nestedCalls (the calls the tool made to other
@@ -41,5 +45,130 @@ func TestToolResultNestedCallsAndUsage(t *testing.T) {
 	}
 	if root.str("pi.cost.total") != "1.75" || root.str("pi.tool_calls") != "3" || root.str("pi.tool_errors") != "1" {
 		t.Errorf("root cost %s tool calls %s errors %s, want 1.75, 3, 1", root.str("pi.cost.total"), root.str("pi.tool_calls"), root.str("pi.tool_errors"))
+	}
+}
+
+// A results[] entry that names the child's session file is traced from
+// that file, in place of the result's copy of the messages: the child's
+// own record, counted once. A file that does not read leaves the copy.
+func TestChildSessionFileReplacesTheCopy(t *testing.T) {
+	child, parent := childAndParent(t, "")
+	copyMsgs := `[{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":8}},"stopReason":"stop","timestamp":1796119201300,"durationMs":200}]`
+	read := Config{ChildSessions: nested.ReadSessionFile(1 << 20)}
+	cases := []struct {
+		name, results     string
+		cfg               Config
+		cost, session, in string
+	}{
+		{"file and copy", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, read, "4", "child-1", "3"},
+		{"file only", `[{"agent":"scout","sessionFile":"` + child + `"}]`, read, "4", "child-1", "3"},
+		// The file named in details, for its lone entry.
+		{"file in details", `[{"agent":"scout","messages":` + copyMsgs + `}],"sessionFile":"` + child + `"`, read, "4", "child-1", "3"},
+		{"missing file", `[{"agent":"scout","sessionFile":"` + child + `.gone","messages":` + copyMsgs + `}]`, read, "10", "<none>", "1"},
+		{"not read", `[{"agent":"scout","sessionFile":"` + child + `","messages":` + copyMsgs + `}]`, Config{}, "10", "<none>", "1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			roots := traceBytes(t, parent(c.results), c.cfg).roots
+			if len(roots) != 1 {
+				t.Fatalf("%d roots", len(roots))
+			}
+			agents := roots[0].find("invoke_agent scout")
+			if len(agents) != 1 {
+				t.Fatalf("%d invoke_agent spans", len(agents))
+			}
+			a := agents[0]
+			if got := roots[0].str("pi.cost.total"); got != c.cost {
+				t.Errorf("root cost %s, want %s", got, c.cost)
+			}
+			if got := a.str("pi.nested.session_id"); got != c.session {
+				t.Errorf("session id %q, want %q", got, c.session)
+			}
+			if got := a.str("gen_ai.usage.input_tokens"); got != c.in {
+				t.Errorf("child input tokens %s, want %s", got, c.in)
+			}
+			if len(a.find("chat m")) != 1 {
+				t.Errorf("the child's chat span is missing")
+			}
+		})
+	}
+}
+
+// childAndParent writes a child session file (whose header names
+// parentHeader as its parentSession, when set) and returns its path and
+// a parent session file with the subagent results given.
+func childAndParent(t *testing.T, parentHeader string) (string, func(results string) []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	child := filepath.Join(dir, "2026-12-01T10-00-01-000Z_child-1.jsonl")
+	hdr := ""
+	if parentHeader != "" {
+		hdr = `,"parentSession":"` + parentHeader + `"`
+	}
+	childFile := `{"type":"session","version":3,"id":"child-1","timestamp":"2026-12-01T10:00:01.000Z","cwd":"/p"` + hdr + `}
+{"type":"message","id":"cu","parentId":null,"timestamp":"2026-12-01T10:00:01.200Z","message":{"role":"user","content":"look","timestamp":1796119201200}}
+{"type":"message","id":"ca","parentId":"cu","timestamp":"2026-12-01T10:00:01.500Z","message":{"role":"assistant","content":[{"type":"text","text":"found"}],"provider":"p","model":"m","usage":{"input":3,"output":4,"cost":{"total":2}},"stopReason":"stop","timestamp":1796119201300,"durationMs":200}}
+`
+	if err := os.WriteFile(child, []byte(childFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := func(results string) []byte {
+		return []byte(`{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/p"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-01T10:00:00.100Z","message":{"role":"user","content":"go","timestamp":1796119200100}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"subagent","arguments":{}}],"provider":"p","model":"m","usage":{"input":10,"output":1,"cost":{"total":1}},"stopReason":"toolUse","timestamp":1796119200200,"durationMs":100}}
+{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"subagent","content":[{"type":"text","text":"found"}],"details":{"mode":"single","results":` + results + `},"isError":false,"timestamp":1796119202000,"durationMs":1900}}
+{"type":"message","id":"a2","parentId":"r1","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m","usage":{"input":20,"output":1,"cost":{"total":1}},"stopReason":"stop","timestamp":1796119202100,"durationMs":50}}
+`)
+	}
+	return child, parent
+}
+
+// A child session file traced on its own links its first run's root to
+// the parent's tool span, found in the parent's file; with NestedOnce
+// (watch, which sees both) it is not traced on its own at all.
+func TestChildSessionLinksToTheParentTool(t *testing.T) {
+	parentPath := filepath.Join(t.TempDir(), "2026-12-01T10-00-00-000Z_s1.jsonl")
+	child, parent := childAndParent(t, parentPath)
+	childBytes, err := os.ReadFile(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := nested.ReadSessionFile(1 << 20)
+	find := FindParentTool(1 << 20)
+
+	// Not named by its parent (the result names no file): no link.
+	if err := os.WriteFile(parentPath, parent(`[{"agent":"scout","messages":[]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	roots := traceBytes(t, childBytes, Config{ParentTool: find}).roots
+	if len(roots) != 1 || len(roots[0].s.Links()) != 0 {
+		t.Fatalf("unnamed child: %d roots, links %v", len(roots), roots[0].s.Links())
+	}
+
+	p := parent(`[{"agent":"scout","sessionFile":"` + child + `"}]`)
+	if err := os.WriteFile(parentPath, p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := traceBytes(t, p, Config{ChildSessions: read}).roots[0].find("execute_tool subagent")
+	if len(tools) != 1 {
+		t.Fatalf("%d subagent tool spans", len(tools))
+	}
+	want := tools[0].s.SpanContext()
+
+	roots = traceBytes(t, childBytes, Config{ParentTool: find}).roots
+	if len(roots) != 1 {
+		t.Fatalf("%d roots", len(roots))
+	}
+	links := roots[0].s.Links()
+	if len(links) != 1 || !links[0].SpanContext.Equal(want) {
+		t.Fatalf("links %v, want one to the tool span %v", links, want)
+	}
+	if a := links[0].Attributes; len(a) != 1 || a[0].Value.AsString() != "parent_tool" {
+		t.Errorf("link attributes %v", a)
+	}
+
+	tr := traceBytes(t, childBytes, Config{ParentTool: find, NestedOnce: true})
+	if len(tr.roots) != 0 || tr.tracer.Stats().Nested != 1 {
+		t.Errorf("NestedOnce: %d roots, %d nested", len(tr.roots), tr.tracer.Stats().Nested)
 	}
 }

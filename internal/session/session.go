@@ -37,6 +37,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -63,6 +64,20 @@ type Config struct {
 	SkipThrough int64
 	// Since: runs that began before it are decoded but not traced.
 	Since time.Time
+	// ChildSessions, if set, reads the child session files that tool
+	// results name (`sessionFile` in a results[] entry): the child's runs
+	// are traced below the tool from its own file, in place of the
+	// result's copy of its messages. nested.ReadSessionFile reads them
+	// from this machine.
+	ChildSessions nested.SessionReader
+	// ParentTool, if set, finds the execute_tool span of the tool that ran
+	// this file's session, when its header names a parentSession and the
+	// file is not a fork: the first run's root links to it. FindParentTool
+	// finds it in the parent's file.
+	ParentTool func(parentSession, childID string) (trace.SpanContext, bool)
+	// NestedOnce, if set, traces nothing of a child session whose parent's
+	// file names it: the parent's trace holds its runs (watch sees both).
+	NestedOnce bool
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -72,6 +87,9 @@ type Stats struct {
 	Lines, Entries, Damaged, Unknown int64
 	Mistyped, Repeated               int64
 	Runs, Skipped                    int64
+	// Nested are runs of a child session not traced on their own: the
+	// parent's trace holds them (Config.NestedOnce).
+	Nested int64
 }
 
 // FileMapper maps one session file to spans and metrics, as mapper.Mapper
@@ -115,6 +133,11 @@ type FileMapper struct {
 	forkLinked bool
 	forkPrev   time.Time
 
+	// parentTool is the tool span of the parent that ran this child
+	// session, once looked up (parentLooked).
+	parentTool   trace.SpanContext
+	parentLooked bool
+
 	committed int64
 	stats     Stats
 	answered  []string // the translators' buffer, see translator.answered
@@ -143,13 +166,15 @@ func New(cfg Config) *FileMapper {
 	if cfg.Content != nil {
 		opts = append(opts, agentmap.WithContent(cfg.Content))
 	}
+	dec := newDecoder(cfg.Content != nil)
+	dec.sessions = cfg.ChildSessions
 	return &FileMapper{
 		cfg:     cfg,
 		m:       agentmap.New(tp, opts...),
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		version: 3,
 		runOf:   map[uint64]int32{},
-		dec:     newDecoder(cfg.Content != nil),
+		dec:     dec,
 	}
 }
 
@@ -513,12 +538,26 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	start := runStart(first)
 	if first.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
 		t.stats.Skipped++
+	} else if t.lookUpParent(); t.cfg.NestedOnce && t.parentTool.IsValid() {
+		t.stats.Nested++
 	} else {
 		t.stats.Runs++
 		t.withSeed(r.key, func() { t.translate(r, settled, end) })
 	}
 	if r.end > t.committed {
 		t.committed = r.end
+	}
+}
+
+// lookUpParent finds, once, the parent's tool span that ran this session:
+// outside withSeed, since finding it traces the parent's file.
+func (t *FileMapper) lookUpParent() {
+	if t.parentLooked || t.cfg.ParentTool == nil || t.hdr.ParentSession == "" || t.forkRun != "" {
+		return
+	}
+	t.parentLooked = true
+	if sc, ok := t.cfg.ParentTool(t.hdr.ParentSession, t.hdr.ID); ok {
+		t.parentTool = sc
 	}
 }
 

@@ -106,6 +106,14 @@ func (t *FileMapper) rootAttributes(r *runBuf, root trace.Span) {
 				Attributes:  []attribute.KeyValue{vocab.LinkKey.String(vocab.LinkForkOrigin)},
 			})
 		}
+		if t.parentTool.IsValid() {
+			// A child session: its first run links to the tool that ran it.
+			root.AddLink(trace.Link{
+				SpanContext: t.parentTool,
+				Attributes:  []attribute.KeyValue{vocab.LinkKey.String(vocab.LinkParentTool)},
+			})
+			t.parentTool = trace.SpanContext{}
+		}
 	}
 	root.SetAttributes(attrs...)
 }

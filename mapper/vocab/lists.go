@@ -51,7 +51,7 @@ func Keys() []attribute.Key {
 		BashChunksKey, BashBytesKey, BashExitCodeKey, BashCancelledKey, BashTruncatedKey,
 		UIIDKey, UIMethodKey, UITimeoutMsKey, UIOutcomeKey, UIConfirmedKey, UINotifyTypeKey,
 		QueueKindKey, LinkKey,
-		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey,
+		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey, NestedSessionIDKey,
 		NestedCallKey, NestedCallStatusKey, NestedRunsKey, NestedFailedRunsKey,
 		NestedCostTotalKey, NestedDroppedKey, NestedClampedKey,
 	}
@@ -76,7 +76,7 @@ func Values(key attribute.Key) []string {
 	case QueueKindKey:
 		return strs(QueueSteer, QueueFollowUp)
 	case LinkKey:
-		return []string{LinkPreviousRun}
+		return []string{LinkPreviousRun, LinkParentTool, LinkBranchParent, LinkForkOrigin}
 	}
 	return nil
 }

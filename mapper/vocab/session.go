@@ -47,4 +47,7 @@ const (
 const (
 	LinkBranchParent = "branch_parent"
 	LinkForkOrigin   = "fork_origin"
+	// LinkParentTool: a child session's run links to the execute_tool span
+	// of the parent's tool that ran it.
+	LinkParentTool = "parent_tool"
 )

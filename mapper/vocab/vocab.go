@@ -123,12 +123,13 @@ const (
 // extension), the chat and tool spans inside it, and the nestedCalls a tool
 // made. On that tool span and on the root, pi.nested.* sum what is below.
 const (
-	NestedDepthKey      = attribute.Key("pi.nested.depth")     // 1 for the tool's own children
-	NestedIndexKey      = attribute.Key("pi.nested.index")     // position in the tool's results
-	NestedModeKey       = attribute.Key("pi.nested.mode")      // single, parallel, chain (on the tool span)
-	NestedTaskKey       = attribute.Key("pi.nested.task")      // content: only with capture
-	NestedExitCodeKey   = attribute.Key("pi.nested.exit_code") // the child process's
-	NestedCallKey       = attribute.Key("pi.nested.call")      // a call another tool made (ctx.executeTool)
+	NestedDepthKey      = attribute.Key("pi.nested.depth")      // 1 for the tool's own children
+	NestedIndexKey      = attribute.Key("pi.nested.index")      // position in the tool's results
+	NestedModeKey       = attribute.Key("pi.nested.mode")       // single, parallel, chain (on the tool span)
+	NestedTaskKey       = attribute.Key("pi.nested.task")       // content: only with capture
+	NestedExitCodeKey   = attribute.Key("pi.nested.exit_code")  // the child process's
+	NestedSessionIDKey  = attribute.Key("pi.nested.session_id") // the child's session, when read from its file
+	NestedCallKey       = attribute.Key("pi.nested.call")       // a call another tool made (ctx.executeTool)
 	NestedCallStatusKey = attribute.Key("pi.nested.call.status")
 	NestedRunsKey       = attribute.Key("pi.nested.runs")        // tool span and root: nested runs, all depths
 	NestedFailedRunsKey = attribute.Key("pi.nested.failed_runs") // of which failed

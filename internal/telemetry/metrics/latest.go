@@ -61,7 +61,10 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 		l.firstChunk.Record(ctx, v, metric.WithAttributes(base...))
 	}
 
-	usage := metric.WithAttributes(append(base[:len(base):len(base)], vocab.GenAITokenModalityKey.String(vocab.TokenModalityUnknown))...)
+	// Tokens, as cost, by agent: a dashboard splits the parent from its
+	// subagents.
+	tokens := append(base[:len(base):len(base)], agentOf(a))
+	usage := metric.WithAttributes(append(tokens[:len(tokens):len(tokens)], vocab.GenAITokenModalityKey.String(vocab.TokenModalityUnknown))...)
 	// Every call counts, a failed one with 0, as the conventions ask.
 	in, _ := a.int(keyInputTokens)
 	out, _ := a.int(keyOutputTokens)
@@ -80,10 +83,10 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 		}
 	}
 	if _, ok := a.int(keyInputTokens); ok {
-		l.opInput.Record(ctx, max(in, 0), metric.WithAttributes(base...))
+		l.opInput.Record(ctx, max(in, 0), metric.WithAttributes(tokens...))
 	}
 	if _, ok := a.int(keyOutputTokens); ok {
-		l.opOutput.Record(ctx, max(out, 0), metric.WithAttributes(base...))
+		l.opOutput.Record(ctx, max(out, 0), metric.WithAttributes(tokens...))
 	}
 }
 

@@ -54,7 +54,8 @@ func TestLatestMetrics(t *testing.T) {
 		}
 	}
 	chat := "gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x"
-	usage := chat + ",gen_ai.token.modality=unknown"
+	tokens := "gen_ai.agent.name=pi," + chat
+	usage := tokens + ",gen_ai.token.modality=unknown"
 	wantEqual(t, "inference.duration", c.histograms(t, vocab.MetricInferenceDuration), map[string]histo{
 		chat:                            {1, 2},
 		"error.type=overloaded," + chat: {1, 2},
@@ -66,8 +67,8 @@ func TestLatestMetrics(t *testing.T) {
 	wantEqual(t, "usage.cache_read", c.sums(t, vocab.MetricUsageCacheReadTokens), map[string]float64{usage: 1000})
 	wantEqual(t, "usage.cache_write", c.sums(t, vocab.MetricUsageCacheWriteTokens), map[string]float64{usage: 150})
 	wantEqual(t, "usage.reasoning", c.sums(t, vocab.MetricUsageReasoningTokens), map[string]float64{usage: 40})
-	wantEqual(t, "operation.input", c.histograms(t, vocab.MetricOperationInputTokens), map[string]histo{chat: {1, 1200}})
-	wantEqual(t, "operation.output", c.histograms(t, vocab.MetricOperationOutputTokens), map[string]histo{chat: {1, 300}})
+	wantEqual(t, "operation.input", c.histograms(t, vocab.MetricOperationInputTokens), map[string]histo{tokens: {1, 1200}})
+	wantEqual(t, "operation.output", c.histograms(t, vocab.MetricOperationOutputTokens), map[string]histo{tokens: {1, 300}})
 	wantEqual(t, "invoke_agent.duration", c.histograms(t, vocab.MetricInvokeAgentDuration), map[string]histo{
 		"error.type=error,gen_ai.agent.name=pi": {1, 6},
 	})

@@ -231,11 +231,14 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		return
 	}
 
+	// Tokens, as cost, by agent: a dashboard splits the parent from its
+	// subagents.
+	agent := agentOf(a)
 	if v, ok := a.int(keyInputTokens); ok {
-		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, modelAttr)
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, modelAttr, agent)
 	}
 	if v, ok := a.int(keyOutputTokens); ok {
-		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, modelAttr)
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, modelAttr, agent)
 	}
 
 	d := chatDuration(span, a)

@@ -195,7 +195,7 @@ func TestFullRunFromSpanTree(t *testing.T) {
 	}
 
 	tokens := c.histograms(t, vocab.MetricTokenUsage)
-	base := "gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x,gen_ai.token.type="
+	base := "gen_ai.agent.name=pi,gen_ai.operation.name=chat,gen_ai.provider.name=anthropic,gen_ai.request.model=claude-x,gen_ai.token.type="
 	wantEqual(t, "gen_ai.client.token.usage", tokens, map[string]histo{
 		base + "input":  {2, 3000},
 		base + "output": {2, 350},
@@ -428,7 +428,7 @@ func TestInstrumentUnits(t *testing.T) {
 
 // A nested agent run (an invoke_agent span below a tool) is a subagent, not a run of Pi: it
 // counts in pi.subagent.runs under its agent name and outcome, never in pi.runs, and its model
-// calls' cost counts under its agent name, apart from the parent's.
+// calls' cost and tokens count under its agent name, apart from the parent's.
 func TestSubagentRuns(t *testing.T) {
 	h := newHarness(t)
 	invoke := attribute.String("gen_ai.operation.name", "invoke_agent")
@@ -438,10 +438,12 @@ func TestSubagentRuns(t *testing.T) {
 		attribute.String("gen_ai.agent.name", "scout"), vocab.NestedDepthKey.Int(1))
 	h.span("chat m", time.Second, codes.Unset, attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.agent.name", "scout"), attribute.String("gen_ai.provider.name", "openai"),
-		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.5))
+		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.5),
+		attribute.Int("gen_ai.usage.input_tokens", 70))
 	h.span("chat m", time.Second, codes.Unset, attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", "openai"),
-		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.25))
+		attribute.String("gen_ai.request.model", "m"), vocab.CostTotalKey.Float64(0.25),
+		attribute.Int("gen_ai.usage.input_tokens", 30))
 	h.span(vocab.SpanRoot, 3*time.Second, codes.Unset, invoke, vocab.OutcomeKey.String("ok"))
 
 	got := h.collect()
@@ -458,4 +460,10 @@ func TestSubagentRuns(t *testing.T) {
 		!near(cost["gen_ai.agent.name=pi,gen_ai.provider.name=openai,gen_ai.request.model=m"], 0.25) {
 		t.Errorf("pi.cost = %v, want 0.5 for scout and 0.25 for pi", cost)
 	}
+	tokens := got.histograms(t, vocab.MetricTokenUsage)
+	in := ",gen_ai.operation.name=chat,gen_ai.provider.name=openai,gen_ai.request.model=m,gen_ai.token.type=input"
+	wantEqual(t, "gen_ai.client.token.usage", tokens, map[string]histo{
+		"gen_ai.agent.name=scout" + in: {1, 70},
+		"gen_ai.agent.name=pi" + in:    {1, 30},
+	})
 }

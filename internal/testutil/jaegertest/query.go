@@ -185,6 +185,7 @@ type Span struct {
 	Start, End                time.Time
 	Attrs                     map[string]any
 	Events                    []Event
+	Links                     []Link
 	Resource                  map[string]any
 	Scope                     string
 	Parent                    *Span
@@ -193,6 +194,12 @@ type Span struct {
 
 // Status is a span status: Code is "unset", "ok" or "error".
 type Status = spantree.Status
+
+// Link is a span link.
+type Link struct {
+	TraceID, SpanID string
+	Attrs           map[string]any
+}
 
 // Event is a span event.
 type Event struct {
@@ -329,6 +336,11 @@ type otlpSpan struct {
 		TimeUnixNano json.RawMessage `json:"timeUnixNano"`
 		Attributes   []keyValue      `json:"attributes"`
 	} `json:"events"`
+	Links []struct {
+		TraceID    string     `json:"traceId"`
+		SpanID     string     `json:"spanId"`
+		Attributes []keyValue `json:"attributes"`
+	} `json:"links"`
 	Status struct {
 		Code    json.RawMessage `json:"code"`
 		Message string          `json:"message"`
@@ -458,6 +470,9 @@ func (d otlpDoc) traces() []*Trace {
 				}
 				for _, e := range os.Events {
 					s.Events = append(s.Events, Event{Name: e.Name, Time: unixNano(e.TimeUnixNano), Attrs: attrs(e.Attributes)})
+				}
+				for _, l := range os.Links {
+					s.Links = append(s.Links, Link{TraceID: l.TraceID, SpanID: l.SpanID, Attrs: attrs(l.Attributes)})
 				}
 				t := byID[s.TraceID]
 				if t == nil {

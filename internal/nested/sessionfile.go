@@ -1,0 +1,121 @@
+package nested
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// SessionReader reads the child session file a results[] entry names in
+// `sessionFile` (tools that persist their children's sessions name it): the
+// child's messages, in file order, and its session id. When it reads, those
+// messages are the run's, in place of the entry's `messages` copy: the file
+// is the child's own record, and one source only keeps the totals single.
+// When it fails, the copy is used and Dropped.UnreadFiles counts it.
+type SessionReader func(path string) (msgs []json.RawMessage, id string, err error)
+
+// ErrNotSession is returned for a file whose first line is no Pi session
+// header: a result names no other file pi-otel would read.
+var ErrNotSession = errors.New("nested: not a Pi session file")
+
+// ReadSessionFile is the SessionReader of the files on this machine: at most
+// maxBytes are read, and only a file that starts with a session header.
+func ReadSessionFile(maxBytes int) SessionReader {
+	return func(path string) ([]json.RawMessage, string, error) {
+		// A result names any path: only a regular file is opened (a FIFO
+		// would block the import, a device never end).
+		if st, err := os.Stat(path); err != nil {
+			return nil, "", err
+		} else if !st.Mode().IsRegular() {
+			return nil, "", fmt.Errorf("nested: %s is not a regular file", path)
+		} else if st.Size() > int64(maxBytes) {
+			return nil, "", fmt.Errorf("nested: session file %s is over %d bytes", path, maxBytes)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, int64(maxBytes)+1))
+		if err != nil {
+			return nil, "", err
+		}
+		if len(b) > maxBytes {
+			return nil, "", fmt.Errorf("nested: session file %s is over %d bytes", path, maxBytes)
+		}
+		return SessionMessages(b)
+	}
+}
+
+// SessionMessages returns the messages of a session file's bytes and its
+// session id. The messages alias b.
+func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
+	var id string
+	var msgs []json.RawMessage
+	first := true
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var typ string
+		var msg []byte
+		ok := members(line, func(k, v []byte) bool {
+			switch {
+			case key(k, "type"):
+				_ = str(v, &typ)
+			case key(k, "id") && first:
+				_ = str(v, &id)
+			case key(k, "message"):
+				msg = v
+			}
+			return true
+		})
+		if first {
+			if !ok || typ != "session" {
+				return nil, "", ErrNotSession
+			}
+			first = false
+			continue
+		}
+		// A damaged line is skipped, as the session reader skips it.
+		if ok && typ == "message" && len(msg) > 0 && msg[0] == '{' {
+			msgs = append(msgs, msg)
+		}
+	}
+	if first {
+		return nil, "", ErrNotSession
+	}
+	return msgs, id, nil
+}
+
+// child reads the session file e names, when there is a reader: its
+// messages replace e's copy. It returns the child's session id, "" when
+// the copy stays.
+func (p *parser) child(e *entry) string {
+	if e.SessionFile == "" || p.sessions == nil {
+		return ""
+	}
+	msgs, id, err := p.sessions(e.SessionFile)
+	if err != nil {
+		p.dropped.UnreadFiles++
+		return ""
+	}
+	if msgs == nil {
+		msgs = []json.RawMessage{}
+	}
+	e.Messages = msgs
+	if id == "" {
+		id = "unknown"
+	}
+	return id
+}
