@@ -160,6 +160,13 @@ func (t watchedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() == nil && !futile(err) {
 			err = retryableError{err}
 		}
+	case resp.StatusCode == http.StatusBadRequest:
+		// The SDK's exporters keep only the status text; the error says
+		// what it was, so that the batch counts as refused (see refused).
+		herr := &httpStatusError{code: resp.StatusCode, status: resp.Status}
+		t.w.observe(herr)
+		_ = resp.Body.Close()
+		return nil, herr
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		t.w.observe(&httpStatusError{code: resp.StatusCode, status: resp.Status})
 	default:
