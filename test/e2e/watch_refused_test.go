@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 )
@@ -150,7 +151,7 @@ func TestWatchRefusedBatchesMoveOn(t *testing.T) {
 			if left, _ := filepath.Glob(filepath.Join(spool, "*.otlp")); len(left) != 0 {
 				t.Errorf("%d refused batches spooled", len(left))
 			}
-			if bytes.Contains(w.stderr.Bytes(), []byte("traced again")) {
+			if bytes.Contains(w.stderr.Bytes(), []byte("the runs are traced again")) {
 				t.Errorf("runs were traced again:\n%s", w.stderr)
 			}
 		})
@@ -188,4 +189,60 @@ func refusedMetric(t *testing.T, path string) int64 {
 		}
 	}
 	return v
+}
+
+// TestWatchLogsDownSpansOnce: the logs endpoint is down while traces go
+// through. The records are counted lost (the summary), the state moves
+// on, and no run is traced again for them: the collector gets every span
+// of the history once.
+func TestWatchLogsDownSpansOnce(t *testing.T) {
+	c := &switchCollector{got: map[string]int{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, c)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	down := freeport.Addr(t) // nothing listens there
+
+	h := historytest.Write(t, 8, 400_000)
+	state := filepath.Join(t.TempDir(), "watch.json")
+	env := []string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://" + ln.Addr().String(),
+		"OTEL_LOGS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://" + down, "OTEL_EXPORTER_OTLP_TIMEOUT=1000",
+		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=e2e-watch-logs-down", "OTEL_METRICS_EXPORTER=none",
+	}
+	w := startHistWatch(t, env, "--since", "all", "--settle", "500ms", "--state", state, h.Dir)
+	st := waitState(t, w, state, scanned)
+	// Past the follower's first retry (5s after a failed commit).
+	time.Sleep(7 * time.Second)
+	w.stop(t)
+
+	want := historytest.Replay(t, h.Paths)
+	got := c.counts()
+	var twice, missing int
+	for id := range want.Spans {
+		switch n := got[id]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			twice += n - 1
+		}
+	}
+	m := regexp.MustCompile(`(\d+) log records? failed to export`).FindStringSubmatch(w.stderr.String())
+	t.Logf("%d spans, %d twice, %d missing; committed %d bytes; %v", len(want.Spans), twice, missing, committed(st), m)
+	if missing+twice > 0 {
+		t.Errorf("the collector got %d spans of %d: %d missing, %d twice", len(got), len(want.Spans), missing, twice)
+	}
+	if m == nil {
+		t.Errorf("the summary does not count the lost log records:\n%s", w.stderr)
+	}
+	if committed(st) == 0 {
+		t.Errorf("the state did not move")
+	}
+	if bytes.Contains(w.stderr.Bytes(), []byte("the runs are traced again")) {
+		t.Errorf("runs were traced again for their log records:\n%s", w.stderr)
+	}
 }
