@@ -133,6 +133,15 @@ func (w *watch) interceptor(ctx context.Context, method string, req, reply any, 
 	w.conn = cc
 	w.mu.Unlock()
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil && ctx.Err() == nil && silentHandshake(err.Error()) && cc.GetState() == connectivity.TransientFailure {
+		// gRPC gave up on a collector that accepted and never answered,
+		// and fails every call until its backoff ends; it may answer now
+		// (continued after SIGSTOP, a proxy that forwards again). Connect
+		// at once and wait for it within this call's deadline, so a new
+		// batch goes through instead of to the spool.
+		cc.ResetConnectBackoff()
+		err = invoker(ctx, method, req, reply, cc, append(opts, grpc.WaitForReady(true))...)
+	}
 	w.observe(err)
 	if err != nil && futile(err) {
 		// The exporter retries Unavailable for a minute; a TLS or protocol

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -426,6 +428,7 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_TIMEOUT=1000", "OTEL_BSP_EXPORT_TIMEOUT=1500", "OTEL_BSP_SCHEDULE_DELAY=50",
 		"OTEL_SERVICE_NAME=e2e-watch-frozen", "OTEL_METRICS_EXPORTER=none", "PI_OTEL_SPOOL_DIR=" + spool,
 	}
+	started := time.Now()
 	w := startHistWatch(t, env, "--since", "all", "--settle", "500ms", "--state", state, h.Dir)
 	st := waitState(t, w, state, scanned)
 	if committed(st) == 0 {
@@ -435,6 +438,12 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 	if len(spooled) == 0 {
 		t.Fatalf("nothing in the spool\n%s", w.stderr)
 	}
+	// Continued just past gRPC's MinConnectTimeout (20s) from the first
+	// export: gRPC has closed the connection whose handshake never came and
+	// waits its reconnection backoff (1s). pi-otel once took that error for
+	// a protocol mismatch and failed every export at once, so that the new
+	// run went to the spool too.
+	time.Sleep(time.Until(started.Add(20*time.Second + 500*time.Millisecond)))
 
 	if err := syscall.Kill(col.Pid(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -491,6 +500,11 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 		t.Errorf("%d files left in the spool while the collector answered", len(left))
 	}
 
+	// Only the history waited in the spool: the new run went straight.
+	history := historytest.Replay(t, h.Paths)
+	if m := regexp.MustCompile(`(\d+) kept in `).FindStringSubmatch(w.stderr.String()); m == nil || m[1] != strconv.Itoa(len(history.Spans)) {
+		t.Errorf("spans spooled: %v, want the history's %d, not the new run's", m, len(history.Spans))
+	}
 	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
 	byTrace := map[string]map[string]bool{}
 	for span, tr := range want.Spans {
