@@ -317,3 +317,29 @@ func BenchmarkOnEndExporterStuck(b *testing.B) {
 	close(g.gate)
 	_ = tp.Shutdown(ctx)
 }
+
+// TestRefused: only a refusal of the data itself counts as refused; a
+// refusal of the client is fixed on the collector, and then goes through.
+func TestRefused(t *testing.T) {
+	bad := &httpStatusError{code: 400, status: "400 Bad Request"}
+	for _, tt := range []struct {
+		name             string
+		err              error
+		refused, nospool bool
+	}{
+		{"grpc invalid", status.Error(codes.InvalidArgument, "bad span"), true, true},
+		{"http 400 through the client", &url.Error{Op: "Post", URL: "http://x/v1/traces", Err: bad}, true, true},
+		{"grpc unauthenticated", status.Error(codes.Unauthenticated, "token"), false, true},
+		{"http 401", &httpStatusError{code: 401, status: "401 Unauthorized"}, false, false},
+		{"unavailable", status.Error(codes.Unavailable, "down"), false, false},
+		{"deadline", context.DeadlineExceeded, false, false},
+		{"nil", nil, false, false},
+	} {
+		if got := refused(tt.err); got != tt.refused {
+			t.Errorf("%s: refused = %v, want %v", tt.name, got, tt.refused)
+		}
+		if got := permanent(tt.err); got != tt.nospool {
+			t.Errorf("%s: permanent = %v, want %v", tt.name, got, tt.nospool)
+		}
+	}
+}
