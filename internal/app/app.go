@@ -223,6 +223,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			SpansEnded:       t.Ended,
 			SpansExported:    t.Exported,
 			SpansDropped:     t.Dropped,
+			SpansRefused:     tel.Refused(),
 			ExportFailures:   t.Failed,
 			SpoolCorrupt:     tel.SpoolCorrupt(),
 		}

@@ -174,9 +174,11 @@ type sessionPipeline struct {
 	// the span metrics (after a failed export): its spans go out again,
 	// its counts do not.
 	recount bool
-	// badLogs is the same for log records (they have no spool).
-	badLogs int64
-	stopped bool
+	// badLogs is the same for log records; their loss is said, not
+	// retried (see flush).
+	badLogs  int64
+	saidLogs bool
+	stopped  bool
 }
 
 func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
@@ -267,10 +269,14 @@ func (c *countingMapper) recounting(f func()) {
 	f()
 }
 
-// flush exports what is queued and reports whether every span and log
-// record ended so far reached the exporter, or the spool, which counts as
-// delivered: its spans are sent later and must not be traced again. The
-// final flush shuts the pipeline down.
+// flush exports what is queued and reports whether every span ended so
+// far reached the exporter, or the spool, which counts as delivered: its
+// spans are sent later and must not be traced again. Log records are not
+// part of that answer: they repeat the spans' events, and tracing a run
+// again to send its records again would send its spans twice. Records the
+// exporter could not deliver after its retries are counted (the summary
+// line) and said once, and the state moves on. The final flush shuts the
+// pipeline down.
 func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	var err error
 	if final {
@@ -285,7 +291,14 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 			stop()
 		}
 	} else {
-		err = sp.tel.FlushSpansAndLogs(ctx)
+		// Only the spans and the logs: metrics keep their own interval.
+		err = sp.tel.FlushSpans(ctx)
+		if err == nil {
+			// Records that failed are counted below, not an error.
+			if lerr := sp.tel.FlushLogs(ctx); lerr != nil && ctx.Err() != nil {
+				err = lerr
+			}
+		}
 	}
 	s := sp.tel.Stats()
 	bad := s.Failed + s.Dropped
@@ -296,13 +309,15 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	badLogs := ls.Emitted - ls.Exported
 	lostLogs := badLogs - sp.badLogs
 	sp.badLogs = badLogs
+	if lostLogs > 0 && !sp.saidLogs && !sp.cfg.Quiet {
+		sp.saidLogs = true
+		fmt.Fprintf(sp.stderr, "pi-otel: %d log records were not exported; their runs are not traced again (their spans were delivered): the summary counts every record lost\n", lostLogs)
+	}
 	switch {
 	case err != nil:
 		return err
 	case lost > 0:
 		return fmt.Errorf("%d spans were not exported", lost)
-	case lostLogs > 0:
-		return fmt.Errorf("%d log records were not exported", lostLogs)
 	case s.Pending() > 0 && sp.cfg.Traces.Exporter != config.ExporterNone: // none exports nothing, loses nothing
 		return errors.New("spans are still waiting for the exporter")
 	}

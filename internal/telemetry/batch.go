@@ -14,9 +14,9 @@ import (
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
-// Stats counts spans on their way out. While running, Ended minus the other
-// three is what is still queued or being exported; after Shutdown every
-// ended span is Exported, Failed or Dropped.
+// Stats counts spans on their way out. While running, Ended minus the
+// others is what is still queued or being exported; after Shutdown every
+// ended span is Exported, Failed, Dropped, Spooled or Refused.
 type Stats struct {
 	// Traces is the number of traces among ended spans, each counted when
 	// its root ends (a span continuing a caller's trace counts that trace
@@ -34,10 +34,16 @@ type Stats struct {
 	// Spooled counts spans an export could not deliver that were kept on
 	// disk for the next pi-otel process (see package spool).
 	Spooled int64
+	// Refused counts spans the collector refused outright (an invalid
+	// batch): sent again, they would be refused again, so they are lost
+	// for good, neither kept nor traced again.
+	Refused int64
 }
 
 // Pending is the number of spans neither exported, failed nor dropped yet.
-func (s Stats) Pending() int64 { return s.Ended - s.Exported - s.Failed - s.Dropped - s.Spooled }
+func (s Stats) Pending() int64 {
+	return s.Ended - s.Exported - s.Failed - s.Dropped - s.Spooled - s.Refused
+}
 
 // counters is shared by the span processor and the exporter side.
 type counters struct {
@@ -97,7 +103,7 @@ func (c *counters) freeze(exported bool) {
 		return
 	}
 	if exported {
-		c.s.Dropped = c.s.Ended - c.s.Exported - c.s.Failed - c.s.Spooled
+		c.s.Dropped = c.s.Ended - c.s.Exported - c.s.Failed - c.s.Spooled - c.s.Refused
 	}
 	c.frozen = true
 }
@@ -107,6 +113,14 @@ func (c *counters) spooled(n int64) {
 	defer c.mu.Unlock()
 	if !c.frozen {
 		c.s.Spooled += n
+	}
+}
+
+func (c *counters) refused(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.frozen {
+		c.s.Refused += n
 	}
 }
 
@@ -177,6 +191,8 @@ type batcherConfig struct {
 	// delivered is told of each batch the exporter took: the collector is
 	// back, so the spool can go.
 	delivered func()
+	// refused says the collector refused a batch outright.
+	refused func(error) bool
 }
 
 // batcherOption tunes a batcher.
@@ -203,6 +219,12 @@ func retainWhile(down func() bool, pause time.Duration) batcherOption {
 		c.retain = func(err error) bool { return !cancelled(err) && down() }
 		c.retainPause = pause
 	})
+}
+
+// refusedWhen counts a batch whose export failed with an error for which
+// refused reports true as Refused: it is neither retained nor kept.
+func refusedWhen(refused func(error) bool) batcherOption {
+	return option.Func[batcherConfig](func(c *batcherConfig) { c.refused = refused })
 }
 
 // blockWhile makes OnEnd wait for room in a full queue while ctx is live.
@@ -390,6 +412,11 @@ func (b *batcher) export(batch []sdktrace.ReadOnlySpan) {
 		case kicked && !retriedKick && b.ctx.Err() == nil:
 			retriedKick = true
 			continue
+		case b.refused != nil && b.refused(err):
+			b.c.refused(n)
+			if b.onError != nil {
+				b.onError(err)
+			}
 		case b.retain != nil && !b.stopped.Load() && b.ctx.Err() == nil && b.retain(err):
 			if b.onError != nil {
 				b.onError(err)

@@ -212,6 +212,8 @@ func TestExplain(t *testing.T) {
 			"TLS with the collector at localhost:4317 failed (tls: first record does not look like a TLS handshake)", false},
 		{"wrong protocol", status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: http2: frame too large"`),
 			"does not speak this protocol", false},
+		{"silent handshake", status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: raw-read tcp 127.0.0.1:49086->127.0.0.1:4317: use of closed network connection"`),
+			"accepts connections but does not answer", false},
 		{"http 415", &httpStatusError{code: 415, status: "415 Unsupported Media Type"}, "does not speak this protocol", false},
 		{"grpc unauthenticated", status.Error(codes.Unauthenticated, "bad token"),
 			"the collector at localhost:4317 refused the traces (bad token); check --headers", false},
@@ -227,6 +229,12 @@ func TestExplain(t *testing.T) {
 				t.Errorf("explain = %q, %v; want %q, %v", msg, unreachable, tt.want, tt.unreachable)
 			}
 		})
+	}
+	// Only a mismatch is futile: a handshake the collector never answered
+	// may succeed on the next connection.
+	if !futile(errors.New(`error reading server preface: http2: frame too large`)) ||
+		futile(errors.New(`error reading server preface: raw-read tcp a->b: use of closed network connection`)) {
+		t.Error("futile misjudges the server preface")
 	}
 	if !cancelled(status.Error(codes.Canceled, "x")) || !cancelled(fmt.Errorf("w: %w", context.Canceled)) || cancelled(context.DeadlineExceeded) {
 		t.Error("cancelled misjudges")
@@ -308,4 +316,30 @@ func BenchmarkOnEndExporterStuck(b *testing.B) {
 	b.StopTimer()
 	close(g.gate)
 	_ = tp.Shutdown(ctx)
+}
+
+// TestRefused: only a refusal of the data itself counts as refused; a
+// refusal of the client is fixed on the collector, and then goes through.
+func TestRefused(t *testing.T) {
+	bad := &httpStatusError{code: 400, status: "400 Bad Request"}
+	for _, tt := range []struct {
+		name             string
+		err              error
+		refused, nospool bool
+	}{
+		{"grpc invalid", status.Error(codes.InvalidArgument, "bad span"), true, true},
+		{"http 400 through the client", &url.Error{Op: "Post", URL: "http://x/v1/traces", Err: bad}, true, true},
+		{"grpc unauthenticated", status.Error(codes.Unauthenticated, "token"), false, true},
+		{"http 401", &httpStatusError{code: 401, status: "401 Unauthorized"}, false, false},
+		{"unavailable", status.Error(codes.Unavailable, "down"), false, false},
+		{"deadline", context.DeadlineExceeded, false, false},
+		{"nil", nil, false, false},
+	} {
+		if got := refused(tt.err); got != tt.refused {
+			t.Errorf("%s: refused = %v, want %v", tt.name, got, tt.refused)
+		}
+		if got := permanent(tt.err); got != tt.nospool {
+			t.Errorf("%s: permanent = %v, want %v", tt.name, got, tt.nospool)
+		}
+	}
 }

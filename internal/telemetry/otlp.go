@@ -133,6 +133,15 @@ func (w *watch) interceptor(ctx context.Context, method string, req, reply any, 
 	w.conn = cc
 	w.mu.Unlock()
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil && ctx.Err() == nil && silentHandshake(err.Error()) && cc.GetState() == connectivity.TransientFailure {
+		// gRPC gave up on a collector that accepted and never answered,
+		// and fails every call until its backoff ends; it may answer now
+		// (continued after SIGSTOP, a proxy that forwards again). Connect
+		// at once and wait for it within this call's deadline, so a new
+		// batch goes through instead of to the spool.
+		cc.ResetConnectBackoff()
+		err = invoker(ctx, method, req, reply, cc, append(opts, grpc.WaitForReady(true))...)
+	}
 	w.observe(err)
 	if err != nil && futile(err) {
 		// The exporter retries Unavailable for a minute; a TLS or protocol
@@ -160,6 +169,13 @@ func (t watchedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() == nil && !futile(err) {
 			err = retryableError{err}
 		}
+	case resp.StatusCode == http.StatusBadRequest:
+		// The SDK's exporters keep only the status text; the error says
+		// what it was, so that the batch counts as refused (see refused).
+		herr := &httpStatusError{code: resp.StatusCode, status: resp.Status}
+		t.w.observe(herr)
+		_ = resp.Body.Close()
+		return nil, herr
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		t.w.observe(&httpStatusError{code: resp.StatusCode, status: resp.Status})
 	default:

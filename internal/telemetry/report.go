@@ -78,6 +78,8 @@ func explain(d destination, err error) (msg string, unreachable bool) {
 	case has("x509:", "tls:", "certificate", "authentication handshake failed"):
 		return fmt.Sprintf("TLS with the collector at %s failed (%s); for a plaintext collector use an http:// endpoint or --insecure, for a private CA --certificate",
 			d.host, lastPart(text)), false
+	case silentHandshake(text):
+		return fmt.Sprintf("the collector at %s accepts connections but does not answer; check it, or raise --timeout", d.host), false
 	case has("server preface", "frame too large", "malformed HTTP", "HTTP/1.1 header"), httpCode == http.StatusUnsupportedMediaType:
 		return fmt.Sprintf("the collector at %s does not speak this protocol (%s); use --protocol grpc for port 4317 or --protocol http/protobuf for port 4318",
 			d.host, lastPart(text)), false
@@ -99,6 +101,9 @@ func explain(d destination, err error) (msg string, unreachable bool) {
 // header the transport refuses to send.
 func futile(err error) bool {
 	text := err.Error()
+	if silentHandshake(text) {
+		return false
+	}
 	for _, s := range []string{"x509:", "tls:", "authentication handshake failed",
 		"server preface", "frame too large", "malformed HTTP", "HTTP/1.1 header",
 		"invalid header field", "non-printable ASCII"} {
@@ -107,6 +112,15 @@ func futile(err error) bool {
 		}
 	}
 	return false
+}
+
+// silentHandshake reports a gRPC connection that gRPC closed itself
+// because the server preface never came (MinConnectTimeout): a collector
+// that accepts and does not answer, frozen or behind a black-holing proxy,
+// which may answer on the next connection. It is no protocol mismatch.
+func silentHandshake(text string) bool {
+	return strings.Contains(text, "server preface") &&
+		(strings.Contains(text, "use of closed network connection") || strings.Contains(text, "i/o timeout"))
 }
 
 // cancelled reports an export we called off ourselves; it needs no word.

@@ -191,7 +191,7 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 		bopts = append(bopts, blockWhile(o.backpressure))
 	}
 	if t.traceWatch != nil {
-		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause))
+		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause), refusedWhen(refused))
 	}
 	if t.spool != nil {
 		bopts = append(bopts, keepFailed(t.keep), onDelivered(t.spoolDelivered))

@@ -26,18 +26,19 @@ func (t *Pipeline) ForceFlush(ctx context.Context) error {
 	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
 }
 
-// FlushSpansAndLogs exports the spans and log records queued so far,
-// bounded by ctx; metrics keep their own interval. It flushes the SDK's
-// provider itself, which TracerProvider may wrap (an attribute length
-// limit does), so a caller never has to find ForceFlush by assertion.
-func (t *Pipeline) FlushSpansAndLogs(ctx context.Context) error {
-	if err := t.tp.ForceFlush(ctx); err != nil {
-		return err
+// FlushSpans exports the spans queued so far, bounded by ctx; metrics keep
+// their own interval. It flushes the SDK's provider itself, which
+// TracerProvider may wrap (an attribute length limit does), so a caller
+// never has to find ForceFlush by assertion.
+func (t *Pipeline) FlushSpans(ctx context.Context) error { return t.tp.ForceFlush(ctx) }
+
+// FlushLogs exports the log records queued so far, bounded by ctx; nil
+// when logs are off.
+func (t *Pipeline) FlushLogs(ctx context.Context) error {
+	if t.lp == nil {
+		return nil
 	}
-	if t.lp != nil {
-		return t.lp.ForceFlush(ctx)
-	}
-	return nil
+	return t.lp.ForceFlush(ctx)
 }
 
 // Shutdown flushes and stops the pipeline, spending at most the configured

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -40,7 +42,10 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	t.spoolStop, t.spoolDone = cancel, make(chan struct{})
 	upload := func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error {
 		err := client.UploadTraces(ctx, req.GetResourceSpans())
-		if permanent(err) {
+		switch {
+		case refused(err):
+			return fmt.Errorf("%w: %w", spool.ErrRefused, err)
+		case permanent(err):
 			return nil // the collector will never take it: let it go
 		}
 		return err
@@ -117,11 +122,24 @@ func (t *Pipeline) keep(batch []sdktrace.ReadOnlySpan, err error) bool {
 	return true
 }
 
-// permanent reports a gRPC refusal that no retry can change.
+// permanent reports a refusal that no retry can change.
 func permanent(err error) bool {
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
 		return true
 	}
-	return false
+	return refused(err)
+}
+
+// refused reports a collector that refused the data itself (gRPC
+// InvalidArgument, HTTP 400): it would refuse it again, whatever is fixed
+// on either side, so the spans are counted lost and not traced again. A
+// refusal of the client (authentication, a wrong path) is not one: once
+// the collector is fixed, the same runs go through.
+func refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var hs *httpStatusError
+	return status.Code(err) == codes.InvalidArgument || (errors.As(err, &hs) && hs.code == http.StatusBadRequest)
 }

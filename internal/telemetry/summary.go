@@ -35,6 +35,9 @@ func (t *Pipeline) Summary() string {
 	if s.Dropped > 0 {
 		problems = append(problems, plural(s.Dropped, "span")+" dropped")
 	}
+	if n := t.Refused(); n > 0 {
+		problems = append(problems, plural(n, "span")+" dropped (refused by the collector as invalid; not sent again)")
+	}
 	if p := s.Pending(); p > 0 && t.batcher != nil {
 		problems = append(problems, fmt.Sprintf("%d pending", p))
 	}
@@ -64,4 +67,15 @@ func plural(n int64, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// Refused counts the spans the collector refused outright, the spool's
+// included: they are lost, and not sent again.
+func (t *Pipeline) Refused() int64 {
+	s, _ := t.counters.snapshot()
+	n := s.Refused
+	if t.spool != nil {
+		n += t.spool.Stats().Refused
+	}
+	return n
 }

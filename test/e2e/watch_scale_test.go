@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -224,12 +226,13 @@ func (c *switchCollector) counts() map[string]int {
 // TestWatchSilentCollectorThenSpoolDrains: a backfill into a collector
 // that accepts and never answers keeps its spans in the spool, and the
 // state moves past them (spooled is delivered: nothing is traced again).
-// When the collector answers again, the same watch, not restarted, sends
-// the spool as soon as a new run goes through. Every span arrives once.
+// When the collector answers again on the same connection, the same
+// watch, not restarted, sends a new run and the spool as soon as the new
+// run goes through. Every span arrives once.
 func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	addr := freeport.Addr(t)
 	c := &switchCollector{silent: true, got: map[string]int{}}
-	serve := func() *grpc.Server {
+	serve := func() {
 		lis, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -238,9 +241,8 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 		coltracepb.RegisterTraceServiceServer(srv, c)
 		go func() { _ = srv.Serve(lis) }()
 		t.Cleanup(srv.Stop)
-		return srv
 	}
-	srv := serve()
+	serve()
 
 	h := historytest.Write(t, 8, 400_000)
 	spool := t.TempDir()
@@ -263,20 +265,18 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 		t.Fatalf("nothing in the spool\n%s", w.stderr)
 	}
 
-	// The collector answers again; a new session in the watched folder
+	// The collector answers again, on the same connection (a proxy that
+	// black-holed and now forwards); a new session in the watched folder
 	// goes through, and the spool with it.
-	// The wedged collector is restarted, and answers.
-	srv.Stop()
 	c.set(false)
-	serve()
-	src, err := os.ReadFile(repo.Captures("pi-1.6.0", "text.jsonl"))
+	back := time.Now()
+	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := filepath.Join(h.Dir, "--home-u-fresh--", "fresh.jsonl")
-	if err := os.MkdirAll(filepath.Dir(fresh), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Into a folder watch already follows: a file written whole into a new
+	// folder before watch adds that folder's watch waits for the rescan.
+	fresh := filepath.Join(filepath.Dir(h.Paths[0]), "fresh.jsonl")
 	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, "fresh-after-outage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +285,7 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	for len(c.counts()) < len(want.Spans) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
+	took := time.Since(back)
 	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
 	w.stop(t)
 	got := c.counts()
@@ -297,7 +298,8 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 			dups += n - 1
 		}
 	}
-	t.Logf("%d spans: %d spool files before, %d after", len(want.Spans), len(spooled), len(left))
+	t.Logf("%d spans: %d spool files before, %d after; all in %s after the collector answered",
+		len(want.Spans), len(spooled), len(left), took.Round(10*time.Millisecond))
 	if missing+dups > 0 || len(got) != len(want.Spans) {
 		t.Errorf("the collector got %d spans, want %d: %d missing, %d twice", len(got), len(want.Spans), missing, dups)
 	}
@@ -389,5 +391,156 @@ func TestWatchHistoryIntoJaeger(t *testing.T) {
 	t.Logf("%d traces, %d spans in Jaeger", len(byTrace), len(want.Spans))
 	if bad > 0 {
 		t.Errorf("%d spans missing, twice or not replay's", bad)
+	}
+}
+
+// TestWatchCollectorStoppedThenContinued: a real Collector, forwarding to
+// the real Jaeger, is frozen by SIGSTOP (its port accepts, nothing
+// answers) while a backfill runs, so the spans go to the spool and the
+// state moves past them. After SIGCONT the same connection answers again:
+// the running watch, not restarted, sends a new run and the spool within
+// seconds, and Jaeger holds every span of the history once.
+func TestWatchCollectorStoppedThenContinued(t *testing.T) {
+	j := jaegertest.Start(t)
+	conf := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otlp := freeport.Addr(t)
+	health := freeport.Addr(t)
+	col := otelcol.Start(t, otelcol.Options{Name: "frozen collector", Binary: collectortest.Binary(t), Config: conf, Health: health,
+		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
+	frozen := true
+	if err := syscall.Kill(col.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if frozen {
+			_ = syscall.Kill(col.Pid(), syscall.SIGCONT)
+		}
+	})
+
+	h := historytest.Write(t, 8, 400_000)
+	spool := t.TempDir()
+	state := filepath.Join(t.TempDir(), "watch.json")
+	env := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_EXPORTER_OTLP_TIMEOUT=1000", "OTEL_BSP_EXPORT_TIMEOUT=1500", "OTEL_BSP_SCHEDULE_DELAY=50",
+		"OTEL_SERVICE_NAME=e2e-watch-frozen", "OTEL_METRICS_EXPORTER=none", "PI_OTEL_SPOOL_DIR=" + spool,
+	}
+	started := time.Now()
+	w := startHistWatch(t, env, "--since", "all", "--settle", "500ms", "--state", state, h.Dir)
+	st := waitState(t, w, state, scanned)
+	if committed(st) == 0 {
+		t.Fatalf("the state did not move past spooled spans: %+v\n%s", st, w.stderr)
+	}
+	spooled, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
+	if len(spooled) == 0 {
+		t.Fatalf("nothing in the spool\n%s", w.stderr)
+	}
+	// Continued just past gRPC's MinConnectTimeout (20s) from the first
+	// export: gRPC has closed the connection whose handshake never came and
+	// waits its reconnection backoff (1s). pi-otel once took that error for
+	// a protocol mismatch and failed every export at once, so that the new
+	// run went to the spool too.
+	time.Sleep(time.Until(started.Add(20*time.Second + 500*time.Millisecond)))
+
+	if err := syscall.Kill(col.Pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	frozen = false
+	back := time.Now()
+	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Into a folder watch already follows: a file written whole into a new
+	// folder before watch adds that folder's watch waits for the rescan.
+	fresh := filepath.Join(filepath.Dir(h.Paths[0]), "fresh.jsonl")
+	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, "fresh-after-sigcont"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The new run's spans, read back from Jaeger.
+	freshRun := historytest.Replay(t, []string{fresh})
+	if len(freshRun.Spans) == 0 {
+		t.Fatal("the new session file gives no span")
+	}
+	inJaeger := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, ids := 0, map[string]bool{}
+		for _, id := range freshRun.Spans {
+			ids[id] = true
+		}
+		for id := range ids {
+			if tr, err := j.Trace(ctx, id); err == nil && tr != nil {
+				n += len(tr.Spans)
+			}
+		}
+		return n >= len(freshRun.Spans)
+	}
+	var drained, sent time.Duration
+	for time.Since(back) < time.Minute && (drained == 0 || sent == 0) {
+		if left, _ := filepath.Glob(filepath.Join(spool, "*.otlp")); len(left) == 0 && drained == 0 {
+			drained = time.Since(back)
+		}
+		if sent == 0 && inJaeger() {
+			sent = time.Since(back)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
+	w.stop(t)
+	t.Logf("%d spool files before, %d after; after SIGCONT, the spool was empty in %s, the new run in Jaeger in %s",
+		len(spooled), len(left), drained.Round(10*time.Millisecond), sent.Round(10*time.Millisecond))
+	if sent == 0 {
+		t.Errorf("the new run was not in Jaeger within a minute of SIGCONT")
+	}
+	if len(left) != 0 {
+		t.Errorf("%d files left in the spool while the collector answered", len(left))
+	}
+
+	// Only the history waited in the spool: the new run went straight.
+	history := historytest.Replay(t, h.Paths)
+	if m := regexp.MustCompile(`(\d+) kept in `).FindStringSubmatch(w.stderr.String()); m == nil || m[1] != strconv.Itoa(len(history.Spans)) {
+		t.Errorf("spans spooled: %v, want the history's %d, not the new run's", m, len(history.Spans))
+	}
+	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
+	byTrace := map[string]map[string]bool{}
+	for span, tr := range want.Spans {
+		if byTrace[tr] == nil {
+			byTrace[tr] = map[string]bool{}
+		}
+		byTrace[tr][span] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var missing, dups, foreign int
+	for id, spans := range byTrace {
+		tr := j.WaitTrace(t, ctx, id, len(spans))
+		seen := map[string]int{}
+		for _, s := range tr.Spans {
+			seen[s.SpanID]++
+		}
+		for s, n := range seen {
+			switch {
+			case !spans[s]:
+				foreign++
+			case n > 1:
+				dups += n - 1
+			}
+		}
+		for s := range spans {
+			if seen[s] == 0 {
+				missing++
+			}
+		}
+	}
+	t.Logf("%d traces, %d spans in Jaeger", len(byTrace), len(want.Spans))
+	if missing+dups+foreign > 0 {
+		t.Errorf("Jaeger: %d spans missing, %d twice, %d not replay's", missing, dups, foreign)
+	}
+	if t.Failed() {
+		t.Logf("watch's stderr:\n%s", w.stderr)
 	}
 }

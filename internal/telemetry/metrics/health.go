@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -16,9 +17,14 @@ type Health struct {
 	SpansEnded       int64 // spans the mapper ended
 	SpansExported    int64 // spans the exporter accepted
 	SpansDropped     int64 // spans lost (queue full, export gave up)
+	SpansRefused     int64 // spans the collector refused as invalid: lost, not sent again
 	ExportFailures   int64 // spans the exporter tried to send and could not
 	SpoolCorrupt     int64 // damaged spool files set aside, their spans not sent
 }
+
+// refusedAttr marks the spans.dropped series of the spans the collector
+// refused.
+var refusedAttr = metric.WithAttributes(attribute.String("error.type", "refused"))
 
 // RegisterHealth registers observable counters that report read() at each collection. read is
 // called from the MeterProvider's collection goroutine and must be safe for that.
@@ -54,6 +60,11 @@ func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
 		h := read() // one snapshot, so the counters agree with each other
 		for i, d := range defs {
 			o.ObserveInt64(counters[i], d.value(h))
+			if d.name == vocab.MetricSpansDropped && h.SpansRefused > 0 {
+				// Their own series: a collector that refuses data is
+				// not a queue to enlarge.
+				o.ObserveInt64(counters[i], h.SpansRefused, refusedAttr)
+			}
 		}
 		return nil
 	}, insts...)

@@ -49,16 +49,17 @@ const (
 type Stats struct {
 	Spooled int64 // spans written for a later process
 	Late    int64 // spans from earlier processes delivered now
+	Refused int64 // spans from earlier processes the collector refused (ErrRefused)
 	Dropped int64 // spans the size or age bound removed
 	Corrupt int64 // damaged files set aside, their spans unknown
 }
 
 // Spool is safe for concurrent use, also by several processes.
 type Spool struct {
-	cfg                    Config
-	spooled, late, dropped atomic.Int64
-	corrupt                atomic.Int64
-	seq                    atomic.Int64
+	cfg                             Config
+	spooled, late, dropped, refused atomic.Int64
+	corrupt                         atomic.Int64
+	seq                             atomic.Int64
 }
 
 const suffix = ".otlp"
@@ -103,7 +104,8 @@ func (s *Spool) Dir() string { return s.cfg.Dir }
 
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
-	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Dropped: s.dropped.Load(), Corrupt: s.corrupt.Load()}
+	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Refused: s.refused.Load(), Dropped: s.dropped.Load(),
+		Corrupt: s.corrupt.Load()}
 }
 
 // Put writes one request for a later process, then trims the spool to its
@@ -138,8 +140,13 @@ func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
 	return nil
 }
 
-// Upload delivers one request, as an OTLP client does.
+// Upload delivers one request, as an OTLP client does. An error that
+// wraps ErrRefused says the collector will never take the request: it
+// leaves the spool, counted as refused.
 type Upload func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error
+
+// ErrRefused marks an upload the collector refused outright.
+var ErrRefused = errors.New("refused by the collector")
 
 // Drain sends the spool, oldest first, until it is empty, ctx ends or an
 // upload fails (the collector is still away: the rest waits for the next
@@ -160,7 +167,13 @@ func (s *Spool) Drain(ctx context.Context, upload Upload) error {
 			s.setAside(claimed, f.name, err)
 			continue
 		}
-		if err := upload(ctx, req); err != nil {
+		err = upload(ctx, req)
+		switch {
+		case errors.Is(err, ErrRefused):
+			os.Remove(claimed)
+			s.refused.Add(int64(n))
+			continue
+		case err != nil:
 			os.Rename(claimed, filepath.Join(s.cfg.Dir, f.name))
 			return err
 		}
