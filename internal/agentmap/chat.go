@@ -110,7 +110,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	if u := msg.Usage; u != nil {
 		attrs = append(attrs, usageAttrs(u)...)
 		attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
-		addUsage(&r.usage, u)
+		r.usage.Add(u)
 	}
 	attrs = m.conv.chatAttrs(msg, attrs)
 	if cc := m.cfg.content; cc != nil {
@@ -155,20 +155,6 @@ func appendUsageAttrs(attrs []attribute.KeyValue, u *event.Usage) []attribute.Ke
 		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(int(u.Reasoning)))
 	}
 	return attrs
-}
-
-func addUsage(dst, u *event.Usage) {
-	dst.Input += u.Input
-	dst.Output += u.Output
-	dst.CacheRead += u.CacheRead
-	dst.CacheWrite += u.CacheWrite
-	dst.Reasoning += u.Reasoning
-	dst.TotalTokens += u.TotalTokens
-	dst.Cost.Input += u.Cost.Input
-	dst.Cost.Output += u.Cost.Output
-	dst.Cost.CacheRead += u.Cost.CacheRead
-	dst.Cost.CacheWrite += u.Cost.CacheWrite
-	dst.Cost.Total += u.Cost.Total
 }
 
 // providerAttrs names a provider both ways: by the conventions' well-known

@@ -78,7 +78,7 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 			attrs = append(attrs, usageAttrs(u)...)
 			attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 			if m.run != nil {
-				addUsage(&m.run.usage, u)
+				m.run.usage.Add(u)
 			}
 		}
 	}

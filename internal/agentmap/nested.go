@@ -53,12 +53,12 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 	w.result(&t.span, res, at)
 	m.nestedBuf = w.buf[:0]
 	total := res.Total()
-	addUsage(&r.usage, &total)
+	r.usage.Add(&total)
 	if r.nested == nil {
 		r.nested = &nestedTotals{}
 	}
 	n := r.nested
-	addUsage(&n.usage, &total)
+	n.usage.Add(&total)
 	n.runs += w.runs
 	n.failed += w.failed
 	n.dropped += res.Dropped.Total()

@@ -32,7 +32,7 @@ func (m *Mapper) AddUsage(u *event.Usage, at time.Time) {
 		m.anomaly("usage with no run open")
 		return
 	}
-	addUsage(&m.run.usage, u)
+	m.run.usage.Add(u)
 }
 
 // FailTool ends the open tool call id in error at at, with errorType and

@@ -164,6 +164,21 @@ type Usage struct {
 	Cost        Cost  `json:"cost"`
 }
 
+// Add adds o's tokens and cost to u.
+func (u *Usage) Add(o *Usage) {
+	u.Input += o.Input
+	u.Output += o.Output
+	u.CacheRead += o.CacheRead
+	u.CacheWrite += o.CacheWrite
+	u.Reasoning += o.Reasoning
+	u.TotalTokens += o.TotalTokens
+	u.Cost.Input += o.Cost.Input
+	u.Cost.Output += o.Cost.Output
+	u.Cost.CacheRead += o.Cost.CacheRead
+	u.Cost.CacheWrite += o.Cost.CacheWrite
+	u.Cost.Total += o.Cost.Total
+}
+
 // Cost is in USD.
 type Cost struct {
 	Input      float64 `json:"input"`

@@ -580,7 +580,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 				}
 			}
 			if m.Usage != nil {
-				addUsage(&run.Usage, m.Usage)
+				run.Usage.Add(m.Usage)
 			}
 			if m.Model != "" {
 				run.Model, run.Provider = m.Model, m.Provider
@@ -661,7 +661,7 @@ func (r *Result) Total() event.Usage {
 	}
 	for _, run := range r.Runs {
 		t := run.Total()
-		addUsage(&u, &t)
+		u.Add(&t)
 	}
 	return u
 }
@@ -672,24 +672,10 @@ func (r *Run) Total() event.Usage {
 	for i := range r.Items {
 		if n := r.Items[i].Nested; n != nil {
 			t := n.Total()
-			addUsage(&u, &t)
+			u.Add(&t)
 		}
 	}
 	return u
-}
-
-func addUsage(dst, u *event.Usage) {
-	dst.Input += u.Input
-	dst.Output += u.Output
-	dst.CacheRead += u.CacheRead
-	dst.CacheWrite += u.CacheWrite
-	dst.Reasoning += u.Reasoning
-	dst.TotalTokens += u.TotalTokens
-	dst.Cost.Input += u.Cost.Input
-	dst.Cost.Output += u.Cost.Output
-	dst.Cost.CacheRead += u.Cost.CacheRead
-	dst.Cost.CacheWrite += u.Cost.CacheWrite
-	dst.Cost.Total += u.Cost.Total
 }
 
 func isNull(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }
