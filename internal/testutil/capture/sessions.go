@@ -1,8 +1,6 @@
 package capture
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,58 +73,10 @@ func SessionScenarios() []Scenario {
 	)
 }
 
-// withSessionDir turns a scenario's --no-session into --session-dir dir.
-func withSessionDir(args []string, dir string) []string {
-	out := make([]string, 0, len(args)+1)
-	for _, a := range args {
-		if a == "--no-session" {
-			out = append(out, "--session-dir", dir)
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// sessionFile reads the one session file Pi left in dir.
-func sessionFile(dir string) ([]byte, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) != 1 {
-		return nil, fmt.Errorf("%d session files in %s, want 1: %v", len(files), dir, files)
-	}
-	return os.ReadFile(files[0])
-}
-
 // SessionCapture is one run recorded with its session file.
 type SessionCapture struct {
 	Capture
 	Session []byte
-}
-
-func writeSession(dir string, c *SessionCapture) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	name := c.Meta.Scenario
-	if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), c.Session, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".stream.jsonl"), c.Stdout, 0o644); err != nil {
-		return err
-	}
-	if c.Meta.Mode == "rpc" {
-		if err := os.WriteFile(filepath.Join(dir, name+".in.jsonl"), c.Stdin, 0o644); err != nil {
-			return err
-		}
-	}
-	meta, err := json.MarshalIndent(c.Meta, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, name+".meta.json"), append(meta, '\n'), 0o644)
 }
 
 // LoadSession reads a capture written with its session file.
@@ -159,13 +109,4 @@ func SessionNames(dir string) ([]string, error) {
 		out = append(out, strings.TrimSuffix(filepath.Base(m), ".meta.json"))
 	}
 	return out, nil
-}
-
-// writeMetaOnly writes NAME.meta.json for a capture with no stream (TUI).
-func writeMetaOnly(dir string, c *Capture) error {
-	meta, err := json.MarshalIndent(c.Meta, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, c.Meta.Scenario+".meta.json"), append(meta, '\n'), 0o644)
 }
