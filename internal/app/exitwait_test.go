@@ -1,15 +1,14 @@
 package app_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -51,7 +50,7 @@ func TestGarbledEndpointActsUnset(t *testing.T) {
 // says nothing.
 func TestExitWaitSaysSo(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-	addr := silentCollector(t)
+	addr := collectortest.BlackHole(t)
 	args := []string{"run", "--flush-timeout", "2s", "--endpoint", "http://" + addr, "--", "cat", captures + "bash-tool.jsonl"}
 	start := time.Now()
 	r := runBin(t, bin, binRun{args: args, env: []string{"PI_OTEL_SPOOL_DIR=none"}})
@@ -75,38 +74,6 @@ func TestExitWaitSaysSo(t *testing.T) {
 	}
 }
 
-// silentCollector listens on a local port, accepts every connection and
-// never reads or writes: a collector that hangs.
-func silentCollector(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // summaryLine is the "pi-otel: N trace(s)" line at exit, trace ids cut.
 func summaryLine(stderr string) string {
 	for _, l := range strings.Split(stderr, "\n") {
@@ -125,7 +92,7 @@ func summaryLine(stderr string) string {
 // watch's last flush at SIGTERM says so too when the collector hangs.
 func TestWatchExitWaitSaysSo(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-	addr := silentCollector(t)
+	addr := collectortest.BlackHole(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
+	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
@@ -585,38 +586,6 @@ func (c *faultCollector) Export(ctx context.Context, req *coltracepb.ExportTrace
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
-// faultBlackHole accepts TCP connections and never answers on them, like a
-// collector behind a wedged proxy.
-func faultBlackHole(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	tb.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // faultCaptures is every Pi 1.6.0 json-mode capture in testdata, one after
 // the other; settledOnly leaves out the runs cut short by a signal and the
 // one with a 1.7 MB tool output, for a stream dense in spans.
@@ -748,7 +717,7 @@ func TestCollectorSlow(t *testing.T) {
 // not exported is counted as dropped. The time is reported, not asserted.
 func TestCollectorBlackHole(t *testing.T) {
 	t.Parallel()
-	hole := faultBlackHole(t)
+	hole := collectortest.BlackHole(t)
 	capture := repo.Captures("pi-1.6.0", "bash-tool.jsonl")
 	want, err := os.ReadFile(capture)
 	if err != nil {
@@ -786,7 +755,7 @@ type faultTarget struct {
 func faultTargets(b *testing.B) []faultTarget {
 	up := startFaultCollector(b, 0)
 	slow := startFaultCollector(b, time.Second)
-	hole := faultBlackHole(b)
+	hole := collectortest.BlackHole(b)
 	down := freeport.Addr(b)
 	return []faultTarget{
 		{name: "no-export", args: []string{"--traces-exporter", "none"}},
