@@ -270,16 +270,7 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	// goes through, and the spool with it.
 	c.set(false)
 	back := time.Now()
-	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Into a folder watch already follows: a file written whole into a new
-	// folder before watch adds that folder's watch waits for the rescan.
-	fresh := filepath.Join(filepath.Dir(h.Paths[0]), "fresh.jsonl")
-	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, "fresh-after-outage"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fresh := writeFresh(t, h, "fresh-after-outage")
 	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
 	deadline := time.Now().Add(time.Minute)
 	for len(c.counts()) < len(want.Spans) && time.Now().Before(deadline) {
@@ -450,16 +441,7 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 	}
 	frozen = false
 	back := time.Now()
-	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Into a folder watch already follows: a file written whole into a new
-	// folder before watch adds that folder's watch waits for the rescan.
-	fresh := filepath.Join(filepath.Dir(h.Paths[0]), "fresh.jsonl")
-	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, "fresh-after-sigcont"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fresh := writeFresh(t, h, "fresh-after-sigcont")
 	// The new run's spans, read back from Jaeger.
 	freshRun := historytest.Replay(t, []string{fresh})
 	if len(freshRun.Spans) == 0 {
@@ -543,4 +525,21 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 	if t.Failed() {
 		t.Logf("watch's stderr:\n%s", w.stderr)
 	}
+}
+
+// writeFresh writes a real session under a new session id into the first
+// folder of h, one watch already follows (a file written whole into a new
+// folder before watch adds that folder's watch waits for the rescan), and
+// returns its path.
+func writeFresh(t *testing.T, h historytest.History, id string) string {
+	t.Helper()
+	src, err := os.ReadFile(repo.Path("testdata/sessions/pi-1.6.0/two-prompts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(filepath.Dir(h.Paths[0]), "fresh.jsonl")
+	if err := os.WriteFile(fresh, historytest.WithSessionID(t, src, id), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fresh
 }
