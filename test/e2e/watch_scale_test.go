@@ -354,13 +354,7 @@ func TestWatchHistoryIntoJaeger(t *testing.T) {
 	w.stop(t)
 
 	want := historytest.Replay(t, h.Paths)
-	byTrace := map[string]map[string]bool{}
-	for span, tr := range want.Spans {
-		if byTrace[tr] == nil {
-			byTrace[tr] = map[string]bool{}
-		}
-		byTrace[tr][span] = true
-	}
+	byTrace := want.ByTrace()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	var bad int
@@ -488,13 +482,7 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 		t.Errorf("spans spooled: %v, want the history's %d, not the new run's", m, len(history.Spans))
 	}
 	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
-	byTrace := map[string]map[string]bool{}
-	for span, tr := range want.Spans {
-		if byTrace[tr] == nil {
-			byTrace[tr] = map[string]bool{}
-		}
-		byTrace[tr][span] = true
-	}
+	byTrace := want.ByTrace()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	var missing, dups, foreign int

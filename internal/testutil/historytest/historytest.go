@@ -134,6 +134,18 @@ type Expected struct {
 	Cost  float64
 }
 
+// ByTrace groups the span ids by trace id.
+func (e Expected) ByTrace() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for span, tr := range e.Spans {
+		if out[tr] == nil {
+			out[tr] = map[string]bool{}
+		}
+		out[tr][span] = true
+	}
+	return out
+}
+
 // Replay traces each file as pi-otel replay FILE does (a tracer over
 // every line, closed at the end) into span ids and the span metrics.
 func Replay(tb testing.TB, paths []string) Expected {
