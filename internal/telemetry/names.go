@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -85,12 +87,20 @@ func (n *nameScrubber) attrs(kvs []attribute.KeyValue) bool {
 	return changed
 }
 
-// scrubbing hands a span processor spans whose name and name attributes
-// have been through the redactor. Every processor is wrapped (the
-// exporter's, metrics' and logs'), so no consumer sees a raw name.
+// scrubbing hands every span processor (the exporter's, the metrics' and
+// the logs') spans whose name and name attributes have been through the
+// redactor, so no consumer sees a raw name. It is the one processor the
+// provider holds, so a span is scrubbed once, not once per consumer; the
+// others are called in the order given, as the provider would.
 type scrubbing struct {
-	sdktrace.SpanProcessor
-	n *nameScrubber
+	procs []sdktrace.SpanProcessor
+	n     *nameScrubber
+}
+
+func (p scrubbing) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	for _, q := range p.procs {
+		q.OnStart(ctx, s)
+	}
 }
 
 func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
@@ -98,7 +108,30 @@ func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
 	if scrubbed := p.n.scrub(name); p.n.attrs(attrs) || scrubbed != name {
 		s = scrubbedSpan{ReadOnlySpan: s, name: scrubbed, attrs: attrs}
 	}
-	p.SpanProcessor.OnEnd(s)
+	for _, q := range p.procs {
+		q.OnEnd(s)
+	}
+}
+
+// Shutdown and ForceFlush stop at a done ctx between processors, as the
+// provider does between the processors it holds.
+func (p scrubbing) Shutdown(ctx context.Context) error {
+	return p.each(ctx, sdktrace.SpanProcessor.Shutdown)
+}
+
+func (p scrubbing) ForceFlush(ctx context.Context) error {
+	return p.each(ctx, sdktrace.SpanProcessor.ForceFlush)
+}
+
+func (p scrubbing) each(ctx context.Context, f func(sdktrace.SpanProcessor, context.Context) error) error {
+	var errs []error
+	for _, q := range p.procs {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, f(q, ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // scrubbedSpan is a finished span with another name and attributes;

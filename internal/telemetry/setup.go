@@ -74,8 +74,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	if o.rename != nil {
 		proc = renaming{SpanProcessor: proc, f: o.rename}
 	}
-	names := newNameScrubber(cfg.Redact)
-	proc = scrubbing{SpanProcessor: proc, n: names}
+	procs := []sdktrace.SpanProcessor{proc}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
@@ -91,7 +90,6 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 			AttributePerEventCountLimit: sdktrace.DefaultAttributePerEventCountLimit,
 			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
 		}),
-		sdktrace.WithSpanProcessor(proc),
 	}
 	if o.ids != nil {
 		tpOpts = append(tpOpts, sdktrace.WithIDGenerator(o.ids))
@@ -101,7 +99,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 		if err != nil {
 			return nil, err
 		}
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
+		procs = append(procs, p)
 	}
 	if t.lp != nil {
 		for _, build := range o.logProcs {
@@ -109,9 +107,10 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 			if err != nil {
 				return nil, err
 			}
-			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{SpanProcessor: p, n: names}))
+			procs = append(procs, p)
 		}
 	}
+	tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(scrubbing{procs: procs, n: newNameScrubber(cfg.Redact)}))
 	t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	t.api = t.tp
 	if n := cfg.AttributeValueLengthLimit; n > 0 {
