@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -23,13 +22,14 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/queries"
 )
 
+// dir is this package's folder: go test runs a package's tests there.
 func dir(t *testing.T) string {
 	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test file")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Dir(self)
+	return wd
 }
 
 func dashboardFiles(t *testing.T) []string {

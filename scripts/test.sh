@@ -12,6 +12,10 @@ bash scripts/deps.sh >/dev/null
 # shellcheck source=/dev/null
 source "$CACHE/env.sh"
 
+# The build cache then keys on content, not on where the clone sits, so a
+# fresh clone of a cached tree compiles nothing (vet and staticcheck too).
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+
 echo "== gofmt"
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then
@@ -46,5 +50,7 @@ go build -tags realstack ./...
 
 echo "== go test"
 # Real Pi runs and a real Jaeger make the e2e packages slow-ish; the timeout
-# guards against a hung child, well under CI's 90 minutes.
-go test -tags realstack -count=1 -timeout 20m "$@" ./...
+# guards against a hung child, well under CI's 90 minutes. Most of a test's
+# time is waiting on its own Pi, Jaeger or Collector, so four at a time
+# per package (t.Parallel) fit on two cores.
+go test -tags realstack -count=1 -timeout 20m -parallel 4 "$@" ./...

@@ -22,6 +22,7 @@ import (
 // trace and a span Jaeger holds, of the kind its event belongs to, and no
 // content reaches the records without --capture-content.
 func TestLogRecordsOfALiveRun(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	s := prepare(t, "bash-tool")
 	logs := filepath.Join(t.TempDir(), "logs.jsonl")

@@ -44,6 +44,7 @@ func rpcProxy(bin string, j *jaegertest.Jaeger, service, wire string) rpctest.Pe
 }
 
 func TestRPCProxy(t *testing.T) {
+	t.Parallel()
 	bin := piOtelBin
 	j := jaegertest.Start(t)
 	for _, s := range rpctest.Scenarios() {

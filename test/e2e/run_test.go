@@ -29,6 +29,7 @@ import (
 // TestRun runs the real Pi under `pi-otel run`, one scenario per subtest,
 // all exporting to one Jaeger, each under a service of its own.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	for _, tc := range []struct {
 		name string

@@ -26,6 +26,7 @@ import (
 // their cost counted once in the root's total, and a failed child in error
 // without its provider's text.
 func TestSubagents(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	for _, tc := range []struct {
 		name   string
@@ -139,6 +140,7 @@ func checkNested(t *testing.T, tr *jaegertest.Trace, runs int, failed bool) []st
 // subagent call: traced from the session file the TUI writes, the child is
 // an invoke_agent span below the tool with its own chat and bash spans.
 func TestTUISubagent(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	var s capture.Scenario
 	for _, c := range capture.Scenarios() {
@@ -185,6 +187,7 @@ func TestTUISubagent(t *testing.T) {
 // TestRPCSubagent: pi-otel rpc in front of Pi with the subagent extension:
 // the prompt's run holds the child below the tool, as in json mode.
 func TestRPCSubagent(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	s := prepare(t, "subagent-single")
 	extra, err := s.scenario.Prepare(s.pi)

@@ -24,6 +24,7 @@ import (
 // session, pi-otel traces it (for Pi 1.x, the id it gave Pi pins it; 0.x
 // has no --session-id, and rule 4 of docs/watch.md finds it).
 func TestTUILeavesPiFolderAlone(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073} {
 		t.Run(v, func(t *testing.T) { leavesPiFolderAlone(t, pitest.Lookup(t, v)) })
 	}
@@ -127,6 +128,7 @@ func headerID(t *testing.T, b []byte) string {
 // with room, say) is followed: the TUI's run is traced from the file Pi
 // writes through the link.
 func TestTUISymlinkedSessionDir(t *testing.T) {
+	t.Parallel()
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Through the link.", 2)))
 	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
 	real := filepath.Join(t.TempDir(), "real")

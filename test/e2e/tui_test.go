@@ -166,6 +166,7 @@ func (u *tui) readStderr() string {
 // that fails, a 529 retry), then Ctrl-D. Each run is one trace in Jaeger,
 // all with the session's conversation id.
 func TestTUI(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t,
 		fakemodel.WithSummaries("Summary: earlier work, compacted.", 3),
@@ -281,6 +282,7 @@ func TestTUI(t *testing.T) {
 // TUI, Pi handles SIGTERM itself and exits 0), and the run it stopped is
 // traced as Pi recorded it.
 func TestTUISigterm(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t, fakemodel.WithScript(
 		fakemodel.Tools(fakemodel.Bash("call_sleep_1", "sleep 30")),
@@ -346,6 +348,7 @@ func TestTUISigterm(t *testing.T) {
 // session, never the other's; its own /new meanwhile is traced only if
 // caught open by its Pi, else left alone, and one line says so.
 func TestTUITwoPisInOneFolder(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t, fakemodel.WithScript(
 		fakemodel.Text("Answer for A.", 2),
@@ -424,6 +427,7 @@ func firstUserText(b []byte) string {
 // TestTUIPrintModeIsTraced: -p text output (no --mode) goes to pi-otel's
 // stdout untouched, and the run is traced from the session file.
 func TestTUIPrintModeIsTraced(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("Printed answer.", 2)))
 	pi := pitest.New(t, model.URL())
@@ -447,6 +451,7 @@ func TestTUIPrintModeIsTraced(t *testing.T) {
 // TestTUIPrintModeOlderPis: -p text output of Pi 1.0.3 and 0.73.1 (which
 // has no --session-id, so its file is found by rule 4 of docs/watch.md).
 func TestTUIPrintModeOlderPis(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	for _, v := range []string{pitest.EnvPi103, pitest.EnvPi073} {
 		t.Run(v, func(t *testing.T) {
@@ -469,6 +474,7 @@ func TestTUIPrintModeOlderPis(t *testing.T) {
 // TestTUIContinue: --continue resumes the newest session; only the new
 // run is traced, under the same conversation id.
 func TestTUIContinue(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("First.", 2), fakemodel.Text("Second.", 2)))
 	pi := pitest.New(t, model.URL())
@@ -497,6 +503,7 @@ func TestTUIContinue(t *testing.T) {
 
 // TestTUINoSession: nothing to trace, one line says so, Pi runs as usual.
 func TestTUINoSession(t *testing.T) {
+	t.Parallel()
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("No session here.", 2)))
 	pi := pitest.New(t, model.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -520,6 +527,7 @@ func TestTUINoSession(t *testing.T) {
 // TestTUIQuitWithoutPrompt: Pi leaves no session file when nothing was
 // said, and neither does pi-otel.
 func TestTUIQuitWithoutPrompt(t *testing.T) {
+	t.Parallel()
 	model := fakemodel.Start(t)
 	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
 	u := startTUI(t, pi, []string{"OTEL_TRACES_EXPORTER=none"}, pi.Args()...)

@@ -86,6 +86,7 @@ func (c *refusingCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // summary and the pi_otel.spans.dropped metric (error.type=refused) count
 // exactly the spans the collector refused.
 func TestWatchRefusedBatchesMoveOn(t *testing.T) {
+	t.Parallel()
 	for _, protocol := range []string{"grpc", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
 			c := &refusingCollector{seen: map[string]int{}}
@@ -196,6 +197,7 @@ func refusedMetric(t *testing.T, path string) int64 {
 // on, and no run is traced again for them: the collector gets every span
 // of the history once.
 func TestWatchLogsDownSpansOnce(t *testing.T) {
+	t.Parallel()
 	c := &switchCollector{got: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

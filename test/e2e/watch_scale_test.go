@@ -112,6 +112,7 @@ func scanned(st sessionwatch.State) bool { return st.Scan == nil }
 // history; the only spans sent twice are of runs the state had not yet
 // committed at the kill (the batch in flight), not the whole pass.
 func TestWatchKill9MidBackfill(t *testing.T) {
+	t.Parallel()
 	h := historytest.Write(t, 300, 120_000_000)
 	out := t.TempDir()
 	state := filepath.Join(out, "watch.json")
@@ -230,6 +231,7 @@ func (c *switchCollector) counts() map[string]int {
 // watch, not restarted, sends a new run and the spool as soon as the new
 // run goes through. Every span arrives once.
 func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
+	t.Parallel()
 	addr := freeport.Addr(t)
 	c := &switchCollector{silent: true, got: map[string]int{}}
 	serve := func() {
@@ -336,6 +338,7 @@ service:
 // Collector, which forwards to the real Jaeger, stores every trace of the
 // history with exactly replay's span ids, each once.
 func TestWatchHistoryIntoJaeger(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	conf := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
@@ -386,6 +389,7 @@ func TestWatchHistoryIntoJaeger(t *testing.T) {
 // the running watch, not restarted, sends a new run and the spool within
 // seconds, and Jaeger holds every span of the history once.
 func TestWatchCollectorStoppedThenContinued(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	conf := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {

@@ -110,6 +110,7 @@ func waitCommitted(t *testing.T, w *watcher, state, dir string) {
 // SIGTERM, or killed by SIGKILL, are traced after it starts again, each
 // exactly once.
 func TestWatchRestarts(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	var script []fakemodel.Response
 	for range 5 {
@@ -198,6 +199,7 @@ func waitFile(t *testing.T, p string) {
 // Nothing is committed until the collector, started later at the same
 // address, has taken them; then each run is there exactly once.
 func TestWatchCollectorOutage(t *testing.T) {
+	t.Parallel()
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("An answer.", 2), fakemodel.Text("Another answer.", 2)))
 	pi := pitest.New(t, model.URL())
 	dir := pi.SessionDir
@@ -240,6 +242,7 @@ func TestWatchCollectorOutage(t *testing.T) {
 // root (here under PI_CODING_AGENT_DIR), project folders that appear after
 // its start included.
 func TestWatchDefaultDir(t *testing.T) {
+	t.Parallel()
 	j := jaegertest.Start(t)
 	model := fakemodel.Start(t, fakemodel.WithScript(fakemodel.Text("An answer.", 2)))
 	pi := pitest.New(t, model.URL())

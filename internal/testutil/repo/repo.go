@@ -3,18 +3,35 @@
 package repo
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
-	"runtime"
 )
 
-// Root is the repository's top directory.
+// Root is the repository's top directory: the nearest folder above the
+// working directory (a test's package folder) whose go.mod declares this
+// module. Not runtime.Caller: under -trimpath, which scripts/test.sh sets so
+// that the build cache does not depend on where the clone sits, a source
+// file's recorded path is its import path, not a place on disk.
 func Root() string {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("repo: cannot locate this source file")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic("repo: " + err.Error())
 	}
-	return filepath.Join(filepath.Dir(self), "..", "..", "..")
+	for {
+		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(mod, []byte("module "+module+"\n")) {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			panic("repo: no go.mod of " + module + " above the working directory")
+		}
+		dir = up
+	}
 }
+
+const module = "github.com/pi-otel/pi-otel"
 
 // Path joins a slash-separated path relative to the root.
 func Path(rel string) string {
