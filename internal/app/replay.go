@@ -17,6 +17,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/readahead"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
@@ -195,19 +196,28 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
 	next := records(r, head, herr)
-	var off int64
-	feed := func(rec []byte) {
-		tr.Line(off, rec)
-		off += int64(len(rec)) + 1
+	counted := func() {
 		st := tr.Stats()
 		lines.Store(st.Lines)
 		damaged.Store(st.Damaged)
 	}
+	var off int64
 	var rerr error
 	if !follow {
-		rerr = each(next, feed)
+		// Decoding on a goroutine of its own, ahead of the mapping.
+		decode := tr.Predecode()
+		readahead.Run(func(emit func(func(), int)) {
+			rerr = each(next, func(rec []byte) {
+				emit(decode(off, rec), len(rec)+1)
+				off += int64(len(rec)) + 1
+			})
+		}, func(int) { counted() })
 	} else {
-		rerr = followSession(tr, next, feed)
+		rerr = followSession(tr, next, func(rec []byte) {
+			tr.Line(off, rec)
+			off += int64(len(rec)) + 1
+			counted()
+		})
 	}
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	st := tr.Stats()

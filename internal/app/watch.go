@@ -246,8 +246,22 @@ type countingMapper struct {
 }
 
 func (c *countingMapper) Line(off int64, b []byte) {
+	c.line(func() { c.FileMapper.Line(off, b) })
+}
+
+// Predecode is the FileMapper's, counted as Line is.
+func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
+	decode := c.FileMapper.Predecode()
+	return func(off int64, b []byte) func() {
+		rest := decode(off, b)
+		return func() { c.line(rest) }
+	}
+}
+
+// line runs one line's mapping, counted.
+func (c *countingMapper) line(mapLine func()) {
 	c.sp.lines.Add(1)
-	c.recounting(func() { c.FileMapper.Line(off, b) })
+	c.recounting(mapLine)
 	if d := c.FileMapper.Stats().Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d

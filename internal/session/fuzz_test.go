@@ -17,7 +17,8 @@ import (
 
 // FuzzDecode feeds arbitrary files to a FileMapper. Whatever the bytes, it must
 // not panic, must end every span it starts, must count every line, must not
-// commit past the input, and must give the same ids when run twice.
+// commit past the input, and must give the same ids when run twice: once
+// line by line, once decoded ahead on another goroutine (Predecode).
 //
 //	go test ./internal/session -run '^$' -fuzz FuzzDecode -fuzzminimizetime 2s
 //
@@ -43,7 +44,7 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"message","id":"a","parentId":"zz","timestamp":"bad","message":{"role":"user","content":[{"type":"image"}],"timestamp":-5}}` + "\n" +
 		`{"type":"compaction","id":"b","parentId":"a","timestamp":"2026-11-30T09:00:01.000Z","usage":{"input":"x"}}` + "\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		run := func() ([]string, Stats) {
+		run := func(feed func(*FileMapper, []byte)) ([]string, Stats) {
 			rec := tracetest.NewSpanRecorder()
 			ids := &IDs{}
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
@@ -62,14 +63,17 @@ func FuzzDecode(f *testing.F) {
 			}
 			return out, tr.Stats()
 		}
-		a, st := run()
+		a, st := run(feed)
 		if want := int64(bytes.Count(in, []byte("\n"))); st.Lines != want {
 			t.Fatalf("counted %d lines, fed %d", st.Lines, want)
 		}
 		if st.Entries+st.Damaged > st.Lines {
 			t.Fatalf("stats %+v", st)
 		}
-		c, _ := run()
+		c, st2 := run(feedPredecoded)
+		if st2 != st {
+			t.Fatalf("stats %+v, then predecoded %+v", st, st2)
+		}
 		if len(a) != len(c) {
 			t.Fatalf("%d spans, then %d", len(a), len(c))
 		}

@@ -52,6 +52,29 @@ func feed(tr *FileMapper, b []byte) {
 	}
 }
 
+// feedPredecoded is feed through Predecode, decoding on a goroutine of its
+// own as a follower does.
+func feedPredecoded(tr *FileMapper, b []byte) {
+	decode := tr.Predecode()
+	rest := make(chan func(), 16)
+	go func() {
+		defer close(rest)
+		off := int64(0)
+		for {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return
+			}
+			rest <- decode(off, b[:i])
+			off += int64(i) + 1
+			b = b[i+1:]
+		}
+	}()
+	for f := range rest {
+		f()
+	}
+}
+
 // traceStream maps an event stream as `pi-otel replay` does.
 func traceStream(t *testing.T, stream []byte) []*node {
 	t.Helper()

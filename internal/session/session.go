@@ -10,7 +10,9 @@
 //
 //   - New(cfg) returns a FileMapper for one session file.
 //   - Line(off, b) feeds one complete line (without its LF) that starts at
-//     byte offset off. Damaged lines are counted and skipped.
+//     byte offset off. Damaged lines are counted and skipped. Predecode
+//     splits it in two, so that a reader can decode lines on a goroutine
+//     of its own, ahead of the mapping (internal/readahead).
 //   - A run is traced (its root span ends) as soon as it is complete: the
 //     next run has begun, or the file moved to another branch. Idle(now,
 //     settle) traces the open run when its last entry is a final answer and
@@ -181,16 +183,67 @@ func New(cfg Config) *FileMapper {
 // Line feeds one complete line (without its LF) that starts at byte offset
 // off. Damaged lines are counted and skipped.
 func (t *FileMapper) Line(off int64, b []byte) {
-	t.stats.Lines++
-	end := off + int64(len(b)) + 1
+	t.feed(t.dec.line(off, b, !t.hdrSeen))
+}
+
+// Predecode splits Line in two, so that decoding, half of a history's cost
+// and more with nested runs, can run on another goroutine while the lines
+// before are mapped. The function it returns takes the lines after those
+// fed so far, in order, on one goroutine; each call returns the rest of
+// that line's work, to run in the same order on the goroutine that calls
+// the FileMapper's methods, before any other of them. What it decodes
+// aliases nothing of b.
+func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
+	dec := newDecoder(t.cfg.Content != nil)
+	dec.sessions = t.cfg.ChildSessions
+	header := !t.hdrSeen
+	return func(off int64, b []byte) func() {
+		l := dec.line(off, b, header)
+		if !l.blank {
+			header = false
+		}
+		return func() { t.feed(l) }
+	}
+}
+
+// decodedLine is one line, decoded, for feed.
+type decodedLine struct {
+	off, end int64
+	blank    bool
+	hdr      *header // the line is a header, and the first non-blank one
+	e        *entry
+	err      error
+}
+
+// line decodes one line; header says it is the first non-blank line, to
+// be read as the file's header if it is one.
+func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
+	l := decodedLine{off: off, end: off + int64(len(b)) + 1}
 	b = bytes.TrimRight(b, "\r")
 	if len(bytes.TrimSpace(b)) == 0 {
+		l.blank = true
+		return l
+	}
+	if header {
+		if h, ok := decodeHeader(b); ok {
+			l.hdr = &h
+			return l
+		}
+	}
+	l.e, l.err = d.decode(b)
+	return l
+}
+
+func (t *FileMapper) feed(l decodedLine) {
+	t.stats.Lines++
+	if l.blank {
 		return
 	}
+	off, end := l.off, l.end
 	if !t.hdrSeen {
 		t.hdrSeen = true
-		if h, ok := decodeHeader(b); ok {
-			t.hdr = h
+		if h := l.hdr; h != nil {
+			t.hdr = *h
 			t.version = h.version()
 			// As the stream's own header: the session id and the
 			// project go on every span.
@@ -202,8 +255,9 @@ func (t *FileMapper) Line(off int64, b []byte) {
 		}
 		// No header (Pi would not load this file): keep what entries there are.
 	}
-	e, err := t.dec.decode(b)
-	if err != nil || e.Type == typeSession {
+	e, err := l.e, l.err
+	if l.hdr != nil || err != nil || e.Type == typeSession {
+		// A second header is damage, as it always was.
 		t.stats.Damaged++
 		t.lost = true
 		return

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/readahead"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -28,6 +30,9 @@ type book struct {
 	accepted []string
 	fail     bool
 	pending  []string
+	// tracers are every tracer made; lineOnly makes them plain Tracers.
+	tracers  []*fakeTracer
+	lineOnly bool
 }
 
 func (b *book) count(key string) int {
@@ -66,20 +71,40 @@ type fakeTracer struct {
 }
 
 func (b *book) newTracer(spec TracerSpec) Tracer {
-	return &fakeTracer{b: b, spec: spec, open: -1}
+	t := &fakeTracer{b: b, spec: spec, open: -1}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tracers = append(b.tracers, t)
+	if b.lineOnly {
+		return lineOnly{t}
+	}
+	return t
 }
 
-func (t *fakeTracer) Line(off int64, l []byte) {
+// lineOnly hides a tracer's Predecode: the follower feeds it line by line.
+type lineOnly struct{ Tracer }
+
+func (t *fakeTracer) Line(off int64, l []byte) { t.add(off, string(l)) }
+
+// Predecode makes the fake a Predecoder, as the real tracer is: its
+// "decoding" is the copy of the line.
+func (t *fakeTracer) Predecode() func(off int64, b []byte) func() {
+	return func(off int64, b []byte) func() {
+		s := string(b)
+		return func() { t.add(off, s) }
+	}
+}
+
+func (t *fakeTracer) add(off int64, s string) {
 	if t.closed {
 		panic("Line after Close")
 	}
-	s := string(l)
 	if s == "U" && t.open >= 0 {
 		t.trace()
 	}
 	t.lines = append(t.lines, s)
 	t.offs = append(t.offs, off)
-	t.ends = append(t.ends, off+int64(len(l))+1)
+	t.ends = append(t.ends, off+int64(len(s))+1)
 	if s == "U" {
 		t.open = len(t.lines) - 1
 	}
@@ -620,5 +645,53 @@ func TestLineBuffer(t *testing.T) {
 	}
 	if got := lineBuffer(r, 7, []byte("re")); got != nil {
 		t.Errorf("line still being written: %q, want nil", got)
+	}
+}
+
+// Read ahead (decoding on the reading goroutine) and line by line give a
+// tracer the same lines at the same offsets: many lines, batches cut by
+// count and by size, a huge line, blank lines and CRLF, and a last line
+// still being written.
+func TestReadAheadFeedsAsLineByLine(t *testing.T) {
+	var content strings.Builder
+	content.WriteString("H\n")
+	for i := range 3000 {
+		switch {
+		case i%500 == 7:
+			content.WriteString("U\n" + strings.Repeat("t", readahead.HugeLine+i) + "\n")
+		case i%97 == 3:
+			content.WriteString("\r\n\n")
+		case i%50 == 0:
+			content.WriteString("U\r\n")
+		case i%10 == 9:
+			content.WriteString("A\n")
+		default:
+			content.WriteString("T" + strings.Repeat("z", i%300) + "\n")
+		}
+	}
+	content.WriteString("U\nA") // no LF yet
+	var fed [2][]string
+	for i, lineOnly := range []bool{false, true} {
+		h := &harness{t: t, dir: t.TempDir(), b: &book{lineOnly: lineOnly}, clk: &clock{t: time.Now()}}
+		h.state = filepath.Join(t.TempDir(), "w.json")
+		h.write("p/s.jsonl", content.String())
+		h.start(Config{StatePath: h.state, Since: time.Now().Add(-time.Hour)})
+		h.step()
+		if len(h.b.tracers) != 1 {
+			t.Fatalf("%d tracers, want 1", len(h.b.tracers))
+		}
+		tr := h.b.tracers[0]
+		for j, l := range tr.lines {
+			fed[i] = append(fed[i], fmt.Sprintf("%d:%d:%.12s", tr.offs[j], len(l), l))
+		}
+		if got, want := h.f.files[filepath.Join(h.dir, "p", "s.jsonl")].readOff, int64(content.Len()-len("A")); got != want {
+			t.Errorf("lineOnly=%v: read to %d, want %d (all but the line being written)", lineOnly, got, want)
+		}
+	}
+	if len(fed[0]) < 3000 {
+		t.Fatalf("read ahead fed %d lines", len(fed[0]))
+	}
+	if !slices.Equal(fed[0], fed[1]) {
+		t.Errorf("read ahead fed %d lines, line by line %d; they differ", len(fed[0]), len(fed[1]))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/readahead"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -89,37 +90,13 @@ func (f *Follower) read(fi *file) {
 	if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
 		return
 	}
-	if f.buf == nil {
-		f.buf = make([]byte, 64<<10)
-	}
-	have := 0 // bytes in buf, starting at fi.readOff
-	for {
-		if have == len(f.buf) { // one line longer than the buffer
-			if f.buf = lineBuffer(fh, fi.readOff, f.buf); f.buf == nil {
-				break // a line still being written: read it whole later
-			}
-		}
-		n, err := fh.Read(f.buf[have:])
-		have += n
-		start := 0
-		for {
-			i := bytes.IndexByte(f.buf[start:have], '\n')
-			if i < 0 {
-				break
-			}
-			line := bytes.TrimSuffix(f.buf[start:start+i], []byte{'\r'})
-			fi.tr.Line(fi.readOff, line)
-			f.stats.Lines++
-			f.stats.Bytes += int64(i + 1)
-			f.scanBytes += int64(i + 1)
-			fi.nextIdle = time.Time{} // set below, from the new mtime
-			fi.readOff += int64(i + 1)
-			start += i + 1
-		}
-		have = copy(f.buf, f.buf[start:have])
-		if err != nil || n == 0 {
-			break // the rest, if any, is a line still being written
-		}
+	if p, ok := fi.tr.(Predecoder); ok {
+		f.readAhead(fh, fi, p.Predecode())
+	} else {
+		f.readLines(fh, fi.readOff, func(off int64, line []byte, n int) {
+			fi.tr.Line(off, line)
+			f.fed(fi, n)
+		})
 	}
 	if t := fi.tr.LastEntry(); !t.IsZero() {
 		fi.lastEntry = t
@@ -131,6 +108,66 @@ func (f *Follower) read(fi *file) {
 		f.buf = nil // a huge line (an image) is not kept for the next read
 	}
 	f.progress(fi)
+}
+
+// readLines calls line with each complete line of fh from off on (fh is
+// at off), and the line's length with its LF; line is only valid during
+// the call. It stops at a line still being written.
+func (f *Follower) readLines(fh *os.File, off int64, line func(off int64, b []byte, n int)) {
+	if f.buf == nil {
+		f.buf = make([]byte, 64<<10)
+	}
+	have := 0 // bytes in buf, starting at off
+	for {
+		if have == len(f.buf) { // one line longer than the buffer
+			if f.buf = lineBuffer(fh, off, f.buf); f.buf == nil {
+				return // a line still being written: read it whole later
+			}
+		}
+		n, err := fh.Read(f.buf[have:])
+		have += n
+		start := 0
+		for {
+			i := bytes.IndexByte(f.buf[start:have], '\n')
+			if i < 0 {
+				break
+			}
+			line(off, bytes.TrimSuffix(f.buf[start:start+i], []byte{'\r'}), i+1)
+			off += int64(i + 1)
+			start += i + 1
+		}
+		have = copy(f.buf, f.buf[start:have])
+		if err != nil || n == 0 {
+			return // the rest, if any, is a line still being written
+		}
+	}
+}
+
+// fed notes a line of n bytes (with its LF) fed to fi's tracer.
+func (f *Follower) fed(fi *file, n int) {
+	f.stats.Lines++
+	f.stats.Bytes += int64(n)
+	f.scanBytes += int64(n)
+	fi.nextIdle = time.Time{} // set by read, from the new mtime
+	fi.readOff += int64(n)
+}
+
+// Predecoder is a Tracer whose lines can be decoded ahead, on the
+// goroutine that reads them, while the lines before them are traced:
+// decoding is half of a history's cost. Predecode is as
+// session.FileMapper's: its function takes each line in order, on that
+// goroutine, and returns the rest of the line's work, which the follower
+// runs in the same order on its own.
+type Predecoder interface {
+	Predecode() func(off int64, b []byte) func()
+}
+
+// readAhead is readLines with decoding on a goroutine of its own.
+func (f *Follower) readAhead(fh *os.File, fi *file, decode func(off int64, b []byte) func()) {
+	from := fi.readOff
+	readahead.Run(func(emit func(func(), int)) {
+		f.readLines(fh, from, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
+	}, func(n int) { f.fed(fi, n) })
 }
 
 // active is when the file was last written to: its modification time,
