@@ -27,6 +27,13 @@ type traced struct {
 // traceBytes feeds a session file to a FileMapper, line by line, and closes it.
 func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	t.Helper()
+	rec, tr := record(b, cfg, feed)
+	return traced{roots: forest(t, rec), tracer: tr}
+}
+
+// record traces b, given to a FileMapper by feed, into a span recorder,
+// and closes the FileMapper.
+func record(b []byte, cfg Config, feed func(*FileMapper, []byte)) (*tracetest.SpanRecorder, *FileMapper) {
 	rec := tracetest.NewSpanRecorder()
 	ids := &IDs{}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
@@ -34,7 +41,7 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	tr := New(cfg)
 	feed(tr, b)
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
-	return traced{roots: forest(t, rec), tracer: tr}
+	return rec, tr
 }
 
 // feed gives b to tr line by line; a last line without LF is held back,

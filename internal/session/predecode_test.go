@@ -8,13 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestPredecodeMatchesLine: decoding ahead on another goroutine gives the
@@ -84,13 +79,7 @@ func TestPredecodeMatchesLine(t *testing.T) {
 
 // dumpTrace traces in and describes every ended span whole, in end order.
 func dumpTrace(in []byte, cfg Config, feed func(*FileMapper, []byte)) ([]string, Stats) {
-	rec := tracetest.NewSpanRecorder()
-	ids := &IDs{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
-	cfg.TracerProvider, cfg.IDs = tp, ids
-	tr := New(cfg)
-	feed(tr, in)
-	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+	rec, tr := record(in, cfg, feed)
 	var out []string
 	for _, s := range rec.Ended() {
 		var b strings.Builder
