@@ -1,7 +1,7 @@
 // Package readahead runs the reading and decoding of lines on a goroutine
 // of their own, ahead of the goroutine that maps them, with a bound on
-// what is held between the two. Decoding is half of tracing a session
-// file, so a history is read on two cores instead of one.
+// what is held between the two. Decoding is a third to a half of tracing
+// a session file, so a history is read on two cores instead of one.
 package readahead
 
 // Bounds on what is held: lines go over in batches of up to batchLines

@@ -154,7 +154,7 @@ func (f *Follower) fed(fi *file, n int) {
 
 // Predecoder is a Tracer whose lines can be decoded ahead, on the
 // goroutine that reads them, while the lines before them are traced:
-// decoding is half of a history's cost. Predecode is as
+// decoding is a third to a half of a history's cost. Predecode is as
 // session.FileMapper's: its function takes each line in order, on that
 // goroutine, and returns the rest of the line's work, which the follower
 // runs in the same order on its own.
