@@ -186,13 +186,13 @@ func (t *FileMapper) Line(off int64, b []byte) {
 	t.feed(t.dec.line(off, b, !t.hdrSeen))
 }
 
-// Predecode splits Line in two, so that decoding, a third of a history's
-// cost and over half with nested runs, can run on another goroutine while the lines
-// before are mapped. The function it returns takes the lines after those
-// fed so far, in order, on one goroutine; each call returns the rest of
-// that line's work, to run in the same order on the goroutine that calls
-// the FileMapper's methods, before any other of them. What it decodes
-// aliases nothing of b.
+// Predecode splits Line in two, so that decoding (a third of a history's
+// cost, over half with nested runs) can run on another goroutine while
+// the lines before are mapped. The function it returns takes the lines
+// after those fed so far, in order, on one goroutine; each call returns
+// the rest of that line's work, to run in the same order on the goroutine
+// that calls the FileMapper's methods, before any other of them. What it
+// decodes aliases nothing of b.
 func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
 	dec := newDecoder(t.cfg.Content != nil)
 	dec.sessions = t.cfg.ChildSessions
