@@ -39,7 +39,9 @@ type walker struct {
 }
 
 // visit calls fn for path, and for a directory reads it first, so that an
-// unreadable one is reported as such rather than as a watch that failed.
+// unreadable one is reported as such rather than as a watch that failed;
+// then reads it again for its entries, so that one created before fn
+// placed its watch is seen now rather than at the next full scan.
 func (w *walker) visit(path string, d fs.DirEntry) error {
 	if !d.IsDir() {
 		return w.fn(path, d, nil)
@@ -64,6 +66,9 @@ func (w *walker) visit(path string, d fs.DirEntry) error {
 			return nil
 		}
 		return err
+	}
+	if again, err := os.ReadDir(path); err == nil {
+		ents = again
 	}
 	for _, e := range ents {
 		p := filepath.Join(path, e.Name())
