@@ -304,6 +304,21 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	}
 }
 
+// startHistoryCollector starts historyCollector in front of j; it returns
+// the process and its OTLP/gRPC address.
+func startHistoryCollector(t *testing.T, name string, j *jaegertest.Jaeger) (*otelcol.Process, string) {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otlp := freeport.Addr(t)
+	health := freeport.Addr(t)
+	col := otelcol.Start(t, otelcol.Options{Name: name, Binary: collectortest.Binary(t), Config: conf, Health: health,
+		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
+	return col, otlp
+}
+
 // historyCollector is a Collector of the project's distribution that
 // forwards every span it receives to Jaeger, unsampled.
 const historyCollector = `extensions:
@@ -340,14 +355,7 @@ service:
 func TestWatchHistoryIntoJaeger(t *testing.T) {
 	t.Parallel()
 	j := jaegertest.Start(t)
-	conf := filepath.Join(t.TempDir(), "collector.yaml")
-	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otlp := freeport.Addr(t)
-	health := freeport.Addr(t)
-	otelcol.Start(t, otelcol.Options{Name: "history collector", Binary: collectortest.Binary(t), Config: conf, Health: health,
-		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
+	_, otlp := startHistoryCollector(t, "history collector", j)
 	h := historytest.Write(t, 20, 2_000_000)
 	state := filepath.Join(t.TempDir(), "watch.json")
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
@@ -391,14 +399,7 @@ func TestWatchHistoryIntoJaeger(t *testing.T) {
 func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 	t.Parallel()
 	j := jaegertest.Start(t)
-	conf := filepath.Join(t.TempDir(), "collector.yaml")
-	if err := os.WriteFile(conf, []byte(historyCollector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otlp := freeport.Addr(t)
-	health := freeport.Addr(t)
-	col := otelcol.Start(t, otelcol.Options{Name: "frozen collector", Binary: collectortest.Binary(t), Config: conf, Health: health,
-		Env: map[string]string{"HEALTH": health, "OTLP": otlp, "JAEGER": j.OTLPGRPC}})
+	col, otlp := startHistoryCollector(t, "frozen collector", j)
 	frozen := true
 	if err := syscall.Kill(col.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
