@@ -234,6 +234,7 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	return l
 }
 
+// feed maps one decoded line: Line's second half.
 func (t *FileMapper) feed(l decodedLine) {
 	t.stats.Lines++
 	if l.blank {
