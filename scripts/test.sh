@@ -12,8 +12,9 @@ bash scripts/deps.sh >/dev/null
 # shellcheck source=/dev/null
 source "$CACHE/env.sh"
 
-# The build cache then keys on content, not on where the clone sits, so a
-# fresh clone of a cached tree compiles nothing (vet and staticcheck too).
+# With -trimpath the build cache keys on content, not on where the clone
+# sits, so a fresh clone of a cached tree compiles nothing (vet and
+# staticcheck too).
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 
 echo "== gofmt"
