@@ -203,7 +203,7 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwatch.Config {
 	fc := sessionwatch.Config{
 		NewTracer: sp.newTracer,
-		IsSession: session.Sniff,
+		IsSession: session.Starts,
 		Flush:     sp.flush,
 	}
 	if !cfg.Quiet {
@@ -215,34 +215,38 @@ func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwat
 }
 
 func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	t := session.New(session.Config{
+	c := &countingMapper{sp: sp}
+	c.FileMapper = session.New(session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		IDs:            sp.ids,
 		Parent:         sp.parent,
 		Content:        sp.content,
 		SkipThrough:    spec.SkipThrough,
-		Since:          spec.Since,
+		Claims:         spec.Claims,
+		Uncounted:      sp.uncounted,
 		ChildSessions:  nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		// One process follows both: a child session is traced nested in
 		// its parent's trace, not again on its own.
 		ParentTool: session.FindParentTool(parentFileMax),
 		NestedOnce: true,
 	})
-	return &countingMapper{FileMapper: t, sp: sp, counted: spec.Counted}
+	return c
+}
+
+// uncounted traces a run again that the span metrics counted before its
+// export failed: its spans go out again, its counts do not.
+func (sp *sessionPipeline) uncounted(trace func()) {
+	sp.recount = true
+	defer func() { sp.recount = false }()
+	trace()
 }
 
 // countingMapper counts one file's lines, and the damaged ones, into the
-// pipeline's totals for the health metrics; and keeps runs already
-// counted out of the span metrics.
+// pipeline's totals for the health metrics.
 type countingMapper struct {
 	*session.FileMapper
 	sp      *sessionPipeline
 	damaged int64 // this file's damaged lines already counted
-	// counted: runs ending at or before it were counted before a failed
-	// export. Traced again from the same bytes, they end at the same
-	// offsets, in order, so the run a call finishes was counted when the
-	// last one traced ended before it.
-	counted int64
 }
 
 func (c *countingMapper) Line(off int64, b []byte) {
@@ -261,26 +265,11 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 // line runs one line's mapping, counted.
 func (c *countingMapper) line(mapLine func()) {
 	c.sp.lines.Add(1)
-	c.recounting(mapLine)
+	mapLine()
 	if d := c.FileMapper.Stats().Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d
 	}
-}
-
-func (c *countingMapper) Idle(now time.Time, settle time.Duration) (traced bool) {
-	c.recounting(func() { traced = c.FileMapper.Idle(now, settle) })
-	return traced
-}
-
-func (c *countingMapper) Close(end agentmap.Ending) {
-	c.recounting(func() { c.FileMapper.Close(end) })
-}
-
-func (c *countingMapper) recounting(f func()) {
-	c.sp.recount = c.FileMapper.Committed() < c.counted
-	defer func() { c.sp.recount = false }()
-	f()
 }
 
 // flush exports what is queued and reports whether every span ended so

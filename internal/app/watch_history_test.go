@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -32,8 +33,10 @@ type backfillResult struct {
 }
 
 // backfill runs pi-otel watch --since all over dir, as Watch wires it,
-// until its first scan is done, then stops it.
-func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) backfillResult {
+// until its first scan is done and every span of want is in the traces
+// file (files copied without their times are closed only once they have
+// not changed for a moment), then stops it.
+func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64, want map[string]string) backfillResult {
 	var res backfillResult
 	state := filepath.Join(tb.TempDir(), "watch.json")
 	res.state = state
@@ -47,8 +50,14 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) b
 	fc := sp.followerConfig(env, cfg)
 	fc.Dirs, fc.StatePath, fc.Since = []string{dir}, state, sessionwatch.SinceAll
 	fc.CommitBytes = commitBytes
-	fc.Ready = cancel // the history is traced: stop, as a signal would
+	ready := make(chan struct{})
+	fc.Ready = func() { close(ready) }
 	f := sessionwatch.New(fc)
+	go func() { // the history is traced: stop, as a signal would
+		<-ready
+		waitExported(tb, cfg.Traces.File, want)
+		cancel()
+	}()
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -86,6 +95,30 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) b
 	return res
 }
 
+// waitExported waits, for at most a minute, until every span of want is
+// in the traces file.
+func waitExported(tb testing.TB, file string, want map[string]string) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(file); err != nil {
+			if len(want) == 0 {
+				return
+			}
+			continue
+		}
+		got := historytest.ExportedKilled(tb, file)
+		n := 0
+		for id := range want {
+			if got[id] > 0 {
+				n++
+			}
+		}
+		if n == len(want) {
+			return
+		}
+
+	}
+}
+
 // The real-history test: a history of real-shaped session files traced by
 // watch --since all into files gives every span of replaying each file,
 // once, with the same ids; pi.runs and pi.cost equal the runs and their
@@ -105,7 +138,7 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
 	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
 	cfg.Batch.MaxQueueSize = 256 // small, so backpressure is at work
-	res := backfill(t, h.Dir, cfg, h.Bytes/10)
+	res := backfill(t, h.Dir, cfg, h.Bytes/10, want.Spans)
 
 	got := historytest.Exported(t, cfg.Traces.File)
 	var dups, missing, extra int
@@ -170,18 +203,6 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	out := t.TempDir()
 	cfg := config.Default()
 	cfg.Quiet = true
-	// Where a backfill without failure leaves every file: the retried one
-	// is done when it stands there too.
-	none := cfg
-	none.Traces.Exporter, none.Metrics.Exporter = config.ExporterNone, config.ExporterNone
-	ref, _, err := sessionwatch.LoadState(backfill(t, h.Dir, none, 0).state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := map[string]int64{}
-	for _, fs := range ref.Files {
-		done[fs.Path] = fs.Committed
-	}
 	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
 	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
 	state := filepath.Join(out, "watch.json")
@@ -204,23 +225,9 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 		return err
 	}
 	f := sessionwatch.New(fc)
-	go func() { // stop once every file stands where a clean pass leaves it
-		for ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-			st, first, err := sessionwatch.LoadState(state)
-			if err != nil || first {
-				continue
-			}
-			n := 0
-			for _, fs := range st.Files {
-				if fs.Committed == done[fs.Path] {
-					n++
-				}
-			}
-			if n == len(done) {
-				cancel()
-			}
-		}
+	go func() { // stop once every span went out
+		waitExported(t, cfg.Traces.File, want.Spans)
+		cancel()
 	}()
 	if err := f.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -232,6 +239,11 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	again := 0
 	for id := range want.Spans {
 		if got[id] == 0 {
+			for _, p := range h.Paths {
+				if _, ok := historytest.Replay(t, []string{p}).Spans[id]; ok {
+					t.Logf("in %s", p)
+				}
+			}
 			t.Fatalf("span %s never exported", id)
 		}
 		if got[id] > 1 {

@@ -80,6 +80,27 @@ type Config struct {
 	// NestedOnce, if set, traces nothing of a child session whose parent's
 	// file names it: the parent's trace holds its runs (watch sees both).
 	NestedOnce bool
+	// Claims, if set, decides run by run what is traced, by key: a
+	// follower of many files traces each run once, whichever file holds
+	// it (a copy, a backup, a file replaced by another).
+	Claims Claims
+	// Uncounted, if set, runs the tracing of a run Claims says not to
+	// count, so that the span metrics leave it out.
+	Uncounted func(trace func())
+}
+
+// Claims decides which runs a FileMapper traces. A key is the session id
+// and the id of the run's first entry (or of a lone entry: a ! command, a
+// compaction between runs); start is when the run began. Both identify
+// the run: ids change when Pi migrates an old file, times do not.
+type Claims interface {
+	// Claim reports whether the run is traced now, and if so whether it
+	// counts in the span metrics (not when it is traced again after a
+	// failed export).
+	Claim(session, key string, start time.Time) (trace, count bool)
+	// Traced records a run an earlier pi-otel traced, known then only by
+	// its offset (SkipThrough), so that it is never traced again.
+	Traced(session, key string, start time.Time)
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -590,30 +611,59 @@ func (t *FileMapper) Stats() Stats { return t.stats }
 func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	t.cur = nil
 	first := r.entries[0]
-	start := runStart(first)
-	if first.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && start.Before(t.cfg.Since)) {
+	switch trace, count := t.claim(r.key, first.off, runStart(first)); {
+	case !trace:
 		t.stats.Skipped++
-	} else if t.lookUpParent(); t.cfg.NestedOnce && t.parentTool.IsValid() {
+	case t.lookUpParent() && t.cfg.NestedOnce:
 		t.stats.Nested++
-	} else {
+	default:
 		t.stats.Runs++
-		t.withSeed(r.key, func() { t.translate(r, settled, end) })
+		t.uncounted(!count, func() { t.withSeed(r.key, func() { t.translate(r, settled, end) }) })
 	}
 	if r.end > t.committed {
 		t.committed = r.end
 	}
 }
 
-// lookUpParent finds, once, the parent's tool span that ran this session:
-// outside withSeed, since finding it traces the parent's file.
-func (t *FileMapper) lookUpParent() {
-	if t.parentLooked || t.cfg.ParentTool == nil || t.hdr.ParentSession == "" || t.forkRun != "" {
+// claim decides whether the run or lone entry keyed key, starting at
+// offset off and time start, is traced, and whether it counts.
+func (t *FileMapper) claim(key string, off int64, start time.Time) (trace, count bool) {
+	if off < t.cfg.SkipThrough {
+		if t.cfg.Claims != nil {
+			t.cfg.Claims.Traced(t.hdr.ID, key, start)
+		}
+		return false, false
+	}
+	if !t.cfg.Since.IsZero() && start.Before(t.cfg.Since) {
+		return false, false
+	}
+	if t.cfg.Claims == nil {
+		return true, true
+	}
+	return t.cfg.Claims.Claim(t.hdr.ID, key, start)
+}
+
+// uncounted runs f, with the spans it ends kept out of the span metrics
+// when skip is set (Config.Uncounted).
+func (t *FileMapper) uncounted(skip bool, f func()) {
+	if skip && t.cfg.Uncounted != nil {
+		t.cfg.Uncounted(f)
 		return
 	}
-	t.parentLooked = true
-	if sc, ok := t.cfg.ParentTool(t.hdr.ParentSession, t.hdr.ID); ok {
-		t.parentTool = sc
+	f()
+}
+
+// lookUpParent finds, once, the parent's tool span that ran this session,
+// and reports whether there is one: outside withSeed, since finding it
+// traces the parent's file.
+func (t *FileMapper) lookUpParent() bool {
+	if !t.parentLooked && t.cfg.ParentTool != nil && t.hdr.ParentSession != "" && t.forkRun == "" {
+		t.parentLooked = true
+		if sc, ok := t.cfg.ParentTool(t.hdr.ParentSession, t.hdr.ID); ok {
+			t.parentTool = sc
+		}
 	}
+	return t.parentTool.IsValid()
 }
 
 // withSeed creates spans with ids derived from key.
@@ -639,16 +689,20 @@ func (t *FileMapper) flushBash() {
 			kept = append(kept, e)
 			continue
 		}
-		if e.off < t.cfg.SkipThrough || (!t.cfg.Since.IsZero() && e.persist.Before(t.cfg.Since)) {
+		key := t.hdr.ID + "/" + e.ID
+		trace, count := t.claim(key, e.off, e.persist)
+		if !trace {
 			continue
 		}
-		t.withSeed(t.hdr.ID+"/"+e.ID, func() {
-			if bash {
-				t.bashSpan(t.cfg.Parent, e, true)
-				return
-			}
-			x := &translator{t: t, m: t.m, now: e.persist}
-			x.compaction(e)
+		t.uncounted(!count, func() {
+			t.withSeed(key, func() {
+				if bash {
+					t.bashSpan(t.cfg.Parent, e, true)
+					return
+				}
+				x := &translator{t: t, m: t.m, now: e.persist}
+				x.compaction(e)
+			})
 		})
 		// Entries still pending belong to a later run, which ends after
 		// this: a restart re-reads them from the start anyway.
@@ -676,6 +730,20 @@ func runStart(e *entry) time.Time {
 func Sniff(first []byte) bool {
 	h, ok := decodeHeader(bytes.TrimRight(first, "\r\n"))
 	return ok && h.ID != ""
+}
+
+// Starts reports whether first, the first line of a file, starts a
+// session file: a header (Sniff), or an entry of a file without one, which
+// Pi would not load but replay and watch trace by its entries.
+func Starts(first []byte) bool {
+	first = bytes.TrimRight(first, "\r\n")
+	if Sniff(first) {
+		return true
+	}
+	var rec struct {
+		Type string `json:"type"`
+	}
+	return isObject(first) && json.Unmarshal(first, &rec) == nil && knownEntry[rec.Type]
 }
 
 // Kind is what Classify found a file to be.

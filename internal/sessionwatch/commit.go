@@ -1,9 +1,12 @@
 package sessionwatch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
@@ -13,9 +16,23 @@ import (
 // work runs what is due: files to read again after a failed export,
 // files whose name went away, settled and abandoned runs, then a commit;
 // then it drops the tracers of files that have been quiet for CloseAfter.
+// While the state cannot be saved, nothing more is traced: only the save
+// is tried again.
 func (f *Follower) work(ctx context.Context) {
 	now := f.cfg.Now()
-	if !f.retryAt.IsZero() && !now.Before(f.retryAt) && len(f.uncommitted) == 0 {
+	if f.saveFails > 0 {
+		if !now.Before(f.saveAt) {
+			f.saveState()
+		}
+		if f.saveFails > 0 {
+			return
+		}
+		if f.stalled {
+			f.stalled = false
+			f.scan(false) // what changed while stalled
+		}
+	}
+	if !f.retryAt.IsZero() && !now.Before(f.retryAt) {
 		f.retryAt = time.Time{}
 		for _, fi := range f.files {
 			if fi.retry {
@@ -24,38 +41,64 @@ func (f *Follower) work(ctx context.Context) {
 			}
 		}
 	}
-	for _, fi := range f.files {
+	for _, fi := range f.all() {
 		if !fi.missing.IsZero() && now.Sub(fi.missing) >= missingGrace {
 			f.gone(fi) // not found under another name
 		}
 	}
+	var closing []*file
 	for _, fi := range f.files {
-		f.due(fi, now)
+		if f.due(fi, now) {
+			closing = append(closing, fi)
+		}
+	}
+	// After every Idle, the larger files first: of two files of one
+	// session (a backup made mid-run, a snapshot), the larger holds the run
+	// whole, and whichever closes first claims it.
+	slices.SortFunc(closing, func(a, b *file) int { return cmp.Compare(b.size, a.size) })
+	for _, fi := range closing {
+		f.closeQuiet(fi)
 	}
 	f.commit(ctx, false)
 	for _, fi := range f.files {
 		f.dropQuiet(fi, now)
 	}
-	if (!f.saveAt.IsZero() && !now.Before(f.saveAt)) || (f.moves && f.saveAt.IsZero()) {
-		f.saveState() // a save that failed, again; or new names
+	if f.moves && f.saveAt.IsZero() {
+		f.saveState() // new names
 	}
+}
+
+// all is every file record: those with a name, and those whose name
+// another file took (orphans).
+func (f *Follower) all() []*file {
+	out := make([]*file, 0, len(f.files)+len(f.orphans))
+	for _, fi := range f.files {
+		out = append(out, fi)
+	}
+	for fi := range f.orphans {
+		out = append(out, fi)
+	}
+	return out
 }
 
 // dropQuiet frees the tracer of a file quiet for CloseAfter whose runs are
 // committed, until the file grows again.
 func (f *Follower) dropQuiet(fi *file, now time.Time) {
-	if fi.tr != nil && now.Sub(fi.active()) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
+	if fi.tr != nil && now.Sub(fi.active(now)) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
 		f.dropTracer(fi)
 		f.refresh(fi) // unless it grew while closed
 	}
 }
 
-// gone closes a file that disappeared: what is open is traced, since no
-// more will come.
+// gone closes a file that disappeared. What is open is traced, since no
+// more will come, unless another file of the same session is followed:
+// the session goes on there (a temp file renamed over it), and so does
+// its open run.
 func (f *Follower) gone(fi *file) {
 	fi.missing = time.Time{}
+	delete(f.orphans, fi)
 	if fi.tr != nil {
-		if !fi.closed {
+		if !fi.closed && !f.sessionFollowed(fi) {
 			fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		}
 		f.progress(fi)
@@ -68,6 +111,20 @@ func (f *Follower) gone(fi *file) {
 	f.forget(fi)
 }
 
+// sessionFollowed reports whether a file other than fi, still under a
+// name, holds fi's session.
+func (f *Follower) sessionFollowed(fi *file) bool {
+	if fi.session == "" {
+		return false
+	}
+	for _, o := range f.files {
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *Follower) forget(fi *file) {
 	if f.files[fi.path] == fi {
 		delete(f.files, fi.path)
@@ -75,15 +132,17 @@ func (f *Follower) forget(fi *file) {
 	if f.byID[fi.id] == fi {
 		delete(f.byID, fi.id)
 	}
+	delete(f.orphans, fi)
 	delete(f.uncommitted, fi)
 }
 
 // commit flushes and, if the exporter (or the spool) took everything,
-// moves the places of the files with newly traced runs and saves the
-// state. If not, those files are read again from their committed places
+// makes the claims since the last commit permanent, moves the places of
+// the files with newly traced runs and saves the state. If not, the claims
+// are given back and those files read again from their committed places
 // after a pause.
 func (f *Follower) commit(ctx context.Context, final bool) {
-	if len(f.uncommitted) == 0 {
+	if len(f.uncommitted) == 0 && len(f.ledger.pending) == 0 {
 		return
 	}
 	now := f.cfg.Now()
@@ -105,8 +164,8 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 		}
 		// Without a state file there is no next start: the summary line
 		// counts the loss.
+		f.ledger.fail()
 		for fi := range f.uncommitted {
-			fi.counted = max(fi.counted, fi.pending)
 			fi.pending = fi.committed
 			f.dropTracer(fi)
 			if fi.removed {
@@ -120,8 +179,9 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 	}
 	f.stats.Commits++
 	f.backoff, f.retryAt = 0, time.Time{}
+	f.ledger.commit()
 	for fi := range f.uncommitted {
-		fi.committed, fi.at = fi.pending, now
+		fi.committed = fi.pending
 		if fi.removed {
 			f.forget(fi)
 		}
@@ -139,7 +199,7 @@ func (f *Follower) stop() error {
 	if f.cfg.Ending != nil {
 		end, closing = f.cfg.Ending()
 	}
-	if closing {
+	if closing && f.saveFails == 0 {
 		f.scan(false) // what Pi wrote just before it exited
 		for _, fi := range f.files {
 			if fi.tr != nil && !fi.closed {
@@ -148,7 +208,7 @@ func (f *Follower) stop() error {
 			}
 		}
 	}
-	if len(f.uncommitted) == 0 {
+	if len(f.uncommitted) == 0 && len(f.ledger.pending) == 0 {
 		// Nothing to commit, but the exporter still shuts down.
 		_ = f.cfg.Flush(ctx, true)
 	} else {
@@ -167,9 +227,14 @@ func (f *Follower) stop() error {
 // watch gives up: every start after would trace again what was exported.
 const maxSaveFails = 5
 
-// saveState writes the places. A failure is counted, said once, and the
-// save tried again after a pause (1s, 2s, 4s...); after maxSaveFails in a
-// row, Run ends with the error.
+// ErrState is the error Run ends with when the state cannot be saved:
+// going on would export runs that the next start traces again.
+var ErrState = errors.New("the state cannot be saved")
+
+// saveState writes the claims and the places. A failure is counted, said
+// once, and the save tried again after a pause (1s, 2s, 4s...), while
+// nothing more is traced; after maxSaveFails in a row, Run ends with
+// ErrState.
 func (f *Follower) saveState() {
 	if f.cfg.StatePath == "" {
 		return
@@ -183,9 +248,11 @@ func (f *Follower) saveState() {
 			fi.tail, fi.tailAt = tailOf(fi.path, fi.committed), fi.committed
 		}
 		files = append(files, FileState{Session: fi.session, Dev: fi.id.dev, Ino: fi.id.ino, Path: fi.path,
-			Committed: fi.committed, Tail: fi.tail, At: unixOrZero(fi.at)})
+			Committed: fi.committed, Tail: fi.tail})
 	}
 	f.state.Files = files
+	f.state.index()
+	f.state.Sessions = f.ledger.save()
 	f.moves = false
 	err := f.state.Save(f.cfg.StatePath)
 	if err == nil {
@@ -195,19 +262,23 @@ func (f *Follower) saveState() {
 	f.stats.StateFails++
 	f.saveFails++
 	if f.saveFails >= maxSaveFails {
-		f.fatal = fmt.Errorf("cannot save the state to %s (%d tries): %w; without it, the next start would trace again what was exported", f.cfg.StatePath, f.saveFails, err)
+		f.fatal = fmt.Errorf("%w to %s (%d tries: %v); stopped, since the next start would trace again what was exported", ErrState, f.cfg.StatePath, f.saveFails, err)
 		f.saveAt = time.Time{}
 		return
 	}
-	f.logOnce("state", "saving the state to %s: %v (trying again)", f.cfg.StatePath, err)
+	f.logOnce("state", "saving the state to %s: %v (nothing more is traced until it can be saved; trying again)", f.cfg.StatePath, err)
 	f.saveAt = f.cfg.Now().Add(time.Second << (f.saveFails - 1))
 }
 
-// sessionOf is the session id of a header line, "" if it has none.
-func sessionOf(first []byte) string {
+// sessionOf is the session id of a header line, "" if it has none; entry
+// reports a first line that is an entry, not a header (a file without one).
+func sessionOf(first []byte) (id string, entry bool) {
 	var h header
 	if json.Unmarshal(first, &h) != nil {
-		return ""
+		return "", false
 	}
-	return h.ID
+	if h.Type != "session" {
+		return "", h.Type != ""
+	}
+	return h.ID, false
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/session"
 )
 
 // Tracer traces one session file; internal/session's Tracer is one. Line
@@ -50,16 +51,17 @@ type Tracer interface {
 	LastEntry() time.Time
 }
 
-// TracerSpec is what a new Tracer is told: runs begun before SkipThrough,
-// or before Since, are decoded but not traced.
+// TracerSpec is what a new Tracer is told.
 type TracerSpec struct {
-	Path        string
+	Path string
+	// SkipThrough: runs begun before this offset were traced by an earlier
+	// pi-otel whose state knew only offsets (or, in a file without a
+	// header, are history): not traced, only recorded with
+	// Claims.Traced.
 	SkipThrough int64
-	Since       time.Time
-	// Counted: runs ending at or before it were traced before, and their
-	// export failed; traced again, they are exported again but must not
-	// count again (the span metrics).
-	Counted int64
+	// Claims decides which runs are traced, by their keys: each once,
+	// whichever file holds it.
+	Claims session.Claims
 }
 
 // Config configures a Follower.
@@ -68,8 +70,8 @@ type Config struct {
 	Dirs []string
 	// NewTracer makes the tracer for one file.
 	NewTracer func(TracerSpec) Tracer
-	// IsSession tells a session file by its first line; nil takes every
-	// *.jsonl file.
+	// IsSession tells a session file by its first line (a header, or an
+	// entry of a file without one); nil takes every *.jsonl file.
 	IsSession func(first []byte) bool
 	// Accept, if set, decides whether a file that shows new data is
 	// followed at all (pi-otel run: only the files its Pi writes). It is
@@ -82,9 +84,9 @@ type Config struct {
 	// StatePath is where places are kept between runs; "" keeps them in
 	// memory only.
 	StatePath string
-	// Since is how far back to trace files that are not in the state at
-	// the first start: zero traces only what is appended from now on,
-	// SinceAll traces everything.
+	// Since is how far back to trace the sessions on disk at the first
+	// start: zero traces only runs begun from now on, SinceAll traces
+	// everything. Sessions that appear later are traced whole.
 	Since time.Time
 	// Settle is how long a session must be quiet after a final answer for
 	// its run to count as complete.
@@ -138,11 +140,20 @@ type Follower struct {
 	cfg   Config
 	files map[string]*file // by path
 	byID  map[fileID]*file // the same files, by identity
-	state State
-	first bool
-	// since is Config.Since, or that of the first scan a restart goes on
-	// with.
-	since   time.Time
+	// orphans are files whose name another file took: found again under
+	// another name, or gone after missingGrace.
+	orphans map[*file]bool
+	state   State
+	ledger  *ledger
+	first   bool
+	// since is the first scan's history bound: Config.Since, now, or that
+	// of the first scan a restart goes on with.
+	since time.Time
+	// headers are the session ids the first scan read, for place.
+	headers map[string]string
+	// stalled: events were passed over while the state could not be
+	// saved; a scan catches up once it can.
+	stalled bool
 	watcher *fsnotify.Watcher
 	watched map[string]bool
 	buf     []byte
@@ -196,10 +207,14 @@ type file struct {
 	pending   int64     // traced, waiting for a flush
 	tail      uint32
 	tailAt    int64 // the committed place tail was taken at
-	counted   int64 // traced before a failed export: see TracerSpec.Counted
-	at        time.Time
-	since     time.Time
-	tr        Tracer
+	// skip is TracerSpec.SkipThrough.
+	skip int64
+	// seen is the size refresh last saw (at least 1 once it looked); grew:
+	// the file grew since, so it is a file being written, whatever its
+	// entries' times say.
+	seen int64
+	grew bool
+	tr   Tracer
 	// nextIdle is when Idle is due: settle after the last line, then
 	// again every settle while a run stays open (Pi's entry times and
 	// the file's coarse mtime may differ by a clock tick); zero when
@@ -209,9 +224,6 @@ type file struct {
 	closed   bool // the tracer was closed; it goes once committed
 	accept   decision
 	notSess  bool
-	// expect is the session id the state knew under this identity: a
-	// header that says otherwise is a new file in a reused inode.
-	expect string
 	// missing is when the file's name went away (a rename or a remove
 	// event): it is found again by identity, or closed after missingGrace.
 	missing time.Time
@@ -246,6 +258,9 @@ func New(cfg Config) *Follower {
 		cfg:         cfg,
 		files:       map[string]*file{},
 		byID:        map[fileID]*file{},
+		orphans:     map[*file]bool{},
+		ledger:      newLedger(),
+		headers:     map[string]string{},
 		watched:     map[string]bool{},
 		uncommitted: map[*file]bool{},
 		said:        map[string]bool{},
@@ -297,6 +312,16 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 	}
 
+	// The first start's scan marker and bound are saved before anything
+	// is exported: a kill -9 before the first commit leaves a start that
+	// goes on with the same scan. A state that cannot be saved stops watch
+	// here, before it exports what it could not record.
+	if f.cfg.StatePath != "" {
+		if err := f.state.Save(f.cfg.StatePath); err != nil {
+			f.stats.StateFails++
+			return fmt.Errorf("%w to %s (%v): nothing was traced", ErrState, f.cfg.StatePath, err)
+		}
+	}
 	f.scan(true)
 	if ctx.Err() != nil || f.fatal != nil {
 		// Stopped mid-scan: the state keeps Scan, so the next start goes
@@ -355,7 +380,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 		case <-timer.C:
 		}
-		if interval := f.scanInterval(); f.cfg.Now().Sub(lastScan) >= interval {
+		if interval := f.scanInterval(); f.cfg.Now().Sub(lastScan) >= interval && f.saveFails == 0 {
 			f.scan(false)
 			lastScan = f.cfg.Now()
 		}
@@ -372,25 +397,25 @@ func (f *Follower) load() error {
 	if f.cfg.StatePath == "" {
 		f.state, f.first = State{Version: stateVersion}, true
 		f.state.index()
-		return nil
+	} else {
+		st, first, err := LoadState(f.cfg.StatePath)
+		if err != nil {
+			return err
+		}
+		f.state, f.first = st, first
+		if err := f.ledger.load(st.Sessions); err != nil {
+			return fmt.Errorf("state file %s is damaged (%v); move it away to start over", f.cfg.StatePath, err)
+		}
 	}
-	st, first, err := LoadState(f.cfg.StatePath)
-	if err != nil {
-		return err
-	}
-	f.state, f.first = st, first
-	switch {
+	switch st := &f.state; {
 	case st.Scan != nil:
-		// A first scan cut short: the same Since, whatever this start asks.
-		f.since = time.Time{}
-		if st.Scan.Since != 0 {
-			f.since = time.Unix(0, st.Scan.Since)
+		// A first scan cut short: the same bound, whatever this start asks.
+		f.since = time.Unix(0, st.Scan.Since)
+	case f.first:
+		if f.since.IsZero() {
+			f.since = f.cfg.Now() // history: only runs begun from now on
 		}
-	case first:
-		f.state.Scan = &ScanState{}
-		if !f.since.IsZero() {
-			f.state.Scan.Since = f.since.UnixNano()
-		}
+		st.Scan = &ScanState{Since: f.since.UnixNano()}
 	}
 	return nil
 }
@@ -414,6 +439,9 @@ func (f *Follower) scanInterval() time.Duration {
 // deadline, a retry, a file whose name went away, the next scan.
 func (f *Follower) nextWake(lastScan time.Time) time.Time {
 	next := lastScan.Add(f.scanInterval())
+	for fi := range f.orphans {
+		next = earlier(next, fi.missing.Add(missingGrace))
+	}
 	for _, fi := range f.files {
 		if !fi.missing.IsZero() {
 			next = earlier(next, fi.missing.Add(missingGrace))
@@ -424,10 +452,16 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 		if !fi.nextIdle.IsZero() {
 			next = earlier(next, fi.nextIdle)
 		}
-		if closeAt := fi.active().Add(f.cfg.CloseAfter); closeAt.After(f.cfg.Now()) {
-			next = earlier(next, closeAt)
+		now := f.cfg.Now()
+		if !fi.closed && !f.uncommitted[fi] {
+			// Due now, if active went back to the entries' time since due
+			// last looked. (A tracer past its close, or with runs waiting
+			// for a commit, waits for the commit.)
+			next = earlier(next, fi.active(now).Add(f.cfg.CloseAfter))
 		}
-		// A tracer past its close is waiting for a commit: retryAt.
+		if probed := fi.mtime.Add(growthProbe); probed.After(now) {
+			next = earlier(next, probed) // active may then go back to the entries' time
+		}
 	}
 	if !f.retryAt.IsZero() {
 		next = earlier(next, f.retryAt)
@@ -445,8 +479,13 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// event reacts to one inotify event.
+// event reacts to one inotify event; while the state cannot be saved, the
+// scan after it catches up instead.
 func (f *Follower) event(ev fsnotify.Event) {
+	if f.saveFails > 0 {
+		f.stalled = true
+		return
+	}
 	switch {
 	case ev.Has(fsnotify.Create):
 		st, err := os.Stat(ev.Name) // a link to a folder is a folder

@@ -68,10 +68,16 @@ type fakeTracer struct {
 	open      int // index of the open run's first line, or -1
 	committed int64
 	closed    bool
+	ino       uint64
 }
 
 func (b *book) newTracer(spec TracerSpec) Tracer {
 	t := &fakeTracer{b: b, spec: spec, open: -1}
+	// The fake format has no session ids: a run's key is the file's inode
+	// and the run's offset, the same under any name and after a restart.
+	if st, err := os.Stat(spec.Path); err == nil {
+		t.ino = identity(st).ino
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tracers = append(b.tracers, t)
@@ -113,7 +119,15 @@ func (t *fakeTracer) add(off int64, s string) {
 func (t *fakeTracer) trace() {
 	start, end := t.offs[t.open], t.ends[len(t.ends)-1]
 	t.open = -1
-	if start >= t.spec.SkipThrough { // as internal/session: runs begun before it are skipped
+	claim := fmt.Sprintf("%d@%d", t.ino, start)
+	traced := false
+	switch { // as internal/session
+	case start < t.spec.SkipThrough:
+		t.spec.Claims.Traced("", claim, time.Time{})
+	default:
+		traced, _ = t.spec.Claims.Claim("", claim, time.Time{})
+	}
+	if traced {
 		key := fmt.Sprintf("%s@%d", filepath.Base(t.spec.Path), start)
 		t.b.mu.Lock()
 		t.b.traced = append(t.b.traced, key)
@@ -440,7 +454,7 @@ func TestQuietTracersAreDropped(t *testing.T) {
 func TestStateFileIsPrivateAndAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sub", "watch.json")
-	st := State{Files: []FileState{{Path: "/a.jsonl", Dev: 1, Ino: 2, Committed: 3, At: 4}}}
+	st := State{Files: []FileState{{Path: "/a.jsonl", Dev: 1, Ino: 2, Committed: 3}}}
 	if err := st.Save(p); err != nil {
 		t.Fatal(err)
 	}

@@ -23,27 +23,26 @@ func (f *Follower) refresh(fi *file) {
 		return
 	}
 	fi.missing = time.Time{}
-	id := identity(st)
+	if id := identity(st); id != fi.id {
+		// Another file has this name now (a temp file renamed over it, a
+		// move, a restore): this one left it. It is found again under
+		// another name, or gone; the newcomer is a file of its own.
+		f.replaced(fi)
+		return
+	}
 	size := st.Size()
-	if id != fi.id || size < fi.size || (fi.tr != nil && size < fi.readOff) {
-		// Rewritten (Pi migrates old files in place) or replaced: read it
-		// again from the start, tracing only runs begun since the last
-		// commit; offsets before no longer mean anything.
+	if size < fi.size || (fi.tr != nil && size < fi.readOff) {
+		// Rewritten in place (Pi migrates old files so): read it again
+		// from the start; the claims keep what was traced from being
+		// traced again, and offsets before no longer mean anything.
 		f.dropTracer(fi)
-		if id != fi.id {
-			if f.byID[fi.id] == fi {
-				delete(f.byID, fi.id)
-			}
-			fi.id = id
-			f.byID[id] = fi
-		}
-		fi.committed, fi.pending, fi.size, fi.tailAt, fi.counted = 0, 0, 0, -1, 0
-		fi.since = fi.at
-		if fi.since.IsZero() {
-			fi.since = f.cfg.Now()
-		}
+		fi.committed, fi.pending, fi.size, fi.tailAt, fi.skip = 0, 0, 0, -1, 0
 		delete(f.uncommitted, fi)
 	}
+	if fi.seen > 0 && size > fi.seen {
+		fi.grew = true
+	}
+	fi.seen = max(size, 1)
 	fi.mtime = st.ModTime()
 	if fi.closed {
 		return // what came after the close is read once the tracer is gone
@@ -102,7 +101,7 @@ func (f *Follower) read(fi *file) {
 		fi.lastEntry = t
 	}
 	if fi.nextIdle.IsZero() {
-		fi.nextIdle = fi.active().Add(f.cfg.Settle)
+		fi.nextIdle = fi.active(f.cfg.Now()).Add(f.cfg.Settle)
 	}
 	if len(f.buf) > 1<<20 {
 		f.buf = nil // a huge line (an image) is not kept for the next read
@@ -172,14 +171,21 @@ func (f *Follower) readAhead(fh *os.File, fi *file, decode func(off int64, b []b
 
 // active is when the file was last written to: its modification time,
 // or the time of its newest entry when that is older (a copy of an old
-// session, cp without -p, is new to the file system only). A file copied
-// into the session folder is history to close, not a Pi at work.
-func (fi *file) active() time.Time {
-	if !fi.lastEntry.IsZero() && fi.lastEntry.Before(fi.mtime) {
-		return fi.lastEntry
+// session, cp without -p, is new to the file system only), but only for
+// a file that has not grown under watch's eyes and has not been written
+// to for growthProbe. A file copied into the session folder is history to
+// close; a file still being copied, however old its entries, is not.
+func (fi *file) active(now time.Time) time.Time {
+	if fi.grew || fi.lastEntry.IsZero() || !fi.lastEntry.Before(fi.mtime) || now.Sub(fi.mtime) < growthProbe {
+		return fi.mtime
 	}
-	return fi.mtime
+	return fi.lastEntry
 }
+
+// growthProbe is how long a file must not have changed for its entries'
+// times, not its own, to say when it was last active: a slow copy (rsync,
+// NFS, a sync tool) writes more often than that.
+const growthProbe = 2 * time.Second
 
 // readLast feeds, before a quiet file is closed, a last line that has no
 // LF but is a whole JSON value: Pi ends every line with one, but a file
@@ -208,8 +214,8 @@ func (f *Follower) readLast(fi *file) {
 	fi.readOff = fi.size
 }
 
-// newTracer builds fi's tracer once its header is whole. A tracer starts
-// at the top of the file and skips the runs already traced (pending).
+// newTracer builds fi's tracer once its first line is whole. A tracer
+// starts at the top of the file; the claims skip what was traced.
 func (f *Follower) newTracer(fi *file, fh *os.File) bool {
 	first, ok := firstLine(fh)
 	if !ok {
@@ -217,16 +223,15 @@ func (f *Follower) newTracer(fi *file, fh *os.File) bool {
 	}
 	if f.cfg.IsSession != nil && !f.cfg.IsSession(first) {
 		fi.notSess = true
+		f.logOnce("not "+fi.path, "%s is not a Pi session file (its first line is neither a session header nor an entry); not followed", fi.path)
 		return false
 	}
-	fi.session = sessionOf(first)
-	if fi.expect != "" && fi.session != fi.expect {
-		// Another session in the inode of one the state knew (deleted
-		// while we were down): a new file, from its start.
-		fi.committed, fi.pending, fi.tailAt, fi.since, fi.counted = 0, 0, -1, time.Time{}, 0
+	var entry bool
+	fi.session, entry = sessionOf(first)
+	if entry {
+		f.logOnce("nohdr "+fi.path, "%s has no session header: traced by its entries, as replay traces it", fi.path)
 	}
-	fi.expect = ""
-	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.pending, Since: fi.since, Counted: fi.counted})
+	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.skip, Claims: f.ledger})
 	fi.readOff = 0
 	return true
 }
@@ -259,13 +264,13 @@ func (f *Follower) progress(fi *file) {
 	}
 }
 
-// due runs what is due for one file: Idle once it has been quiet for
-// settle, Close once it has been quiet for CloseAfter with a run open.
-func (f *Follower) due(fi *file, now time.Time) {
+// due runs Idle for a file once it has been quiet for settle, and reports
+// whether it is to be closed: quiet for CloseAfter with a run open.
+func (f *Follower) due(fi *file, now time.Time) bool {
 	if fi.tr == nil || fi.closed {
-		return
+		return false
 	}
-	quiet := now.Sub(fi.active()) >= f.cfg.CloseAfter
+	quiet := now.Sub(fi.active(now)) >= f.cfg.CloseAfter
 	if quiet {
 		f.readLast(fi) // before Idle, which would trace its run without it
 	}
@@ -278,11 +283,14 @@ func (f *Follower) due(fi *file, now time.Time) {
 			fi.nextIdle = now.Add(f.cfg.Settle)
 		}
 	}
-	if quiet && fi.tr.Committed() < fi.readOff {
-		fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
-		fi.closed, fi.nextIdle = true, time.Time{}
-		f.progress(fi)
-	}
+	return quiet && fi.tr.Committed() < fi.readOff
+}
+
+// closeQuiet traces the open run of a file due says is to be closed.
+func (f *Follower) closeQuiet(fi *file) {
+	fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+	fi.closed, fi.nextIdle = true, time.Time{}
+	f.progress(fi)
 }
 
 func (f *Follower) dropTracer(fi *file) {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,11 +41,13 @@ func (f *Follower) scan(initial bool) {
 }
 
 // walk adds watches for dir and every directory below it and looks at
-// every session file; it returns the files found.
+// every session file; it returns the files found. The first scan reads
+// the files of one session together, the largest first: a snapshot or a
+// backup that stops mid-run then finds that run traced whole already.
 func (f *Follower) walk(dir string, initial bool) []string {
-	var found []string
+	var found, later []string
 	_ = walkTree(dir, func(p string, d fs.DirEntry, err error) error {
-		if initial && f.ctx != nil && (f.ctx.Err() != nil || f.fatal != nil) {
+		if initial && f.stopping() {
 			return filepath.SkipAll // stopping: the rest waits for the next start
 		}
 		if err != nil {
@@ -70,19 +73,73 @@ func (f *Follower) walk(dir string, initial bool) []string {
 		if !d.Type().IsRegular() || !strings.HasSuffix(p, ".jsonl") {
 			return nil
 		}
-		fi := f.touch(p, initial)
-		if fi != nil {
+		if initial {
+			later = append(later, p)
+		} else if fi := f.touch(p, false); fi != nil {
 			found = append(found, fi.path)
-		}
-		if initial && fi != nil {
-			f.backfilled(fi)
 		}
 		return nil
 	})
-	if initial {
-		f.commitScan(true)
+	if !initial {
+		return found
 	}
+	for _, p := range f.bySession(later) {
+		if f.stopping() {
+			break
+		}
+		if fi := f.touch(p, true); fi != nil {
+			found = append(found, fi.path)
+			f.backfilled(fi)
+		}
+	}
+	f.commitScan(true)
 	return found
+}
+
+// stopping reports whether the first scan is to stop: Run's context is
+// done, or watch cannot go on.
+func (f *Follower) stopping() bool {
+	return f.ctx != nil && (f.ctx.Err() != nil || f.fatal != nil)
+}
+
+// bySession orders the files of a first scan: the files of one session
+// together, the largest first, in the order of the session's first file.
+// The headers read are kept for place.
+func (f *Follower) bySession(paths []string) []string {
+	type cand struct {
+		path    string
+		session string
+		size    int64
+		group   int
+	}
+	groups := map[string]int{}
+	cs := make([]cand, 0, len(paths))
+	for _, p := range paths {
+		c := cand{path: p}
+		if st, err := os.Stat(p); err == nil {
+			c.size = st.Size()
+		}
+		c.session = headerSession(p)
+		f.headers[p] = c.session
+		g, ok := groups[c.session]
+		if !ok || c.session == "" {
+			g = len(groups) + len(cs)
+			groups[c.session] = g
+		}
+		c.group = g
+		cs = append(cs, c)
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.group != b.group {
+			return a.group - b.group
+		}
+		return int(b.size - a.size)
+	})
+	out := paths[:0]
+	for _, c := range cs {
+		out = append(out, c.path)
+	}
+	return out
 }
 
 // backfilled finishes a file the first scan has read: what is due is
@@ -91,8 +148,10 @@ func (f *Follower) walk(dir string, initial bool) []string {
 func (f *Follower) backfilled(fi *file) {
 	if fi.tr != nil {
 		now := f.cfg.Now()
-		f.due(fi, now)
-		if now.Sub(fi.active()) >= f.cfg.CloseAfter && (fi.closed || fi.tr.Committed() >= fi.readOff) {
+		if f.due(fi, now) {
+			f.closeQuiet(fi)
+		}
+		if now.Sub(fi.active(now)) >= f.cfg.CloseAfter && (fi.closed || fi.tr.Committed() >= fi.readOff) {
 			// A new tracer, if the file grows, skips what is pending.
 			f.dropTracer(fi)
 		}
@@ -119,6 +178,17 @@ func (f *Follower) commitScan(always bool) {
 	if len(f.uncommitted) == 0 {
 		f.saveState() // the places of files with nothing to trace too
 	}
+	// A state that cannot be saved holds the scan: going on would export
+	// runs that no state records.
+	for f.saveFails > 0 && f.fatal == nil && ctx.Err() == nil {
+		t := time.NewTimer(max(f.saveAt.Sub(f.cfg.Now()), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			f.saveState()
+		}
+		t.Stop()
+	}
 }
 
 // touch notes that path may have changed, and reads it. It returns the
@@ -134,7 +204,14 @@ func (f *Follower) touch(path string, initial bool) *file {
 			return nil
 		}
 		id := identity(st)
-		if other := f.byID[id]; other != nil {
+		other := f.byID[id]
+		if other != nil && other.session != "" && headerSession(path) != other.session {
+			// Its inode, freed, now holds another session: that file is
+			// gone, and this one is new.
+			f.gone(other)
+			other = nil
+		}
+		if other != nil {
 			if !f.moved(other, path) {
 				return nil // the same file under a second name: followed once
 			}
@@ -146,7 +223,7 @@ func (f *Follower) touch(path string, initial bool) *file {
 		}
 	}
 	f.refresh(fi)
-	return fi
+	return f.files[path] // another file, if fi was replaced under its name
 }
 
 // moved reports whether fi, found again at path, left its old name (a
@@ -154,10 +231,15 @@ func (f *Follower) touch(path string, initial bool) *file {
 // and its runs: nothing is read or traced again. If the old name still
 // names it, path is a second name of the same file.
 func (f *Follower) moved(fi *file, path string) bool {
-	if st, err := os.Stat(fi.path); err == nil && identity(st) == fi.id {
-		return false
+	if !f.orphans[fi] {
+		if st, err := os.Stat(fi.path); err == nil && identity(st) == fi.id {
+			return false
+		}
 	}
-	delete(f.files, fi.path)
+	if f.files[fi.path] == fi {
+		delete(f.files, fi.path)
+	}
+	delete(f.orphans, fi)
 	fi.path, fi.missing = path, time.Time{}
 	f.files[path] = fi
 	f.stats.Moved++
@@ -177,48 +259,53 @@ func (f *Follower) vanished(fi *file) {
 	}
 }
 
-// place makes the record of a file seen for the first time, from the state
-// (found by identity, else by session id) or, at the first start, from
-// Since.
-func (f *Follower) place(path string, st os.FileInfo, id fileID, initial bool) *file {
-	fi := &file{path: path, id: id, mtime: st.ModTime()}
-	s, ok := f.state.byIdentity(id)
-	if ok {
-		fi.expect = s.Session
-	} else if len(f.state.bySession) > 0 {
-		// Copied or moved from another file system: the same session, a
-		// new inode; the same bytes up to its place, or it was rewritten.
-		if sid := headerSession(path); sid != "" {
-			if s2, ok2 := f.state.bySessionID(sid); ok2 {
-				fi.session = sid
-				if s2.Committed <= st.Size() && tailOf(path, s2.Committed) == s2.Tail {
-					s, ok = s2, true
-				} else if s2.At != 0 {
-					fi.since = time.Unix(s2.At, 0)
-					return fi
-				}
-			}
-		}
+// replaced notes that another file took fi's name: fi waits, nameless,
+// to be found under another name, and the name is looked at afresh.
+func (f *Follower) replaced(fi *file) {
+	if f.files[fi.path] == fi {
+		delete(f.files, fi.path)
 	}
-	if ok && s.Committed <= st.Size() {
-		fi.committed, fi.pending = s.Committed, s.Committed
+	f.orphans[fi] = true
+	if fi.missing.IsZero() {
+		fi.missing = f.cfg.Now()
+	}
+	f.touch(fi.path, false)
+}
+
+// place makes the record of a file seen for the first time. Where to read
+// from comes from the state: the place of this file, or of a copy of it,
+// when the bytes before it are the same. What is traced is the claims'
+// business, not the place's. At the first start, the sessions on disk get
+// their history bound (Since), and files older than it are placed at
+// their end, not read.
+func (f *Follower) place(path string, st os.FileInfo, id fileID, initial bool) *file {
+	fi := &file{path: path, id: id, mtime: st.ModTime(), tailAt: -1}
+	if sid, ok := f.headers[path]; ok {
+		fi.session = sid
+		delete(f.headers, path)
+	} else {
+		fi.session = headerSession(path)
+	}
+	if s, ok := f.state.resume(id, fi.session); ok && s.Committed <= st.Size() && tailOf(path, s.Committed) == s.Tail {
+		if f.state.legacy {
+			// An older state knew only places: the runs before it are
+			// read once, to be recorded (Claims.Traced).
+			fi.skip = s.Committed
+			return fi
+		}
+		fi.committed, fi.pending, fi.size = s.Committed, s.Committed, s.Committed
 		fi.tail, fi.tailAt = s.Tail, s.Committed
-		fi.at = time.Unix(s.At, 0)
-		fi.size = min(s.Committed, st.Size())
 		return fi
 	}
-	if ok && s.At != 0 { // replaced or shrunk while we were down: only runs begun since
-		fi.since = time.Unix(s.At, 0)
-	}
-	// A file not in the state is new since the last run, or everything
-	// is new at a first start: Since says how far back to go.
-	if initial && f.first && !ok {
-		switch {
-		case f.since.IsZero(), st.ModTime().Before(f.since):
-			// History: only what is appended from now on.
-			fi.committed, fi.pending, fi.size = st.Size(), st.Size(), st.Size()
-		case f.since != SinceAll:
-			fi.since = f.since
+	if initial && f.first && f.since != SinceAll {
+		if fi.session != "" {
+			f.ledger.history(fi.session, f.since)
+		}
+		if st.ModTime().Before(f.since) {
+			// Nothing began after the bound: only what is appended from
+			// now on. (A file without a header has no session to bound:
+			// its place is all there is.)
+			fi.committed, fi.pending, fi.size, fi.skip = st.Size(), st.Size(), st.Size(), st.Size()
 		}
 	}
 	return fi

@@ -7,44 +7,63 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 )
 
-// stateVersion changes when the state file's meaning does. Version 1 keyed
-// files by path; it is read and written back as version 2.
-const stateVersion = 2
+// errDamagedRuns is a state whose run keys do not decode.
+var errDamagedRuns = errors.New("its run keys do not decode")
 
-// State is where a follower stands in every file: what is persisted
-// between runs of pi-otel watch.
+// stateVersion changes when the state file's meaning does. Version 1 keyed
+// files by path, version 2 by identity, both with offsets alone deciding
+// what was traced; they are read and written back as version 3.
+const stateVersion = 3
+
+// State is what a follower keeps between runs of pi-otel watch.
 //
-// A file is known by what it is, not by its name: its device and inode,
-// and the session id of its header. A file renamed or moved (into an
-// archive/ folder, say) keeps its place, so nothing is traced twice.
+// What was traced is recorded per session (Sessions): a session is its
+// header's id, and each of its runs is known by keys (see ledger), so a
+// run is traced once whichever file holds it, and whatever happened to the
+// files. The files' places (Files) only say where to go on reading, so
+// that a restart does not read every file again; they never decide
+// whether a run was traced.
 type State struct {
 	Version int `json:"version"`
 	// Scan is set while the first start's scan is not complete: a restart
 	// goes on with it, with the same Since, instead of taking the files
 	// not yet seen for new ones.
 	Scan *ScanState `json:"scan,omitempty"`
+	// Sessions are the runs traced, per session.
+	Sessions []SessionState `json:"sessions,omitempty"`
 	// Files are the places, one per file.
 	Files []FileState `json:"files"`
 
+	// legacy: a version 1 or 2 state, whose places are all it knows of
+	// what was traced.
+	legacy    bool
 	byID      map[fileID]int
 	bySession map[string]int
 }
 
 // ScanState is the first start's scan in progress.
 type ScanState struct {
-	// Since is Config.Since of that start, in Unix nanoseconds; 0 is none
-	// (history skipped).
+	// Since is the first start's history bound, in Unix nanoseconds: runs
+	// of the sessions on disk then that began before it are not traced
+	// (1: none).
 	Since int64 `json:"since"`
+}
+
+// SessionState is one session's record.
+type SessionState struct {
+	ID string `json:"id"`
+	// Since: runs begun before it (Unix nanoseconds) are history, never
+	// traced; 0 for none.
+	Since int64 `json:"since,omitempty"`
+	// Runs are the keys of the runs traced, 64-bit hashes in base64.
+	Runs string `json:"runs,omitempty"`
 }
 
 // FileState is one file's place.
 type FileState struct {
-	// Session is the session id of the file's header ("" if it has none):
-	// it finds a file copied or moved to another file system, and tells a
-	// new file that took a deleted one's inode.
+	// Session is the session id of the file's header ("" if it has none).
 	Session string `json:"session,omitempty"`
 	// Dev and Ino are the file's identity while it stays on one file
 	// system, whatever its name.
@@ -53,15 +72,12 @@ type FileState struct {
 	// Path is where the file was last seen, for people reading the state.
 	Path string `json:"path,omitempty"`
 	// Committed is the offset past the last run whose spans the exporter
-	// accepted; runs begun before it are never traced again.
+	// accepted: reading goes on from there.
 	Committed int64 `json:"committed"`
-	// Tail is a checksum of the bytes just before Committed: a file found
-	// by its session id under another inode keeps its place only if they
-	// are the same (a copy, not a rewrite).
+	// Tail is a checksum of the bytes just before Committed: a place is
+	// used only for a file with the same bytes there (the same file, or a
+	// copy), never for a rewrite.
 	Tail uint32 `json:"tail,omitempty"`
-	// At is when Committed last moved (Unix seconds): a file rewritten in
-	// place is traced again only from runs begun after it.
-	At int64 `json:"at,omitempty"`
 }
 
 // stateV1 is the version 1 layout, keyed by path.
@@ -93,17 +109,22 @@ func LoadState(path string) (st State, first bool, err error) {
 		if err := json.Unmarshal(b, &old); err != nil {
 			return State{}, false, fmt.Errorf("state file %s is damaged (%v); move it away to start over", path, err)
 		}
-		st.Version = stateVersion
+		st.Version, st.legacy = stateVersion, true
 		for p, fs := range old.Files {
 			fs.Path = p
 			st.Files = append(st.Files, fs)
 		}
+	case 2:
+		if err := json.Unmarshal(b, &st); err != nil {
+			return State{}, false, fmt.Errorf("state file %s is damaged (%v); move it away to start over", path, err)
+		}
+		st.Version, st.legacy = stateVersion, true
 	case stateVersion:
 		if err := json.Unmarshal(b, &st); err != nil {
 			return State{}, false, fmt.Errorf("state file %s is damaged (%v); move it away to start over", path, err)
 		}
 	default:
-		return State{}, false, fmt.Errorf("state file %s has version %d; this pi-otel reads versions 1 and %d", path, v.Version, stateVersion)
+		return State{}, false, fmt.Errorf("state file %s has version %d; this pi-otel reads versions 1 to %d", path, v.Version, stateVersion)
 	}
 	st.index()
 	return st, st.Scan != nil, nil
@@ -121,22 +142,19 @@ func (st *State) index() {
 	}
 }
 
-// byIdentity is the place of the file with this device and inode.
-func (st *State) byIdentity(id fileID) (FileState, bool) {
-	i, ok := st.byID[id]
-	if !ok {
-		return FileState{}, false
+// resume is the place to go on reading a file from: the record of this
+// very file (its identity), else of a file of the same session (a copy, a
+// move to another file system). The caller checks the bytes (Tail).
+func (st *State) resume(id fileID, session string) (FileState, bool) {
+	if i, ok := st.byID[id]; ok {
+		if f := st.Files[i]; f.Session == session || (st.legacy && f.Session == "") {
+			return f, true
+		}
 	}
-	return st.Files[i], true
-}
-
-// bySessionID is the place of a file with this session id.
-func (st *State) bySessionID(id string) (FileState, bool) {
-	i, ok := st.bySession[id]
-	if !ok || id == "" {
-		return FileState{}, false
+	if i, ok := st.bySession[session]; ok && session != "" {
+		return st.Files[i], true
 	}
-	return st.Files[i], true
+	return FileState{}, false
 }
 
 // File is the place of the file last seen at path, for tests and tools.
@@ -204,11 +222,4 @@ func DefaultStatePath(getenv func(string) string, home string) string {
 		return filepath.Join(x, "pi-otel", "watch.json")
 	}
 	return filepath.Join(home, ".local", "state", "pi-otel", "watch.json")
-}
-
-func unixOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.Unix()
 }

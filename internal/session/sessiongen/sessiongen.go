@@ -26,6 +26,9 @@ type Config struct {
 	// ID is the session id of the header; files of one history need
 	// their own, since trace ids derive from it. Default: a fixed one.
 	ID string
+	// Start is the time of the header; entries follow it. Default: a
+	// fixed day in January 2026.
+	Start time.Time
 }
 
 // Stats says what was written.
@@ -47,7 +50,10 @@ type gen struct {
 
 // Write writes one session file of about cfg.Size bytes to w.
 func Write(w io.Writer, cfg Config) (Stats, error) {
-	g := &gen{w: bufio.NewWriterSize(w, 1<<20), rng: rand.New(rand.NewPCG(cfg.Seed, 7)), now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+	g := &gen{w: bufio.NewWriterSize(w, 1<<20), rng: rand.New(rand.NewPCG(cfg.Seed, 7)), now: cfg.Start}
+	if g.now.IsZero() {
+		g.now = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	}
 	g.subs = cfg.Subagents
 	g.text = strings.Repeat("The quick brown fox jumps over the lazy dog; pi edits the file and runs the tests. ", 8)
 	id := cfg.ID

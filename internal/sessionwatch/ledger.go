@@ -1,0 +1,216 @@
+package sessionwatch
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// ledger records which runs were traced, per session, whatever file held
+// them: a session is its header's id, not its file. A copy, a backup, a
+// snapshot, a file replaced by temp file and rename, a second name, a
+// restart: each run is traced once, because its key is claimed once.
+//
+// A run is known by two keys, each a 64-bit hash: its session and first
+// entry's id (the key its span ids derive from), and its session and
+// start time. Either one marks it traced. The ids of a version 1 file
+// derive from offsets, and Pi gives its entries new ids when it migrates
+// the file in place; the times stay.
+//
+// Claims since the last commit are pending: an export that fails gives
+// them back, to be claimed again, and the span metrics do not count a run
+// twice (counted).
+type ledger struct {
+	sessions map[string]*sessionRuns
+	pending  []claimed
+	counted  map[uint64]struct{}
+}
+
+// sessionRuns is one session's record.
+type sessionRuns struct {
+	// since: runs begun before it (Unix nanoseconds) are history, not
+	// traced; 0 for none. Set for the sessions on disk at the first start.
+	since int64
+	done  map[uint64]struct{}
+	// enc is done encoded, as saved; "" once done has changed.
+	enc string
+}
+
+type claimed struct {
+	s      *sessionRuns
+	id, at uint64 // the two keys; at is 0 for a run with no time
+}
+
+func newLedger() *ledger {
+	return &ledger{sessions: map[string]*sessionRuns{}, counted: map[uint64]struct{}{}}
+}
+
+func (l *ledger) session(id string) *sessionRuns {
+	s := l.sessions[id]
+	if s == nil {
+		s = &sessionRuns{done: map[uint64]struct{}{}}
+		l.sessions[id] = s
+	}
+	return s
+}
+
+// keys are the two hashes of a run.
+func keys(session, key string, start time.Time) (id, at uint64) {
+	h := fnv.New64a()
+	h.Write([]byte{'k'})
+	h.Write([]byte(key))
+	id = h.Sum64()
+	if !start.IsZero() {
+		h.Reset()
+		h.Write([]byte{'t'})
+		h.Write([]byte(session))
+		h.Write([]byte{0})
+		h.Write(strconv.AppendInt(nil, start.UnixMilli(), 10))
+		at = h.Sum64()
+	}
+	return id, at
+}
+
+// Claim implements session.Claims: a run is traced if it is not history
+// and neither of its keys was claimed.
+func (l *ledger) Claim(session, key string, start time.Time) (trace, count bool) {
+	s := l.session(session)
+	if s.since != 0 && !start.IsZero() && start.UnixNano() < s.since {
+		return false, false
+	}
+	id, at := keys(session, key, start)
+	if s.has(id, at) {
+		return false, false
+	}
+	l.add(s, id, at)
+	_, again := l.counted[id]
+	return true, !again
+}
+
+// Traced implements session.Claims: a run traced by an earlier pi-otel,
+// recorded now.
+func (l *ledger) Traced(session, key string, start time.Time) {
+	s := l.session(session)
+	if id, at := keys(session, key, start); !s.has(id, at) {
+		l.add(s, id, at)
+	}
+}
+
+func (s *sessionRuns) has(id, at uint64) bool {
+	if _, ok := s.done[id]; ok {
+		return true
+	}
+	_, ok := s.done[at]
+	return at != 0 && ok
+}
+
+func (l *ledger) add(s *sessionRuns, id, at uint64) {
+	s.done[id] = struct{}{}
+	if at != 0 {
+		s.done[at] = struct{}{}
+	}
+	s.enc = ""
+	l.pending = append(l.pending, claimed{s, id, at})
+}
+
+// history marks the runs of a session begun before since as history, if
+// nothing has yet.
+func (l *ledger) history(session string, since time.Time) {
+	if s := l.session(session); s.since == 0 {
+		s.since = since.UnixNano()
+	}
+}
+
+// commit makes the pending claims permanent: their spans were exported.
+func (l *ledger) commit() {
+	for _, c := range l.pending {
+		delete(l.counted, c.id)
+	}
+	l.pending = l.pending[:0]
+}
+
+// fail gives the pending claims back: their runs are traced again, with
+// the same ids, but not counted again.
+func (l *ledger) fail() {
+	for _, c := range l.pending {
+		delete(c.s.done, c.id)
+		if c.at != 0 {
+			delete(c.s.done, c.at)
+		}
+		c.s.enc = ""
+		l.counted[c.id] = struct{}{}
+	}
+	l.pending = l.pending[:0]
+}
+
+// save encodes the sessions without their pending claims: a state written
+// while they wait for the exporter must not record them.
+func (l *ledger) save() []SessionState {
+	held := map[*sessionRuns][]uint64{}
+	for _, c := range l.pending {
+		held[c.s] = append(held[c.s], c.id, c.at)
+	}
+	out := make([]SessionState, 0, len(l.sessions))
+	for id, s := range l.sessions {
+		if len(s.done) == 0 && s.since == 0 {
+			continue
+		}
+		var runs string
+		if h, ok := held[s]; ok {
+			runs = encodeRuns(s.done, h)
+		} else {
+			if s.enc == "" {
+				s.enc = encodeRuns(s.done, nil)
+			}
+			runs = s.enc
+		}
+		out = append(out, SessionState{ID: id, Since: s.since, Runs: runs})
+	}
+	slices.SortFunc(out, func(a, b SessionState) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// load takes the sessions of a state file.
+func (l *ledger) load(sessions []SessionState) error {
+	for _, ss := range sessions {
+		s := l.session(ss.ID)
+		s.since = ss.Since
+		b, err := base64.StdEncoding.DecodeString(ss.Runs)
+		if err != nil || len(b)%8 != 0 {
+			return errDamagedRuns
+		}
+		for i := 0; i < len(b); i += 8 {
+			s.done[binary.LittleEndian.Uint64(b[i:])] = struct{}{}
+		}
+		s.enc = ss.Runs
+	}
+	return nil
+}
+
+// encodeRuns is the keys of done, but those in held, sorted, as
+// little-endian 64-bit words in base64: 11 bytes a key in the state.
+func encodeRuns(done map[uint64]struct{}, held []uint64) string {
+	ks := make([]uint64, 0, len(done))
+	for k := range done {
+		if !slices.Contains(held, k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	b := make([]byte, 8*len(ks))
+	for i, k := range ks {
+		binary.LittleEndian.PutUint64(b[8*i:], k)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
