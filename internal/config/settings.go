@@ -94,7 +94,7 @@ var settings = []setting{
 	{flag: "capture-content", group: GroupCapture, envs: envs("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), usage: "record prompts, tool arguments and outputs, redacted", defText: "off", parse: asBool},
 	{flag: "max-content-length", group: GroupCapture, envs: envs("PI_OTEL_MAX_CONTENT_LENGTH"), usage: "keep at most `N` bytes of each captured value; 0 means no limit", def: "4096", parse: asLength},
 	{flag: "attribute-value-length-limit", group: GroupCapture, envs: envs("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"), usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit", defText: "no limit", parse: asLength},
-	{flag: "redact", group: GroupCapture, envs: envs("PI_OTEL_REDACT"), usage: "also redact matches of `REGEX` in captured content and in names (project, model, provider, tool); repeatable", note: "one per line", parse: asList},
+	{flag: "redact", group: GroupCapture, envs: envs("PI_OTEL_REDACT"), usage: "also redact matches of `REGEX` in captured content and in names (project, model, provider, tool, …); repeatable", note: "one per line", parse: asList},
 
 	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41", parse: asText},
 

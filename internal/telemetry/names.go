@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,35 +14,63 @@ import (
 )
 
 // Names reach telemetry whether or not content is captured: the project
-// folder's name, model, provider, tool and agent names go into span names,
-// attributes and so into metric labels and log records. A name is text
-// someone chose, and a key pasted into a folder's or a tool's name would
-// be exported with it. So span names and the attributes that carry names
-// pass through the redactor's rules (the built-in ones and the user's
-// --redact patterns), always, on their way to every span processor; other
-// attributes are numbers, ids, enums, or content, redacted when captured.
+// folder's name, model, provider, tool and agent names, a usage entry's
+// kind, a thinking level, a stop reason, an extension's path go into span
+// names, attributes and events, and so into metric labels and log records.
+// A name is text someone chose, and a key pasted into a folder's or a
+// tool's name would be exported with it. So a span's name and every string
+// its attributes, its events' and its links' attributes carry pass through
+// the redactor's rules (the built-in ones and the user's --redact
+// patterns), always, on their way to every span processor. That the set is
+// open is the point: a name under a key added later is scrubbed without
+// anyone listing it. Only notNames are left alone.
 
-// nameKeys are the attributes that carry a name.
-var nameKeys = map[attribute.Key]bool{
-	"gen_ai.request.model":  true,
-	"gen_ai.response.model": true,
-	"gen_ai.provider.name":  true,
-	"gen_ai.system":         true, // the older conventions' provider
-	"gen_ai.tool.name":      true,
-	"gen_ai.agent.name":     true,
-	vocab.ProjectKey:        true,
-	vocab.ProviderKey:       true,
+// notNames are the string attributes that are not scrubbed: ids, which
+// Pi, a provider or the RPC controller generates, which must stay whole
+// to join spans, records and Pi's files, and which, all different, would
+// only fill the memo; and captured content, which the capture has already
+// redacted with the same rules (and cut), and which a second pass would
+// only cost.
+var notNames = map[attribute.Key]bool{
+	vocab.GenAIConversationIDKey: true,
+	vocab.GenAIToolCallIDKey:     true,
+	vocab.GenAIResponseIDKey:     true,
+	vocab.RPCIDKey:               true,
+	vocab.UIIDKey:                true,
+	vocab.NestedSessionIDKey:     true,
+	vocab.BranchParentEntryIDKey: true,
+	vocab.BranchFromEntryIDKey:   true,
+	vocab.SessionParentIDKey:     true,
+	vocab.LabelTargetIDKey:       true,
+
+	vocab.GenAIInputMessagesKey:      true,
+	vocab.GenAIOutputMessagesKey:     true,
+	vocab.GenAISystemInstructionsKey: true,
+	vocab.GenAIToolCallArgumentsKey:  true,
+	vocab.GenAIToolCallResultKey:     true,
+	vocab.NestedTaskKey:              true,
+	vocab.ExtensionErrorKey:          true,
+	vocab.SessionNameKey:             true,
+	vocab.LabelKey:                   true,
+	vocab.CustomContentKey:           true,
+	vocab.BashCommandKey:             true,
+	vocab.CwdKey:                     true,
 }
 
-// maxNamesCached bounds the memo of scrubbed names. Names repeat (one
-// model, a few tools), so a small memo makes the redactor's cost vanish
-// from the plain path; past it, names are scrubbed without being kept.
-const maxNamesCached = 4096
+// The memo of scrubbed names is bounded in entries and in bytes. Names
+// repeat (one model, a few tools, the closed values), so a small memo
+// makes the redactor's cost vanish from the plain path; past it, strings
+// are scrubbed without being kept.
+const (
+	maxNamesCached     = 4096
+	maxNameBytesCached = 1 << 20
+)
 
 type nameScrubber struct {
-	r    *redact.Redactor
-	mu   sync.Mutex
-	memo map[string]string
+	r     *redact.Redactor
+	mu    sync.Mutex
+	memo  map[string]string
+	bytes int // of the memo's keys
 }
 
 func newNameScrubber(patterns []string) *nameScrubber {
@@ -66,30 +95,90 @@ func (n *nameScrubber) scrub(s string) string {
 	}
 	out = n.r.Redact(s)
 	n.mu.Lock()
-	if len(n.memo) < maxNamesCached {
+	if len(n.memo) < maxNamesCached && n.bytes+len(s) <= maxNameBytesCached {
 		n.memo[s] = out
+		n.bytes += len(s)
 	}
 	n.mu.Unlock()
 	return out
 }
 
-// attrs scrubs the name attributes of kvs in place, and reports whether
-// it changed any.
-func (n *nameScrubber) attrs(kvs []attribute.KeyValue) bool {
-	changed := false
+// attrs returns kvs with their strings scrubbed, and whether any changed.
+// kvs is never modified: the SDK hands every processor the same slices,
+// the span's own, so a change goes into a copy.
+func (n *nameScrubber) attrs(kvs []attribute.KeyValue) ([]attribute.KeyValue, bool) {
+	out, copied := kvs, false
 	for i, kv := range kvs {
-		if nameKeys[kv.Key] && kv.Value.Type() == attribute.STRING {
-			if v, w := kv.Value.AsString(), n.scrub(kv.Value.AsString()); w != v {
-				kvs[i], changed = kv.Key.String(w), true
+		if notNames[kv.Key] {
+			continue
+		}
+		if v, ok := n.value(kv.Value); ok {
+			if !copied {
+				out, copied = slices.Clone(kvs), true
 			}
+			out[i] = attribute.KeyValue{Key: kv.Key, Value: v}
 		}
 	}
-	return changed
+	return out, copied
+}
+
+// value scrubs a string or each string of a slice; ok is false when
+// nothing changed.
+func (n *nameScrubber) value(v attribute.Value) (attribute.Value, bool) {
+	switch v.Type() {
+	case attribute.STRING:
+		s := v.AsString()
+		if w := n.scrub(s); w != s {
+			return attribute.StringValue(w), true
+		}
+	case attribute.STRINGSLICE:
+		ss := v.AsStringSlice() // a copy
+		changed := false
+		for i, s := range ss {
+			if w := n.scrub(s); w != s {
+				ss[i], changed = w, true
+			}
+		}
+		if changed {
+			return attribute.StringSliceValue(ss), true
+		}
+	}
+	return v, false
+}
+
+// events returns evs with their attributes scrubbed, and whether any
+// changed; evs is never modified.
+func (n *nameScrubber) events(evs []sdktrace.Event) ([]sdktrace.Event, bool) {
+	out, copied := evs, false
+	for i := range evs {
+		if a, ok := n.attrs(evs[i].Attributes); ok {
+			if !copied {
+				out, copied = slices.Clone(evs), true
+			}
+			out[i].Attributes = a
+		}
+	}
+	return out, copied
+}
+
+// links returns ls with their attributes scrubbed, and whether any
+// changed; ls is never modified.
+func (n *nameScrubber) links(ls []sdktrace.Link) ([]sdktrace.Link, bool) {
+	out, copied := ls, false
+	for i := range ls {
+		if a, ok := n.attrs(ls[i].Attributes); ok {
+			if !copied {
+				out, copied = slices.Clone(ls), true
+			}
+			out[i].Attributes = a
+		}
+	}
+	return out, copied
 }
 
 // scrubbing hands every span processor (the exporter's, the metrics' and
-// the logs') spans whose name and name attributes have been through the
-// redactor, so no consumer sees a raw name. It is the one processor the
+// the logs') spans whose name and strings have been through the redactor,
+// so no consumer sees a raw name. It is the one processor the
 // provider holds, so a span is scrubbed once, not once per consumer; the
 // others are called in the order given, as the provider would.
 type scrubbing struct {
@@ -104,9 +193,12 @@ func (p scrubbing) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 }
 
 func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
-	name, attrs := s.Name(), s.Attributes() // Attributes is a copy
-	if scrubbed := p.n.scrub(name); p.n.attrs(attrs) || scrubbed != name {
-		s = scrubbedSpan{ReadOnlySpan: s, name: scrubbed, attrs: attrs}
+	name := p.n.scrub(s.Name())
+	attrs, a := p.n.attrs(s.Attributes())
+	events, e := p.n.events(s.Events())
+	links, l := p.n.links(s.Links())
+	if a || e || l || name != s.Name() {
+		s = scrubbedSpan{ReadOnlySpan: s, name: name, attrs: attrs, events: events, links: links}
 	}
 	for _, q := range p.procs {
 		q.OnEnd(s)
@@ -134,13 +226,18 @@ func (p scrubbing) each(ctx context.Context, f func(sdktrace.SpanProcessor, cont
 	return errors.Join(errs...)
 }
 
-// scrubbedSpan is a finished span with another name and attributes;
-// everything else is the original's.
+// scrubbedSpan is a finished span with another name, attributes, events
+// and links; everything else is the original's. The processors share its
+// slices, as they would the SDK's: none modifies what it is handed.
 type scrubbedSpan struct {
 	sdktrace.ReadOnlySpan
-	name  string
-	attrs []attribute.KeyValue
+	name   string
+	attrs  []attribute.KeyValue
+	events []sdktrace.Event
+	links  []sdktrace.Link
 }
 
 func (s scrubbedSpan) Name() string                     { return s.name }
 func (s scrubbedSpan) Attributes() []attribute.KeyValue { return s.attrs }
+func (s scrubbedSpan) Events() []sdktrace.Event         { return s.events }
+func (s scrubbedSpan) Links() []sdktrace.Link           { return s.links }

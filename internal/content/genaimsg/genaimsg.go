@@ -3,11 +3,15 @@
 // gen_ai.input.messages, gen_ai.output.messages, gen_ai.system_instructions,
 // gen_ai.tool.call.arguments and gen_ai.tool.call.result.
 //
-// Every string that carries content (text, reasoning, tool arguments, tool
-// output, shell commands, summaries) goes through a scrub function supplied
-// by the caller, normally a redactor. Values under credential-named keys in
-// structured tool arguments are replaced outright (see redact.SensitiveKey).
-// A nil scrub leaves content unchanged.
+// Every string taken from a Pi message goes through a scrub function
+// supplied by the caller, normally a redactor: the content (text,
+// reasoning, tool arguments, tool output, shell commands, summaries) and
+// the names beside it (a tool call's, a prompt section's, an unknown role
+// or block type, a stop reason passed through as the finish reason, a MIME
+// type), as they are on spans. Ids and this package's own words are not.
+// Values under credential-named keys in structured tool arguments are
+// replaced outright (see redact.SensitiveKey). A nil scrub leaves content
+// unchanged.
 //
 // Roles map as follows:
 //
@@ -127,7 +131,7 @@ func convert(msgs []json.RawMessage, scrub func(string) string, output bool) (st
 			continue
 		}
 		if output {
-			fr := FinishReason(str(m, "stopReason"))
+			fr := finishReason(str(m, "stopReason"), scrub)
 			msg.FinishReason = &fr
 		}
 		out = append(out, msg)
@@ -213,6 +217,15 @@ func FinishReason(stopReason string) string {
 	}
 }
 
+// finishReason is FinishReason, with a stop reason it passes through
+// scrubbed: that is Pi's text, not a word of the conventions.
+func finishReason(stopReason string, scrub func(string) string) string {
+	if fr := FinishReason(stopReason); fr != stopReason {
+		return fr
+	}
+	return scrub(stopReason)
+}
+
 func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (message, bool) {
 	role := str(m, "role")
 	switch role {
@@ -243,6 +256,8 @@ func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (me
 		}}, true
 	case "":
 		role = "unknown"
+	default:
+		role = scrub(role)
 	}
 	return message{Role: role, Parts: contentParts(m["content"], scrub)}, true
 }
@@ -288,10 +303,10 @@ func systemParts(m map[string]json.RawMessage, scrub func(string) string) []any 
 	}
 	for _, sec := range orderedSections(m["sections"]) {
 		if sec.removed {
-			parts = append(parts, sectionRemovedPart{Type: "section_removed", Name: sec.name})
+			parts = append(parts, sectionRemovedPart{Type: "section_removed", Name: scrub(sec.name)})
 			continue
 		}
-		parts = append(parts, textPart{Type: partText, Name: sec.name, Content: scrub(sec.text)})
+		parts = append(parts, textPart{Type: partText, Name: scrub(sec.name), Content: scrub(sec.text)})
 	}
 	return parts
 }
@@ -378,11 +393,11 @@ func blockPart(raw json.RawMessage, scrub func(string) string) any {
 			Arguments: argumentsJSON(b["arguments"], scrub),
 		}
 	case "image":
-		return imagePart{Type: partImage, Modality: "image", MimeType: str(b, "mimeType"), Size: base64Size(b["data"]), Note: imageNote}
+		return imagePart{Type: partImage, Modality: "image", MimeType: scrub(str(b, "mimeType")), Size: base64Size(b["data"]), Note: imageNote}
 	case "":
 		return genericPart{Type: "unknown", Content: scrubbedText(b, scrub)}
 	default:
-		return genericPart{Type: typ, Content: scrubbedText(b, scrub)}
+		return genericPart{Type: scrub(typ), Content: scrubbedText(b, scrub)}
 	}
 }
 

@@ -46,7 +46,7 @@ func TestInputMessages(t *testing.T) {
 		{"user string", []string{userString},
 			`[{"role":"user","parts":[{"type":"text","content":"«Review this repository»"}]}]`},
 		{"user text and image", []string{userBlocks},
-			`[{"role":"user","parts":[{"type":"text","content":"«What is in this picture?»"},{"type":"image","modality":"image","mime_type":"image/png","size":45,"note":"image data not captured"}]}]`},
+			`[{"role":"user","parts":[{"type":"text","content":"«What is in this picture?»"},{"type":"image","modality":"image","mime_type":"«image/png»","size":45,"note":"image data not captured"}]}]`},
 		{"assistant", []string{assistantMsg},
 			`[{"role":"assistant","parts":[{"type":"reasoning","content":"«Need to list files.»"},{"type":"text","content":"«Let me look.»"},{"type":"tool_call","id":"call_abc123","name":"«bash»","arguments":{"command":"«ls -la»","timeout":30}}]}]`},
 		{"tool result", []string{toolResult},
@@ -59,15 +59,15 @@ func TestInputMessages(t *testing.T) {
 		{"summaries", []string{branchMsg, compactMsg},
 			`[{"role":"user","parts":[{"type":"text","content":"«Tried approach A; it failed.»"}],"name":"branchSummary"},{"role":"user","parts":[{"type":"text","content":"«User wants tests fixed.»"}],"name":"compactionSummary"}]`},
 		{"system", []string{systemMsg},
-			`[{"role":"system","parts":[{"type":"text","content":"«You are Pi.»"},{"type":"text","content":"«Be brief.»","name":"preamble"},{"type":"text","content":"«<tools>bash</tools>»","name":"tools"},{"type":"section_removed","name":"old"}]}]`},
+			`[{"role":"system","parts":[{"type":"text","content":"«You are Pi.»"},{"type":"text","content":"«Be brief.»","name":"«preamble»"},{"type":"text","content":"«<tools>bash</tools>»","name":"«tools»"},{"type":"section_removed","name":"«old»"}]}]`},
 		{"unknown role keeps its content", []string{`{"role":"notification","content":[{"type":"text","text":"hi"}]}`},
-			`[{"role":"notification","parts":[{"type":"text","content":"«hi»"}]}]`},
+			`[{"role":"«notification»","parts":[{"type":"text","content":"«hi»"}]}]`},
 		{"unknown role without content", []string{`{"role":"marker","label":"x"}`},
-			`[{"role":"marker","parts":[]}]`},
+			`[{"role":"«marker»","parts":[]}]`},
 		{"missing role", []string{`{"content":"orphan"}`},
 			`[{"role":"unknown","parts":[{"type":"text","content":"«orphan»"}]}]`},
 		{"unknown and malformed blocks", []string{`{"role":"user","content":[{"type":"audio","text":"transcript","data":"AAAA"},{"type":"file"},42,{"text":"no type"}]}`},
-			`[{"role":"user","parts":[{"type":"audio","content":"«transcript»"},{"type":"file"},{"type":"unknown"},{"type":"unknown","content":"«no type»"}]}]`},
+			`[{"role":"user","parts":[{"type":"«audio»","content":"«transcript»"},{"type":"«file»"},{"type":"unknown"},{"type":"unknown","content":"«no type»"}]}]`},
 		{"redacted thinking", []string{`{"role":"assistant","content":[{"type":"thinking","thinking":"","redacted":true,"thinkingSignature":"opaque"}],"stopReason":"stop"}`},
 			`[{"role":"assistant","parts":[{"type":"reasoning","content":"«»","redacted":true}]}]`},
 		{"tool call with invalid or missing arguments", []string{`{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":"{\"path\":"},{"type":"toolCall","id":"c2","name":"noop"}]}`},
@@ -128,18 +128,30 @@ func TestOutputMessages(t *testing.T) {
 		}
 		checkMessages(t, got, true)
 	}
+
+	// A stop reason passed through is Pi's text, scrubbed; a mapped one is
+	// the conventions' word.
+	for stop, want := range map[string]string{"deferred": "«deferred»", "toolUse": "tool_call", "": "unknown"} {
+		got, err := OutputMessages(raws(`{"role":"assistant","content":[],"stopReason":"`+stop+`"}`), mark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, `"finish_reason":"`+want+`"`) {
+			t.Errorf("stopReason %q, scrubbed: got %s, want finish_reason %q", stop, got, want)
+		}
+	}
 }
 
 func TestSystemInstructions(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"content and sections", systemMsg,
-			`[{"type":"text","content":"«You are Pi.»"},{"type":"text","content":"«Be brief.»","name":"preamble"},{"type":"text","content":"«<tools>bash</tools>»","name":"tools"},{"type":"section_removed","name":"old"}]`},
+			`[{"type":"text","content":"«You are Pi.»"},{"type":"text","content":"«Be brief.»","name":"«preamble»"},{"type":"text","content":"«<tools>bash</tools>»","name":"«tools»"},{"type":"section_removed","name":"«old»"}]`},
 		// Section order is the prompt order; a Go map would sort "b" first.
 		{"section order kept", `{"role":"system","content":[{"type":"text","text":"A"},{"type":"note","text":"N"},{"type":"text","text":"B"}],"sections":{"zeta":"1","alpha":"2"}}`,
-			`[{"type":"text","content":"«A»"},{"type":"note","content":"«N»"},{"type":"text","content":"«B»"},{"type":"text","content":"«1»","name":"zeta"},{"type":"text","content":"«2»","name":"alpha"}]`},
+			`[{"type":"text","content":"«A»"},{"type":"«note»","content":"«N»"},{"type":"text","content":"«B»"},{"type":"text","content":"«1»","name":"«zeta»"},{"type":"text","content":"«2»","name":"«alpha»"}]`},
 		// The shape Pi 1.6.0 emits: empty content, the prompt in sections.
 		{"empty content", `{"role":"system","content":"","sections":{"preamble":"P","tools":"<tools>\n- read\n</tools>"},"timestamp":1}`,
-			`[{"type":"text","content":"«P»","name":"preamble"},{"type":"text","content":"«<tools>\n- read\n</tools>»","name":"tools"}]`},
+			`[{"type":"text","content":"«P»","name":"«preamble»"},{"type":"text","content":"«<tools>\n- read\n</tools>»","name":"«tools»"}]`},
 		{"bare string", `"You are Pi."`, `[{"type":"text","content":"«You are Pi.»"}]`},
 		{"empty", ``, `[]`},
 		{"null", `null`, `[]`},
