@@ -49,8 +49,8 @@ func (t *Pipeline) Summary() string {
 		if sp.Late > 0 {
 			problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")
 		}
-		if sp.Dropped > 0 {
-			problems = append(problems, plural(sp.Dropped, "spooled span")+" dropped (spool bounds)")
+		if sp.Expired > 0 {
+			problems = append(problems, plural(sp.Expired, "spooled span")+" dropped (older than --spool-max-age; not sent)")
 		}
 		if sp.Corrupt > 0 {
 			problems = append(problems, plural(sp.Corrupt, "damaged spool file")+" set aside")
