@@ -225,7 +225,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			SpansDropped:     t.Dropped,
 			SpansRefused:     tel.Refused(),
 			ExportFailures:   t.Failed,
-			SpoolCorrupt:     tel.SpoolCorrupt(),
+			SpoolCorrupt:     tel.SpoolStats().Corrupt,
 		}
 	})
 	if err != nil {
