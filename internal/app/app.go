@@ -216,7 +216,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	otel.SetErrorHandler(tel)
 	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
 		read, malformed := records()
-		t := tel.Stats()
+		t, sp := tel.Stats(), tel.SpoolStats()
 		return metrics.Health{
 			RecordsRead:      read,
 			RecordsMalformed: malformed,
@@ -225,7 +225,8 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			SpansDropped:     t.Dropped,
 			SpansRefused:     tel.Refused(),
 			ExportFailures:   t.Failed,
-			SpoolCorrupt:     tel.SpoolCorrupt(),
+			SpoolExpired:     sp.Expired,
+			SpoolCorrupt:     sp.Corrupt,
 		}
 	})
 	if err != nil {

@@ -99,8 +99,8 @@ var settings = []setting{
 	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41", parse: asText},
 
 	{flag: "spool-dir", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_DIR"), usage: "keep spans an OTLP export could not deliver by exit in `DIR`, for the next pi-otel to send; none turns it off", defText: "$XDG_STATE_HOME/pi-otel/spool or ~/.local/state/pi-otel/spool", parse: asText},
-	{flag: "spool-max-size", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_SIZE"), usage: "bound on the spool in mebibytes, `N`; the oldest spans go first", def: "64", parse: asCount},
-	{flag: "spool-max-age", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_AGE"), usage: "spooled spans older than this `DURATION` are dropped", def: "168h", parse: asPositive},
+	{flag: "spool-max-size", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_SIZE"), usage: "bound on the spool in mebibytes, `N`; a full spool keeps no more batches, and deletes none", def: "64", parse: asCount},
+	{flag: "spool-max-age", group: GroupTuning, envs: envs("PI_OTEL_SPOOL_MAX_AGE"), usage: "spooled spans older than this `DURATION` are dropped unsent, said and counted", def: "168h", parse: asPositive},
 
 	{flag: "queue-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_QUEUE_SIZE"), usage: "spans buffered for export before new ones are dropped, `N`", def: "2048", parse: asCount},
 	{flag: "max-export-batch-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), usage: "spans per export, `N`", def: "512", parse: asCount},

@@ -8,6 +8,10 @@
 // exit code. And a file is created private to the user (0600), is never
 // written through a symlink someone else planted, and a FIFO is opened in
 // the background, so that opening it never blocks start-up or signals.
+//
+// A file of lines also stays one: a write cut short is undone, and a last
+// line cut short by a process killed while writing it is ended before the
+// first new line (see OnTornLine).
 package outfile
 
 import (
@@ -20,6 +24,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // ErrStalled is returned by a write that did not finish by the deadline.
@@ -55,13 +61,31 @@ func Wrap(w io.Writer) *Writer {
 	return start(func() (io.Writer, error) { return w, nil }, nil)
 }
 
+// Option configures Open.
+type Option = option.Option[openConfig]
+
+type openConfig struct {
+	torn func()
+}
+
+// OnTornLine has f called, from the Writer's goroutine before its first
+// write, when the regular file at path ended in a line cut short and the
+// Writer ended it there with a newline: that line is not whole (not JSON,
+// say), and every line after it is.
+func OnTornLine(f func()) Option {
+	return option.Func[openConfig](func(c *openConfig) { c.torn = f })
+}
+
 // Open opens path for appending, creating it 0600. A symlink at path is
 // followed only if it belongs to the user running pi-otel; one planted by
 // someone else (in a shared /tmp, say) is refused. A FIFO is opened by the
 // Writer's goroutine, so Open returns at once; writes wait for a reader
-// until the deadline.
-func Open(path string) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+// until the deadline. A regular file that does not end in a newline gets
+// one before the first write (see OnTornLine).
+func Open(path string, opts ...Option) (*Writer, error) {
+	cfg := option.Apply(openConfig{}, opts)
+	// Read as well as written, to see how the file ends.
+	flags := os.O_RDWR | os.O_CREATE | os.O_APPEND
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -101,14 +125,67 @@ func Open(path string) (*Writer, error) {
 		return w, nil
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrPermission) {
+		// A file we may write and not read: appended to unseen.
+		f, err = os.OpenFile(path, flags&^os.O_RDWR|os.O_WRONLY, 0o600)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		// Lost a race with another creator: open what is there now, once.
-		return Open(path)
+		return Open(path, opts...)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return start(func() (io.Writer, error) { return wholeWrites{f}, nil }, f), nil
+	return start(func() (io.Writer, error) {
+		if endTornLine(f) && cfg.torn != nil {
+			cfg.torn()
+		}
+		return wholeWrites{f}, nil
+	}, f), nil
+}
+
+// settle is how long endTornLine watches a last line without its newline
+// for a writer still adding to it, and settleTries how many times.
+const (
+	settle      = 100 * time.Millisecond
+	settleTries = 10
+)
+
+// pause waits settle; tests take its place.
+var pause = func() { time.Sleep(settle) }
+
+// endTornLine ends the last line of a regular file with a newline if a
+// process was killed while writing it (or the machine went down): lines
+// appended after it would be glued to it, and the first of them lost with
+// it. A line still being written by another process, which ends it
+// itself, is told apart by its growing; two processes opening the file at
+// once take turns, so that the line is ended once. It reports whether it
+// ended one.
+func endTornLine(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return false
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) == nil {
+		defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+	size := int64(-1)
+	for range settleTries {
+		if fi, err = f.Stat(); err != nil || fi.Size() == 0 {
+			return false
+		}
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], fi.Size()-1); err != nil || last[0] == '\n' {
+			return false // ends whole, or unreadable (write-only): left as it is
+		}
+		if fi.Size() == size {
+			_, err := f.Write([]byte{'\n'})
+			return err == nil
+		}
+		size = fi.Size()
+		pause()
+	}
+	return false // still growing: its writer is alive and ends it
 }
 
 // file is what wholeWrites needs of an *os.File.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -205,4 +208,166 @@ func TestDevFull(t *testing.T) {
 	if _, err := w.Write([]byte("line\n")); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("write to /dev/full: %v, want ENOSPC", err)
 	}
+}
+
+// openTorn opens p with OnTornLine, counting its calls.
+func openTorn(t *testing.T, p string) (*Writer, *atomic.Int32) {
+	t.Helper()
+	var torn atomic.Int32
+	w, err := Open(p, OnTornLine(func() { torn.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, &torn
+}
+
+// A file whose last line was cut short (its writer killed mid-line): the
+// next Writer ends that line first, so its own lines stay whole and on
+// their own, and says so once.
+func TestTornLastLineIsEnded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "traces.jsonl")
+	if err := os.WriteFile(p, []byte("{\"whole\":1}\n{\"cut\":"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, torn := openTorn(t, p)
+	for range 2 {
+		if _, err := w.Write([]byte("{\"new\":2}\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if got, _ := os.ReadFile(p); string(got) != "{\"whole\":1}\n{\"cut\":\n{\"new\":2}\n{\"new\":2}\n" {
+		t.Errorf("file holds %q", got)
+	}
+	if n := torn.Load(); n != 1 {
+		t.Errorf("told of the torn line %d times, want once", n)
+	}
+	// The next Writer finds whole lines and adds nothing of its own.
+	w, torn = openTorn(t, p)
+	w.Write([]byte("{\"next\":3}\n"))
+	w.Close()
+	if got, _ := os.ReadFile(p); !strings.HasSuffix(string(got), "{\"new\":2}\n{\"next\":3}\n") || torn.Load() != 0 {
+		t.Errorf("a whole file was changed (told %d times): %q", torn.Load(), got)
+	}
+}
+
+// Two processes opening the same torn file at once (or traces and logs
+// in one file) take turns: the line is ended once, not twice, so no blank
+// line follows it. Here the other process holds its turn while the Writer
+// opens, and ends the line.
+func TestTornLineEndedOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "all.jsonl")
+	os.WriteFile(p, []byte("{\"cut\":"), 0o600)
+	other, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX); err != nil {
+		t.Skipf("no flock here: %v", err)
+	}
+	w, torn := openTorn(t, p)
+	defer w.Close()
+	time.Sleep(3 * settle) // long enough for the Writer to end the line, were it not waiting
+	other.Write([]byte("\n"))
+	syscall.Flock(int(other.Fd()), syscall.LOCK_UN)
+	if _, err := w.Write([]byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "{\"cut\":\n{}\n" || torn.Load() != 0 {
+		t.Errorf("file holds %q (told %d times), want the line ended once, by the other", got, torn.Load())
+	}
+}
+
+// A last line another process is still writing is not torn: once it
+// grows while watched, it is left for its writer to end.
+func TestLineBeingWrittenIsLeftAlone(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "traces.jsonl")
+	os.WriteFile(p, []byte("{\"being\":"), 0o600)
+	other, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	saved := pause
+	t.Cleanup(func() { pause = saved })
+	var once sync.Once
+	pause = func() { once.Do(func() { other.Write([]byte("\"written\"}\n")) }) }
+	w, torn := openTorn(t, p)
+	w.Write([]byte("{}\n"))
+	w.Close()
+	if got, _ := os.ReadFile(p); string(got) != "{\"being\":\"written\"}\n{}\n" || torn.Load() != 0 {
+		t.Errorf("file holds %q (told %d times)", got, torn.Load())
+	}
+}
+
+// killChild is set in the process TestKilledWhileWriting starts: it
+// writes long lines to the file named until it is killed.
+const killChild = "OUTFILE_TEST_WRITE_UNTIL_KILLED"
+
+// A writer killed with SIGKILL in the middle of a long line leaves it
+// torn (the kernel stops a write at a fatal signal); the next Writer's
+// lines are still whole, each on its own line.
+func TestKilledWhileWriting(t *testing.T) {
+	line := append(bytes.Repeat([]byte("x"), 4<<20), '\n')
+	if p := os.Getenv(killChild); p != "" {
+		w, err := Open(p)
+		if err != nil {
+			os.Exit(3)
+		}
+		for {
+			w.Write(line)
+		}
+	}
+	if testing.Short() {
+		t.Skip("starts processes and writes tens of MB")
+	}
+	p := filepath.Join(t.TempDir(), "traces.jsonl")
+	torn := false
+	for try := 0; try < 10 && !torn; try++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKilledWhileWriting$")
+		cmd.Env = append(os.Environ(), killChild+"="+p)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		start := fileSize(p)
+		for fileSize(p) < start+int64(2*len(line)) {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		b, _ := os.ReadFile(p)
+		torn = len(b) > 0 && b[len(b)-1] != '\n'
+	}
+	if !torn {
+		t.Skip("no kill landed in the middle of a line in 10 tries")
+	}
+	w, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("{}\n"))
+	w.Close()
+	b, _ := os.ReadFile(p)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[len(lines)-1] != "{}" {
+		t.Fatalf("the new line is glued to the torn one: ends %q", b[max(0, len(b)-20):])
+	}
+	short := 0
+	for _, l := range lines[:len(lines)-1] {
+		if len(l) != len(line)-1 {
+			short++
+		}
+	}
+	if short != 1 {
+		t.Errorf("%d lines cut short, want the one torn by the kill", short)
+	}
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }

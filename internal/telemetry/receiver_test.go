@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ type receiver struct {
 	coltracepb.UnimplementedTraceServiceServer
 
 	requireKey, requireValue string // when set, requests without this header are refused
+	// failing makes every export fail as a collector in trouble does
+	// (gRPC Internal, HTTP 500): not retried by the exporter, not a
+	// refusal of the data, so the batch goes to the spool.
+	failing atomic.Bool
 
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
@@ -92,6 +97,9 @@ func (r *receiver) acceptGRPC(ctx context.Context, path string, req proto.Messag
 	if !r.allowed(h) {
 		return status.Error(codes.Unauthenticated, "missing credentials")
 	}
+	if r.failing.Load() {
+		return status.Error(codes.Internal, "collector failing")
+	}
 	r.record(h, path, req)
 	return nil
 }
@@ -129,6 +137,10 @@ func hasLogs(r *receiver) bool { return len(r.logs) > 0 }
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !r.allowed(req.Header) {
 		http.Error(w, "missing credentials", http.StatusUnauthorized)
+		return
+	}
+	if r.failing.Load() {
+		http.Error(w, "collector failing", http.StatusInternalServerError)
 		return
 	}
 	var body io.Reader = req.Body

@@ -273,12 +273,16 @@ func noCollectorHint(o config.OTLP, instead string) string {
 }
 
 // open opens an output file for appending, or stderr for "-". A file is
-// private to the user and never blocks: see outfile.
+// private to the user and never blocks: see outfile. A last line that a
+// killed process left cut short is ended, and said once.
 func (t *Pipeline) open(path string, stderr io.Writer) (io.Writer, string, error) {
 	if path == "-" {
 		return stderr, "(stderr)", nil
 	}
-	f, err := outfile.Open(path)
+	f, err := outfile.Open(path, outfile.OnTornLine(func() {
+		t.rep.once("torn "+path, fmt.Sprintf("%s ended in a line cut short (its writer was killed mid-line): "+
+			"ended it there, so that one line is not JSON and the new lines start on their own", path))
+	}))
 	if err != nil {
 		return nil, "", err
 	}

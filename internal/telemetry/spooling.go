@@ -30,6 +30,10 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	sp, err := spool.Open(spool.Config{Dir: cfg.Dir, MaxBytes: cfg.MaxBytes, MaxAge: cfg.MaxAge,
 		Corrupt: func(path string, err error) {
 			t.rep.once("spool corrupt "+path, fmt.Sprintf("spool file %s is damaged (%v): set aside, its spans are not sent", path, err))
+		},
+		Expired: func(n int64, age time.Duration) {
+			t.rep.once("spool expired", fmt.Sprintf("%s spooled %s ago, past --spool-max-age %s, dropped from %s unsent (the summary counts all)",
+				plural(n, "span"), age.Round(time.Minute), cfg.MaxAge, cfg.Dir))
 		}})
 	if err != nil {
 		t.rep.once("spool", err.Error()+"; undelivered spans will not be kept")
@@ -71,12 +75,12 @@ func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
 	}()
 }
 
-// SpoolCorrupt counts the damaged spool files set aside so far.
-func (t *Pipeline) SpoolCorrupt() int64 {
+// SpoolStats counts what went through the spool so far; zero without one.
+func (t *Pipeline) SpoolStats() spool.Stats {
 	if t.spool == nil {
-		return 0
+		return spool.Stats{}
 	}
-	return t.spool.Stats().Corrupt
+	return t.spool.Stats()
 }
 
 // spoolRetry is how often the spool is tried while spans wait in it and
@@ -110,12 +114,21 @@ func (t *Pipeline) stopSpool(ctx context.Context) {
 }
 
 // keep spools a batch the collector could not take now. A batch it
-// refused outright would be refused again, so it is not kept.
+// refused outright would be refused again, so it is not kept. A batch the
+// spool cannot take (full, or not writable) stays failed: in watch its
+// runs are traced again later, from the committed place.
 func (t *Pipeline) keep(batch []sdktrace.ReadOnlySpan, err error) bool {
 	if permanent(err) {
 		return false
 	}
-	if t.spool.Put(otlpfile.TraceRequest(batch)) != nil {
+	if err := t.spool.Put(otlpfile.TraceRequest(batch)); err != nil {
+		if errors.Is(err, spool.ErrFull) {
+			t.rep.once("spool full", err.Error()+": batches the collector does not take now are not kept, and count as failed; "+
+				"nothing spooled is deleted, and the spool takes batches again as the collector takes what it holds (--spool-max-size)")
+		} else {
+			t.rep.once("spool put", fmt.Sprintf("writing to the spool %s failed (%v): batches the collector does not take now are not kept, and count as failed",
+				t.spool.Dir(), err))
+		}
 		return false
 	}
 	t.spoolWaiting.Store(true)

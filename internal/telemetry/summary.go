@@ -29,8 +29,12 @@ func (t *Pipeline) Summary() string {
 			problems = append(problems, plural(n, "log record")+" dropped")
 		}
 	}
+	sp := t.SpoolStats()
 	if s.Failed > 0 {
 		problems = append(problems, fmt.Sprintf("%d failed to export", s.Failed))
+	}
+	if sp.Full > 0 {
+		problems = append(problems, fmt.Sprintf("%d not kept (the spool %s is full)", sp.Full, t.spool.Dir()))
 	}
 	if s.Dropped > 0 {
 		problems = append(problems, plural(s.Dropped, "span")+" dropped")
@@ -44,17 +48,14 @@ func (t *Pipeline) Summary() string {
 	if s.Spooled > 0 {
 		problems = append(problems, fmt.Sprintf("%d kept in %s for the next pi-otel to send", s.Spooled, t.spool.Dir()))
 	}
-	if t.spool != nil {
-		sp := t.spool.Stats()
-		if sp.Late > 0 {
-			problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")
-		}
-		if sp.Dropped > 0 {
-			problems = append(problems, plural(sp.Dropped, "spooled span")+" dropped (spool bounds)")
-		}
-		if sp.Corrupt > 0 {
-			problems = append(problems, plural(sp.Corrupt, "damaged spool file")+" set aside")
-		}
+	if sp.Late > 0 {
+		problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")
+	}
+	if sp.Expired > 0 {
+		problems = append(problems, plural(sp.Expired, "spooled span")+" dropped (older than --spool-max-age; not sent)")
+	}
+	if sp.Corrupt > 0 {
+		problems = append(problems, plural(sp.Corrupt, "damaged spool file")+" set aside")
 	}
 	if len(problems) > 0 {
 		b.WriteString("; " + strings.Join(problems, ", "))
@@ -73,9 +74,5 @@ func plural(n int64, word string) string {
 // included: they are lost, and not sent again.
 func (t *Pipeline) Refused() int64 {
 	s, _ := t.counters.snapshot()
-	n := s.Refused
-	if t.spool != nil {
-		n += t.spool.Stats().Refused
-	}
-	return n
+	return s.Refused + t.SpoolStats().Refused
 }

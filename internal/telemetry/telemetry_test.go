@@ -197,6 +197,50 @@ func TestFileExporter(t *testing.T) {
 	}
 }
 
+// A traces file whose last line a killed pi-otel left cut short: the next
+// pi-otel ends that line before its own, says so once, and every other
+// line decodes.
+func TestFileExporterAfterTornLine(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/traces.jsonl"
+	first, _ := setup(t, loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": path}))
+	makeTrace(first.TracerProvider())
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := whole[:strings.IndexByte(string(whole), '\n')/2] // half the first line
+	if err := os.WriteFile(path, append(whole, torn...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, stderr := setup(t, loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": path}))
+	tid := makeTrace(next.TracerProvider())
+	makeTrace(next.TracerProvider())
+	if err := next.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) < 3 || lines[1] != string(torn) {
+		t.Fatalf("the torn line is not alone on line 2 of %d:\n%s", len(lines), raw)
+	}
+	for i, l := range lines {
+		if _, err := otlpfile.UnmarshalTraces([]byte(l)); (err == nil) != (i != 1) {
+			t.Errorf("line %d: decodes %v (%v)", i+1, err == nil, err)
+		}
+	}
+	if !strings.Contains(string(raw), tid.String()) {
+		t.Error("the new trace is not in the file")
+	}
+	want := "pi-otel: " + path + " ended in a line cut short"
+	if out := stderr.String(); strings.Count(out, want) != 1 || strings.Count(out, "\n") != 1 {
+		t.Errorf("stderr = %q, want once %q", out, want)
+	}
+}
+
 func TestFileToStderr(t *testing.T) {
 	tel, stderr := setup(t, loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": "-"}))
 	tid := makeTrace(tel.TracerProvider())

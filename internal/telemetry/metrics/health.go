@@ -18,13 +18,17 @@ type Health struct {
 	SpansExported    int64 // spans the exporter accepted
 	SpansDropped     int64 // spans lost (queue full, export gave up)
 	SpansRefused     int64 // spans the collector refused as invalid: lost, not sent again
+	SpoolExpired     int64 // spooled spans held past the spool's age bound: dropped unsent
 	ExportFailures   int64 // spans the exporter tried to send and could not
 	SpoolCorrupt     int64 // damaged spool files set aside, their spans not sent
 }
 
-// refusedAttr marks the spans.dropped series of the spans the collector
-// refused.
-var refusedAttr = metric.WithAttributes(attribute.String("error.type", "refused"))
+// refusedAttr and expiredAttr mark the spans.dropped series of the spans
+// the collector refused and of those the spool held too long.
+var (
+	refusedAttr = metric.WithAttributes(attribute.String("error.type", "refused"))
+	expiredAttr = metric.WithAttributes(attribute.String("error.type", "spool_expired"))
+)
 
 // RegisterHealth registers observable counters that report read() at each collection. read is
 // called from the MeterProvider's collection goroutine and must be safe for that.
@@ -64,6 +68,10 @@ func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
 				// Their own series: a collector that refuses data is
 				// not a queue to enlarge.
 				o.ObserveInt64(counters[i], h.SpansRefused, refusedAttr)
+			}
+			if d.name == vocab.MetricSpansDropped && h.SpoolExpired > 0 {
+				// Nor is an outage longer than --spool-max-age.
+				o.ObserveInt64(counters[i], h.SpoolExpired, expiredAttr)
 			}
 		}
 		return nil

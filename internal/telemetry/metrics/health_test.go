@@ -66,3 +66,33 @@ func TestRegisterHealthNeedsReader(t *testing.T) {
 		t.Error("RegisterHealth(nil) succeeded")
 	}
 }
+
+// Spans lost for a reason no queue size mends have their own series of
+// spans.dropped, beside the plain one: refused by the collector, and held
+// in the spool past its age bound.
+func TestDroppedHasSeriesByReason(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	h := metrics.Health{SpansDropped: 2, SpansRefused: 3, SpoolExpired: 4}
+	if err := metrics.RegisterHealth(mp, func() metrics.Health { return h }); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != vocab.MetricSpansDropped {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				v, _ := dp.Attributes.Value("error.type")
+				got[v.AsString()] = dp.Value
+			}
+		}
+	}
+	wantEqual(t, "spans.dropped by error.type", got, map[string]int64{"": 2, "refused": 3, "spool_expired": 4})
+}

@@ -5,8 +5,13 @@
 // unreachable would otherwise lose them all. Each undelivered batch is
 // written, atomically, as one OTLP protobuf file in a directory private to
 // the user. The next pi-otel process that exports over OTLP (run, rpc,
-// replay or watch) sends the spool first, oldest file first. The spool is
-// bounded in bytes and in age; what the bounds cut is counted.
+// replay or watch) sends the spool first, oldest file first.
+//
+// A spooled span counts as delivered (watch moves its state past it), so
+// the spool never deletes one to make room: at its size bound it refuses
+// new requests (ErrFull), whose spans are then not delivered and say so.
+// Its age bound drops a request held too long, unsent, and counts and
+// names it.
 package spool
 
 import (
@@ -30,13 +35,19 @@ import (
 type Config struct {
 	// Dir holds the spool files; it is created 0700.
 	Dir string
-	// MaxBytes bounds the files in Dir together: the oldest go first.
+	// MaxBytes bounds the files in Dir together: a request that does not
+	// fit is refused. Processes writing at the same moment may each take
+	// the last room, passing the bound by a request or two.
 	MaxBytes int64
-	// MaxAge drops files older than this.
+	// MaxAge is how long a request is worth sending: one spooled longer
+	// ago is dropped, unsent, when a process finds it.
 	MaxAge time.Duration
 	// Corrupt, if set, is told of each damaged file once, when it is set
 	// aside as NAME.corrupt (where it stays for a person to look at).
 	Corrupt func(path string, err error)
+	// Expired, if set, is told of each request dropped by MaxAge: its
+	// spans and how long it was spooled.
+	Expired func(spans int64, age time.Duration)
 }
 
 // Defaults.
@@ -48,18 +59,19 @@ const (
 // Stats counts spans through the spool over this process's life.
 type Stats struct {
 	Spooled int64 // spans written for a later process
+	Full    int64 // spans not written: the spool was at its size bound (ErrFull)
 	Late    int64 // spans from earlier processes delivered now
 	Refused int64 // spans from earlier processes the collector refused (ErrRefused)
-	Dropped int64 // spans the size or age bound removed
+	Expired int64 // spans held past the age bound, dropped unsent
 	Corrupt int64 // damaged files set aside, their spans unknown
 }
 
 // Spool is safe for concurrent use, also by several processes.
 type Spool struct {
-	cfg                             Config
-	spooled, late, dropped, refused atomic.Int64
-	corrupt                         atomic.Int64
-	seq                             atomic.Int64
+	cfg                                   Config
+	spooled, full, late, expired, refused atomic.Int64
+	corrupt                               atomic.Int64
+	seq                                   atomic.Int64
 }
 
 const suffix = ".otlp"
@@ -104,12 +116,17 @@ func (s *Spool) Dir() string { return s.cfg.Dir }
 
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
-	return Stats{Spooled: s.spooled.Load(), Late: s.late.Load(), Refused: s.refused.Load(), Dropped: s.dropped.Load(),
-		Corrupt: s.corrupt.Load()}
+	return Stats{Spooled: s.spooled.Load(), Full: s.full.Load(), Late: s.late.Load(), Refused: s.refused.Load(),
+		Expired: s.expired.Load(), Corrupt: s.corrupt.Load()}
 }
 
-// Put writes one request for a later process, then trims the spool to its
-// bounds.
+// ErrFull is Put's answer when the request does not fit the size bound.
+var ErrFull = errors.New("spool full")
+
+// Put writes one request for a later process. One that would take the
+// spool past its size bound is refused with an error wrapping ErrFull,
+// and nothing spooled is removed to make room for it; requests past the
+// age bound are dropped first, as they would never be sent.
 func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
 	n := spans(req)
 	if n == 0 {
@@ -118,6 +135,12 @@ func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
 	b, err := proto.Marshal(req)
 	if err != nil {
 		return err
+	}
+	s.expire()
+	if used := s.used(); used+int64(len(b)) > s.cfg.MaxBytes {
+		s.full.Add(int64(n))
+		return fmt.Errorf("%w: %s holds %s of its %s, and %d spans (%s) do not fit",
+			ErrFull, s.cfg.Dir, size(used), size(s.cfg.MaxBytes), n, size(int64(len(b))))
 	}
 	// Names sort by time; the pid and a counter keep them unique.
 	name := fmt.Sprintf("%020d-%d-%d%s", time.Now().UnixNano(), os.Getpid(), s.seq.Add(1), suffix)
@@ -136,8 +159,15 @@ func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
 		return err
 	}
 	s.spooled.Add(int64(n))
-	s.trim()
 	return nil
+}
+
+// size is n bytes for a person.
+func size(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", (n+1023)>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // Upload delivers one request, as an OTLP client does. An error that
@@ -152,7 +182,7 @@ var ErrRefused = errors.New("refused by the collector")
 // upload fails (the collector is still away: the rest waits for the next
 // process).
 func (s *Spool) Drain(ctx context.Context, upload Upload) error {
-	s.trim()
+	s.expire()
 	for _, f := range s.files() {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -192,11 +222,27 @@ type file struct {
 // files lists the spool, oldest first, after releasing claims that a dead
 // process left behind.
 func (s *Spool) files() []file {
+	fs, _ := s.list()
+	return fs
+}
+
+// used is what the spool holds against its size bound: its files, and
+// those being sent, which come back if the send fails.
+func (s *Spool) used() int64 {
+	fs, sending := s.list()
+	total := sending
+	for _, f := range fs {
+		total += f.size
+	}
+	return total
+}
+
+// list is files, and the bytes of the files claimed by a sender.
+func (s *Spool) list() (out []file, sending int64) {
 	ents, err := os.ReadDir(s.cfg.Dir)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	var out []file
 	for _, e := range ents {
 		info, err := e.Info()
 		if err != nil || !info.Mode().IsRegular() {
@@ -209,37 +255,38 @@ func (s *Spool) files() []file {
 				name = parts[2]
 			}
 		}
+		if strings.HasPrefix(name, ".sending-") && strings.HasSuffix(name, suffix) {
+			sending += info.Size()
+			continue
+		}
 		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, suffix) {
 			continue
 		}
 		out = append(out, file{name: name, size: info.Size(), mod: info.ModTime()})
 	}
 	slices.SortFunc(out, func(a, b file) int { return strings.Compare(a.name, b.name) })
-	return out
+	return out, sending
 }
 
-// trim removes files past the age bound, then the oldest until the rest
-// fit the size bound, counting their spans as dropped.
-func (s *Spool) trim() {
-	fs := s.files()
-	var total int64
-	for _, f := range fs {
-		total += f.size
-	}
-	for _, f := range fs {
-		if time.Since(f.mod) <= s.cfg.MaxAge && total <= s.cfg.MaxBytes {
+// expire drops the files spooled longer ago than the age bound, counting
+// their spans and telling Config.Expired; a damaged one is set aside.
+func (s *Spool) expire() {
+	for _, f := range s.files() {
+		age := time.Since(f.mod)
+		if age <= s.cfg.MaxAge {
 			continue
 		}
 		p := filepath.Join(s.cfg.Dir, f.name)
 		_, n, err := read(p)
 		if errors.Is(err, errDamaged) {
 			s.setAside(p, f.name, err)
-			total -= f.size
 			continue
 		}
-		if os.Remove(p) == nil {
-			s.dropped.Add(int64(n))
-			total -= f.size
+		if err == nil && os.Remove(p) == nil {
+			s.expired.Add(int64(n))
+			if s.cfg.Expired != nil {
+				s.cfg.Expired(int64(n), age)
+			}
 		}
 	}
 }

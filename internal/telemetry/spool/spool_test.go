@@ -114,34 +114,110 @@ func TestPrivateDirectoryAndFiles(t *testing.T) {
 	}
 }
 
-func TestBounds(t *testing.T) {
+// names lists the spool's files, claimed or not.
+func names(t *testing.T, s *Spool) []string {
+	t.Helper()
+	ents, err := os.ReadDir(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// A spool at its size bound refuses the next request, and deletes nothing
+// to make room: spooled spans count as delivered, so deleting them would
+// lose them for good. Once it is sent, it takes requests again.
+func TestFullSpoolRefusesAndKeepsWhatItHolds(t *testing.T) {
 	first := open(t, Config{})
 	first.Put(request(3, "old"))
-	ents, _ := os.ReadDir(first.Dir())
-	info, _ := ents[0].Info()
-	// Room for one file and a half: the next Put pushes the oldest out.
+	held := names(t, first)
+	info, _ := os.Stat(filepath.Join(first.Dir(), held[0]))
+	// Room for one file and a half.
 	s := open(t, Config{Dir: first.Dir(), MaxBytes: info.Size() * 3 / 2})
-	s.Put(request(3, "new"))
+	err := s.Put(request(3, "new"))
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("Put into a full spool: %v, want ErrFull", err)
+	}
+	if got := names(t, s); len(got) != 1 || got[0] != held[0] {
+		t.Errorf("spool holds %v, want what it held: %v", got, held)
+	}
+	if st := s.Stats(); st.Full != 3 || st.Spooled != 0 || st.Expired != 0 {
+		t.Errorf("stats %+v, want 3 full, nothing spooled or expired", st)
+	}
+	// A file being sent still takes its room: the send may fail.
+	claimed := filepath.Join(s.Dir(), ".sending-99999-"+held[0])
+	os.Rename(filepath.Join(s.Dir(), held[0]), claimed)
+	if err := s.Put(request(3, "new")); !errors.Is(err, ErrFull) {
+		t.Errorf("Put beside a file being sent: %v, want ErrFull", err)
+	}
+	os.Rename(claimed, filepath.Join(s.Dir(), held[0]))
+	// Sent, the spool has room again.
 	up := &collect{}
-	s.Drain(context.Background(), up.upload)
-	if len(up.names) != 3 || up.names[0] != "new" {
-		t.Errorf("delivered %v, want the newest file only", up.names)
+	if err := s.Drain(context.Background(), up.upload); err != nil {
+		t.Fatal(err)
 	}
-	if s.Stats().Dropped != 3 {
-		t.Errorf("dropped %d, want the old file's 3", s.Stats().Dropped)
+	if len(up.names) != 3 || up.names[0] != "old" {
+		t.Errorf("delivered %v, want the old file's 3 spans", up.names)
 	}
-
-	aged := open(t, Config{MaxAge: time.Hour})
-	aged.Put(request(4, "stale"))
-	ents, _ = os.ReadDir(aged.Dir())
-	long := time.Now().Add(-2 * time.Hour)
-	for _, e := range ents {
-		os.Chtimes(filepath.Join(aged.Dir(), e.Name()), long, long)
+	if err := s.Put(request(3, "new")); err != nil {
+		t.Fatalf("Put into a drained spool: %v", err)
+	}
+	// A bound lowered below what is held deletes nothing either.
+	lower := open(t, Config{Dir: s.Dir(), MaxBytes: 1})
+	if err := lower.Put(request(1, "newer")); !errors.Is(err, ErrFull) {
+		t.Errorf("Put over a lowered bound: %v", err)
 	}
 	up = &collect{}
-	aged.Drain(context.Background(), up.upload)
-	if len(up.names) != 0 || aged.Stats().Dropped != 4 {
-		t.Errorf("stale spans sent %v, dropped %d", up.names, aged.Stats().Dropped)
+	lower.Drain(context.Background(), up.upload)
+	if len(up.names) != 3 || up.names[0] != "new" {
+		t.Errorf("delivered %v, want the 3 spans held", up.names)
+	}
+}
+
+// A request spooled longer ago than the age bound is not sent: it is
+// dropped when found, counted, and told, by Drain and by Put alike (Put
+// first makes room of it).
+func TestExpiredIsDroppedCountedAndTold(t *testing.T) {
+	type told struct {
+		spans int64
+		age   time.Duration
+	}
+	var expired []told
+	cfg := Config{MaxAge: time.Hour, Expired: func(n int64, age time.Duration) { expired = append(expired, told{n, age}) }}
+	aged := open(t, cfg)
+	aged.Put(request(4, "stale"))
+	aged.Put(request(2, "fresh"))
+	long := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(aged.Dir(), names(t, aged)[0]), long, long)
+	up := &collect{}
+	if err := aged.Drain(context.Background(), up.upload); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.names) != 2 || up.names[0] != "fresh" {
+		t.Errorf("delivered %v, want the fresh spans only", up.names)
+	}
+	if st := aged.Stats(); st.Expired != 4 || st.Late != 2 {
+		t.Errorf("stats %+v, want 4 expired, 2 late", st)
+	}
+	if len(expired) != 1 || expired[0].spans != 4 || expired[0].age < 2*time.Hour {
+		t.Errorf("told %+v, want 4 spans, 2h old", expired)
+	}
+
+	// Put: a full spool of expired requests takes the new one in their place.
+	aged.Put(request(5, "stale"))
+	info, _ := os.Stat(filepath.Join(aged.Dir(), names(t, aged)[0]))
+	os.Chtimes(filepath.Join(aged.Dir(), names(t, aged)[0]), long, long)
+	cfg.Dir, cfg.MaxBytes = aged.Dir(), info.Size()+1
+	bounded := open(t, cfg)
+	if err := bounded.Put(request(5, "new")); err != nil {
+		t.Fatalf("Put in place of an expired request: %v", err)
+	}
+	if st := bounded.Stats(); st.Expired != 5 || st.Spooled != 5 {
+		t.Errorf("stats %+v, want 5 expired, 5 spooled", st)
 	}
 }
 
@@ -204,10 +280,10 @@ func TestDamagedFileIsCountedNamedAndKept(t *testing.T) {
 	if b, err := os.ReadFile(aside); err != nil || string(b) != string(damaged) {
 		t.Errorf("kept file: %q, %v", b, err)
 	}
-	if st := s.Stats(); st.Corrupt != 1 || st.Dropped != 0 || st.Late != 5 {
-		t.Errorf("stats %+v, want 1 corrupt, 0 dropped, 5 late", st)
+	if st := s.Stats(); st.Corrupt != 1 || st.Expired != 0 || st.Late != 5 {
+		t.Errorf("stats %+v, want 1 corrupt, 0 expired, 5 late", st)
 	}
-	// The age bound does not delete it either: trim sets damaged files
+	// The age bound does not delete it either: expire sets damaged files
 	// aside the same way.
 	other := fmt.Sprintf("%020d-1-2%s", time.Now().Add(-time.Hour).UnixNano(), suffix)
 	old := open(t, Config{Dir: s.Dir(), MaxAge: time.Millisecond})
@@ -215,7 +291,7 @@ func TestDamagedFileIsCountedNamedAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	old.trim()
+	old.expire()
 	if _, err := os.Stat(filepath.Join(s.Dir(), other+".corrupt")); err != nil || old.Stats().Corrupt != 1 {
 		t.Errorf("trim: %v, stats %+v", err, old.Stats())
 	}

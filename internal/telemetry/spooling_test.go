@@ -1,0 +1,197 @@
+package telemetry_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
+)
+
+// spoolHolds lists the spool's files by their names as spooled, claimed
+// by a sender or not.
+func spoolHolds(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := regexp.MustCompile(`^\.sending-\d+-`)
+	var out []string
+	for _, e := range ents {
+		out = append(out, claim.ReplaceAllString(e.Name(), ""))
+	}
+	return out
+}
+
+// spansNamed counts the spans called name the receiver got.
+func spansNamed(name string, n int) func(r *receiver) bool {
+	return func(r *receiver) bool {
+		c := 0
+		for _, req := range r.traces {
+			for _, rs := range req.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, s := range ss.Spans {
+						if s.Name == name {
+							c++
+						}
+					}
+				}
+			}
+		}
+		return c >= n
+	}
+}
+
+// spoolEarlier spools n spans called "earlier", of 4 KiB each, as an
+// earlier process would have.
+func spoolEarlier(t *testing.T, dir string, n int) {
+	t.Helper()
+	earlier, err := spool.Open(spool.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &tracepb.ScopeSpans{}
+	for range n {
+		ss.Spans = append(ss.Spans, &tracepb.Span{Name: "earlier", TraceId: make([]byte, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
+			Attributes: []*commonpb.KeyValue{{Key: "pad", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{
+				StringValue: strings.Repeat("x", 4<<10)}}}}})
+	}
+	if err := earlier.Put(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A spool at its bound refuses the next batch, which counts as failed
+// (what tells watch to trace its runs again) and is said, once; nothing
+// spooled is deleted for it. Once the collector takes batches again, the
+// spool is sent, and takes new batches again.
+func TestFullSpoolRefusesThenDrains(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		lis := listen(t)
+		rcv := newReceiver()
+		rcv.failing.Store(true)
+		if protocol == "grpc" {
+			serveGRPC(t, rcv, lis, nil)
+		} else {
+			serveHTTP(t, rcv, lis, nil)
+		}
+		// An earlier process left 5 spans, which fill the spool; they are
+		// large, so that once they are sent a batch fits.
+		dir := filepath.Join(t.TempDir(), "spool")
+		spoolEarlier(t, dir, 5)
+		held := spoolHolds(t, dir)
+		info, err := os.Stat(filepath.Join(dir, held[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+			"OTEL_METRICS_EXPORTER":       "none",
+		})
+		cfg.Spool = config.Spool{Dir: dir, MaxBytes: info.Size() + 16, MaxAge: time.Hour}
+		tel, stderr := setup(t, cfg)
+
+		for round := 1; round <= 2; round++ {
+			makeTrace(tel.TracerProvider())
+			if err := tel.FlushSpans(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if s, sp := tel.Stats(), tel.SpoolStats(); s.Failed != int64(3*round) || s.Spooled != 0 || sp.Full != int64(3*round) {
+				t.Fatalf("round %d: stats %+v, spool %+v; want every span failed, none spooled", round, s, sp)
+			}
+			if got := spoolHolds(t, dir); len(got) != 1 || got[0] != held[0] {
+				t.Fatalf("round %d: spool holds %v, want what it held: %v", round, got, held)
+			}
+		}
+		full := "pi-otel: spool full: " + dir + " holds "
+		if out := stderr.String(); strings.Count(out, full) != 1 || !strings.Contains(out, "nothing spooled is deleted") {
+			t.Errorf("stderr = %q, want once %q", out, full)
+		}
+		if sum := tel.Summary(); !strings.Contains(sum, fmt.Sprintf("6 failed to export, 6 not kept (the spool %s is full)", dir)) {
+			t.Errorf("summary = %q", sum)
+		}
+
+		// The collector takes batches again: the new one, then the spool.
+		rcv.failing.Store(false)
+		makeTrace(tel.TracerProvider())
+		if err := tel.FlushSpans(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rcv.waitFor(t, ctx, "the spooled spans", spansNamed("earlier", 5))
+		for len(spoolHolds(t, dir)) > 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("spool not empty: %v", spoolHolds(t, dir))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// And it has room again for a batch the collector does not take.
+		rcv.failing.Store(true)
+		makeTrace(tel.TracerProvider())
+		if err := tel.FlushSpans(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := tel.Stats(); s.Exported != 3 || s.Spooled != 3 || s.Failed != 6 {
+			t.Errorf("stats %+v, want 3 exported, 3 spooled, still 6 failed", s)
+		}
+		if got := spoolHolds(t, dir); len(got) != 1 || got[0] == held[0] {
+			t.Errorf("spool holds %v, want the new batch", got)
+		}
+		if sp := tel.SpoolStats(); sp.Late != 5 || sp.Expired != 0 {
+			t.Errorf("spool stats %+v, want 5 late, none expired", sp)
+		}
+	})
+}
+
+// Spans spooled longer ago than --spool-max-age are not sent once the
+// collector is back: they are dropped, said once, counted in the summary.
+func TestExpiredSpoolIsSaidAndCounted(t *testing.T) {
+	ctx := testCtx(t)
+	lis := listen(t)
+	rcv := newReceiver()
+	serveHTTP(t, rcv, lis, nil)
+	dir := filepath.Join(t.TempDir(), "spool")
+	spoolEarlier(t, dir, 5)
+	long := time.Now().Add(-3 * time.Hour)
+	for _, name := range spoolHolds(t, dir) {
+		os.Chtimes(filepath.Join(dir, name), long, long)
+	}
+	cfg := loadConfig(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+		"OTEL_METRICS_EXPORTER":       "none",
+	})
+	cfg.Spool = config.Spool{Dir: dir, MaxBytes: 1 << 20, MaxAge: time.Hour}
+	tel, stderr := setup(t, cfg)
+	makeTrace(tel.TracerProvider())
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sp := tel.SpoolStats(); sp.Expired != 5 || sp.Late != 0 {
+		t.Errorf("spool stats %+v, want 5 expired, none delivered", sp)
+	}
+	rcv.mu.Lock()
+	sent := spansNamed("earlier", 1)(rcv)
+	rcv.mu.Unlock()
+	if sent {
+		t.Error("expired spans were sent")
+	}
+	want := "pi-otel: 5 spans spooled 3h0m0s ago, past --spool-max-age 1h0m0s, dropped from " + dir + " unsent"
+	if out := stderr.String(); strings.Count(out, want) != 1 {
+		t.Errorf("stderr = %q, want once %q", out, want)
+	}
+	if sum := tel.Summary(); !strings.Contains(sum, "5 spooled spans dropped (older than --spool-max-age; not sent)") {
+		t.Errorf("summary = %q", sum)
+	}
+}
