@@ -39,6 +39,7 @@ type receiver struct {
 	coltracepb.UnimplementedTraceServiceServer
 
 	requireKey, requireValue string // when set, requests without this header are refused
+	invalid                  bool   // refuse every export as invalid: InvalidArgument, HTTP 400
 
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
@@ -92,6 +93,9 @@ func (r *receiver) acceptGRPC(ctx context.Context, path string, req proto.Messag
 	if !r.allowed(h) {
 		return status.Error(codes.Unauthenticated, "missing credentials")
 	}
+	if r.invalid {
+		return status.Error(codes.InvalidArgument, "invalid spans")
+	}
 	r.record(h, path, req)
 	return nil
 }
@@ -129,6 +133,10 @@ func hasLogs(r *receiver) bool { return len(r.logs) > 0 }
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !r.allowed(req.Header) {
 		http.Error(w, "missing credentials", http.StatusUnauthorized)
+		return
+	}
+	if r.invalid {
+		http.Error(w, "invalid spans", http.StatusBadRequest)
 		return
 	}
 	var body io.Reader = req.Body
