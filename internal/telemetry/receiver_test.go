@@ -44,6 +44,7 @@ type receiver struct {
 	// (gRPC Internal, HTTP 500): not retried by the exporter, not a
 	// refusal of the data, so the batch goes to the spool.
 	failing atomic.Bool
+	invalid                  bool   // refuse every export as invalid: InvalidArgument, HTTP 400
 
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
@@ -100,6 +101,9 @@ func (r *receiver) acceptGRPC(ctx context.Context, path string, req proto.Messag
 	if r.failing.Load() {
 		return status.Error(codes.Internal, "collector failing")
 	}
+	if r.invalid {
+		return status.Error(codes.InvalidArgument, "invalid spans")
+	}
 	r.record(h, path, req)
 	return nil
 }
@@ -141,6 +145,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if r.failing.Load() {
 		http.Error(w, "collector failing", http.StatusInternalServerError)
+		return
+	}
+	if r.invalid {
+		http.Error(w, "invalid spans", http.StatusBadRequest)
 		return
 	}
 	var body io.Reader = req.Body

@@ -509,6 +509,42 @@ func TestRefusedCredentials(t *testing.T) {
 	})
 }
 
+// TestRefusedAsInvalid: spans the collector refuses as invalid (gRPC
+// InvalidArgument, HTTP 400) are counted refused, tried once, and the
+// summary says they are not sent again.
+func TestRefusedAsInvalid(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		rcv := newReceiver()
+		rcv.invalid = true
+		lis := listen(t)
+		if protocol == "grpc" {
+			serveGRPC(t, rcv, lis, nil)
+		} else {
+			serveHTTP(t, rcv, lis, nil)
+		}
+		cfg := loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+			"PI_OTEL_FLUSH_TIMEOUT":       "1h", // a retry fails the test
+		})
+		cfg.Spool = config.Spool{Dir: t.TempDir()} // a refused batch is not kept either
+		tel, stderr := setup(t, cfg, telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Hour, MaxInterval: time.Hour, MaxElapsedTime: 2 * time.Hour}))
+		makeTrace(tel.TracerProvider())
+		if err := tel.Shutdown(ctx); ctx.Err() != nil {
+			t.Fatalf("Shutdown waited out the test's bound: %v", err)
+		}
+		if s := tel.Stats(); tel.Refused() != 3 || s.Spooled != 0 || s.Exported != 0 {
+			t.Errorf("stats = %+v, %d refused", s, tel.Refused())
+		}
+		if sum := tel.Summary(); !strings.HasSuffix(sum, "; 3 spans dropped (refused by the collector as invalid; not sent again)") {
+			t.Errorf("summary = %q", sum)
+		}
+		if out := stderr.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, "exporting traces to ") {
+			t.Errorf("stderr = %q", out)
+		}
+	})
+}
+
 func TestTLSMismatch(t *testing.T) {
 	// A TLS collector whose CA pi-otel was not given.
 	ctx := testCtx(t)
@@ -732,12 +768,18 @@ func TestFutileExportFailsFast(t *testing.T) {
 	}))
 	defer plain.Close()
 	host := strings.TrimPrefix(plain.URL, "http://")
+	grpcLis, tlsLis := listen(t), listen(t)
+	serveGRPC(t, newReceiver(), grpcLis, nil)
+	serveHTTP(t, newReceiver(), tlsLis, newPKI(t).serverTLS(false))
 	for _, c := range []struct {
 		name, protocol, endpoint, says string
 	}{
 		{"grpc to an HTTP/1 server", "grpc", "http://" + host, "does not speak this protocol"},
 		{"grpc TLS to plaintext", "grpc", "https://" + host, "TLS with the collector"},
 		{"http TLS to plaintext", "http/protobuf", "https://" + host, "TLS with the collector"},
+		{"http to a gRPC server", "http/protobuf", "http://" + grpcLis.Addr().String(), "does not speak this protocol"},
+		// Its 400 refuses no spans: they count as failed, not refused.
+		{"http plaintext to TLS", "http/protobuf", "http://" + tlsLis.Addr().String(), "wants TLS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := testCtx(t)
@@ -757,8 +799,8 @@ func TestFutileExportFailsFast(t *testing.T) {
 				t.Fatalf("Shutdown waited out the test's bound: %v", err)
 			}
 			s := tel.Stats()
-			if s.Failed != s.Ended || s.Dropped != 0 || s.Ended == 0 {
-				t.Errorf("stats = %+v; want every span failed, none dropped", s)
+			if s.Failed != s.Ended || s.Dropped != 0 || s.Ended == 0 || tel.Refused() != 0 {
+				t.Errorf("stats = %+v, %d refused; want every span failed, none dropped", s, tel.Refused())
 			}
 			out := stderr.String()
 			if strings.Count(out, "\n") != 1 || !strings.Contains(out, c.says) {
