@@ -60,6 +60,10 @@ type Dropped struct {
 	NoMessages   int // results[] entries without a messages array
 	UnknownRoles int // child messages of a role that is neither assistant, toolResult nor user
 	Unordered    int // child messages timed before the one before them
+	// Cycles are child session files named while they were being read
+	// (a file naming itself, or a file it names naming it back): not
+	// followed, and the result's copy of the messages, if any, used.
+	Cycles int
 	// UnreadFiles are child session files named but not read (the
 	// result's copy of the messages, if any, was used): not a loss.
 	UnreadFiles int
@@ -67,7 +71,7 @@ type Dropped struct {
 
 // Total is the sum of the counts.
 func (d Dropped) Total() int {
-	return d.Runs + d.Deep + d.Items + d.Calls + d.Oversize + d.Malformed + d.NoMessages + d.UnknownRoles + d.Unordered
+	return d.Runs + d.Deep + d.Items + d.Calls + d.Oversize + d.Malformed + d.NoMessages + d.UnknownRoles + d.Unordered + d.Cycles
 }
 
 // Result is what one tool result carries.
@@ -273,6 +277,8 @@ type parser struct {
 	sessions SessionReader
 	runs     int // runs kept so far, all depths
 	dropped  Dropped
+	// files are the session files being read, for cycles (sessionfile.go).
+	files []openFile
 }
 
 // decoder reads the values the parser walks through. walker (walk.go) is
@@ -382,9 +388,10 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 	}
 	if file != "" && len(r.Runs) == 0 && depth+1 <= p.lim.MaxDepth && p.runs < p.lim.MaxRuns {
 		e := entry{SessionFile: file}
-		if child := p.child(&e); child != "" {
+		if child, _ := p.child(&e); child != "" {
 			p.runs++
 			run := p.run(&e, depth+1)
+			p.leave()
 			run.Session = child
 			r.Runs = append(r.Runs, run)
 		}
@@ -435,8 +442,17 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		if e.SessionFile == "" && len(list) == 1 {
 			e.SessionFile = file
 		}
-		child := p.child(&e)
-		if e.Messages == nil { // absent, or not an array
+		// Past the depth bound no file is read: the run is cut anyway, and
+		// the files being read stay as many as the levels.
+		deep := depth+1 > p.lim.MaxDepth
+		child, cycle := "", false
+		if !deep {
+			child, cycle = p.child(&e)
+		}
+		switch named := e.SessionFile != "" && p.sessions != nil; {
+		case e.Messages == nil && cycle:
+			continue // counted once, as a cycle
+		case e.Messages == nil && !(deep && named): // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
 			}
@@ -446,12 +462,15 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 			// A field of the wrong type: encoding/json kept the rest.
 			p.dropped.Malformed++
 		}
-		if depth+1 > p.lim.MaxDepth {
+		if deep {
 			p.dropped.Deep++
 			continue
 		}
 		p.runs++
 		run := p.run(&e, depth+1)
+		if child != "" {
+			p.leave()
+		}
 		run.Index = i
 		run.Session = child
 		r.Runs = append(r.Runs, run)
