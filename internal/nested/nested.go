@@ -231,17 +231,18 @@ func escaped(b []byte, q int) bool {
 // Parse reads what result carries. It returns nil when result is not an
 // object with any of the fields; bad values are counted, never fatal.
 func Parse(result []byte, lim Limits) *Result {
-	return ParseWith(result, lim, nil)
+	return ParseWith(result, lim, nil, Origin{})
 }
 
 // ParseWith is Parse that reads the child session files results[] entries
 // name (`sessionFile`) with sessions, when it is not nil: see SessionReader.
-func ParseWith(result []byte, lim Limits, sessions SessionReader) *Result {
+// from is where result was read, which relative names resolve against.
+func ParseWith(result []byte, lim Limits, sessions SessionReader, from Origin) *Result {
 	lim = lim.withDefaults()
 	if len(result) > lim.MaxBytes {
 		return &Result{Dropped: Dropped{Oversize: 1}}
 	}
-	p := parser{lim: lim, dec: walker{}, sessions: sessions}
+	p := parser{lim: lim, dec: walker{}, sessions: sessions, from: from}
 	r := p.result(result, 0)
 	if r != nil {
 		r.Dropped = p.dropped
@@ -277,8 +278,11 @@ type parser struct {
 	sessions SessionReader
 	runs     int // runs kept so far, all depths
 	dropped  Dropped
-	// files are the session files being read, for cycles (sessionfile.go).
-	files []openFile
+	// files are the session files being read, for cycles and relative
+	// names (sessionfile.go); from's file at the bottom, once rooted.
+	files  []openFile
+	from   Origin
+	rooted bool
 }
 
 // decoder reads the values the parser walks through. walker (walk.go) is

@@ -365,7 +365,7 @@ func TestDetailsSessionFileAlone(t *testing.T) {
 	r := ParseWith(res, DefaultLimits, func(path string) ([]json.RawMessage, string, error) {
 		asked = path
 		return msgs, "kid", nil
-	})
+	}, Origin{})
 	if asked != "/s/kid.jsonl" || r == nil || len(r.Runs) != 1 {
 		t.Fatalf("asked %q, result %+v", asked, r)
 	}

@@ -102,6 +102,21 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 	return msgs, id, nil
 }
 
+// Origin is where a tool result was read, for the child session files it
+// names. A relative name resolves against the folder of the file that
+// names it: File for the result's own, the child's file for those in the
+// child's messages. With no File (a session piped on stdin), it resolves
+// against Cwd, Pi's working directory from the session header, where Pi
+// ran the tool; with neither, or a Cwd that is no absolute path here, it
+// is not read (Dropped.UnreadFiles): pi-otel's own directory is no place
+// of Pi's.
+type Origin struct {
+	// File is the session file that holds the result: at the bottom of
+	// the read stack, so that a result naming it is a cycle.
+	File string
+	Cwd  string
+}
+
 // openFile is a session file on the parser's read stack: the files whose
 // messages are being read, outermost first.
 type openFile struct {
@@ -118,9 +133,10 @@ func (p *parser) child(e *entry) (id string, cycle bool) {
 	if e.SessionFile == "" || p.sessions == nil {
 		return "", false
 	}
-	f := openFile{path: filepath.Clean(e.SessionFile)}
-	if st, err := os.Stat(f.path); err == nil {
-		f.info = st
+	f, ok := locate(e.SessionFile, p.base())
+	if !ok {
+		p.dropped.UnreadFiles++
+		return "", false
 	}
 	if p.onStack(f) {
 		// A file that names itself, or an ancestor of its own: following
@@ -143,6 +159,46 @@ func (p *parser) child(e *entry) (id string, cycle bool) {
 	}
 	p.files = append(p.files, f)
 	return id, false
+}
+
+// base is the folder relative names resolve against: the file being read,
+// else the origin's; "" when there is none. The first call places the
+// origin's file at the bottom of the read stack.
+func (p *parser) base() string {
+	if !p.rooted {
+		p.rooted = true
+		if p.from.File != "" {
+			// A relative File names a file on the command line: pi-otel's
+			// own directory is where it is.
+			if abs, err := filepath.Abs(p.from.File); err == nil {
+				f, _ := locate(abs, "")
+				p.files = append(p.files, f)
+			}
+		}
+	}
+	if n := len(p.files); n > 0 {
+		return filepath.Dir(p.files[n-1].path)
+	}
+	if filepath.IsAbs(p.from.Cwd) {
+		return p.from.Cwd
+	}
+	return ""
+}
+
+// locate makes name a clean absolute path, relative to base, and finds
+// which file it is; false when it is relative and there is no base.
+func locate(name, base string) (openFile, bool) {
+	if !filepath.IsAbs(name) {
+		if base == "" {
+			return openFile{}, false
+		}
+		name = filepath.Join(base, name)
+	}
+	f := openFile{path: filepath.Clean(name)}
+	if st, err := os.Stat(f.path); err == nil {
+		f.info = st
+	}
+	return f, true
 }
 
 // leave takes the file child read last off the read stack.

@@ -47,7 +47,7 @@ func writeSession(t *testing.T, path, id, next string, withCopy bool) string {
 func parseQuickly(t *testing.T, res []byte) *Result {
 	t.Helper()
 	done := make(chan *Result, 1)
-	go func() { done <- ParseWith(res, DefaultLimits, ReadSessionFile(1<<20)) }()
+	go func() { done <- ParseWith(res, DefaultLimits, ReadSessionFile(1<<20), Origin{}) }()
 	select {
 	case r := <-done:
 		return r
@@ -137,11 +137,68 @@ func TestSessionFilePastTheDepthBound(t *testing.T) {
 		func(path string) ([]json.RawMessage, string, error) {
 			asked = append(asked, path)
 			return read(path)
-		})
+		}, Origin{})
 	if len(asked) != DefaultLimits.MaxDepth || len(chain(r)) != DefaultLimits.MaxDepth {
 		t.Errorf("%d files read, %d runs, want %d", len(asked), len(chain(r)), DefaultLimits.MaxDepth)
 	}
 	if r.Dropped.Deep != 1 || r.Dropped.NoMessages != 0 || r.Dropped.Cycles != 0 {
 		t.Errorf("dropped %+v, want the run past the bound counted as too deep", r.Dropped)
+	}
+}
+
+// A relative sessionFile resolves against the folder of the file that
+// names it: the origin's for the result's own names, the child's for the
+// names in the child's messages; with no file, against Pi's cwd; with
+// neither, it is not read, whatever pi-otel's own directory holds.
+func TestRelativeSessionFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeSession(t, filepath.Join(dir, "sub", "kid.jsonl"), "kid", "grand.jsonl", false)
+	writeSession(t, filepath.Join(dir, "sub", "grand.jsonl"), "grand", "none.jsonl", false)
+	// A decoy where the grandchild's name would lead from the origin's folder.
+	writeSession(t, filepath.Join(dir, "grand.jsonl"), "decoy", "none.jsonl", false)
+	res := result(map[string]any{"agent": "kid", "sessionFile": "sub/kid.jsonl"})
+	read := ReadSessionFile(1 << 20)
+	for _, c := range []struct {
+		name string
+		from Origin
+		want string
+	}{
+		{"from a file", Origin{File: filepath.Join(dir, "parent.jsonl"), Cwd: "/elsewhere"}, "kid@1 grand@2"},
+		{"from stdin", Origin{Cwd: dir}, "kid@1 grand@2"},
+		{"nowhere", Origin{}, ""},
+		{"a cwd that is no path here", Origin{Cwd: `C:\Users\pi`}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := ParseWith(res, DefaultLimits, read, c.from)
+			if got := strings.Join(chain(r), " "); got != c.want {
+				t.Errorf("runs %q, want %q", got, c.want)
+			}
+			if c.want == "" && (r.Dropped.UnreadFiles != 1 || r.Dropped.NoMessages != 1) {
+				t.Errorf("dropped %+v, want the name unread", r.Dropped)
+			}
+		})
+	}
+	// pi-otel's own directory (the package's, in a test) is never asked.
+	asked := false
+	ParseWith(result(map[string]any{"agent": "kid", "sessionFile": "sessionfile.go"}), DefaultLimits,
+		func(string) ([]json.RawMessage, string, error) { asked = true; return nil, "", nil }, Origin{})
+	if asked {
+		t.Errorf("a relative name with nothing to resolve it against was read")
+	}
+}
+
+// A result that names the file it is in, by any spelling, is a cycle at
+// once: the origin's file is the first on the read stack.
+func TestResultNamingItsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	self := writeSession(t, filepath.Join(dir, "self.jsonl"), "self", "self.jsonl", false)
+	for _, name := range []string{self, "self.jsonl", "./sub/../self.jsonl"} {
+		r := ParseWith(result(map[string]any{"agent": "kid", "sessionFile": name}), DefaultLimits, ReadSessionFile(1<<20), Origin{File: self})
+		if len(chain(r)) != 0 || r.Dropped.Cycles != 1 {
+			t.Errorf("%s: runs %v, dropped %+v, want one cycle and no run", name, chain(r), r.Dropped)
+		}
 	}
 }
