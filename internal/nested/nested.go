@@ -67,6 +67,9 @@ type Dropped struct {
 	// UnreadFiles are child session files named but not read (the
 	// result's copy of the messages, if any, was used): not a loss.
 	UnreadFiles int
+	// Repeated are tool results a child's messages hold twice (one
+	// toolCallId, no model call between): traced once, not a loss.
+	Repeated int
 }
 
 // Total is the sum of the counts.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,6 +273,39 @@ func TestChildSessionFileCycles(t *testing.T) {
 		if tool.str("pi.nested.dropped") != "1" || root.str("pi.nested.dropped") != "1" {
 			t.Errorf("%s: pi.nested.dropped %s on the tool, %s on the root; want the cycle counted once",
 				name, tool.str("pi.nested.dropped"), root.str("pi.nested.dropped"))
+		}
+	}
+}
+
+// A child's messages that hold one tool result twice give one execute_tool
+// span below the child, as a session's own repeated result does at the top,
+// and count in Stats.Repeated alike.
+func TestRepeatedNestedToolResult(t *testing.T) {
+	_, parent := childAndParent(t, "")
+	call := `{"role":"assistant","content":[{"type":"toolCall","id":"k1","name":"bash","arguments":{}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":1}},"stopReason":"toolUse","timestamp":1796119200300,"durationMs":10}`
+	res := `{"role":"toolResult","toolCallId":"k1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":1796119200400,"durationMs":50}`
+	again := strings.Replace(res, "1796119200400", "1796119200500", 1)
+	answer := `{"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":1}},"stopReason":"stop","timestamp":1796119200600,"durationMs":10}`
+	for name, c := range map[string]struct {
+		msgs     []string
+		repeated int64
+	}{
+		"once":  {[]string{call, res, answer}, 0},
+		"twice": {[]string{call, res, again, answer}, 1},
+	} {
+		tr := traceBytes(t, parent(`[{"agent":"scout","messages":[`+strings.Join(c.msgs, ",")+`]}]`), Config{})
+		agents := tr.roots[0].find("invoke_agent scout")
+		if len(agents) != 1 {
+			t.Fatalf("%s: %d invoke_agent spans", name, len(agents))
+		}
+		if n := len(agents[0].find("execute_tool bash")); n != 1 {
+			t.Errorf("%s: %d execute_tool bash spans below the child, want 1:\n%s", name, n, agents[0].shape())
+		}
+		if got := tr.tracer.Stats().Repeated; got != c.repeated {
+			t.Errorf("%s: %d repeated, want %d", name, got, c.repeated)
+		}
+		if got := agents[0].str("pi.tool_calls"); got != "1" {
+			t.Errorf("%s: the child's pi.tool_calls %s, want 1", name, got)
 		}
 	}
 }
