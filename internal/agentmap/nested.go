@@ -71,6 +71,10 @@ func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attr
 		// The result's copy of the messages stood in: nothing lost.
 		m.stats.Anomalies["nested session files unread"] += int64(u)
 	}
+	if n := res.Dropped.Repeated; n > 0 {
+		// A tool result given twice in a child's messages: traced once.
+		m.stats.Anomalies["nested tool results repeated"] += int64(n)
+	}
 	if w.clamped > 0 {
 		m.stats.Anomalies["nested span times clamped"] += int64(w.clamped)
 		attrs = append(attrs, vocab.NestedClampedKey.Int(w.clamped))

@@ -229,3 +229,35 @@ func TestNestedRunPrivacy(t *testing.T) {
 		t.Errorf("with capture: task %q, status %q", run.Str("pi.nested.task"), run.Status.Message)
 	}
 }
+
+// A live subagent result whose child's messages hold one tool result twice
+// gives one execute_tool span below the child, and the repeat is counted.
+func TestRepeatedNestedToolResultLive(t *testing.T) {
+	child := `[{"role":"assistant","content":[{"type":"toolCall","id":"k1","name":"bash"}],"stopReason":"toolUse","timestamp":1796119200300,"durationMs":10},` +
+		`{"role":"toolResult","toolCallId":"k1","toolName":"bash","timestamp":1796119200400,"durationMs":50},` +
+		`{"role":"toolResult","toolCallId":"k1","toolName":"bash","timestamp":1796119200500,"durationMs":50},` +
+		`{"role":"assistant","content":[],"stopReason":"stop","timestamp":1796119200600,"durationMs":10}]`
+	stream := []byte(`{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/p"}
+{"type":"agent_start"}
+{"type":"turn_start"}
+{"type":"tool_execution_start","toolCallId":"c1","toolName":"subagent","args":{}}
+{"type":"tool_execution_end","toolCallId":"c1","toolName":"subagent","result":{"content":[],"details":{"results":[{"agent":"scout","messages":` + child + `}]}},"isError":false,"durationMs":900}
+{"type":"turn_end"}
+{"type":"agent_end","messages":[],"willRetry":false}
+{"type":"agent_settled"}
+`)
+	forest, m, _ := replay(t, stream, nil)
+	agents := spantree.Find(forest, "invoke_agent scout")
+	if len(agents) != 1 {
+		t.Fatalf("%d invoke_agent spans:\n%s", len(agents), spantree.Shape(forest))
+	}
+	if n := len(spantree.Find(forest, "execute_tool bash")); n != 1 {
+		t.Errorf("%d execute_tool bash spans, want 1:\n%s", n, spantree.Shape(forest))
+	}
+	if n := m.Stats().Anomalies["nested tool results repeated"]; n != 1 {
+		t.Errorf("%d repeats counted, want 1", n)
+	}
+	if n := m.Stats().Anomalies["nested values dropped"]; n != 0 {
+		t.Errorf("%d nested values dropped: a repeat is no loss", n)
+	}
+}

@@ -188,11 +188,16 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	path := name
+	if name == "-" {
+		path = "" // stdin: relative child files resolve against Pi's cwd
+	}
 	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content,
 		// A parent's file nests its children's files; a child's file,
 		// replayed on its own, links to the parent's tool.
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
-		ParentTool:    session.FindParentTool(parentFileMax)})
+		ParentTool:    session.FindParentTool(parentFileMax),
+		Path:          path})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
 	next := records(r, head, herr)

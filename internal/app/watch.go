@@ -225,6 +225,7 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		Claims:         spec.Claims,
 		Uncounted:      sp.uncounted,
 		ChildSessions:  nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
+		Path:           spec.Path,
 		// One process follows both: a child session is traced nested in
 		// its parent's trace, not again on its own.
 		ParentTool: session.FindParentTool(parentFileMax),

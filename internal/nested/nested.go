@@ -60,14 +60,21 @@ type Dropped struct {
 	NoMessages   int // results[] entries without a messages array
 	UnknownRoles int // child messages of a role that is neither assistant, toolResult nor user
 	Unordered    int // child messages timed before the one before them
+	// Cycles are child session files named while they were being read
+	// (a file naming itself, or a file it names naming it back): not
+	// followed, and the result's copy of the messages, if any, used.
+	Cycles int
 	// UnreadFiles are child session files named but not read (the
 	// result's copy of the messages, if any, was used): not a loss.
 	UnreadFiles int
+	// Repeated are tool results a child's messages hold twice (one
+	// toolCallId, no model call between): traced once, not a loss.
+	Repeated int
 }
 
 // Total is the sum of the counts.
 func (d Dropped) Total() int {
-	return d.Runs + d.Deep + d.Items + d.Calls + d.Oversize + d.Malformed + d.NoMessages + d.UnknownRoles + d.Unordered
+	return d.Runs + d.Deep + d.Items + d.Calls + d.Oversize + d.Malformed + d.NoMessages + d.UnknownRoles + d.Unordered + d.Cycles
 }
 
 // Result is what one tool result carries.
@@ -227,17 +234,18 @@ func escaped(b []byte, q int) bool {
 // Parse reads what result carries. It returns nil when result is not an
 // object with any of the fields; bad values are counted, never fatal.
 func Parse(result []byte, lim Limits) *Result {
-	return ParseWith(result, lim, nil)
+	return ParseWith(result, lim, nil, Origin{})
 }
 
 // ParseWith is Parse that reads the child session files results[] entries
 // name (`sessionFile`) with sessions, when it is not nil: see SessionReader.
-func ParseWith(result []byte, lim Limits, sessions SessionReader) *Result {
+// from is where result was read, which relative names resolve against.
+func ParseWith(result []byte, lim Limits, sessions SessionReader, from Origin) *Result {
 	lim = lim.withDefaults()
 	if len(result) > lim.MaxBytes {
 		return &Result{Dropped: Dropped{Oversize: 1}}
 	}
-	p := parser{lim: lim, dec: walker{}, sessions: sessions}
+	p := parser{lim: lim, dec: walker{}, sessions: sessions, from: from}
 	r := p.result(result, 0)
 	if r != nil {
 		r.Dropped = p.dropped
@@ -273,6 +281,11 @@ type parser struct {
 	sessions SessionReader
 	runs     int // runs kept so far, all depths
 	dropped  Dropped
+	// files are the session files being read, for cycles and relative
+	// names (sessionfile.go); from's file at the bottom, once rooted.
+	files  []openFile
+	from   Origin
+	rooted bool
 }
 
 // decoder reads the values the parser walks through. walker (walk.go) is
@@ -382,9 +395,10 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 	}
 	if file != "" && len(r.Runs) == 0 && depth+1 <= p.lim.MaxDepth && p.runs < p.lim.MaxRuns {
 		e := entry{SessionFile: file}
-		if child := p.child(&e); child != "" {
+		if child, _ := p.child(&e); child != "" {
 			p.runs++
 			run := p.run(&e, depth+1)
+			p.leave()
 			run.Session = child
 			r.Runs = append(r.Runs, run)
 		}
@@ -435,8 +449,17 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		if e.SessionFile == "" && len(list) == 1 {
 			e.SessionFile = file
 		}
-		child := p.child(&e)
-		if e.Messages == nil { // absent, or not an array
+		// Past the depth bound no file is read: the run is cut anyway, and
+		// the files being read stay as many as the levels.
+		deep := depth+1 > p.lim.MaxDepth
+		child, cycle := "", false
+		if !deep {
+			child, cycle = p.child(&e)
+		}
+		switch named := e.SessionFile != "" && p.sessions != nil; {
+		case e.Messages == nil && cycle:
+			continue // counted once, as a cycle
+		case e.Messages == nil && !(deep && named): // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
 			}
@@ -446,12 +469,15 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 			// A field of the wrong type: encoding/json kept the rest.
 			p.dropped.Malformed++
 		}
-		if depth+1 > p.lim.MaxDepth {
+		if deep {
 			p.dropped.Deep++
 			continue
 		}
 		p.runs++
 		run := p.run(&e, depth+1)
+		if child != "" {
+			p.leave()
+		}
 		run.Index = i
 		run.Session = child
 		r.Runs = append(r.Runs, run)
@@ -479,159 +505,6 @@ func (p *parser) run(e *entry, depth int) *Run {
 			TotalTokens: u.Input + u.Output + u.CacheRead + u.CacheWrite, Cost: event.Cost{Total: u.Cost}}
 	}
 	return run
-}
-
-// message is the part of a child's Pi message read.
-type message struct {
-	Role          string       `json:"role"`
-	Content       blocks       `json:"content"`
-	Provider      string       `json:"provider"`
-	Model         string       `json:"model"`
-	ResponseModel string       `json:"responseModel"`
-	Usage         *event.Usage `json:"usage"`
-	StopReason    string       `json:"stopReason"`
-	ErrorMessage  string       `json:"errorMessage"`
-	DurationMs    *float64     `json:"durationMs"`
-	Timestamp     float64      `json:"timestamp"`
-	ToolCallID    string       `json:"toolCallId"`
-	ToolName      string       `json:"toolName"`
-	IsError       bool         `json:"isError"`
-}
-
-type block struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-// blocks are a message's content blocks, of which only the tool calls'
-// ids and names are kept: a text is skipped, not copied, however large. A
-// content that is not a list (a user's string) is no block.
-type blocks []block
-
-func (b *blocks) UnmarshalJSON(raw []byte) error {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil
-	}
-	var list []block
-	if json.Unmarshal(raw, &list) == nil {
-		*b = list
-	}
-	return nil
-}
-
-// messages turns a child's messages into timed items: a chat starts at its
-// assistant message's timestamp and lasts durationMs; a tool ends at its
-// result's timestamp and lasts durationMs, else starts when the model call
-// that asked for it ended.
-func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
-	var prev, lastChatEnd time.Time
-	var lastStop, lastErr string
-	names := map[string]string{} // tool call id → name, from the assistant's calls
-	defer func() {
-		// The entry says how the child stopped; else its last model call.
-		if run.StopReason == "" {
-			run.StopReason = lastStop
-		}
-		if run.ErrorMessage == "" && run.StopReason == "error" {
-			run.ErrorMessage = lastErr
-		}
-	}()
-	for i, raw := range msgs {
-		var m message
-		if malformed, skip := p.dec.message(raw, &m); malformed {
-			p.dropped.Malformed++
-			if skip {
-				continue // not a message
-			}
-			// One field lost, the message kept.
-		}
-		if m.Role != "assistant" && m.Role != "toolResult" && m.Role != "user" {
-			p.dropped.UnknownRoles++
-			continue
-		}
-		ts := msTime(m.Timestamp)
-		if !ts.IsZero() {
-			if !prev.IsZero() && ts.Before(prev) {
-				p.dropped.Unordered++
-			}
-			prev = ts
-			run.cover(ts)
-		}
-		if m.Role == "user" {
-			continue
-		}
-		if len(run.Items) >= p.lim.MaxItems {
-			p.dropped.Items += p.countItems(msgs[i:])
-			return
-		}
-		switch m.Role {
-		case "assistant":
-			it := Item{Kind: Chat, Start: ts, End: ts, DurationMs: m.DurationMs, Model: m.Model, Provider: m.Provider,
-				ResponseModel: m.ResponseModel, StopReason: m.StopReason, ErrorMessage: m.ErrorMessage, Usage: m.Usage}
-			if m.DurationMs != nil && *m.DurationMs > 0 && !ts.IsZero() {
-				it.End = ts.Add(ms(*m.DurationMs))
-			}
-			run.cover(it.End)
-			for _, b := range m.Content {
-				if b.Type == "toolCall" {
-					it.ToolCalls++
-					names[b.ID] = b.Name
-				}
-			}
-			if m.Usage != nil {
-				run.Usage.Add(m.Usage)
-			}
-			if m.Model != "" {
-				run.Model, run.Provider = m.Model, m.Provider
-			}
-			if m.StopReason != "" {
-				lastStop, lastErr = m.StopReason, m.ErrorMessage
-			}
-			lastChatEnd = it.End
-			run.Items = append(run.Items, it)
-		case "toolResult":
-			it := Item{Kind: Tool, End: ts, DurationMs: m.DurationMs, ToolName: m.ToolName, ToolCallID: m.ToolCallID, IsError: m.IsError}
-			if it.ToolName == "" {
-				it.ToolName = names[m.ToolCallID]
-			}
-			it.Start = lastChatEnd
-			if m.DurationMs != nil && *m.DurationMs >= 0 && !ts.IsZero() {
-				it.Start = ts.Add(-ms(*m.DurationMs))
-			}
-			if it.Start.IsZero() || it.End.Before(it.Start) {
-				it.Start = it.End
-			}
-			run.cover(it.Start)
-			if Probe(raw) {
-				it.Nested = p.result(raw, depth)
-			}
-			run.Items = append(run.Items, it)
-		}
-	}
-}
-
-func (p *parser) countItems(msgs []json.RawMessage) int {
-	n := 0
-	for _, raw := range msgs {
-		if r := p.dec.role(raw); r == "assistant" || r == "toolResult" {
-			n++
-		}
-	}
-	return n
-}
-
-// cover widens the run's interval to t.
-func (r *Run) cover(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if r.Start.IsZero() || t.Before(r.Start) {
-		r.Start = t
-	}
-	if t.After(r.End) {
-		r.End = t
-	}
 }
 
 // Walk calls fn for every run below r, depth first, parents before

@@ -365,7 +365,7 @@ func TestDetailsSessionFileAlone(t *testing.T) {
 	r := ParseWith(res, DefaultLimits, func(path string) ([]json.RawMessage, string, error) {
 		asked = path
 		return msgs, "kid", nil
-	})
+	}, Origin{})
 	if asked != "/s/kid.jsonl" || r == nil || len(r.Runs) != 1 {
 		t.Fatalf("asked %q, result %+v", asked, r)
 	}
@@ -374,5 +374,49 @@ func TestDetailsSessionFileAlone(t *testing.T) {
 	}
 	if r := Parse(res, DefaultLimits); !r.Empty() {
 		t.Errorf("without a reader: %+v", r)
+	}
+}
+
+// A tool result a child's messages hold twice (one toolCallId, no model
+// call between) is one tool item, counted as repeated, as the top level
+// reads a session's own; a call id a later model call uses again is a
+// new call.
+func TestRepeatedToolResult(t *testing.T) {
+	ask := func(ts int64, ids ...string) map[string]any {
+		m := assistant(ts, 10, 0.1, "toolUse")
+		var calls []any
+		for _, id := range ids {
+			calls = append(calls, map[string]any{"type": "toolCall", "id": id, "name": "bash"})
+		}
+		m["content"] = calls
+		return m
+	}
+	answer := func(ts int64, id string) map[string]any {
+		m := toolMsg(ts, 5, "bash", false)
+		m["toolCallId"] = id
+		return m
+	}
+	for _, c := range []struct {
+		name            string
+		msgs            []any
+		tools, repeated int
+	}{
+		{"given again", []any{ask(1000, "c1"), answer(1020, "c1"), answer(1030, "c1"), assistant(1040, 10, 0.1, "stop")}, 1, 1},
+		{"among parallel calls", []any{ask(1000, "c1", "c2"), answer(1020, "c1"), answer(1021, "c2"), answer(1022, "c1"), answer(1023, "c2"), assistant(1040, 10, 0.1, "stop")}, 2, 2},
+		{"the id asked again", []any{ask(1000, "c1"), answer(1020, "c1"), ask(1030, "c1"), answer(1040, "c1"), assistant(1050, 10, 0.1, "stop")}, 2, 0},
+		{"asked for by no call", []any{answer(1020, "x"), answer(1030, "x"), assistant(1040, 10, 0.1, "stop")}, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Parse(result(map[string]any{"agent": "kid", "messages": c.msgs}), Limits{})
+			tools := 0
+			for _, it := range r.Runs[0].Items {
+				if it.Kind == Tool {
+					tools++
+				}
+			}
+			if tools != c.tools || r.Dropped.Repeated != c.repeated || r.Dropped.Total() != 0 {
+				t.Errorf("%d tool items, dropped %+v; want %d, %d repeated, nothing lost", tools, r.Dropped, c.tools, c.repeated)
+			}
+		})
 	}
 }

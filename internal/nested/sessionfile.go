@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // SessionReader reads the child session file a results[] entry names in
@@ -14,7 +15,10 @@ import (
 // child's messages, in file order, and its session id. When it reads, those
 // messages are the run's, in place of the entry's `messages` copy: the file
 // is the child's own record, and one source only keeps the totals single.
-// When it fails, the copy is used and Dropped.UnreadFiles counts it.
+// When it fails, the copy is used and Dropped.UnreadFiles counts it. A file
+// already being read (one that names itself, or a cycle through its
+// children) is not read again: the copy is used and Dropped.Cycles counts
+// it.
 type SessionReader func(path string) (msgs []json.RawMessage, id string, err error)
 
 // ErrNotSession is returned for a file whose first line is no Pi session
@@ -98,17 +102,53 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 	return msgs, id, nil
 }
 
+// Origin is where a tool result was read, for the child session files it
+// names. A relative name resolves against the folder of the file that
+// names it: File for the result's own, the child's file for those in the
+// child's messages. With no File (a session piped on stdin), it resolves
+// against Cwd, Pi's working directory from the session header, where Pi
+// ran the tool; with neither, or a Cwd that is no absolute path here, it
+// is not read (Dropped.UnreadFiles): pi-otel's own directory is no place
+// of Pi's.
+type Origin struct {
+	// File is the session file that holds the result: at the bottom of
+	// the read stack, so that a result naming it is a cycle.
+	File string
+	Cwd  string
+}
+
+// openFile is a session file on the parser's read stack: the files whose
+// messages are being read, outermost first.
+type openFile struct {
+	path string
+	info os.FileInfo // nil when it does not stat
+}
+
 // child reads the session file e names, when there is a reader: its
 // messages replace e's copy. It returns the child's session id, "" when
-// the copy stays.
-func (p *parser) child(e *entry) string {
+// the copy stays; cycle says the file was being read, and is counted.
+// When id is not "", the file is on the read stack until the caller, done
+// with the run, calls leave.
+func (p *parser) child(e *entry) (id string, cycle bool) {
 	if e.SessionFile == "" || p.sessions == nil {
-		return ""
+		return "", false
 	}
-	msgs, id, err := p.sessions(e.SessionFile)
+	f, ok := locate(e.SessionFile, p.base())
+	if !ok {
+		p.dropped.UnreadFiles++
+		return "", false
+	}
+	if p.onStack(f) {
+		// A file that names itself, or an ancestor of its own: following
+		// it would trace the same messages again, level after level. The
+		// copy, if any, stands, as for a file that does not read.
+		p.dropped.Cycles++
+		return "", true
+	}
+	msgs, id, err := p.sessions(f.path)
 	if err != nil {
 		p.dropped.UnreadFiles++
-		return ""
+		return "", false
 	}
 	if msgs == nil {
 		msgs = []json.RawMessage{}
@@ -117,5 +157,60 @@ func (p *parser) child(e *entry) string {
 	if id == "" {
 		id = "unknown"
 	}
-	return id
+	p.files = append(p.files, f)
+	return id, false
+}
+
+// base is the folder relative names resolve against: the file being read,
+// else the origin's; "" when there is none. The first call places the
+// origin's file at the bottom of the read stack.
+func (p *parser) base() string {
+	if !p.rooted {
+		p.rooted = true
+		if p.from.File != "" {
+			// A relative File names a file on the command line: pi-otel's
+			// own directory is where it is.
+			if abs, err := filepath.Abs(p.from.File); err == nil {
+				f, _ := locate(abs, "")
+				p.files = append(p.files, f)
+			}
+		}
+	}
+	if n := len(p.files); n > 0 {
+		return filepath.Dir(p.files[n-1].path)
+	}
+	if filepath.IsAbs(p.from.Cwd) {
+		return p.from.Cwd
+	}
+	return ""
+}
+
+// locate makes name a clean absolute path, relative to base, and finds
+// which file it is; false when it is relative and there is no base.
+func locate(name, base string) (openFile, bool) {
+	if !filepath.IsAbs(name) {
+		if base == "" {
+			return openFile{}, false
+		}
+		name = filepath.Join(base, name)
+	}
+	f := openFile{path: filepath.Clean(name)}
+	if st, err := os.Stat(f.path); err == nil {
+		f.info = st
+	}
+	return f, true
+}
+
+// leave takes the file child read last off the read stack.
+func (p *parser) leave() { p.files = p.files[:len(p.files)-1] }
+
+// onStack reports whether f is a file being read: the same path, or the
+// same file by another name (a link, another spelling).
+func (p *parser) onStack(f openFile) bool {
+	for _, g := range p.files {
+		if g.path == f.path || f.info != nil && g.info != nil && os.SameFile(f.info, g.info) {
+			return true
+		}
+	}
+	return false
 }

@@ -117,9 +117,9 @@ type message struct {
 
 // readNested keeps what a toolResult message carries for the mapper; the
 // raw message itself is not kept without content capture.
-func (m *message) readNested(sessions nested.SessionReader) {
+func (m *message) readNested(sessions nested.SessionReader, from nested.Origin) {
 	if m.Role == "toolResult" && nested.Probe(m.Raw) {
-		m.nested = nested.ParseWith(m.Raw, nested.DefaultLimits, sessions)
+		m.nested = nested.ParseWith(m.Raw, nested.DefaultLimits, sessions, from)
 	}
 }
 
@@ -208,8 +208,10 @@ type decoder struct {
 	ev      *event.Decoder
 	content bool // keep raw messages, for content capture
 	// sessions reads the child session files tool results name; nil
-	// leaves them unread.
+	// leaves them unread. from is the file they are named in, and Pi's
+	// cwd once the header is read: what relative names resolve against.
 	sessions nested.SessionReader
+	from     nested.Origin
 }
 
 func newDecoder(content bool) *decoder {
@@ -228,12 +230,12 @@ func (d *decoder) decode(b []byte) (*entry, error) {
 	if err != nil {
 		// Fields of shapes a stream record would not have (an entry is not
 		// one): encoding/json decides.
-		return decodeEntryWith(b, d.sessions)
+		return decodeEntryWith(b, d.sessions, d.from)
 	}
 	if e, ok := d.fast(b, ev); ok {
 		return e, nil
 	}
-	return decodeEntryWith(b, d.sessions)
+	return decodeEntryWith(b, d.sessions, d.from)
 }
 
 // fast builds a message entry of the common roles from the event decoder's
@@ -253,7 +255,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	}
 	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
 	m := e.msg
-	m.readNested(d.sessions)
+	m.readNested(d.sessions, d.from)
 	// The decoder's raw fields point into b, which the caller reuses.
 	if d.content {
 		m.Raw = bytes.Clone(m.Raw)
@@ -327,10 +329,11 @@ func leadingParent(b []byte) (*string, bool) {
 }
 
 // decodeEntry decodes one entry line with encoding/json.
-func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil) }
+func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil, nested.Origin{}) }
 
-// decodeEntryWith is decodeEntry reading child session files with sessions.
-func decodeEntryWith(b []byte, sessions nested.SessionReader) (*entry, error) {
+// decodeEntryWith is decodeEntry reading child session files with
+// sessions, named in from.
+func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !json.Valid(b) {
 		return nil, errDamaged
@@ -353,7 +356,7 @@ func decodeEntryWith(b []byte, sessions nested.SessionReader) (*entry, error) {
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
-		m.readNested(sessions)
+		m.readNested(sessions, from)
 		if m.Role == "assistant" {
 			m.callIDs, m.callNames = toolCalls(m.Content)
 		}

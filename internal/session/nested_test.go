@@ -1,9 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 
@@ -170,5 +173,139 @@ func TestChildSessionLinksToTheParentTool(t *testing.T) {
 	tr := traceBytes(t, childBytes, Config{ParentTool: find, NestedOnce: true})
 	if len(tr.roots) != 0 || tr.tracer.Stats().Nested != 1 {
 		t.Errorf("NestedOnce: %d roots, %d nested", len(tr.roots), tr.tracer.Stats().Nested)
+	}
+}
+
+// A relative sessionFile is found in the folder of the session file that
+// names it, not in pi-otel's directory: the child is traced once, nested
+// below the tool, and (with NestedOnce, as watch runs) not again on its
+// own. With no file (a session on stdin) it resolves against the
+// header's cwd.
+func TestRelativeChildSessionFile(t *testing.T) {
+	dir := t.TempDir()
+	parentPath := filepath.Join(dir, "2026-12-01T10-00-00-000Z_s1.jsonl")
+	child, parent := childAndParent(t, parentPath)
+	// childAndParent's child sits in a folder of its own: move it beside
+	// the parent, as Pi's subagent tools write them.
+	moved := filepath.Join(dir, filepath.Base(child))
+	if err := os.Rename(child, moved); err != nil {
+		t.Fatal(err)
+	}
+	p := parent(`[{"agent":"scout","sessionFile":"` + filepath.Base(moved) + `"}]`)
+	if err := os.WriteFile(parentPath, p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := nested.ReadSessionFile(1 << 20)
+	// From another directory, and by a relative path, as `pi-otel replay
+	// d/file` is run.
+	t.Chdir(filepath.Dir(dir))
+	stdin := bytes.Replace(p, []byte(`"cwd":"/p"`), []byte(`"cwd":"`+dir+`"`), 1)
+	for name, c := range map[string]struct {
+		b   []byte
+		cfg Config
+	}{
+		"by path":          {p, Config{ChildSessions: read, Path: parentPath}},
+		"by relative path": {p, Config{ChildSessions: read, Path: filepath.Join(filepath.Base(dir), filepath.Base(parentPath))}},
+		"stdin":            {stdin, Config{ChildSessions: read}},
+	} {
+		agents := traceBytes(t, c.b, c.cfg).roots[0].find("invoke_agent scout")
+		if len(agents) != 1 || agents[0].str("pi.nested.session_id") != "child-1" || len(agents[0].find("chat m")) != 1 {
+			t.Errorf("%s: %d invoke_agent spans, want one read from the child's file", name, len(agents))
+		}
+	}
+	// Neither a file nor a cwd to resolve against: the name is not read.
+	if agents := traceBytes(t, p, Config{ChildSessions: read}).roots[0].find("invoke_agent scout"); len(agents) != 0 {
+		t.Errorf("read a relative name against pi-otel's directory")
+	}
+	childBytes, err := os.ReadFile(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := traceBytes(t, childBytes, Config{ChildSessions: read, Path: moved, ParentTool: FindParentTool(1 << 20), NestedOnce: true})
+	if len(tr.roots) != 0 || tr.tracer.Stats().Nested != 1 {
+		t.Errorf("the child on its own: %d roots, %d nested; want it left to its parent's trace", len(tr.roots), tr.tracer.Stats().Nested)
+	}
+}
+
+// A session file whose tool result names the file itself, or a child
+// that names it back, ends at once: the cycle is not followed, and it is
+// counted on the tool span and the root (pi.nested.dropped).
+func TestChildSessionFileCycles(t *testing.T) {
+	dir := t.TempDir()
+	parentPath := filepath.Join(dir, "2026-12-01T10-00-00-000Z_s1.jsonl")
+	_, parent := childAndParent(t, "")
+	back := filepath.Join(dir, "back.jsonl")
+	for name, c := range map[string]struct {
+		named  string // what the parent's result names
+		nested int    // invoke_agent spans
+	}{
+		"itself, by path":          {parentPath, 0},
+		"itself, by relative path": {filepath.Base(parentPath), 0},
+		"through a child":          {back, 1},
+	} {
+		p := parent(`[{"agent":"scout","sessionFile":"` + c.named + `"}]`)
+		// The child is the parent's file under another id, naming the
+		// parent: a cycle of two.
+		b := bytes.Replace(parent(`[{"agent":"scout","sessionFile":"`+parentPath+`"}]`), []byte(`"id":"s1"`), []byte(`"id":"back"`), 1)
+		for path, data := range map[string][]byte{parentPath: p, back: b} {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan traced, 1)
+		go func() {
+			done <- traceBytes(t, p, Config{ChildSessions: nested.ReadSessionFile(1 << 20), Path: parentPath})
+		}()
+		var tr traced
+		select {
+		case tr = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: tracing did not end", name)
+		}
+		if len(tr.roots) != 1 {
+			t.Fatalf("%s: %d roots", name, len(tr.roots))
+		}
+		root := tr.roots[0]
+		if n := len(root.find("invoke_agent scout")); n != c.nested {
+			t.Errorf("%s: %d invoke_agent spans, want %d:\n%s", name, n, c.nested, root.shape())
+		}
+		tool := root.find("execute_tool subagent")[0]
+		if tool.str("pi.nested.dropped") != "1" || root.str("pi.nested.dropped") != "1" {
+			t.Errorf("%s: pi.nested.dropped %s on the tool, %s on the root; want the cycle counted once",
+				name, tool.str("pi.nested.dropped"), root.str("pi.nested.dropped"))
+		}
+	}
+}
+
+// A child's messages that hold one tool result twice give one execute_tool
+// span below the child, as a session's own repeated result does at the top,
+// and count in Stats.Repeated alike.
+func TestRepeatedNestedToolResult(t *testing.T) {
+	_, parent := childAndParent(t, "")
+	call := `{"role":"assistant","content":[{"type":"toolCall","id":"k1","name":"bash","arguments":{}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":1}},"stopReason":"toolUse","timestamp":1796119200300,"durationMs":10}`
+	res := `{"role":"toolResult","toolCallId":"k1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":1796119200400,"durationMs":50}`
+	again := strings.Replace(res, "1796119200400", "1796119200500", 1)
+	answer := `{"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cost":{"total":1}},"stopReason":"stop","timestamp":1796119200600,"durationMs":10}`
+	for name, c := range map[string]struct {
+		msgs     []string
+		repeated int64
+	}{
+		"once":  {[]string{call, res, answer}, 0},
+		"twice": {[]string{call, res, again, answer}, 1},
+	} {
+		tr := traceBytes(t, parent(`[{"agent":"scout","messages":[`+strings.Join(c.msgs, ",")+`]}]`), Config{})
+		agents := tr.roots[0].find("invoke_agent scout")
+		if len(agents) != 1 {
+			t.Fatalf("%s: %d invoke_agent spans", name, len(agents))
+		}
+		if n := len(agents[0].find("execute_tool bash")); n != 1 {
+			t.Errorf("%s: %d execute_tool bash spans below the child, want 1:\n%s", name, n, agents[0].shape())
+		}
+		if got := tr.tracer.Stats().Repeated; got != c.repeated {
+			t.Errorf("%s: %d repeated, want %d", name, got, c.repeated)
+		}
+		if got := agents[0].str("pi.tool_calls"); got != "1" {
+			t.Errorf("%s: the child's pi.tool_calls %s, want 1", name, got)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func FindParentTool(maxBytes int64) func(parentSession, childID string) (trace.S
 		ids := &IDs{}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(ids), sdktrace.WithSpanProcessor(f))
 		defer func() { _ = tp.Shutdown(context.Background()) }()
-		fm := New(Config{TracerProvider: tp, IDs: ids, ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes)})
+		fm := New(Config{TracerProvider: tp, IDs: ids, ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes), Path: parentSession})
 		if eachLine(parentSession, maxBytes, func(off int64, line []byte) bool {
 			fm.Line(off, line)
 			return !f.found.IsValid()

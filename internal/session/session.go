@@ -72,6 +72,11 @@ type Config struct {
 	// result's copy of its messages. nested.ReadSessionFile reads them
 	// from this machine.
 	ChildSessions nested.SessionReader
+	// Path is the session file's path, when the input is a file: a
+	// relative sessionFile resolves against its folder (else against the
+	// header's cwd), and a result naming this very file is a cycle, not
+	// followed (nested.Origin).
+	Path string
 	// ParentTool, if set, finds the execute_tool span of the tool that ran
 	// this file's session, when its header names a parentSession and the
 	// file is not a fork: the first run's root links to it. FindParentTool
@@ -191,6 +196,7 @@ func New(cfg Config) *FileMapper {
 	}
 	dec := newDecoder(cfg.Content != nil)
 	dec.sessions = cfg.ChildSessions
+	dec.from.File = cfg.Path
 	return &FileMapper{
 		cfg:     cfg,
 		m:       agentmap.New(tp, opts...),
@@ -217,6 +223,7 @@ func (t *FileMapper) Line(off int64, b []byte) {
 func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
 	dec := newDecoder(t.cfg.Content != nil)
 	dec.sessions = t.cfg.ChildSessions
+	dec.from = t.dec.from
 	header := !t.hdrSeen
 	return func(off int64, b []byte) func() {
 		l := dec.line(off, b, header)
@@ -248,6 +255,7 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	if header {
 		if h, ok := decodeHeader(b); ok {
 			l.hdr = &h
+			d.from.Cwd = h.Cwd
 			return l
 		}
 	}

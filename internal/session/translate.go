@@ -384,6 +384,10 @@ func (x *translator) toolResult(e *entry) {
 		ev.Result = msg.Raw
 	}
 	x.m.NextToolNested(msg.nested)
+	if msg.nested != nil {
+		// The same rule below the tool: a child's result given twice.
+		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
+	}
 	x.emit(ev, end)
 }
 
