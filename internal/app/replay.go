@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,53 +28,49 @@ import (
 // Replay traces a Pi session file or a captured JSONL stream, from a file
 // or stdin; it tells which by the content.
 func Replay(env Env, args []string) int {
-	// Each flag's variable is its default, so the flag wins, as everywhere.
-	followFile, poll := false, 250*time.Millisecond
-	var warnings []string
-	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW")); v != "" {
-		if b, err := strconv.ParseBool(strings.ToLower(v)); err == nil {
-			followFile = b
-		} else {
-			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW %q: want true or false", v))
-		}
-	}
-	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW_POLL")); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			poll = d
-		} else {
-			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW_POLL %q: want a duration above 0 such as 250ms", v))
-		}
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return replayCommand(ctx, env, args)
+}
+
+// replayCommand is Replay until ctx ends.
+func replayCommand(ctx context.Context, env Env, args []string) int {
+	var rfs *flag.FlagSet
 	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&followFile, "follow", followFile, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1 (PI_OTEL_FOLLOW)")
-		fs.DurationVar(&poll, "poll", poll, "with --follow, how often to look for new data (PI_OTEL_FOLLOW_POLL; default 250ms)")
+		config.RegisterReplayFlags(fs)
+		rfs = fs
 	})
-	if code < 0 && !cfg.Quiet {
-		for _, w := range warnings {
-			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
-		}
-	}
 	if code >= 0 {
 		return code
+	}
+	rcfg, err := config.LoadReplay(rfs, env.Getenv)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
+		}
+		return 2
+	}
+	if !cfg.Quiet {
+		for _, w := range rcfg.Warnings {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
+		}
 	}
 	if len(rest) != 1 {
 		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin; see pi-otel replay --help")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	var src io.Reader
 	switch {
 	case rest[0] == "-":
 		src = env.Stdin
-	case followFile:
+	case rcfg.Follow:
 		// Like tail -F: a file not there yet is waited for, and said so
 		// at once, so a typo in the name does not look like a quiet file.
 		if _, err := os.Stat(rest[0]); os.IsNotExist(err) && !cfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel: %s does not exist yet; waiting for it to appear (Ctrl-C to stop)\n", rest[0])
 		}
-		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
+		f, err := follow.Open(ctx, rest[0], follow.WithPoll(rcfg.Poll))
 		if err != nil {
 			return openFailed(ctx, env, rest[0], err)
 		}
@@ -91,7 +86,7 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
-	return replay(ctx, env, cfg, src, rest[0], followFile)
+	return replay(ctx, env, cfg, src, rest[0], rcfg)
 }
 
 // openFailed reports an input that could not be opened; a signal that
@@ -105,15 +100,15 @@ func openFailed(ctx context.Context, env Env, name string, err error) int {
 	return 1
 }
 
-// replay traces src: a Pi session file, or a captured event stream. follow
-// says src is followed: a session file's quiet run is then traced without
-// waiting for the next prompt.
-func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, follow bool) int {
+// replay traces src: a Pi session file, or a captured event stream. With
+// rcfg.Follow src is followed: a session file's quiet run is then traced
+// without waiting for the next prompt.
+func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, rcfg config.Replay) int {
 	r := framing.NewReader(src)
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
-		return replaySession(ctx, env, cfg, r, head, herr, name, follow)
+		return replaySession(ctx, env, cfg, r, head, herr, name, rcfg.Follow)
 	case session.KindUnknown:
 		if herr != nil && herr != io.EOF {
 			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)

@@ -2,19 +2,11 @@ package config
 
 import (
 	"flag"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
-
-func rowOf(table []setting, flag string) *setting {
-	for i := range table {
-		if table[i].flag == flag {
-			return &table[i]
-		}
-	}
-	panic("no --" + flag)
-}
 
 // loadTable loads one table's settings from one flag (or, with env set,
 // its first variable) and reports the setting's value, the warnings and
@@ -25,20 +17,25 @@ func loadTable(t *testing.T, table []setting, flagName, value string, env bool) 
 	register(fs, table)
 	getenv := func(string) string { return "" }
 	if env {
-		name := rowOf(table, flagName).envs[0]
+		name := tableRow(table, flagName).envs[0]
 		getenv = func(k string) string { return map[string]string{name: value}[k] }
 	} else if err := fs.Parse([]string{"--" + flagName, value}); err != nil {
 		t.Fatal(err)
 	}
-	if &table[0] == &settings[0] {
+	switch {
+	case len(table) > 0 && &table[0] == &settings[0]:
 		cfg, err := Load(fs, getenv)
 		return cfg.MetricsInterval, cfg.Warnings, err
+	case len(table) > 0 && &table[0] == &watchSettings[0]:
+		w, err := LoadWatch(fs, getenv)
+		if flagName == "settle" {
+			return w.Settle, w.Warnings, err
+		}
+		return w.Poll, w.Warnings, err
+	default:
+		r, err := LoadReplay(fs, getenv)
+		return r.Poll, r.Warnings, err
 	}
-	w, err := LoadWatch(fs, getenv)
-	if flagName == "settle" {
-		return w.Settle, w.Warnings, err
-	}
-	return w.Poll, w.Warnings, err
 }
 
 // The settings that set how often something runs refuse a flag below
@@ -53,8 +50,9 @@ func TestDurationFloors(t *testing.T) {
 		{settings, "metrics-interval", 60 * time.Second},
 		{watchSettings, "settle", DefaultSettle},
 		{watchSettings, "poll", 0},
+		{replaySettings, "poll", 250 * time.Millisecond},
 	} {
-		r := rowOf(c.table, c.flag)
+		r := tableRow(c.table, c.flag)
 		if r.floor < 10*time.Millisecond {
 			t.Errorf("--%s has no floor", c.flag)
 			continue
@@ -92,5 +90,37 @@ func TestFloorIsInHelp(t *testing.T) {
 		if d.Name == "metrics-interval" && !strings.HasSuffix(d.Text, "; at least 100ms") {
 			t.Errorf("--metrics-interval help %q does not state the floor", d.Text)
 		}
+	}
+}
+
+func TestLoadReplay(t *testing.T) {
+	r, err := LoadReplay(nil, nil)
+	if want := (Replay{Poll: 250 * time.Millisecond}); err != nil || !reflect.DeepEqual(r, want) {
+		t.Errorf("defaults: %+v, %v; want %+v", r, err, want)
+	}
+	env := map[string]string{"PI_OTEL_FOLLOW": "TRUE", "PI_OTEL_FOLLOW_POLL": "2s"}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	RegisterReplayFlags(fs)
+	if err := fs.Parse([]string{"--poll", "500ms"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = LoadReplay(fs, func(k string) string { return env[k] })
+	if want := (Replay{Follow: true, Poll: 500 * time.Millisecond}); err != nil || !reflect.DeepEqual(r, want) {
+		t.Errorf("flags and variables: %+v, %v; want %+v", r, err, want)
+	}
+
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	RegisterReplayFlags(fs)
+	if err := fs.Parse([]string{"--follow=maybe", "--poll", "-1s"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadReplay(fs, nil)
+	if err == nil || !strings.Contains(err.Error(), `--follow "maybe": want true or false`) || !strings.Contains(err.Error(), `--poll "-1s"`) {
+		t.Errorf("bad flags: %v, want both named", err)
+	}
+	bad := map[string]string{"PI_OTEL_FOLLOW": "sure", "PI_OTEL_FOLLOW_POLL": "soon"}
+	r, err = LoadReplay(nil, func(k string) string { return bad[k] })
+	if err != nil || r.Follow || r.Poll != 250*time.Millisecond || len(r.Warnings) != 2 {
+		t.Errorf("bad variables: %+v, %v; want the defaults and two warnings", r, err)
 	}
 }

@@ -134,11 +134,17 @@ var watchSettings = []setting{
 	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration, floor: pollFloor},
 }
 
+// replaySettings are the settings of pi-otel replay alone.
+var replaySettings = []setting{
+	{flag: "follow", envs: envs("PI_OTEL_FOLLOW"), usage: "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1", parse: asBool},
+	{flag: "poll", envs: envs("PI_OTEL_FOLLOW_POLL"), usage: "with --follow, how often to look for new data, a `DURATION`", def: "250ms", parse: asPositive, floor: pollFloor},
+}
+
 // pollFloor is the least interval at which pi-otel looks at files again.
 // Pi writes a line per message and a run is traced only once it is
 // complete, so looking more often than ten times a second gains nothing
 // anyone sees, while a scan of a session tree costs a stat per file; the
-// default is 2s, and inotify reacts at once.
+// defaults are 2s and 250ms, and inotify reacts at once.
 const pollFloor = 100 * time.Millisecond
 
 var protocols = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf)}
@@ -163,6 +169,17 @@ func findRow(flag string) *setting {
 		}
 	}
 	return nil
+}
+
+// tableRow returns the setting of a flag in one table, for the tables
+// that row does not search (their flags may share a name with watch's).
+func tableRow(table []setting, flag string) *setting {
+	for i := range table {
+		if table[i].flag == flag {
+			return &table[i]
+		}
+	}
+	panic("config: no setting --" + flag)
 }
 
 // flagUsage is the usage package flag holds: what the setting does, then
