@@ -63,7 +63,9 @@ func replayCommand(ctx context.Context, env Env, args []string) int {
 	var src io.Reader
 	switch {
 	case rest[0] == "-":
-		src = env.Stdin
+		// A quiet pipe's read would hold off a signal; files are closed
+		// by follow.OpenFile at one instead.
+		src = interruptible(ctx, env.Stdin)
 	case rcfg.Follow:
 		// Like tail -F: a file not there yet is waited for, and said so
 		// at once, so a typo in the name does not look like a quiet file.
@@ -110,19 +112,92 @@ func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name
 	case session.KindSession:
 		return replaySession(ctx, env, cfg, r, head, herr, name, rcfg.Follow)
 	case session.KindUnknown:
-		if herr != nil && herr != io.EOF {
-			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+		if len(head) == 0 && ctx.Err() != nil {
+			// Interrupted while waiting (--follow, a FIFO, a quiet pipe)
+			// or reading: nothing came. The read error, if any, is the
+			// input closed at the signal.
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
 			return 1
 		}
-		if len(head) == 0 && ctx.Err() != nil {
-			// Interrupted while waiting (--follow, a FIFO): nothing came.
-			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+		if herr != nil && herr != io.EOF {
+			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
 		return 1
 	}
 	return replayStream(ctx, env, cfg, records(r, head, herr), name)
+}
+
+// interruptible reads r on a goroutine of its own, so that once ctx is
+// done Read returns at once, even while r's read waits on a quiet pipe.
+// The goroutine's last read is left behind: replay is about to exit.
+func interruptible(ctx context.Context, r io.Reader) io.Reader {
+	c := &ctxReader{ctx: ctx, full: make(chan chunk), free: make(chan []byte, 2)}
+	for range cap(c.free) {
+		c.free <- make([]byte, 64<<10)
+	}
+	go c.loop(r)
+	return c
+}
+
+type chunk struct {
+	b   []byte
+	err error
+}
+
+// ctxReader hands over what its goroutine read, in buffers of its own:
+// one being read into while the other is copied out.
+type ctxReader struct {
+	ctx  context.Context
+	full chan chunk
+	free chan []byte
+	cur  chunk // being copied out
+	buf  []byte
+}
+
+func (c *ctxReader) loop(r io.Reader) {
+	for {
+		var b []byte
+		select {
+		case b = <-c.free:
+		case <-c.ctx.Done():
+			return
+		}
+		n, err := r.Read(b)
+		select {
+		case c.full <- chunk{b[:max(n, 0)], err}:
+		case <-c.ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(c.cur.b) == 0 && c.cur.err == nil {
+		if c.buf != nil {
+			c.free <- c.buf[:cap(c.buf)]
+			c.buf = nil
+		}
+		select {
+		case c.cur = <-c.full:
+			c.buf = c.cur.b
+		case <-c.ctx.Done():
+			return 0, c.ctx.Err()
+		}
+	}
+	if len(c.cur.b) > 0 {
+		n := copy(p, c.cur.b)
+		c.cur.b = c.cur.b[n:]
+		return n, nil
+	}
+	return 0, c.cur.err
 }
 
 // sniffLines and sniffBytes bound what is held to decide what a file is:
