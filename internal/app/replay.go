@@ -3,11 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -106,7 +108,7 @@ func openFailed(ctx context.Context, env Env, name string, err error) int {
 // rcfg.Follow src is followed: a session file's quiet run is then traced
 // without waiting for the next prompt.
 func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, rcfg config.Replay) int {
-	r := framing.NewReader(src)
+	r := &lineReader{r: framing.NewReader(src, framing.WithMaxRecord(rcfg.MaxLine)), name: name, quiet: cfg.Quiet, stderr: env.Stderr}
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
@@ -114,8 +116,8 @@ func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name
 	case session.KindUnknown:
 		if len(head) == 0 && ctx.Err() != nil {
 			// Interrupted while waiting (--follow, a FIFO, a quiet pipe)
-			// or reading: nothing came. The read error, if any, is the
-			// input closed at the signal.
+			// or reading (a line with no end): nothing came. The read
+			// error, if any, is the input closed at the signal.
 			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
 			return 1
 		}
@@ -126,7 +128,53 @@ func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
 		return 1
 	}
-	return replayStream(ctx, env, cfg, records(r, head, herr), name)
+	return replayStream(ctx, env, cfg, records(r, head, herr), name, r)
+}
+
+// lineReader reads src's lines, skipping, counting and saying the ones
+// over --max-line-size: they are damaged input, not the end of it.
+type lineReader struct {
+	r      *framing.Reader
+	name   string
+	quiet  bool
+	stderr io.Writer
+	// tooLong counts the lines skipped, read by the health metrics.
+	tooLong atomic.Int64
+}
+
+// tooLongSaid is how many skipped lines are named one by one; the exit
+// lines give the count of all of them.
+const tooLongSaid = 5
+
+func (l *lineReader) Next() ([]byte, error) {
+	for {
+		rec, err := l.r.Next()
+		var tl *framing.TooLongError
+		if !errors.As(err, &tl) {
+			return rec, err
+		}
+		if n := l.tooLong.Add(1); n <= tooLongSaid && !l.quiet {
+			more := ""
+			if n == tooLongSaid {
+				more = "; more are counted, not named"
+			}
+			fmt.Fprintf(l.stderr, "pi-otel: %s: line %d is longer than %s (--max-line-size): skipped, counted as damaged%s\n", l.name, tl.Line, sizeText(int64(tl.Max)), more)
+		}
+	}
+}
+
+// sizeText says a byte count in the largest binary unit that divides it,
+// as --max-line-size takes it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // interruptible reads r on a goroutine of its own, so that once ctx is
@@ -208,7 +256,7 @@ const (
 )
 
 // sniff reads the first records until they tell what src is.
-func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
+func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
 	var joined []byte
 	for len(head) < sniffLines && len(joined) < sniffBytes {
 		rec, err := r.Next()
@@ -227,7 +275,7 @@ func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
 
 // records yields the sniffed head, then the rest of r; err is a read
 // error met while sniffing.
-func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error) {
+func records(r *lineReader, head [][]byte, err error) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		if len(head) > 0 {
 			rec := head[0]
@@ -250,7 +298,7 @@ const parentFileMax int64 = 1 << 30
 const followSettle = 30 * time.Second
 
 // replaySession traces a session file through internal/session.
-func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool) int {
+func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
 	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -264,7 +312,10 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		ParentTool:    session.FindParentTool(parentFileMax)})
 	var lines, damaged atomic.Int64
-	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
+	p.countRecordsWith(func() (int64, int64) {
+		long := r.tooLong.Load()
+		return lines.Load() + long, damaged.Load() + long
+	})
 	next := records(r, head, herr)
 	counted := func() {
 		st := tr.Stats()
@@ -291,8 +342,12 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 	}
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	st := tr.Stats()
-	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
-		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
+	if long := r.tooLong.Load(); (st.Damaged > 0 || st.Unknown > 0 || long > 0) && !cfg.Quiet {
+		over := ""
+		if long > 0 {
+			over = fmt.Sprintf(" (%d of them over --max-line-size)", long)
+		}
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped%s, %d entries of unknown types kept as events\n", name, st.Damaged+long, over, st.Unknown)
 	}
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
@@ -334,7 +389,7 @@ func followSession(tr *session.FileMapper, next func() ([]byte, error), feed fun
 
 // replayStream traces the records of a Pi event stream, placing spans by
 // the stream's own times.
-func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string) int {
+func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string, r *lineReader) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
 	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -342,6 +397,11 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	p.tooLong = r.tooLong.Load
+	p.countRecordsWith(func() (int64, int64) {
+		s, long := p.sink.Stats(), r.tooLong.Load()
+		return s.Records + long, s.Malformed + long
+	})
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	rerr := each(next, in.Record)
 	in.Flush()

@@ -95,32 +95,36 @@ func TestFloorIsInHelp(t *testing.T) {
 
 func TestLoadReplay(t *testing.T) {
 	r, err := LoadReplay(nil, nil)
-	if want := (Replay{Poll: 250 * time.Millisecond}); err != nil || !reflect.DeepEqual(r, want) {
+	if want := (Replay{Poll: 250 * time.Millisecond, MaxLine: 256 << 20}); err != nil || !reflect.DeepEqual(r, want) {
 		t.Errorf("defaults: %+v, %v; want %+v", r, err, want)
 	}
-	env := map[string]string{"PI_OTEL_FOLLOW": "TRUE", "PI_OTEL_FOLLOW_POLL": "2s"}
+	env := map[string]string{"PI_OTEL_FOLLOW": "TRUE", "PI_OTEL_FOLLOW_POLL": "2s", "PI_OTEL_MAX_LINE_SIZE": "1GiB"}
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	RegisterReplayFlags(fs)
-	if err := fs.Parse([]string{"--poll", "500ms"}); err != nil {
+	if err := fs.Parse([]string{"--poll", "500ms", "--max-line-size", "4KiB"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = LoadReplay(fs, func(k string) string { return env[k] })
-	if want := (Replay{Follow: true, Poll: 500 * time.Millisecond}); err != nil || !reflect.DeepEqual(r, want) {
+	if want := (Replay{Follow: true, Poll: 500 * time.Millisecond, MaxLine: 4 << 10}); err != nil || !reflect.DeepEqual(r, want) {
 		t.Errorf("flags and variables: %+v, %v; want %+v", r, err, want)
+	}
+	r, err = LoadReplay(nil, func(k string) string { return map[string]string{"PI_OTEL_MAX_LINE_SIZE": "off"}[k] })
+	if err != nil || r.MaxLine != 0 {
+		t.Errorf("off: %+v, %v", r, err)
 	}
 
 	fs = flag.NewFlagSet("x", flag.ContinueOnError)
 	RegisterReplayFlags(fs)
-	if err := fs.Parse([]string{"--follow=maybe", "--poll", "-1s"}); err != nil {
+	if err := fs.Parse([]string{"--max-line-size", "lots", "--poll", "-1s"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = LoadReplay(fs, nil)
-	if err == nil || !strings.Contains(err.Error(), `--follow "maybe": want true or false`) || !strings.Contains(err.Error(), `--poll "-1s"`) {
+	if err == nil || !strings.Contains(err.Error(), `--max-line-size "lots": want a size`) || !strings.Contains(err.Error(), `--poll "-1s"`) {
 		t.Errorf("bad flags: %v, want both named", err)
 	}
-	bad := map[string]string{"PI_OTEL_FOLLOW": "sure", "PI_OTEL_FOLLOW_POLL": "soon"}
+	bad := map[string]string{"PI_OTEL_FOLLOW": "sure", "PI_OTEL_MAX_LINE_SIZE": "0"}
 	r, err = LoadReplay(nil, func(k string) string { return bad[k] })
-	if err != nil || r.Follow || r.Poll != 250*time.Millisecond || len(r.Warnings) != 2 {
+	if err != nil || r.Follow || r.MaxLine != 256<<20 || len(r.Warnings) != 2 {
 		t.Errorf("bad variables: %+v, %v; want the defaults and two warnings", r, err)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"math"
 	"time"
 )
 
@@ -14,6 +15,9 @@ type Replay struct {
 	Follow bool
 	// Poll is how often a followed file is looked at for new data.
 	Poll time.Duration
+	// MaxLine, above 0, is the longest line traced; longer ones are
+	// skipped.
+	MaxLine int
 }
 
 // RegisterReplayFlags defines the flags of pi-otel replay on fs, next to
@@ -28,6 +32,12 @@ func LoadReplay(fs *flag.FlagSet, getenv func(string) string) (Replay, error) {
 	var r Replay
 	l.boolean(&r.Follow, tableRow(replaySettings, "follow"))
 	l.duration(&r.Poll, tableRow(replaySettings, "poll"))
+	var size int64
+	read(l, &size, tableRow(replaySettings, "max-line-size"), parseSize,
+		"%s %q: want a size such as 256MiB (B, KiB, MiB, GiB) or off")
+	if size > 0 {
+		r.MaxLine = int(min(size, math.MaxInt))
+	}
 	if err := errors.Join(l.errs...); err != nil {
 		return Replay{}, err
 	}

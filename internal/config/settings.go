@@ -138,6 +138,10 @@ var watchSettings = []setting{
 var replaySettings = []setting{
 	{flag: "follow", envs: envs("PI_OTEL_FOLLOW"), usage: "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1", parse: asBool},
 	{flag: "poll", envs: envs("PI_OTEL_FOLLOW_POLL"), usage: "with --follow, how often to look for new data, a `DURATION`", def: "250ms", parse: asPositive, floor: pollFloor},
+	// Above the longest lines pi-otel is measured on (200 MB, in
+	// docs/watch.md), and a bound on what one line can cost: replay
+	// holds a line about three times over while it traces it.
+	{flag: "max-line-size", envs: envs("PI_OTEL_MAX_LINE_SIZE"), usage: "skip a line longer than this `SIZE` in B, KiB, MiB or GiB, or off, counting it as damaged, so that input without line ends (/dev/zero) cannot take all memory", def: "256MiB", parse: asSize},
 }
 
 // pollFloor is the least interval at which pi-otel looks at files again.
