@@ -108,17 +108,21 @@ func openFailed(ctx context.Context, env Env, name string, err error) int {
 // rcfg.Follow src is followed: a session file's quiet run is then traced
 // without waiting for the next prompt.
 func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, rcfg config.Replay) int {
-	r := &lineReader{r: framing.NewReader(src, framing.WithMaxRecord(rcfg.MaxLine)), name: name, quiet: cfg.Quiet, stderr: env.Stderr}
+	r := &lineReader{ctx: ctx, r: framing.NewReader(src, framing.WithMaxRecord(rcfg.MaxLine)), name: name, quiet: cfg.Quiet, stderr: env.Stderr}
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
 		return replaySession(ctx, env, cfg, r, head, herr, name, rcfg.Follow)
 	case session.KindUnknown:
-		if len(head) == 0 && ctx.Err() != nil {
+		switch {
+		case len(head) == 0 && ctx.Err() != nil:
 			// Interrupted while waiting (--follow, a FIFO, a quiet pipe)
 			// or reading (a line with no end): nothing came. The read
 			// error, if any, is the input closed at the signal.
 			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+			return 1
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s's first %d lines told what it is: nothing traced\n", name, len(head))
 			return 1
 		}
 		if herr != nil && herr != io.EOF {
@@ -132,8 +136,12 @@ func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name
 }
 
 // lineReader reads src's lines, skipping, counting and saying the ones
-// over --max-line-size: they are damaged input, not the end of it.
+// over --max-line-size: they are damaged input, not the end of it. Once
+// ctx is done it hands out no more: the line read then is the one cut
+// short by the input closed at the signal, and decoding it (a long line
+// takes a second) would only find it damaged.
 type lineReader struct {
+	ctx    context.Context
 	r      *framing.Reader
 	name   string
 	quiet  bool
@@ -149,6 +157,9 @@ const tooLongSaid = 5
 func (l *lineReader) Next() ([]byte, error) {
 	for {
 		rec, err := l.r.Next()
+		if cerr := l.ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
 		var tl *framing.TooLongError
 		if !errors.As(err, &tl) {
 			return rec, err

@@ -251,3 +251,20 @@ func TestReplayNamesFewLongLines(t *testing.T) {
 		}
 	}
 }
+
+// Interrupted in the middle of a line, replay traces what came before it
+// and drops the line cut short, instead of decoding it to find it
+// damaged (a second for a long line) and warning about it.
+func TestReplayInterruptDropsTheCutLine(t *testing.T) {
+	endless := newEndlessInput('a')
+	capture := repo.Read(t, "testdata/captures/pi-1.6.0/bash-tool.jsonl")
+	in := io.MultiReader(bytes.NewReader(capture), endless)
+	code, stderr, after, _ := replayUntil(t, in, func() bool { return endless.served.Load() >= 8<<20 },
+		"--traces-exporter", "none", "-")
+	if code != 0 || after > time.Second {
+		t.Fatalf("exit %d after %v, want 0 within a second: %s", code, after, stderr)
+	}
+	if !strings.Contains(stderr, "pi-otel: 1 trace") || strings.Contains(stderr, "malformed") {
+		t.Errorf("want the capture's trace and no malformed record:\n%s", stderr)
+	}
+}
