@@ -104,10 +104,14 @@ func watch(ctx context.Context, env Env, args []string) int {
 	}
 	f := sessionwatch.New(fcfg)
 	runErr := f.Run(ctx)
+	// The error before the summary, which stays the last line: what
+	// was traced and sent despite it.
+	if runErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
+	}
 	st := f.Stats()
 	sp.summary(&st)
 	if runErr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
 		return 1
 	}
 	return 0
