@@ -165,6 +165,8 @@ type pipeline struct {
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
 	records   func() (read, malformed int64)
+	// tooLong, if set, counts the lines replay skipped for their length.
+	tooLong func() int64
 }
 
 // countRecordsWith replaces where the health metrics read record counts.
@@ -364,6 +366,9 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	if p.tooLong != nil {
+		add(p.tooLong(), "line over --max-line-size skipped", "lines over --max-line-size skipped")
+	}
 	add(in.FieldsDropped, "field out of range dropped", "fields out of range dropped")
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")

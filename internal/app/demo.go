@@ -6,6 +6,7 @@ import (
 	"embed"
 	"io"
 
+	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
@@ -39,7 +40,7 @@ func Demo(env Env, args []string) int {
 		}
 		readers = append(readers, bytes.NewReader(b))
 	}
-	return replay(context.Background(), env, cfg, io.MultiReader(readers...), "demo", false)
+	return replay(context.Background(), env, cfg, io.MultiReader(readers...), "demo", config.Replay{})
 }
 
 // consoleToStdout: replay and demo pass no Pi output through, so their

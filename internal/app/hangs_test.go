@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,4 +115,79 @@ func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
 func signalAfter(p *os.Process, d time.Duration, sig syscall.Signal) {
 	time.Sleep(d)
 	_ = p.Signal(sig)
+}
+
+// Replaying /dev/zero, a line with no end, holds about --max-line-size
+// (256 MiB), not the gigabytes read, and a signal ends it within a second,
+// from a file, followed, or on stdin. (It grew by gigabytes a second and
+// ignored SIGINT for over 20 s.)
+func TestReplayDevZeroEndsAtSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads gigabytes")
+	}
+	zero, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer zero.Close()
+	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	for _, c := range []struct {
+		name string
+		args []string
+		sig  syscall.Signal
+	}{
+		{"file SIGINT", []string{"replay", "/dev/zero"}, syscall.SIGINT},
+		{"follow SIGTERM", []string{"replay", "--follow", "/dev/zero"}, syscall.SIGTERM},
+		{"stdin SIGINT", []string{"replay", "-"}, syscall.SIGINT},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			type signalled struct {
+				at     time.Time
+				peakKB int
+			}
+			sent := make(chan signalled, 1)
+			r := runBin(t, bin, binRun{
+				args:  c.args,
+				stdin: zero,
+				started: func(p *os.Process) {
+					go func() {
+						time.Sleep(1500 * time.Millisecond) // past the bound
+						peak := statusKB(p.Pid, "VmHWM")
+						at := time.Now()
+						_ = p.Signal(c.sig)
+						sent <- signalled{at, peak}
+					}()
+				},
+			})
+			end := time.Now()
+			s := <-sent
+			took, peakKB := end.Sub(s.at), s.peakKB
+			t.Logf("peak RSS %d MiB; ended %v after the signal", peakKB>>10, took.Round(time.Millisecond))
+			if took > time.Second {
+				t.Errorf("ended %v after the signal, want within a second", took)
+			}
+			if peakKB > 512<<10 {
+				t.Errorf("peak RSS %d MiB, want under 512 MiB", peakKB>>10)
+			}
+			if r.code != 1 || !strings.Contains(string(r.stderr), "line 1 is longer than 256 MiB (--max-line-size)") {
+				t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// statusKB reads a field of /proc/PID/status, in KiB; 0 where there is
+// no /proc.
+func statusKB(pid int, field string) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,53 +30,51 @@ import (
 // Replay traces a Pi session file or a captured JSONL stream, from a file
 // or stdin; it tells which by the content.
 func Replay(env Env, args []string) int {
-	// Each flag's variable is its default, so the flag wins, as everywhere.
-	followFile, poll := false, 250*time.Millisecond
-	var warnings []string
-	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW")); v != "" {
-		if b, err := strconv.ParseBool(strings.ToLower(v)); err == nil {
-			followFile = b
-		} else {
-			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW %q: want true or false", v))
-		}
-	}
-	if v := strings.TrimSpace(env.Getenv("PI_OTEL_FOLLOW_POLL")); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			poll = d
-		} else {
-			warnings = append(warnings, fmt.Sprintf("ignoring PI_OTEL_FOLLOW_POLL %q: want a duration above 0 such as 250ms", v))
-		}
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return replayCommand(ctx, env, args)
+}
+
+// replayCommand is Replay until ctx ends.
+func replayCommand(ctx context.Context, env Env, args []string) int {
+	var rfs *flag.FlagSet
 	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&followFile, "follow", followFile, "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1 (PI_OTEL_FOLLOW)")
-		fs.DurationVar(&poll, "poll", poll, "with --follow, how often to look for new data (PI_OTEL_FOLLOW_POLL; default 250ms)")
+		config.RegisterReplayFlags(fs)
+		rfs = fs
 	})
-	if code < 0 && !cfg.Quiet {
-		for _, w := range warnings {
-			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
-		}
-	}
 	if code >= 0 {
 		return code
+	}
+	rcfg, err := config.LoadReplay(rfs, env.Getenv)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
+		}
+		return 2
+	}
+	if !cfg.Quiet {
+		for _, w := range rcfg.Warnings {
+			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
+		}
 	}
 	if len(rest) != 1 {
 		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin; see pi-otel replay --help")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	var src io.Reader
 	switch {
 	case rest[0] == "-":
-		src = env.Stdin
-	case followFile:
+		// A quiet pipe's read would hold off a signal; files are closed
+		// by follow.OpenFile at one instead.
+		src = interruptible(ctx, env.Stdin)
+	case rcfg.Follow:
 		// Like tail -F: a file not there yet is waited for, and said so
 		// at once, so a typo in the name does not look like a quiet file.
 		if _, err := os.Stat(rest[0]); os.IsNotExist(err) && !cfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel: %s does not exist yet; waiting for it to appear (Ctrl-C to stop)\n", rest[0])
 		}
-		f, err := follow.Open(ctx, rest[0], follow.WithPoll(poll))
+		f, err := follow.Open(ctx, rest[0], follow.WithPoll(rcfg.Poll))
 		if err != nil {
 			return openFailed(ctx, env, rest[0], err)
 		}
@@ -91,7 +90,7 @@ func Replay(env Env, args []string) int {
 		src = f
 	}
 
-	return replay(ctx, env, cfg, src, rest[0], followFile)
+	return replay(ctx, env, cfg, src, rest[0], rcfg)
 }
 
 // openFailed reports an input that could not be opened; a signal that
@@ -105,29 +104,159 @@ func openFailed(ctx context.Context, env Env, name string, err error) int {
 	return 1
 }
 
-// replay traces src: a Pi session file, or a captured event stream. follow
-// says src is followed: a session file's quiet run is then traced without
-// waiting for the next prompt.
-func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, follow bool) int {
-	r := framing.NewReader(src)
+// replay traces src: a Pi session file, or a captured event stream. With
+// rcfg.Follow src is followed: a session file's quiet run is then traced
+// without waiting for the next prompt.
+func replay(ctx context.Context, env Env, cfg config.Config, src io.Reader, name string, rcfg config.Replay) int {
+	r := &lineReader{ctx: ctx, r: framing.NewReader(src, framing.WithMaxRecord(rcfg.MaxLine)), name: name, quiet: cfg.Quiet, stderr: env.Stderr}
 	head, kind, herr := sniff(r)
 	switch kind {
 	case session.KindSession:
-		return replaySession(ctx, env, cfg, r, head, herr, name, follow)
+		return replaySession(ctx, env, cfg, r, head, herr, name, rcfg.Follow)
 	case session.KindUnknown:
-		if herr != nil && herr != io.EOF {
-			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
+		switch {
+		case len(head) == 0 && ctx.Err() != nil:
+			// Interrupted while waiting (--follow, a FIFO, a quiet pipe)
+			// or reading (a line with no end): nothing came. The read
+			// error, if any, is the input closed at the signal.
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+			return 1
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s's first %d lines told what it is: nothing traced\n", name, len(head))
 			return 1
 		}
-		if len(head) == 0 && ctx.Err() != nil {
-			// Interrupted while waiting (--follow, a FIFO): nothing came.
-			fmt.Fprintf(env.Stderr, "pi-otel: interrupted before %s had any records: nothing traced\n", name)
+		if herr != nil && herr != io.EOF {
+			fmt.Fprintf(env.Stderr, "pi-otel: reading %s: %v\n", name, herr)
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s is neither a Pi session file nor a Pi event stream: expected JSON lines starting with {\"type\":\"session\",...} or Pi's json/rpc-mode records\n", name)
 		return 1
 	}
-	return replayStream(ctx, env, cfg, records(r, head, herr), name)
+	return replayStream(ctx, env, cfg, records(r, head, herr), name, r)
+}
+
+// lineReader reads src's lines, skipping, counting and saying the ones
+// over --max-line-size: they are damaged input, not the end of it. Once
+// ctx is done it hands out no more: the line read then is the one cut
+// short by the input closed at the signal, and decoding it (a long line
+// takes a second) would only find it damaged.
+type lineReader struct {
+	ctx    context.Context
+	r      *framing.Reader
+	name   string
+	quiet  bool
+	stderr io.Writer
+	// tooLong counts the lines skipped, read by the health metrics.
+	tooLong atomic.Int64
+}
+
+// tooLongSaid is how many skipped lines are named one by one; the exit
+// lines give the count of all of them.
+const tooLongSaid = 5
+
+func (l *lineReader) Next() ([]byte, error) {
+	for {
+		rec, err := l.r.Next()
+		if cerr := l.ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		var tl *framing.TooLongError
+		if !errors.As(err, &tl) {
+			return rec, err
+		}
+		if n := l.tooLong.Add(1); n <= tooLongSaid && !l.quiet {
+			more := ""
+			if n == tooLongSaid {
+				more = "; more are counted, not named"
+			}
+			fmt.Fprintf(l.stderr, "pi-otel: %s: line %d is longer than %s (--max-line-size): skipped, counted as damaged%s\n", l.name, tl.Line, sizeText(int64(tl.Max)), more)
+		}
+	}
+}
+
+// sizeText says a byte count in the largest binary unit that divides it,
+// as --max-line-size takes it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// interruptible reads r on a goroutine of its own, so that once ctx is
+// done Read returns at once, even while r's read waits on a quiet pipe.
+// The goroutine's last read is left behind: replay is about to exit.
+func interruptible(ctx context.Context, r io.Reader) io.Reader {
+	c := &ctxReader{ctx: ctx, full: make(chan chunk), free: make(chan []byte, 2)}
+	for range cap(c.free) {
+		c.free <- make([]byte, 64<<10)
+	}
+	go c.loop(r)
+	return c
+}
+
+type chunk struct {
+	b   []byte
+	err error
+}
+
+// ctxReader hands over what its goroutine read, in buffers of its own:
+// one being read into while the other is copied out.
+type ctxReader struct {
+	ctx  context.Context
+	full chan chunk
+	free chan []byte
+	cur  chunk // being copied out
+	buf  []byte
+}
+
+func (c *ctxReader) loop(r io.Reader) {
+	for {
+		var b []byte
+		select {
+		case b = <-c.free:
+		case <-c.ctx.Done():
+			return
+		}
+		n, err := r.Read(b)
+		select {
+		case c.full <- chunk{b[:max(n, 0)], err}:
+		case <-c.ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(c.cur.b) == 0 && c.cur.err == nil {
+		if c.buf != nil {
+			c.free <- c.buf[:cap(c.buf)]
+			c.buf = nil
+		}
+		select {
+		case c.cur = <-c.full:
+			c.buf = c.cur.b
+		case <-c.ctx.Done():
+			return 0, c.ctx.Err()
+		}
+	}
+	if len(c.cur.b) > 0 {
+		n := copy(p, c.cur.b)
+		c.cur.b = c.cur.b[n:]
+		return n, nil
+	}
+	return 0, c.cur.err
 }
 
 // sniffLines and sniffBytes bound what is held to decide what a file is:
@@ -138,7 +267,7 @@ const (
 )
 
 // sniff reads the first records until they tell what src is.
-func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
+func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
 	var joined []byte
 	for len(head) < sniffLines && len(joined) < sniffBytes {
 		rec, err := r.Next()
@@ -157,7 +286,7 @@ func sniff(r *framing.Reader) (head [][]byte, kind session.Kind, err error) {
 
 // records yields the sniffed head, then the rest of r; err is a read
 // error met while sniffing.
-func records(r *framing.Reader, head [][]byte, err error) func() ([]byte, error) {
+func records(r *lineReader, head [][]byte, err error) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		if len(head) > 0 {
 			rec := head[0]
@@ -180,7 +309,7 @@ const parentFileMax int64 = 1 << 30
 const followSettle = 30 * time.Second
 
 // replaySession traces a session file through internal/session.
-func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.Reader, head [][]byte, herr error, name string, follow bool) int {
+func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
 	ids := &session.IDs{}
 	// Deterministic ids; and no live Pi to protect, so no drops either.
 	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -199,7 +328,10 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 		ParentTool:    session.FindParentTool(parentFileMax),
 		Path:          path})
 	var lines, damaged atomic.Int64
-	p.countRecordsWith(func() (int64, int64) { return lines.Load(), damaged.Load() })
+	p.countRecordsWith(func() (int64, int64) {
+		long := r.tooLong.Load()
+		return lines.Load() + long, damaged.Load() + long
+	})
 	next := records(r, head, herr)
 	counted := func() {
 		st := tr.Stats()
@@ -226,8 +358,12 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *framing.R
 	}
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	st := tr.Stats()
-	if (st.Damaged > 0 || st.Unknown > 0) && !cfg.Quiet {
-		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped, %d entries of unknown types kept as events\n", name, st.Damaged, st.Unknown)
+	if long := r.tooLong.Load(); (st.Damaged > 0 || st.Unknown > 0 || long > 0) && !cfg.Quiet {
+		over := ""
+		if long > 0 {
+			over = fmt.Sprintf(" (%d of them over --max-line-size)", long)
+		}
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped%s, %d entries of unknown types kept as events\n", name, st.Damaged+long, over, st.Unknown)
 	}
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
@@ -269,7 +405,7 @@ func followSession(tr *session.FileMapper, next func() ([]byte, error), feed fun
 
 // replayStream traces the records of a Pi event stream, placing spans by
 // the stream's own times.
-func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string) int {
+func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string, r *lineReader) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
 	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -277,6 +413,11 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	p.tooLong = r.tooLong.Load
+	p.countRecordsWith(func() (int64, int64) {
+		s, long := p.sink.Stats(), r.tooLong.Load()
+		return s.Records + long, s.Malformed + long
+	})
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	rerr := each(next, in.Record)
 	in.Flush()

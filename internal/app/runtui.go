@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,6 +107,20 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	var status launch.Status
 	var relayed func() syscall.Signal
 	fcfg := sp.followerConfig(quietEnv, cfg)
+	// What the first scan says of the folder itself (it does not exist
+	// yet, it holds no session yet) is how Pi finds it before its first
+	// message, and would come out only after Pi has exited, when it is
+	// no longer true: it is not said. It is the one report whose only
+	// argument is the folder.
+	var started atomic.Bool
+	if logf := fcfg.Logf; logf != nil {
+		fcfg.Logf = func(format string, args ...any) {
+			if !started.Load() && len(args) == 1 && args[0] == any(dir) {
+				return
+			}
+			logf(format, args...)
+		}
+	}
 	fcfg.Dirs = []string{dir}
 	fcfg.Accept = owner.Accept
 	fcfg.Settle = config.DefaultSettle
@@ -117,7 +132,10 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 		return ending(status, relayed()), true
 	}
 	ready := make(chan struct{})
-	fcfg.Ready = func() { close(ready) }
+	fcfg.Ready = func() {
+		started.Store(true)
+		close(ready)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := sessionwatch.New(fcfg)
 	done := make(chan error, 1)

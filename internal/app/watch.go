@@ -51,6 +51,14 @@ func watch(ctx context.Context, env Env, args []string) int {
 	for _, w := range wcfg.Warnings {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 	}
+	if bad := notFolders(dirs); len(bad) > 0 {
+		// Followed, it would hold nothing, ever: watch would wait on it
+		// in silence. A DIR not there yet is fine: it is waited for.
+		for _, d := range bad {
+			fmt.Fprintf(env.Stderr, "pi-otel watch: %s is not a folder; give the folders Pi writes session files in (pi-otel replay --follow FILE follows one file); see pi-otel watch --help\n", d)
+		}
+		return 2
+	}
 	home := homeDir(env)
 	if len(dirs) == 0 {
 		cwd, _ := os.Getwd()
@@ -104,13 +112,29 @@ func watch(ctx context.Context, env Env, args []string) int {
 	}
 	f := sessionwatch.New(fcfg)
 	runErr := f.Run(ctx)
+	// The error before the summary, which stays the last line: what
+	// was traced and sent despite it.
+	if runErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
+	}
 	st := f.Stats()
 	sp.summary(&st)
 	if runErr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", runErr)
 		return 1
 	}
 	return 0
+}
+
+// notFolders are the dirs that exist and are not folders (a symlink is
+// judged by what it points to).
+func notFolders(dirs []string) []string {
+	var bad []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+			bad = append(bad, d)
+		}
+	}
+	return bad
 }
 
 // lockState takes the state's lock, or says why not and returns the exit

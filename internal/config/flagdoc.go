@@ -35,8 +35,8 @@ func Flags() []FlagDoc {
 		s := &settings[i]
 		d := FlagDoc{Name: s.flag, Group: s.group, Envs: s.envs, Default: s.defaultText(), Boolean: s.parse == asBool}
 		d.Placeholder, d.Text = placeholder(s.usage)
-		if s.note != "" {
-			d.Text += "; " + s.note
+		for _, n := range s.notes() {
+			d.Text += "; " + n
 		}
 		docs = append(docs, d)
 	}

@@ -290,7 +290,7 @@ func (l *loader) otlp() OTLP {
 		tlsBad("a certificate is set but the endpoint %s is plaintext; use an https:// endpoint", redactURL(o.Endpoint))
 	}
 
-	read(l, &o.Timeout, row("timeout"), durationParser(true),
+	read(l, &o.Timeout, row("timeout"), durationParser(true, 0),
 		"%s %q: want a duration above 0 such as 10s, or milliseconds")
 	choice(l, &o.Compression, row("compression"))
 	return o

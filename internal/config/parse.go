@@ -49,16 +49,27 @@ func (l *loader) integer(dst *int, row *setting) {
 
 // duration reads an asDuration or asPositive setting.
 func (l *loader) duration(dst *time.Duration, row *setting) {
-	read(l, dst, row, durationParser(row.parse == asPositive),
-		"%s %q: want a duration above 0 such as 5s or 250ms, or milliseconds")
+	want := "want a duration above 0 such as 5s or 250ms, or milliseconds"
+	switch {
+	case row.floor > 0 && row.parse == asPositive:
+		want = "want a duration of at least " + row.floor.String() + " such as 5s, or milliseconds"
+	case row.floor > 0:
+		want = "want 0 or a duration of at least " + row.floor.String() + " such as 5s, or milliseconds"
+	}
+	read(l, dst, row, durationParser(row.parse == asPositive, row.floor), "%s %q: "+want)
 }
 
-// durationParser is parseDuration, refusing 0 when positive.
-func durationParser(positive bool) func(string) (time.Duration, error) {
+// durationParser is parseDuration, refusing 0 when positive, and values
+// above 0 but below floor.
+func durationParser(positive bool, floor time.Duration) func(string) (time.Duration, error) {
 	return func(v string) (time.Duration, error) {
 		d, err := parseDuration(v)
-		if err == nil && positive && d == 0 {
+		switch {
+		case err != nil:
+		case positive && d == 0:
 			err = errors.New("zero")
+		case d > 0 && d < floor:
+			err = errors.New("below the floor")
 		}
 		return d, err
 	}

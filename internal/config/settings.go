@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // setting is one row of the settings table: everything pi-otel knows about
 // a setting is here, once. The loader reads its flag, variables, default
@@ -24,6 +27,11 @@ type setting struct {
 	parse parser
 	// choices are the values an asChoice setting takes, lower case.
 	choices []string
+	// floor is the least an asDuration or asPositive setting takes
+	// (asDuration: besides 0). Settings that set how often something
+	// runs have one: a nanosecond is accepted by the parser and makes
+	// the loop spin on a core.
+	floor time.Duration
 }
 
 // parser says how the loader reads a setting's text.
@@ -67,7 +75,9 @@ var settings = []setting{
 	{flag: "metrics-file", group: GroupDestination, envs: envs("PI_OTEL_METRICS_FILE"), usage: "write metrics as OTLP/JSON lines to `PATH`, appending; - means stderr", parse: asText},
 	{flag: "metrics-endpoint", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), usage: "OTLP endpoint `URL` for metrics, used as is", parse: asText},
 	{flag: "metrics-protocol", group: GroupOTLP, envs: envs("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), usage: "OTLP `PROTOCOL` for metrics: grpc or http/protobuf", parse: asChoice, choices: protocols},
-	{flag: "metrics-interval", group: GroupTuning, envs: envs("OTEL_METRIC_EXPORT_INTERVAL"), usage: "metric export period, a `DURATION`", def: "60s", note: "metrics are also flushed at exit", parse: asPositive},
+	// Each export collects every instrument and sends a request: more
+	// often than ten times a second helps no reader of metrics.
+	{flag: "metrics-interval", group: GroupTuning, envs: envs("OTEL_METRIC_EXPORT_INTERVAL"), usage: "metric export period, a `DURATION`", def: "60s", note: "metrics are also flushed at exit", parse: asPositive, floor: 100 * time.Millisecond},
 	{flag: "metrics-temporality", group: GroupTuning, envs: envs("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"), usage: "metric `TEMPORALITY`: delta, cumulative or lowmemory", def: "cumulative", parse: asChoice, choices: []string{"delta", "cumulative", "lowmemory"}},
 
 	{flag: "logs-exporter", group: GroupDestination, envs: envs("OTEL_LOGS_EXPORTER"), usage: "where Pi's events go as log records: otlp, console, file or none, an `EXPORTER`", defText: "file if --logs-file is set, otlp if --logs-endpoint is set, else none", parse: asText},
@@ -104,6 +114,9 @@ var settings = []setting{
 
 	{flag: "queue-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_QUEUE_SIZE"), usage: "spans buffered for export before new ones are dropped, `N`", def: "2048", parse: asCount},
 	{flag: "max-export-batch-size", group: GroupTuning, envs: envs("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), usage: "spans per export, `N`", def: "512", parse: asCount},
+	// schedule-delay, the timeouts and spool-max-age are waits and
+	// bounds, not periods: a tiny one exports at once or gives up at
+	// once, but runs nothing over and over, so it has no floor.
 	{flag: "schedule-delay", group: GroupTuning, envs: envs("OTEL_BSP_SCHEDULE_DELAY"), usage: "longest wait before queued spans are exported, a `DURATION`", def: "5s", parse: asPositive},
 	{flag: "export-timeout", group: GroupTuning, envs: envs("OTEL_BSP_EXPORT_TIMEOUT"), usage: "bound on exporting one batch, retries included, a `DURATION`", def: "30s", parse: asPositive},
 	{flag: "memory-limit", group: GroupTuning, envs: envs("PI_OTEL_MEMORY_LIMIT"), usage: "soft limit on pi-otel's own heap, a `SIZE` in B, KiB, MiB or GiB (such as 64MiB), or off", defText: "32MiB, or GOMEMLIMIT's when that is set", parse: asSize},
@@ -113,11 +126,30 @@ var settings = []setting{
 var watchSettings = []setting{
 	{flag: "state", envs: envs("PI_OTEL_STATE"), usage: "state `FILE` keeping watch's place in every session file", defText: "$XDG_STATE_HOME/pi-otel/watch.json or ~/.local/state/pi-otel/watch.json", parse: asText},
 	{flag: "since", envs: envs("PI_OTEL_SINCE"), usage: "history to trace at the first start: a `DURATION` such as 24h or 7d, or all", defText: "only new activity", parse: asText},
-	{flag: "settle", envs: envs("PI_OTEL_SETTLE"), usage: "quiet time after a final answer before a run counts as complete, a `DURATION`", def: "30s", parse: asPositive},
+	// While a run is open its file is looked at again every --settle;
+	// --close-after is at least --settle (LoadWatch), so the same floor.
+	{flag: "settle", envs: envs("PI_OTEL_SETTLE"), usage: "quiet time after a final answer before a run counts as complete, a `DURATION`", def: "30s", parse: asPositive, floor: pollFloor},
 	{flag: "close-after", envs: envs("PI_OTEL_CLOSE_AFTER"), usage: "quiet time after which a run with no final answer (Pi killed mid-run) is traced as unfinished, a `DURATION`", def: "30m", parse: asDuration},
 	{flag: "wait-lock", envs: envs("PI_OTEL_WAIT_LOCK"), usage: "wait while another watch holds the state file's lock, and take over when it exits, instead of exiting with an error", parse: asBool},
-	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration},
+	{flag: "poll", envs: envs("PI_OTEL_POLL"), usage: "scan session directories at this `DURATION` instead of using inotify, e.g. on network file systems", defText: "inotify", parse: asDuration, floor: pollFloor},
 }
+
+// replaySettings are the settings of pi-otel replay alone.
+var replaySettings = []setting{
+	{flag: "follow", envs: envs("PI_OTEL_FOLLOW"), usage: "keep reading FILE as it grows, like tail -F, until interrupted; a FILE not there yet is waited for, and an interrupt before any record exits 1", parse: asBool},
+	{flag: "poll", envs: envs("PI_OTEL_FOLLOW_POLL"), usage: "with --follow, how often to look for new data, a `DURATION`", def: "250ms", parse: asPositive, floor: pollFloor},
+	// Above the longest lines pi-otel is measured on (200 MB, in
+	// docs/watch.md), and a bound on what one line can cost: replay
+	// holds a line about three times over while it traces it.
+	{flag: "max-line-size", envs: envs("PI_OTEL_MAX_LINE_SIZE"), usage: "skip a line longer than this `SIZE` in B, KiB, MiB or GiB, or off, counting it as damaged, so that input without line ends (/dev/zero) cannot take all memory", def: "256MiB", parse: asSize},
+}
+
+// pollFloor is the least interval at which pi-otel looks at files again.
+// Pi writes a line per message and a run is traced only once it is
+// complete, so looking more often than ten times a second gains nothing
+// anyone sees, while a scan of a session tree costs a stat per file; the
+// defaults are 2s and 250ms, and inotify reacts at once.
+const pollFloor = 100 * time.Millisecond
 
 var protocols = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf)}
 
@@ -143,17 +175,39 @@ func findRow(flag string) *setting {
 	return nil
 }
 
+// tableRow returns the setting of a flag in one table, for the tables
+// that row does not search (their flags may share a name with watch's).
+func tableRow(table []setting, flag string) *setting {
+	for i := range table {
+		if table[i].flag == flag {
+			return &table[i]
+		}
+	}
+	panic("config: no setting --" + flag)
+}
+
 // flagUsage is the usage package flag holds: what the setting does, then
-// its variables, default and note, the form DescribeFlag reads back.
+// its variables, default and notes, the form DescribeFlag reads back.
 func (s *setting) flagUsage() string {
 	parts := []string{strings.Join(s.envs, ", ")}
 	if d := s.defaultText(); d != "" {
 		parts = append(parts, "default "+d)
 	}
-	if s.note != "" {
-		parts = append(parts, s.note)
-	}
+	parts = append(parts, s.notes()...)
 	return s.usage + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// notes are what help says after the default: the row's note, and the
+// floor, which the loader enforces.
+func (s *setting) notes() []string {
+	var n []string
+	if s.note != "" {
+		n = append(n, s.note)
+	}
+	if s.floor > 0 {
+		n = append(n, "at least "+s.floor.String())
+	}
+	return n
 }
 
 // defaultText is the default as help and docs state it.

@@ -49,7 +49,7 @@ func TestDefaultsFromTable(t *testing.T) {
 	}
 	// Every stated default in the parser's syntax parses (read panics on
 	// one that does not, when the setting is loaded).
-	for _, table := range [][]setting{settings, watchSettings} {
+	for _, table := range [][]setting{settings, watchSettings, replaySettings} {
 		for _, s := range table {
 			if s.def != "" && s.defText != "" {
 				t.Errorf("--%s states its default twice", s.flag)

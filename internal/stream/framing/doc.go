@@ -6,7 +6,8 @@
 //     stripped. A lone CR anywhere else is record content.
 //   - U+2028 and U+2029 appear raw inside JSON strings and are ordinary bytes
 //     here. Nothing in this package is Unicode line aware.
-//   - There is no length limit; a record may be larger than any read buffer.
+//   - There is no length limit unless a [Reader] is given one
+//     ([WithMaxRecord]); a record may be larger than any read buffer.
 //   - End of input ends the last line exactly as an LF would, so an
 //     unterminated tail is still a record (and loses one trailing CR, as a
 //     CRLF stream cut between CR and LF would otherwise leave a stray CR).

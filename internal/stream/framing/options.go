@@ -14,8 +14,9 @@ const (
 )
 
 type config struct {
-	readSize int
-	retain   int
+	readSize  int
+	retain    int
+	maxRecord int
 }
 
 // piece is the size of the largest buffers a long record is kept in, while
@@ -51,5 +52,17 @@ func WithRetain(n int) Option {
 		if n >= 0 {
 			c.retain = n
 		}
+	})
+}
+
+// WithMaxRecord bounds the length of a record a [Reader] hands out
+// (default: no bound). A longer line is not kept: as soon as more than n
+// bytes of it are held, Next drops them and returns a [*TooLongError],
+// then skips the rest of the line up to its LF without holding it. Input
+// without line ends (/dev/zero) then costs about n bytes, not all of
+// memory. Values below 1 mean no bound.
+func WithMaxRecord(n int) Option {
+	return option.Func[config](func(c *config) {
+		c.maxRecord = max(n, 0)
 	})
 }

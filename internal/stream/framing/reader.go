@@ -3,6 +3,7 @@ package framing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -11,6 +12,21 @@ import (
 const maxEmptyReads = 100
 
 var errBadRead = errors.New("framing: reader returned an invalid count")
+
+// TooLongError is what [Reader.Next] returns for a line longer than the
+// bound of [WithMaxRecord]. It ends nothing: the next call goes on after
+// that line.
+type TooLongError struct {
+	// Line is the line's number in the input, from 1, empty lines
+	// included.
+	Line int64
+	// Max is the bound, in bytes.
+	Max int
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("line %d is longer than %d bytes", e.Line, e.Max)
+}
 
 // Reader pulls records from an io.Reader, for files and stdin. It is not
 // safe for concurrent use.
@@ -28,26 +44,48 @@ type Reader struct {
 	// pieced says buf is the last piece of a record longer than retain,
 	// to be released once that record is gone.
 	pieced bool
-	err    error
+	// max bounds a record (0: no bound); skipping says the rest of a line
+	// over it is being read past, up to its LF.
+	max      int
+	skipping bool
+	err      error
 	counter
 }
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader, opts ...Option) *Reader {
 	c := newConfig(opts)
-	return &Reader{src: r, readSize: c.readSize, retain: c.retain, piece: c.piece()}
+	return &Reader{src: r, readSize: c.readSize, retain: c.retain, piece: c.piece(), max: c.maxRecord}
 }
 
 // Next returns the next record, with the LF and one preceding CR stripped.
 // The slice is valid until the next call to Next. After the last record
 // (the unterminated tail, if any) Next returns io.EOF; a read error other
 // than io.EOF is returned the same way, after the records read before it.
+// A line over the bound of [WithMaxRecord] is a [*TooLongError], after
+// which Next may be called again.
 func (r *Reader) Next() ([]byte, error) {
 	for {
+		if r.skipping {
+			i := bytes.IndexByte(r.buf[r.r:r.w], '\n')
+			if i < 0 {
+				r.r = r.w
+				if r.err != nil {
+					return nil, r.err
+				}
+				r.fill()
+				continue
+			}
+			r.r, r.skipping = r.r+i+1, false
+		}
 		if i := bytes.IndexByte(r.buf[r.r+r.scanned:r.w], '\n'); i >= 0 {
 			end := r.r + r.scanned + i
 			b := r.buf[r.r:end]
 			r.r, r.scanned = end+1, 0
+			if r.overMax(b) {
+				r.parts.reset()
+				return nil, r.tooLong()
+			}
 			if !r.parts.empty() {
 				b = r.joined(b)
 			}
@@ -57,13 +95,24 @@ func (r *Reader) Next() ([]byte, error) {
 			continue
 		}
 		r.scanned = r.w - r.r
+		if r.err == nil && r.overMax(r.buf[r.r:r.w]) {
+			// Whatever comes, this line is too long: drop it now, and
+			// read past the rest holding nothing.
+			r.parts.reset()
+			r.r, r.scanned, r.skipping, r.pieced = r.w, 0, true, true
+			return nil, r.tooLong()
+		}
 		if r.err != nil {
 			if r.w > r.r || !r.parts.empty() {
 				b := r.buf[r.r:r.w]
+				r.r, r.scanned = r.w, 0
+				if r.overMax(b) {
+					r.parts.reset()
+					return nil, r.tooLong()
+				}
 				if !r.parts.empty() {
 					b = r.parts.whole(b)
 				}
-				r.r, r.scanned = r.w, 0
 				if rec, ok := r.line(b); ok {
 					return rec, nil
 				}
@@ -72,6 +121,33 @@ func (r *Reader) Next() ([]byte, error) {
 		}
 		r.fill()
 	}
+}
+
+// overMax reports whether the line made of the pieces and tail, which
+// ends at an LF, at the end of the input, or is still going on, is longer
+// than max once its one trailing CR is stripped.
+func (r *Reader) overMax(tail []byte) bool {
+	if r.max <= 0 {
+		return false
+	}
+	n := r.parts.n + len(tail)
+	if n != r.max+1 {
+		return n > r.max+1
+	}
+	last := byte(0)
+	if len(tail) > 0 {
+		last = tail[len(tail)-1]
+	} else if k := len(r.parts.list); k > 0 {
+		q := r.parts.list[k-1]
+		last = q[len(q)-1]
+	}
+	return last != '\r'
+}
+
+// tooLong counts a line skipped for its length.
+func (r *Reader) tooLong() error {
+	r.stats.TooLong++
+	return &TooLongError{Line: r.stats.Records + r.stats.EmptyLines + r.stats.TooLong, Max: r.max}
 }
 
 // joined returns the record made of the pieces and tail, the start of buf

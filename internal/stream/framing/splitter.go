@@ -14,6 +14,9 @@ type Stats struct {
 	EmptyLines int64
 	// LargestRecord is the length of the largest record handed out.
 	LargestRecord int
+	// TooLong is the number of lines skipped for being longer than
+	// [WithMaxRecord]'s bound (Reader only).
+	TooLong int64
 	// DstErr is the first error writing to dst (Forward only).
 	DstErr error
 }
