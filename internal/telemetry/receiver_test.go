@@ -44,7 +44,7 @@ type receiver struct {
 	// (gRPC Internal, HTTP 500): not retried by the exporter, not a
 	// refusal of the data, so the batch goes to the spool.
 	failing atomic.Bool
-	invalid                  bool   // refuse every export as invalid: InvalidArgument, HTTP 400
+	invalid bool // refuse every export as invalid: InvalidArgument, HTTP 400
 
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
