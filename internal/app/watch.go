@@ -119,11 +119,20 @@ func watch(ctx context.Context, env Env, args []string) int {
 	}
 	st := f.Stats()
 	sp.summary(&st)
-	if runErr != nil {
+	switch {
+	case errors.Is(runErr, sessionwatch.ErrState):
+		return ExitState
+	case runErr != nil:
 		return 1
 	}
 	return 0
 }
+
+// ExitState is watch's exit code when its state cannot be saved (a full
+// disk, a read-only folder): a restart would fail the same way, so the
+// shipped systemd unit does not restart on it (RestartPreventExitStatus),
+// where it would export again, at every start, what no state recorded.
+const ExitState = 73 // EX_CANTCREAT in sysexits.h
 
 // notFolders are the dirs that exist and are not folders (a symlink is
 // judged by what it points to).

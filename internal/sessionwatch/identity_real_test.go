@@ -3,6 +3,7 @@ package sessionwatch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -507,4 +508,50 @@ func TestRandomFileOperationsTraceEachRunOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A state that cannot be saved stops watch before it exports what it
+// could not record: at the start, nothing is traced; later, nothing more
+// is traced while it fails, what waited is traced once it can be saved,
+// and five failures in a row end Run with ErrState.
+func TestStateThatCannotBeSaved(t *testing.T) {
+	f := New(Config{Dirs: []string{t.TempDir()}, StatePath: "/proc/pi-otel-no-such-dir/watch.json",
+		Flush: func(context.Context, bool) error { t.Error("flushed with no state"); return nil }})
+	if err := f.Run(context.Background()); !errors.Is(err, ErrState) {
+		t.Fatalf("Run: %v, want ErrState", err)
+	}
+
+	h := newRealHarness(t, Config{})
+	a := genSessionAt(t, "a", 60<<10, 12, h.clk.t)
+	h.put("p/a.jsonl", a)
+	h.finish()
+	before := len(h.exp.accepted)
+	if before == 0 {
+		t.Fatal("nothing traced")
+	}
+	dir := filepath.Dir(h.state)
+	must(t, os.Rename(dir, dir+".away"))
+	must(t, os.WriteFile(dir, nil, 0o600)) // the state's folder is a file now
+	b := genSessionAt(t, "b", 60<<10, 13, h.clk.t)
+	h.put("p/b.jsonl", b)
+	h.finish() // b is exported, then its save fails
+	if h.f.stats.StateFails == 0 {
+		t.Fatal("no save failed")
+	}
+	exported := len(h.exp.accepted)
+	c := genSessionAt(t, "c", 60<<10, 14, h.clk.t)
+	h.put("p/c.jsonl", c)
+	h.later(time.Second)
+	h.later(3 * time.Second)
+	if got := len(h.exp.accepted); got != exported {
+		t.Errorf("%d spans exported while the state could not be saved", got-exported)
+	}
+	must(t, os.Remove(dir))
+	must(t, os.Rename(dir+".away", dir))
+	h.later(10 * time.Second)
+	h.finish()
+	if h.f.fatal != nil {
+		t.Fatalf("gave up: %v", h.f.fatal)
+	}
+	h.check(a, b, c)
 }

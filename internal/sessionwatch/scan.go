@@ -17,6 +17,10 @@ import (
 // scan walks every root. At the first scan, files are placed according to
 // the state and Since.
 func (f *Follower) scan(initial bool) {
+	if f.saveFails > 0 {
+		f.stalled = true // nothing more is traced until the state is saved
+		return
+	}
 	f.stats.Rescanned++
 	seen := map[string]bool{}
 	for _, d := range f.cfg.Dirs {
