@@ -194,6 +194,7 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 // are closed if Ending says so, and a final flush commits what it can. Its
 // error is a state that could not be saved.
 func (f *Follower) stop() error {
+	f.final = true
 	ctx := context.Background()
 	end, closing := agentmap.Ending{}, false
 	if f.cfg.Ending != nil {

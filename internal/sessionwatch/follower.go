@@ -164,6 +164,7 @@ type Follower struct {
 	stats       Stats
 	said        map[string]bool
 	ctx         context.Context // Run's, for the commits of the first scan
+	final       bool            // stopping: the last reads are not cut short
 	degraded    bool            // a directory could not be watched: scan often
 
 	// The first scan's progress since its last commit.

@@ -118,6 +118,9 @@ func (f *Follower) readLines(fh *os.File, off int64, line func(off int64, b []by
 	}
 	have := 0 // bytes in buf, starting at off
 	for {
+		if f.ctx != nil && f.ctx.Err() != nil && !f.final {
+			return // a signal: the rest is read at the next start
+		}
 		if have == len(f.buf) { // one line longer than the buffer
 			if f.buf = lineBuffer(fh, off, f.buf); f.buf == nil {
 				return // a line still being written: read it whole later

@@ -39,6 +39,49 @@ type History struct {
 	Dir   string
 	Paths []string
 	Bytes int64
+	// Copies are backups and snapshots of some of Paths (WithCopies):
+	// files of the same sessions, to be traced once with them.
+	Copies []string
+}
+
+// WithCopies adds, for every seventh file, a backup copy with its times
+// (cp -a) in a backup folder under the history's root, and a snapshot of
+// its first half (cut after a whole line) beside it, as shared histories
+// hold them.
+func WithCopies(tb testing.TB, h History) History {
+	for i, p := range h.Paths {
+		if i%7 != 0 {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rel, _ := filepath.Rel(h.Dir, p)
+		half := b[:len(b)/2]
+		if j := bytes.LastIndexByte(half, '\n'); j >= 0 {
+			half = half[:j+1]
+		}
+		for name, data := range map[string][]byte{
+			filepath.Join(h.Dir, "backup", rel):                          b,
+			filepath.Join(filepath.Dir(p), "snapshot-"+filepath.Base(p)): half,
+		} {
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				tb.Fatal(err)
+			}
+			_ = os.Chtimes(name, st.ModTime(), st.ModTime())
+			h.Copies = append(h.Copies, name)
+			h.Bytes += int64(len(data))
+		}
+	}
+	return h
 }
 
 // Write writes files generated session files of about total bytes
