@@ -215,6 +215,8 @@ type file struct {
 	// entries' times say.
 	seen int64
 	grew bool
+	// live: it appeared after the first scan.
+	live bool
 	tr   Tracer
 	// nextIdle is when Idle is due: settle after the last line, then
 	// again every settle while a run stays open (Pi's entry times and
@@ -460,7 +462,7 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 			// for a commit, waits for the commit.)
 			next = earlier(next, fi.active(now).Add(f.cfg.CloseAfter))
 		}
-		if probed := fi.mtime.Add(growthProbe); probed.After(now) {
+		if probed := fi.mtime.Add(growthProbe); fi.live && probed.After(now) {
 			next = earlier(next, probed) // active may then go back to the entries' time
 		}
 	}
