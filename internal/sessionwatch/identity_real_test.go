@@ -555,3 +555,29 @@ func TestStateThatCannotBeSaved(t *testing.T) {
 	}
 	h.check(a, b, c)
 }
+
+// BenchmarkSaveState saves the state of a large history: 5,000 sessions
+// of 20 runs and their files, one run claimed since the last save.
+func BenchmarkSaveState(b *testing.B) {
+	f := New(Config{StatePath: filepath.Join(b.TempDir(), "watch.json")})
+	for i := range 5000 {
+		sid := fmt.Sprintf("019a%04d-0000-7000-8000-000000000000", i)
+		for r := range 20 {
+			f.ledger.Claim(sid, fmt.Sprintf("%s/%08x", sid, r), time.UnixMilli(int64(1_700_000_000_000+i*1000+r)))
+		}
+		fi := &file{path: fmt.Sprintf("/home/u/.pi/agent/sessions/--p%d--/%d.jsonl", i/50, i), id: fileID{1, uint64(i)}, session: sid, committed: 100_000, tailAt: 100_000}
+		f.byID[fi.id] = fi
+	}
+	f.ledger.commit()
+	f.saveState()
+	b.ResetTimer()
+	for i := range b.N {
+		f.ledger.Claim("019a0000-0000-7000-8000-000000000000", fmt.Sprintf("new/%d", i), time.UnixMilli(int64(i)))
+		f.ledger.commit()
+		f.saveState()
+	}
+	b.StopTimer()
+	st, err := os.Stat(f.cfg.StatePath)
+	must(b, err)
+	b.ReportMetric(float64(st.Size())/1e6, "state-MB")
+}

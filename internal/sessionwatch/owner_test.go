@@ -28,7 +28,7 @@ func (p *fakeProc) add(pid, ppid int, argv []string, cwd string, open ...string)
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
