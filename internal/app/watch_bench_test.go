@@ -11,11 +11,12 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // BenchmarkWatchSinceAll traces the history of 1000 session files (a real
-// Pi 1.6.0 session of two runs each) the way pi-otel watch --since all
+// Pi 1.6.0 session of two runs each, each its own session) the way pi-otel watch --since all
 // does, exporter none: the follower, the session tracer, the SDK and the
 // span metrics.
 func BenchmarkWatchSinceAll(b *testing.B) {
@@ -27,7 +28,7 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 		d := filepath.Join(dir, fmt.Sprintf("--p%d--", i/100))
 		_ = os.MkdirAll(d, 0o755)
 		p := filepath.Join(d, fmt.Sprintf("s%d.jsonl", i))
-		if err := os.WriteFile(p, src, 0o644); err != nil {
+		if err := os.WriteFile(p, historytest.WithSessionID(b, src, fmt.Sprintf("s%d", i)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		_ = os.Chtimes(p, old, old)
@@ -35,7 +36,7 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 	cfg := config.Default()
 	cfg.Traces.Exporter = config.ExporterNone
 	cfg.Quiet = true
-	b.SetBytes(int64(files * len(src)))
+	b.SetBytes(int64(files * len(src))) // about: the headers differ a little
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
