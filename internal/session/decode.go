@@ -246,6 +246,11 @@ func newDecoder(content bool) *decoder {
 // Nothing returned aliases b.
 func (d *decoder) decode(b []byte) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
+	if d.content {
+		// What a message keeps for capture, its raw JSON and its content,
+		// then points into one copy of the line, not into two of its parts.
+		b = bytes.Clone(b)
+	}
 	ev, err := d.ev.Decode(b)
 	var fast *entry
 	if err == nil {
@@ -291,32 +296,25 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	m := e.msg
 	m.readNested(d.sessions)
 	m.summarize()
-	// The decoder's raw fields point into b, which the caller reuses.
-	if d.content {
-		m.Raw = bytes.Clone(m.Raw)
-		m.Content = bytes.Clone(m.Content)
-	} else {
+	// The decoder's raw fields point into b: the caller's, which it
+	// reuses, unless content is captured (see decode).
+	if !d.content {
 		m.drop()
+		// Only the number of tool declarations is read.
+		m.ToolsAdded, m.Tools = blanks(m.ToolsAdded), blanks(m.Tools)
 	}
-	// Without capture only the number of tool declarations is read.
-	m.ToolsAdded, m.Tools = d.raws(m.ToolsAdded), d.raws(m.Tools)
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		e.persist = t
 	}
 	return e, true
 }
 
-func (d *decoder) raws(in []json.RawMessage) []json.RawMessage {
+// blanks is as many empty declarations as in has.
+func blanks(in []json.RawMessage) []json.RawMessage {
 	if in == nil {
 		return nil
 	}
-	out := make([]json.RawMessage, len(in))
-	if d.content {
-		for i := range in {
-			out[i] = bytes.Clone(in[i])
-		}
-	}
-	return out
+	return make([]json.RawMessage, len(in))
 }
 
 // leadingParent reads parentId from the keys Pi writes before "message"
