@@ -62,7 +62,7 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
-		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg.Content))}
+		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg))}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
 		}

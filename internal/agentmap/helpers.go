@@ -3,7 +3,6 @@ package agentmap
 import (
 	"encoding/json"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -14,23 +13,13 @@ import (
 // not must not be copied whole into telemetry.
 func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
 
-// contentChars counts the characters of a message's text without keeping it.
-func contentChars(content json.RawMessage) int {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		return utf8.RuneCountInString(s)
+// contentChars counts the characters of a message's text without keeping
+// it: from Content, or what a reader that dropped Content counted of it.
+func contentChars(msg *event.Message) int {
+	if msg.Content == nil {
+		return msg.TextChars
 	}
-	var blocks []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(content, &blocks) != nil {
-		return 0
-	}
-	n := 0
-	for _, b := range blocks {
-		n += utf8.RuneCountInString(b.Text)
-	}
-	return n
+	return event.ContentChars(msg.Content)
 }
 
 // rawMessage is the message of a message_* event as Pi sent it.

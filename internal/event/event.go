@@ -151,6 +151,10 @@ type Message struct {
 
 	// Raw is the message as Pi sent it, for opt-in content capture.
 	Raw json.RawMessage `json:"-"`
+	// TextChars is ContentChars(Content) as counted by a reader that then
+	// dropped Content, to hold the message without its text; it counts
+	// only while Content is nil.
+	TextChars int `json:"-"`
 }
 
 // Usage is Pi's token and cost accounting for one assistant response.

@@ -110,9 +110,33 @@ type message struct {
 
 	// callIDs and callNames are an assistant message's tool calls, read once.
 	callIDs, callNames []string
+	// images counts the image blocks of a user or custom message.
+	images int
 	// nested is what a toolResult carries (subagent runs, usage,
 	// nestedCalls), read while the raw message is at hand.
 	nested *nested.Result
+}
+
+// summarize reads from the content what spans need of it whether or not
+// content is captured: the tool calls, the images.
+func (m *message) summarize() {
+	switch m.Role {
+	case "assistant":
+		m.callIDs, m.callNames = toolCalls(m.Content)
+	case "user", "custom":
+		m.images = imageCount(m.Content)
+	}
+}
+
+// drop forgets the content and raw JSON of a summarized message, without
+// content capture: a prompt, an answer, a tool call's arguments, an image
+// or a tool's output can be hundreds of megabytes, and an entry is held
+// until its run is traced. A prompt keeps the length of its text.
+func (m *message) drop() {
+	if m.Role == "user" {
+		m.TextChars = event.ContentChars(m.Content)
+	}
+	m.Raw, m.Content = nil, nil
 }
 
 // readNested keeps what a toolResult message carries for the mapper; the
@@ -152,6 +176,7 @@ type entry struct {
 	CustomType string          `json:"customType"`
 	Content    json.RawMessage `json:"content"`
 	Display    looseBool       `json:"display"`
+	images     int             // image blocks in Content
 
 	// Filled in after decoding.
 	msg      *message
@@ -223,19 +248,35 @@ func newDecoder(content bool) *decoder {
 // Nothing returned aliases b.
 func (d *decoder) decode(b []byte) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
+	if d.content {
+		// What a message keeps for capture, its raw JSON and its content,
+		// then points into one copy of the line, not into two of its parts.
+		b = bytes.Clone(b)
+	}
 	ev, err := d.ev.Decode(b)
+	var fast *entry
+	if err == nil {
+		fast, _ = d.fast(b, ev)
+	}
+	// The event points into b, the caller's: kept, it would keep a huge
+	// line's buffer alive until the next line.
+	*ev = event.Event{}
 	if errors.Is(err, event.ErrInvalidUTF8) {
 		return nil, errDamaged // Pi writes UTF-8: this line was cut or corrupted
 	}
-	if err != nil {
-		// Fields of shapes a stream record would not have (an entry is not
-		// one): encoding/json decides.
-		return decodeEntryWith(b, d.sessions, d.from)
+	if fast != nil {
+		return fast, nil
 	}
-	if e, ok := d.fast(b, ev); ok {
-		return e, nil
+	// Fields of shapes a stream record would not have (an entry is not
+	// one), or lines of unusual shape: encoding/json decides.
+	e, err := decodeEntryWith(b, d.sessions, d.from)
+	if err == nil && !d.content {
+		e.RawMsg, e.Content = nil, nil
+		if e.msg != nil {
+			e.msg.drop()
+		}
 	}
-	return decodeEntryWith(b, d.sessions, d.from)
+	return e, err
 }
 
 // fast builds a message entry of the common roles from the event decoder's
@@ -256,40 +297,26 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
 	m := e.msg
 	m.readNested(d.sessions, d.from)
-	// The decoder's raw fields point into b, which the caller reuses.
-	if d.content {
-		m.Raw = bytes.Clone(m.Raw)
-		m.Content = bytes.Clone(m.Content)
-	} else {
-		m.Raw = nil
-		if m.Role == "toolResult" || m.Role == "system" {
-			m.Content = nil
-		} else {
-			m.Content = bytes.Clone(m.Content)
-		}
+	m.summarize()
+	// The decoder's raw fields point into b: the caller's, which it
+	// reuses, unless content is captured (see decode).
+	if !d.content {
+		m.drop()
+		// Only the number of tool declarations is read.
+		m.ToolsAdded, m.Tools = blanks(m.ToolsAdded), blanks(m.Tools)
 	}
-	if m.Role == "assistant" {
-		m.callIDs, m.callNames = toolCalls(m.Content)
-	}
-	// Without capture only the number of tool declarations is read.
-	m.ToolsAdded, m.Tools = d.raws(m.ToolsAdded), d.raws(m.Tools)
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		e.persist = t
 	}
 	return e, true
 }
 
-func (d *decoder) raws(in []json.RawMessage) []json.RawMessage {
+// blanks is as many empty declarations as in has.
+func blanks(in []json.RawMessage) []json.RawMessage {
 	if in == nil {
 		return nil
 	}
-	out := make([]json.RawMessage, len(in))
-	if d.content {
-		for i := range in {
-			out[i] = bytes.Clone(in[i])
-		}
-	}
-	return out
+	return make([]json.RawMessage, len(in))
 }
 
 // leadingParent reads parentId from the keys Pi writes before "message"
@@ -357,10 +384,11 @@ func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin
 		}
 		m.Raw = e.RawMsg
 		m.readNested(sessions, from)
-		if m.Role == "assistant" {
-			m.callIDs, m.callNames = toolCalls(m.Content)
-		}
+		m.summarize()
 		e.msg = m
+	}
+	if e.Type == typeCustomMessage {
+		e.images = imageCount(e.Content)
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		e.persist = t

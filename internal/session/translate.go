@@ -168,19 +168,21 @@ func (x *translator) entry(e *entry) {
 	case typeCustom:
 		x.rootEvent(vocab.EventCustom, at, vocab.CustomTypeKey.String(e.CustomType))
 	case typeCustomMessage:
-		x.customMessage(e.CustomType, e.Display, e.Content, at)
+		x.customMessage(e.CustomType, e.Display, e.images, e.Content, at)
 	default:
 		x.rootEvent(vocab.EventUnknownEntry, at, vocab.EntryTypeKey.String(e.Type))
 	}
 }
 
-func (x *translator) customMessage(typ string, display looseBool, content json.RawMessage, at time.Time) {
+// customMessage records an extension's message; content is nil without
+// content capture.
+func (x *translator) customMessage(typ string, display looseBool, images int, content json.RawMessage, at time.Time) {
 	attrs := []attribute.KeyValue{vocab.CustomTypeKey.String(typ)}
 	if display.v != nil {
 		attrs = append(attrs, vocab.CustomDisplayKey.Bool(*display.v))
 	}
-	if n := imageCount(content); n > 0 {
-		attrs = append(attrs, vocab.MessageImagesKey.Int(n))
+	if images > 0 {
+		attrs = append(attrs, vocab.MessageImagesKey.Int(images))
 	}
 	if c := x.t.cfg.Content; c != nil && len(content) > 0 {
 		attrs = append(attrs, vocab.CustomContentKey.String(c.Scrub(string(content))))
@@ -215,8 +217,8 @@ func (x *translator) message(e *entry) {
 		x.endTurn()
 		x.emit(&event.Event{Type: event.TypeTurnStart}, at)
 		x.turnOpen, x.turnHasAssistant = true, false
-		if n := imageCount(msg.Content); n > 0 {
-			x.rootEvent(vocab.EventUserImages, at, vocab.MessageImagesKey.Int(n))
+		if msg.images > 0 {
+			x.rootEvent(vocab.EventUserImages, at, vocab.MessageImagesKey.Int(msg.images))
 		}
 		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at)
 	case "assistant":
@@ -228,7 +230,7 @@ func (x *translator) message(e *entry) {
 	case "bashExecution":
 		x.t.bashSpan(x.m.RootContext(), e, false)
 	case "custom":
-		x.customMessage(msg.CustomType, msg.Display, msg.Content, at(msg, e))
+		x.customMessage(msg.CustomType, msg.Display, msg.images, msg.Content, at(msg, e))
 	default:
 		x.rootEvent(vocab.EventUnknownMessage, e.persist, vocab.MessageRoleKey.String(msg.Role))
 	}
