@@ -611,7 +611,7 @@ func TestLongLineIsReadWhole(t *testing.T) {
 	h.write("s.jsonl", long[1<<20:]+"\nA\nU\n")
 	h.step()
 	h.want("s.jsonl@2", 1)
-	if h.f.buf != nil {
+	if len(h.f.buf) > 64<<10 {
 		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
 	}
 }

@@ -3,6 +3,7 @@ package sessionwatch
 import (
 	"bytes"
 	"io"
+	"runtime"
 )
 
 // lineBuffer returns a buffer for the line that starts at off in r and
@@ -16,7 +17,13 @@ func lineBuffer(r io.ReaderAt, off int64, buf []byte) []byte {
 	for pos := off + int64(len(buf)); ; {
 		n, err := r.ReadAt(scratch, pos)
 		if i := bytes.IndexByte(scratch[:n], '\n'); i >= 0 {
-			line := make([]byte, pos+int64(i)+1-off)
+			size := pos + int64(i) + 1 - off
+			if size > 16<<20 {
+				// The buffer of an earlier long line may still be garbage:
+				// freed first, the peak is one line, not two.
+				runtime.GC()
+			}
+			line := make([]byte, size)
 			copy(line, buf)
 			return line
 		}

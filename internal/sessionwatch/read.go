@@ -139,6 +139,14 @@ func (f *Follower) readLines(fh *os.File, off int64, line func(off int64, b []by
 			start += i + 1
 		}
 		have = copy(f.buf, f.buf[start:have])
+		if len(f.buf) > 1<<20 && have <= 64<<10 {
+			// A long line is read: back to a small buffer, so that the
+			// next long line is not read into this one and copied out of
+			// it with both alive (two 200 MB lines took 400 MB).
+			small := make([]byte, 64<<10)
+			copy(small, f.buf[:have])
+			f.buf = small
+		}
 		if err != nil || n == 0 {
 			return // the rest, if any, is a line still being written
 		}
