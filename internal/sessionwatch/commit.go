@@ -41,9 +41,14 @@ func (f *Follower) work(ctx context.Context) {
 			}
 		}
 	}
-	for _, fi := range f.all() {
+	for _, fi := range f.files {
 		if !fi.missing.IsZero() && now.Sub(fi.missing) >= missingGrace {
 			f.gone(fi) // not found under another name
+		}
+	}
+	for fi := range f.orphans {
+		if now.Sub(fi.missing) >= missingGrace {
+			f.gone(fi) // its name taken by another file, itself found nowhere
 		}
 	}
 	var closing []*file
@@ -66,19 +71,6 @@ func (f *Follower) work(ctx context.Context) {
 	if f.moves && f.saveAt.IsZero() {
 		f.saveState() // new names
 	}
-}
-
-// all is every file record: those with a name, and those whose name
-// another file took (orphans).
-func (f *Follower) all() []*file {
-	out := make([]*file, 0, len(f.files)+len(f.orphans))
-	for _, fi := range f.files {
-		out = append(out, fi)
-	}
-	for fi := range f.orphans {
-		out = append(out, fi)
-	}
-	return out
 }
 
 // dropQuiet frees the tracer of a file quiet for CloseAfter whose runs are

@@ -96,6 +96,7 @@ func (f *Follower) walk(dir string, initial bool) []string {
 			f.backfilled(fi)
 		}
 	}
+	clear(f.headers) // those of files not placed (a second name)
 	f.commitScan(true)
 	return found
 }
@@ -127,7 +128,7 @@ func (f *Follower) bySession(paths []string) []string {
 		f.headers[p] = c.session
 		g, ok := groups[c.session]
 		if !ok || c.session == "" {
-			g = len(groups) + len(cs)
+			g = len(cs) // where the session first comes
 			groups[c.session] = g
 		}
 		c.group = g
