@@ -39,7 +39,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session"
 )
 
-// Tracer traces one session file; internal/session's Tracer is one. Line
+// Tracer traces one session file; internal/session's FileMapper is one. Line
 // gets each complete line (without its LF) and the byte offset it starts
 // at; b is only valid during the call.
 type Tracer interface {
