@@ -30,7 +30,6 @@ package session
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"time"
@@ -92,20 +91,6 @@ type Config struct {
 	// Uncounted, if set, runs the tracing of a run Claims says not to
 	// count, so that the span metrics leave it out.
 	Uncounted func(trace func())
-}
-
-// Claims decides which runs a FileMapper traces. A key is the session id
-// and the id of the run's first entry (or of a lone entry: a ! command, a
-// compaction between runs); start is when the run began. Both identify
-// the run: ids change when Pi migrates an old file, times do not.
-type Claims interface {
-	// Claim reports whether the run is traced now, and if so whether it
-	// counts in the span metrics (not when it is traced again after a
-	// failed export).
-	Claim(session, key string, start time.Time) (trace, count bool)
-	// Traced records a run an earlier pi-otel traced, known then only by
-	// its offset (SkipThrough), so that it is never traced again.
-	Traced(session, key string, start time.Time)
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -171,17 +156,6 @@ type FileMapper struct {
 	answered  []string // the translators' buffer, see translator.answered
 	// last is the newest entry time seen.
 	last time.Time
-}
-
-// runBuf is an open run: its entries, held until it is complete.
-type runBuf struct {
-	key         string
-	entries     []*entry
-	pending     []*entry
-	branch      *string
-	lastPersist time.Time // of its last entry
-	lastMsg     time.Time // of its last user, assistant or tool result message
-	end         int64     // offset just past its last entry
 }
 
 // New returns a FileMapper.
@@ -429,148 +403,6 @@ func (t *FileMapper) runKey(id string) string {
 	return t.keys[i]
 }
 
-// place puts an entry in the open run, a new run, or the pending list.
-func (t *FileMapper) place(e *entry) {
-	role := ""
-	if e.msg != nil {
-		role = e.msg.Role
-	}
-	switch {
-	case role == "user":
-		created := msgTime(e.msg.Timestamp)
-		// Steering and follow-up messages were created while the run was
-		// busy, before its last message was written: they join it. Only the
-		// conversation's messages tell: extensions may write entries between
-		// a prompt's creation and its persistence.
-		if t.cur != nil && !created.IsZero() && created.Before(t.cur.lastMsg) {
-			t.add(e)
-			return
-		}
-		t.open(e)
-	case role == "bashExecution":
-		if t.cur != nil && msgTime(e.msg.Timestamp).Before(t.cur.lastPersist) {
-			t.add(e)
-			return
-		}
-		t.pending = append(t.pending, e)
-	case role == "assistant" || role == "toolResult":
-		if t.cur == nil {
-			t.open(e) // a file that starts mid-run
-			return
-		}
-		t.add(e)
-	case e.Type == typeCompaction || e.Type == typeContextEdit || e.Type == typeUsage ||
-		e.Type == typeBranchSummary || e.Type == typeCustomMessage || role == "custom":
-		if t.cur != nil {
-			t.add(e)
-			return
-		}
-		t.pending = append(t.pending, e)
-	default:
-		// Settings, labels, names, extension state, system prompts: part of
-		// a busy run, else of the next one.
-		if t.cur != nil && !t.cur.final() {
-			t.add(e)
-			return
-		}
-		t.pending = append(t.pending, e)
-	}
-}
-
-func (t *FileMapper) add(e *entry) {
-	r := t.cur
-	r.entries = append(r.entries, e)
-	if !e.persist.IsZero() {
-		r.lastPersist = e.persist
-		if conversation(e) {
-			r.lastMsg = e.persist
-		}
-	}
-	r.end = e.end
-}
-
-// conversation reports whether e is a message of the conversation itself:
-// the user's, the model's or a tool's.
-func conversation(e *entry) bool {
-	if e.msg == nil {
-		return false
-	}
-	switch e.msg.Role {
-	case "user", "assistant", "toolResult":
-		return true
-	}
-	return false
-}
-
-// injected reports whether e is an entry an extension wrote.
-func injected(e *entry) bool {
-	return e.Type == typeCustom || e.Type == typeCustomMessage || e.msg != nil && e.msg.Role == "custom"
-}
-
-// open completes the open run, if any, and opens one at e.
-func (t *FileMapper) open(e *entry) {
-	var moved []*entry
-	if r := t.cur; r != nil {
-		moved = r.cutInjected(msgTime(e.msg.Timestamp))
-		// A run that had not reached a final answer when the next began was
-		// cut short (Pi killed mid-run, then resumed): closed unsettled.
-		t.finish(r, r.final(), agentmap.Ending{Reason: vocab.EndEOF})
-	}
-	t.flushBash()
-	pending := t.pending
-	if moved != nil {
-		pending = append(moved, pending...)
-	}
-	r := &runBuf{key: t.hdr.ID + "/" + e.ID, pending: pending, branch: t.branchFrom}
-	t.pending, t.branchFrom = nil, nil
-	t.cur = r
-	t.keys = append(t.keys, r.key)
-	t.add(e)
-}
-
-// cutInjected removes and returns the entries extensions wrote at the end
-// of the run, after its last message, once the next prompt had been
-// created (at created, if known): they were written for that prompt.
-func (r *runBuf) cutInjected(created time.Time) []*entry {
-	if created.IsZero() {
-		return nil
-	}
-	i := len(r.entries)
-	for i > 1 && injected(r.entries[i-1]) && !r.entries[i-1].persist.Before(created) {
-		i--
-	}
-	if i == len(r.entries) {
-		return nil
-	}
-	moved := append([]*entry(nil), r.entries[i:]...)
-	r.entries = r.entries[:i]
-	r.end = r.entries[i-1].end
-	return moved
-}
-
-// final reports whether the run's last message is a final answer: an
-// assistant message that asked for no tool.
-func (r *runBuf) final() bool {
-	edited := false
-	for i := len(r.entries) - 1; i >= 0; i-- {
-		e := r.entries[i]
-		if e.msg == nil {
-			edited = edited || e.Type == typeContextEdit
-			continue
-		}
-		switch e.msg.Role {
-		case "assistant":
-			if e.msg.StopReason == "error" && edited {
-				return false // Pi hid the failed attempt to retry it
-			}
-			return len(e.msg.callIDs) == 0 || e.msg.StopReason == "aborted"
-		case "user", "toolResult", "custom", "bashExecution":
-			return false
-		}
-	}
-	return false
-}
-
 // Idle traces the open run if its last entry is a final answer (an
 // assistant message that stopped without tool calls, or an error or abort
 // with nothing after it) and no entry came for settle before now.
@@ -631,34 +463,6 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	if r.end > t.committed {
 		t.committed = r.end
 	}
-}
-
-// claim decides whether the run or lone entry keyed key, starting at
-// offset off and time start, is traced, and whether it counts.
-func (t *FileMapper) claim(key string, off int64, start time.Time) (trace, count bool) {
-	if off < t.cfg.SkipThrough {
-		if t.cfg.Claims != nil {
-			t.cfg.Claims.Traced(t.hdr.ID, key, start)
-		}
-		return false, false
-	}
-	if !t.cfg.Since.IsZero() && start.Before(t.cfg.Since) {
-		return false, false
-	}
-	if t.cfg.Claims == nil {
-		return true, true
-	}
-	return t.cfg.Claims.Claim(t.hdr.ID, key, start)
-}
-
-// uncounted runs f, with the spans it ends kept out of the span metrics
-// when skip is set (Config.Uncounted).
-func (t *FileMapper) uncounted(skip bool, f func()) {
-	if skip && t.cfg.Uncounted != nil {
-		t.cfg.Uncounted(f)
-		return
-	}
-	f()
 }
 
 // lookUpParent finds, once, the parent's tool span that ran this session,
@@ -728,89 +532,4 @@ func runStart(e *entry) time.Time {
 		}
 	}
 	return e.persist
-}
-
-// Sniff reports whether first, the first line of a file, is a Pi session
-// header ({"type":"session",...} with a version, or a version-1 header).
-// Pi's json mode starts its event stream with the very same header, so a
-// true answer means "a session file or a json-mode stream": Classify tells
-// them apart from the lines that follow.
-func Sniff(first []byte) bool {
-	h, ok := decodeHeader(bytes.TrimRight(first, "\r\n"))
-	return ok && h.ID != ""
-}
-
-// Starts reports whether first, the first line of a file, starts a
-// session file: a header (Sniff), or an entry of a file without one, which
-// Pi would not load but replay and watch trace by its entries.
-func Starts(first []byte) bool {
-	first = bytes.TrimRight(first, "\r\n")
-	if Sniff(first) {
-		return true
-	}
-	var rec struct {
-		Type string `json:"type"`
-	}
-	return isObject(first) && json.Unmarshal(first, &rec) == nil && knownEntry[rec.Type]
-}
-
-// Kind is what Classify found a file to be.
-type Kind int
-
-const (
-	KindUnknown Kind = iota // neither: not a Pi file
-	KindSession             // a session file (or only its header so far)
-	KindStream              // a Pi event stream (json or rpc mode stdout)
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindSession:
-		return "session file"
-	case KindStream:
-		return "event stream"
-	}
-	return "unknown"
-}
-
-// streamTypes are records that only an event stream has.
-var streamTypes = map[string]bool{
-	"agent_start": true, "agent_end": true, "agent_settled": true, "turn_start": true, "turn_end": true,
-	"message_start": true, "message_update": true, "message_end": true, "tool_execution_start": true,
-	"tool_execution_update": true, "tool_execution_end": true, "queue_update": true, "entry_appended": true,
-	"compaction_start": true, "compaction_end": true, "auto_retry_start": true, "auto_retry_end": true,
-	"session_info_changed": true, "thinking_level_changed": true, "response": true, "extension_error": true,
-	"extension_ui_request": true, "bash_execution_update": true,
-}
-
-// Classify tells a session file from an event stream by its first lines
-// (head: the start of the file, whole lines; a cut-off last line is
-// ignored). Lines that are not Pi records are passed over; the first that
-// is decides: a session header followed by an entry, or a header alone, is
-// a session file; any record only streams have is a stream.
-func Classify(head []byte) Kind {
-	lines := bytes.Split(head, []byte("\n"))
-	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
-	sawHeader := false
-	for _, l := range lines {
-		l = bytes.TrimSpace(l)
-		var rec struct {
-			Type string `json:"type"`
-		}
-		if len(l) == 0 || json.Unmarshal(l, &rec) != nil {
-			continue
-		}
-		switch {
-		case rec.Type == typeSession && Sniff(l):
-			sawHeader = true
-		case streamTypes[rec.Type]:
-			return KindStream
-		case knownEntry[rec.Type]:
-			return KindSession
-		}
-	}
-	if sawHeader {
-		return KindSession
-	}
-	return KindUnknown
 }
