@@ -6,7 +6,6 @@ import (
 	"flag"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -33,10 +32,8 @@ type backfillResult struct {
 }
 
 // backfill runs pi-otel watch --since all over dir, as Watch wires it,
-// until its first scan is done and every span of want is in the traces
-// file (files copied without their times are closed only once they have
-// not changed for a moment), then stops it.
-func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64, want map[string]string) backfillResult {
+// until its first scan is done, then stops it.
+func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) backfillResult {
 	var res backfillResult
 	state := filepath.Join(tb.TempDir(), "watch.json")
 	res.state = state
@@ -50,14 +47,8 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64, w
 	fc := sp.followerConfig(env, cfg)
 	fc.Dirs, fc.StatePath, fc.Since = []string{dir}, state, sessionwatch.SinceAll
 	fc.CommitBytes = commitBytes
-	ready := make(chan struct{})
-	fc.Ready = func() { close(ready) }
+	fc.Ready = cancel // the history is traced: stop, as a signal would
 	f := sessionwatch.New(fc)
-	go func() { // the history is traced: stop, as a signal would
-		<-ready
-		waitExported(tb, cfg.Traces.File, want)
-		cancel()
-	}()
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -95,30 +86,6 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64, w
 	return res
 }
 
-// waitExported waits, for at most a minute, until every span of want is
-// in the traces file.
-func waitExported(tb testing.TB, file string, want map[string]string) {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(file); err != nil {
-			if len(want) == 0 {
-				return
-			}
-			continue
-		}
-		got := historytest.ExportedKilled(tb, file)
-		n := 0
-		for id := range want {
-			if got[id] > 0 {
-				n++
-			}
-		}
-		if n == len(want) {
-			return
-		}
-
-	}
-}
-
 // The real-history test: a history of real-shaped session files traced by
 // watch --since all into files gives every span of replaying each file,
 // once, with the same ids; pi.runs and pi.cost equal the runs and their
@@ -140,7 +107,7 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
 	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
 	cfg.Batch.MaxQueueSize = 256 // small, so backpressure is at work
-	res := backfill(t, h.Dir, cfg, h.Bytes/10, want.Spans)
+	res := backfill(t, h.Dir, cfg, h.Bytes/10)
 
 	got := historytest.Exported(t, cfg.Traces.File)
 	var dups, missing, extra int
@@ -209,7 +176,7 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	// is done when it stands there too.
 	none := cfg
 	none.Traces.Exporter, none.Metrics.Exporter = config.ExporterNone, config.ExporterNone
-	ref, _, err := sessionwatch.LoadState(backfill(t, h.Dir, none, 0, nil).state)
+	ref, _, err := sessionwatch.LoadState(backfill(t, h.Dir, none, 0).state)
 	if err != nil {
 		t.Fatal(err)
 	}
