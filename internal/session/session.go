@@ -273,17 +273,6 @@ func (t *FileMapper) feed(l decodedLine) {
 	if e.persist.After(t.last) {
 		t.last = e.persist
 	}
-	if t.cfg.Content == nil {
-		// Only what counts and ids need stays: a tool's output can be
-		// megabytes, and nothing reads it without capture.
-		if e.msg != nil && e.msg.Role == "toolResult" {
-			e.msg.Content = nil
-		}
-		if e.msg != nil {
-			e.msg.Raw = nil
-		}
-		e.RawMsg = nil
-	}
 	t.stats.Entries++
 	if !knownEntry[e.Type] {
 		t.stats.Unknown++
