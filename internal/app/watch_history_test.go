@@ -40,12 +40,7 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) b
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fc := sp.followerConfig(env, cfg)
-	fc.Dirs, fc.StatePath, fc.Since = []string{dir}, state, sessionwatch.SinceAll
+	_, fc := sinceAll(ctx, tb, env, cfg, dir, state)
 	fc.CommitBytes = commitBytes
 	fc.Ready = cancel // the history is traced: stop, as a signal would
 	f := sessionwatch.New(fc)
@@ -84,6 +79,20 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) b
 	wg.Wait()
 	res.stats = f.Stats()
 	return res
+}
+
+// sinceAll is the pipeline and follower configuration of pi-otel watch
+// --since all over dir, as Watch wires them, with backpressure until ctx
+// ends.
+func sinceAll(ctx context.Context, tb testing.TB, env Env, cfg config.Config, dir, state string) (*sessionPipeline, sessionwatch.Config) {
+	tb.Helper()
+	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fc := sp.followerConfig(env, cfg)
+	fc.Dirs, fc.StatePath, fc.Since = []string{dir}, state, sessionwatch.SinceAll
+	return sp, fc
 }
 
 // The real-history test: a history of real-shaped session files traced by
@@ -190,12 +199,7 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := sp.followerConfig(env, cfg)
-	fc.Dirs, fc.StatePath, fc.Since = []string{h.Dir}, state, sessionwatch.SinceAll
+	sp, fc := sinceAll(ctx, t, env, cfg, h.Dir, state)
 	var failed bool
 	fc.Flush = func(ctx context.Context, final bool) error {
 		err := sp.flush(ctx, final)

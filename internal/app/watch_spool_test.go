@@ -22,7 +22,6 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
-	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
@@ -138,12 +137,7 @@ func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 	env := Env{Stderr: io.Discard, Getenv: getenv}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := sp.followerConfig(env, cfg)
-	fc.Dirs, fc.StatePath, fc.Since = []string{h.Dir}, state, sessionwatch.SinceAll
+	_, fc := sinceAll(ctx, t, env, cfg, h.Dir, state)
 	// At the first failed flush: what the spool and the state hold, and
 	// the collector comes back.
 	var failure error
