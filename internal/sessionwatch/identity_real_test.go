@@ -414,14 +414,27 @@ func TestKillBeforeTheFirstCommit(t *testing.T) {
 	p := h.path("p/s.jsonl")
 	must(t, os.WriteFile(p, s, 0o644))
 	must(t, os.Chtimes(p, old, old))
-	// The first start saves its bound before it reads anything, then dies.
-	h.f = New(Config{Dirs: []string{h.dir}, StatePath: h.state, Since: SinceAll, Now: h.clk.now})
-	must(t, h.f.load())
-	must(t, h.f.state.Save(h.state))
-	st, first, err := LoadState(h.state)
-	must(t, err)
+	// The first start dies as it begins to read: by then its bound and
+	// scan marker must be in the state, before anything is exported.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var st State
+	var first bool
+	var loadErr error
+	f := New(Config{Dirs: []string{h.dir}, StatePath: h.state, Since: SinceAll, Now: h.clk.now,
+		Flush: func(context.Context, bool) error { return errors.New("killed") },
+		NewTracer: func(TracerSpec) Tracer {
+			st, first, loadErr = LoadState(h.state)
+			cancel()
+			return &fakeTracer{b: &book{}, open: -1}
+		}})
+	must(t, f.Run(ctx))
+	must(t, loadErr)
 	if !first || st.Scan == nil || st.Scan.Since != SinceAll.UnixNano() {
-		t.Fatalf("state before the scan: %+v, first %v", st, first)
+		t.Fatalf("state as the first file is read: %+v, first %v", st, first)
+	}
+	if len(h.exp.accepted) != 0 {
+		t.Fatal("something was exported")
 	}
 	h.start(Config{}) // no --since
 	h.finish()
