@@ -10,8 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/rpc"
+	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/mapper"
 )
 
 // updating reports -update, which internal/testutil/spantree defines for
@@ -222,4 +228,24 @@ func usageCommands(t *testing.T) []string {
 		t.Fatalf("pi-otel help lists %v; is the pattern right?", cmds)
 	}
 	return cmds
+}
+
+// TestScopeNamesPublic holds every instrumentation scope pi-otel emits to
+// docs/span-model.md's table, and to names without "internal": users see
+// them in every backend, so they must not follow the package layout.
+func TestScopeNamesPublic(t *testing.T) {
+	b, err := os.ReadFile(repo.Path("docs/span-model.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, name := range []string{agentmap.ScopeName, mapper.ScopeName, session.ScopeName, rpc.ScopeName,
+		metrics.ScopeName, spanlogs.ScopeName} {
+		if strings.Contains(name, "internal") || !strings.HasPrefix(name, "github.com/pi-otel/pi-otel/") {
+			t.Errorf("scope %q: want the module path and a public name", name)
+		}
+		if !strings.Contains(doc, "| `"+name+"` |") {
+			t.Errorf("docs/span-model.md's scope table has no row for %q", name)
+		}
+	}
 }

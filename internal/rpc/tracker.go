@@ -31,7 +31,9 @@ import (
 )
 
 // ScopeName is the instrumentation scope of the spans the tracker makes.
-const ScopeName = "github.com/pi-otel/pi-otel/internal/rpc"
+// Users see it in every backend, so it names what the spans are, not the
+// package that makes them (docs/span-model.md lists the scopes).
+const ScopeName = "github.com/pi-otel/pi-otel/rpc"
 
 // Stats counts what the tracker saw.
 type Stats struct {

@@ -44,7 +44,8 @@ import (
 
 // ScopeName is the instrumentation scope of the spans only session files
 // give (pi.bash); the rest come from the mapper's scope.
-const ScopeName = "github.com/pi-otel/pi-otel/internal/session"
+// Public and stable, like every scope (docs/span-model.md).
+const ScopeName = "github.com/pi-otel/pi-otel/session"
 
 // Config is a FileMapper's configuration.
 type Config struct {

@@ -22,8 +22,9 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// ScopeName is the instrumentation scope of every instrument this package creates.
-const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/metrics"
+// ScopeName is the instrumentation scope of every instrument this package
+// creates: public and stable, not the package's path (docs/span-model.md).
+const ScopeName = "github.com/pi-otel/pi-otel/metrics"
 
 // Attribute keys of the GenAI conventions that this package reads, by
 // short names; every name comes from package vocab.

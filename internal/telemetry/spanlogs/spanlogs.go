@@ -32,8 +32,9 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// ScopeName is the instrumentation scope of every record this package emits.
-const ScopeName = "github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+// ScopeName is the instrumentation scope of every record this package
+// emits: public and stable, not the package's path (docs/span-model.md).
+const ScopeName = "github.com/pi-otel/pi-otel/logs"
 
 // Config configures SpanLogs.
 type Config struct {
