@@ -199,7 +199,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	// The exporters also read OTEL_* themselves and log what they cannot
 	// parse, unprefixed; config has read the same variables and warned.
 	otel.SetLogger(logr.Discard())
-	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
+	tel, err := telemetry.Setup(context.Background(), cfg.Config, append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
 			if err != nil || counting == nil {

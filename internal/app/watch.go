@@ -355,7 +355,7 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 		return err
 	case lost > 0:
 		return fmt.Errorf("%d spans were not exported", lost)
-	case s.Pending() > 0 && sp.cfg.Traces.Exporter != config.ExporterNone: // none exports nothing, loses nothing
+	case s.Pending() > 0 && sp.cfg.Traces.Exporter != telemetry.ExporterNone: // none exports nothing, loses nothing
 		return errors.New("spans are still waiting for the exporter")
 	}
 	return nil

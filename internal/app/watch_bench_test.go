@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -34,7 +35,7 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 		_ = os.Chtimes(p, old, old)
 	}
 	cfg := config.Default()
-	cfg.Traces.Exporter = config.ExporterNone
+	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
 	b.SetBytes(int64(files * len(src))) // about: the headers differ a little
 	b.ResetTimer()

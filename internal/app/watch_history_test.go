@@ -113,8 +113,8 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 	out := t.TempDir()
 	cfg := config.Default()
 	cfg.Quiet = true
-	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
-	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
+	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(out, "traces.jsonl")
+	cfg.Metrics.Exporter, cfg.Metrics.File = telemetry.ExporterFile, filepath.Join(out, "metrics.jsonl")
 	cfg.Batch.MaxQueueSize = 256 // small, so backpressure is at work
 	res := backfill(t, h.Dir, cfg, h.Bytes/10)
 
@@ -184,7 +184,7 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	// Where a backfill without failure leaves every file: the retried one
 	// is done when it stands there too.
 	none := cfg
-	none.Traces.Exporter, none.Metrics.Exporter = config.ExporterNone, config.ExporterNone
+	none.Traces.Exporter, none.Metrics.Exporter = telemetry.ExporterNone, telemetry.ExporterNone
 	ref, _, err := sessionwatch.LoadState(backfill(t, h.Dir, none, 0).state)
 	if err != nil {
 		t.Fatal(err)
@@ -193,8 +193,8 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	for _, fs := range ref.Files {
 		done[fs.Path] = fs.Committed
 	}
-	cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(out, "traces.jsonl")
-	cfg.Metrics.Exporter, cfg.Metrics.File = config.ExporterFile, filepath.Join(out, "metrics.jsonl")
+	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(out, "traces.jsonl")
+	cfg.Metrics.Exporter, cfg.Metrics.File = telemetry.ExporterFile, filepath.Join(out, "metrics.jsonl")
 	state := filepath.Join(out, "watch.json")
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())

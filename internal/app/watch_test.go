@@ -15,6 +15,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -180,7 +181,7 @@ func TestRunTUIPiNotFound(t *testing.T) {
 // the health metrics, as it does in replay, summed over every file.
 func TestWatchCountsDamagedLines(t *testing.T) {
 	cfg := config.Default()
-	cfg.Traces.Exporter = config.ExporterNone
+	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
 	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
 	if err != nil {
@@ -224,8 +225,8 @@ func TestWatchFlushWithAttributeLimit(t *testing.T) {
 			cfg := config.Default()
 			cfg.Quiet = true
 			cfg.AttributeValueLengthLimit = limit
-			cfg.Traces.Exporter, cfg.Traces.File = config.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
-			cfg.Metrics.Exporter = config.ExporterNone
+			cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
+			cfg.Metrics.Exporter = telemetry.ExporterNone
 			cfg.Batch.ScheduleDelay = time.Hour // only a flush exports
 			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
 			if err != nil {

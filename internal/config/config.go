@@ -39,111 +39,31 @@
 // still hold several patterns joined with "|".
 package config
 
-import (
-	"net/url"
-	"strings"
-	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-)
-
-// ExporterKind names where a signal goes.
-type ExporterKind string
-
-// The exporters pi-otel knows.
-const (
-	ExporterOTLP    ExporterKind = "otlp"
-	ExporterConsole ExporterKind = "console"
-	ExporterFile    ExporterKind = "file"
-	ExporterNone    ExporterKind = "none"
-)
-
-// Protocol is an OTLP transport.
-type Protocol string
-
-// The OTLP transports pi-otel speaks.
-const (
-	ProtocolGRPC         Protocol = "grpc"
-	ProtocolHTTPProtobuf Protocol = "http/protobuf"
-)
-
-// Temporality is the metrics temporality preference, as in
-// OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE.
-type Temporality string
-
-// The temporality preferences of the OTLP metrics exporter specification.
-const (
-	TemporalityDelta      Temporality = "delta"
-	TemporalityCumulative Temporality = "cumulative"
-	TemporalityLowMemory  Temporality = "lowmemory"
-)
+import "github.com/pi-otel/pi-otel/internal/telemetry"
 
 // GenAILatestOptIn is the OTEL_SEMCONV_STABILITY_OPT_IN entry that selects
 // the latest GenAI conventions.
 const GenAILatestOptIn = "gen_ai_latest_experimental"
 
-// Defaults other packages use without loading. The settings table is
-// where Load takes every default from; a test holds these equal to it.
-const (
-	DefaultMaxContentLength = 4096
-	DefaultOTLPTimeout      = 10 * time.Second
-)
+// DefaultMaxContentLength is a default other packages use without
+// loading. The settings table is where Load takes every default from; a
+// test holds this, and telemetry's defaults, equal to it.
+const DefaultMaxContentLength = 4096
 
-// Spool bounds the on-disk spool of undelivered spans.
-type Spool struct {
-	Dir      string // "" turns the spool off
-	MaxBytes int64
-	MaxAge   time.Duration
-}
-
-// Config is everything pi-otel needs to set up its telemetry.
+// Config is everything pi-otel needs to set up its telemetry: the
+// pipeline's own Config, which internal/telemetry owns, and the settings
+// of the commands around it.
 type Config struct {
-	Traces  Signal
-	Metrics Signal
-	// Logs carries Pi's events as OTLP log records (off unless asked for).
-	Logs Signal
+	telemetry.Config
+
 	// Warnings name environment values that were ignored (see Load).
 	Warnings []string
-	// Spool keeps spans an OTLP export could not deliver before exit, for
-	// the next pi-otel process to send.
-	Spool Spool
-
-	// MetricsInterval is the period of the periodic metric reader.
-	MetricsInterval time.Duration
-	// Temporality is the temporality preference of the metric exporters.
-	Temporality Temporality
-
-	// ServiceName is service.name; it wins over a service.name in
-	// ResourceAttributes.
-	ServiceName string
-	// ResourceAttributes are the other resource attributes, sorted by key.
-	ResourceAttributes []attribute.KeyValue
-
-	// Quiet silences pi-otel's own status lines on stderr (the exit
-	// summary and export warnings). It does not silence the console
-	// exporter, which the user chose.
-	Quiet bool
-	// NoColor is true when NO_COLOR is set to anything non-empty.
-	NoColor bool
-	// FlushTimeout bounds the export of what is left at exit.
-	FlushTimeout time.Duration
 
 	// CaptureContent lets prompts, tool arguments and outputs into
 	// telemetry. Off by default.
 	CaptureContent bool
 	// MaxContentLength bounds each captured content value, in bytes.
 	MaxContentLength int
-	// AttributeValueLengthLimit cuts every string attribute value (and
-	// each element of a string slice) of spans and span events to this
-	// many characters, as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT asks. 0 means
-	// no limit.
-	AttributeValueLengthLimit int
-	// Redact holds extra regular expressions (RE2) whose matches are
-	// removed from captured content. Each one compiles.
-	Redact []string
-
-	// Batch configures the span batching between producer and exporter.
-	Batch Batch
 
 	// GenAILatest selects the latest GenAI semantic conventions (after
 	// v1.41) for what leaves the process: OTEL_SEMCONV_STABILITY_OPT_IN
@@ -154,60 +74,4 @@ type Config struct {
 	// unlike GOMEMLIMIT, which the Go runtime reads (and aborts on) before
 	// pi-otel starts.
 	MemoryLimit int64
-}
-
-// Signal says where one signal goes.
-type Signal struct {
-	Exporter ExporterKind
-	// File is the output path of the file exporter; "-" means stderr.
-	File string
-	// OTLP holds the OTLP settings. It is filled in even when Exporter is
-	// not otlp.
-	OTLP OTLP
-}
-
-// OTLP holds the settings of one OTLP exporter.
-type OTLP struct {
-	Protocol Protocol
-	// Endpoint is an absolute http:// or https:// URL. For grpc only its
-	// host and port count; for http/protobuf it is the URL to POST to.
-	Endpoint string
-	// EndpointFrom names where Endpoint came from ("--endpoint",
-	// "OTEL_EXPORTER_OTLP_ENDPOINT"), for messages; "" is the default.
-	EndpointFrom string
-	// Headers are sent with every export. Never print their values.
-	Headers map[string]string
-	// Certificate is a PEM file of CA certificates to trust.
-	Certificate string
-	// ClientCertificate and ClientKey are PEM files for mutual TLS.
-	ClientCertificate string
-	ClientKey         string
-	// Timeout bounds each export call.
-	Timeout time.Duration
-	// Compression is "gzip" or "none".
-	Compression string
-}
-
-// Batch mirrors the OTEL_BSP_* settings of the batch span processor.
-type Batch struct {
-	MaxQueueSize       int
-	MaxExportBatchSize int
-	ScheduleDelay      time.Duration
-	ExportTimeout      time.Duration
-}
-
-// Insecure reports whether the endpoint is plaintext.
-func (o OTLP) Insecure() bool { return strings.HasPrefix(o.Endpoint, "http://") }
-
-// Target names the endpoint for people: host:port for grpc, the URL for
-// http/protobuf, with any password hidden. It never includes headers.
-func (o OTLP) Target() string {
-	u, err := url.Parse(o.Endpoint)
-	if err != nil {
-		return ""
-	}
-	if o.Protocol == ProtocolGRPC {
-		return u.Host
-	}
-	return u.Redacted()
 }

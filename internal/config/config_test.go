@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // load parses args with pi-otel's flags and env as the environment.
@@ -39,30 +40,32 @@ func mustLoad(t *testing.T, args []string, env map[string]string) config.Config 
 func TestDefaults(t *testing.T) {
 	cfg := mustLoad(t, nil, nil)
 	want := config.Config{
-		Traces: config.Signal{
-			Exporter: config.ExporterConsole,
-			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
-				Timeout: 10 * time.Second, Compression: "none"},
+		Config: telemetry.Config{
+			Traces: telemetry.Signal{
+				Exporter: telemetry.ExporterConsole,
+				OTLP: telemetry.OTLP{Protocol: telemetry.ProtocolGRPC, Endpoint: "http://localhost:4317",
+					Timeout: 10 * time.Second, Compression: "none"},
+			},
+			Metrics: telemetry.Signal{
+				Exporter: telemetry.ExporterNone,
+				OTLP: telemetry.OTLP{Protocol: telemetry.ProtocolGRPC, Endpoint: "http://localhost:4317",
+					Timeout: 10 * time.Second, Compression: "none"},
+			},
+			Logs: telemetry.Signal{
+				Exporter: telemetry.ExporterNone,
+				OTLP: telemetry.OTLP{Protocol: telemetry.ProtocolGRPC, Endpoint: "http://localhost:4317",
+					Timeout: 10 * time.Second, Compression: "none"},
+			},
+			MetricsInterval: 60 * time.Second,
+			Temporality:     telemetry.TemporalityCumulative,
+			ServiceName:     "pi",
+			FlushTimeout:    5 * time.Second,
+			Batch: telemetry.Batch{MaxQueueSize: 2048, MaxExportBatchSize: 512,
+				ScheduleDelay: 5 * time.Second, ExportTimeout: 30 * time.Second},
+			// No HOME, no XDG_STATE_HOME: no place for a spool.
+			Spool: telemetry.Spool{MaxBytes: 64 << 20, MaxAge: 7 * 24 * time.Hour},
 		},
-		Metrics: config.Signal{
-			Exporter: config.ExporterNone,
-			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
-				Timeout: 10 * time.Second, Compression: "none"},
-		},
-		Logs: config.Signal{
-			Exporter: config.ExporterNone,
-			OTLP: config.OTLP{Protocol: config.ProtocolGRPC, Endpoint: "http://localhost:4317",
-				Timeout: 10 * time.Second, Compression: "none"},
-		},
-		MetricsInterval:  60 * time.Second,
-		Temporality:      config.TemporalityCumulative,
-		ServiceName:      "pi",
-		FlushTimeout:     5 * time.Second,
 		MaxContentLength: 4096,
-		Batch: config.Batch{MaxQueueSize: 2048, MaxExportBatchSize: 512,
-			ScheduleDelay: 5 * time.Second, ExportTimeout: 30 * time.Second},
-		// No HOME, no XDG_STATE_HOME: no place for a spool.
-		Spool: config.Spool{MaxBytes: 64 << 20, MaxAge: 7 * 24 * time.Hour},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -82,7 +85,7 @@ func TestExporterChoice(t *testing.T) {
 		name          string
 		args          []string
 		env           map[string]string
-		traces, metrs config.ExporterKind
+		traces, metrs telemetry.ExporterKind
 	}{
 		{"nothing set", nil, nil, "console", "none"},
 		{"generic endpoint env", nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}, "otlp", "otlp"},
@@ -232,7 +235,7 @@ func TestOTLPSettings(t *testing.T) {
 	if tr.Compression != "gzip" || m.Compression != "none" {
 		t.Errorf("compression = %q, %q", tr.Compression, m.Compression)
 	}
-	if cfg.Temporality != config.TemporalityCumulative {
+	if cfg.Temporality != telemetry.TemporalityCumulative {
 		t.Errorf("temporality = %q", cfg.Temporality)
 	}
 
@@ -296,18 +299,18 @@ func TestGeneralSettings(t *testing.T) {
 		{"batch env", nil, map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4",
 			"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BSP_EXPORT_TIMEOUT": "2000"},
 			func(c config.Config) bool {
-				return c.Batch == config.Batch{MaxQueueSize: 10, MaxExportBatchSize: 4, ScheduleDelay: 100 * time.Millisecond, ExportTimeout: 2 * time.Second}
+				return c.Batch == telemetry.Batch{MaxQueueSize: 10, MaxExportBatchSize: 4, ScheduleDelay: 100 * time.Millisecond, ExportTimeout: 2 * time.Second}
 			}},
 		{"batch clamped to queue", []string{"--queue-size", "8"}, nil, func(c config.Config) bool {
 			return c.Batch.MaxQueueSize == 8 && c.Batch.MaxExportBatchSize == 8
 		}},
 		{"metrics interval", nil, map[string]string{"OTEL_METRIC_EXPORT_INTERVAL": "1000"}, func(c config.Config) bool { return c.MetricsInterval == time.Second }},
 		{"stderr file", []string{"--traces-file", "-"}, nil, func(c config.Config) bool {
-			return c.Traces.Exporter == config.ExporterFile && c.Traces.File == "-"
+			return c.Traces.Exporter == telemetry.ExporterFile && c.Traces.File == "-"
 		}},
 		{"bad OTLP settings ignored when OTLP is unused", []string{"--traces-exporter", "console"},
 			map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem"},
-			func(c config.Config) bool { return c.Traces.Exporter == config.ExporterConsole }},
+			func(c config.Config) bool { return c.Traces.Exporter == telemetry.ExporterConsole }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,10 +410,10 @@ func TestEnvWarnings(t *testing.T) {
 		{name: "foreign traces exporter list", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin,jaeger"},
 			want: []string{`ignoring unknown OTEL_TRACES_EXPORTER "zipkin,jaeger"`}},
 		{name: "a list with one we know", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"},
-			check: func(c config.Config) bool { return c.Traces.Exporter == config.ExporterOTLP && len(c.Warnings) == 0 }},
+			check: func(c config.Config) bool { return c.Traces.Exporter == telemetry.ExporterOTLP && len(c.Warnings) == 0 }},
 		{name: "foreign metrics exporter", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"},
 			want:  []string{`ignoring unknown OTEL_METRICS_EXPORTER "prometheus"`},
-			check: func(c config.Config) bool { return c.Metrics.Exporter == config.ExporterNone }},
+			check: func(c config.Config) bool { return c.Metrics.Exporter == telemetry.ExporterNone }},
 		{name: "one bad resource pair discards the value", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "team=a,oops"},
 			want:  []string{`ignoring OTEL_RESOURCE_ATTRIBUTES: entry "oops" is not key=value`},
 			check: func(c config.Config) bool { return len(c.ResourceAttributes) == 0 }},
@@ -419,7 +422,7 @@ func TestEnvWarnings(t *testing.T) {
 			check: func(c config.Config) bool { return c.Traces.OTLP.Endpoint == "http://localhost:4317" }},
 		{name: "exporter file without a file", env: map[string]string{"OTEL_TRACES_EXPORTER": "file"},
 			want:  []string{"needs --traces-file PATH"},
-			check: func(c config.Config) bool { return c.Traces.Exporter == config.ExporterConsole }},
+			check: func(c config.Config) bool { return c.Traces.Exporter == telemetry.ExporterConsole }},
 		{name: "bad redaction pattern turns content capture off", args: []string{"--capture-content"},
 			env: map[string]string{"PI_OTEL_REDACT": "[s3cr3t"}, want: []string{"content capture is off"}, hide: []string{"s3cr3t"},
 			check: func(c config.Config) bool { return !c.CaptureContent }},
@@ -456,7 +459,7 @@ func TestRegisterFlagsUsage(t *testing.T) {
 	}
 	// Flags not given stay out of Load's way: an unparsed set is the defaults.
 	cfg, err := config.Load(fs, func(string) string { return "" })
-	if err != nil || cfg.Traces.Exporter != config.ExporterConsole {
+	if err != nil || cfg.Traces.Exporter != telemetry.ExporterConsole {
 		t.Errorf("unparsed flags: %+v, %v", cfg.Traces, err)
 	}
 }
@@ -490,7 +493,7 @@ func TestLogsSignal(t *testing.T) {
 		name     string
 		args     []string
 		env      map[string]string
-		exporter config.ExporterKind
+		exporter telemetry.ExporterKind
 		file     string
 		endpoint string
 	}{
@@ -581,7 +584,7 @@ func TestGarbledEndpoints(t *testing.T) {
 			unset := mustLoad(t, nil, nil)
 			for _, sig := range []struct {
 				name      string
-				got, want config.ExporterKind
+				got, want telemetry.ExporterKind
 			}{
 				{"traces", cfg.Traces.Exporter, unset.Traces.Exporter},
 				{"metrics", cfg.Metrics.Exporter, unset.Metrics.Exporter},

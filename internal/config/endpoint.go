@@ -7,13 +7,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // resolveEndpoint turns a configured endpoint into an absolute URL whose
 // scheme says whether the connection is plaintext.
-func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, insecure bool) (string, error) {
+func resolveEndpoint(raw string, generic bool, p telemetry.Protocol, signalPath string, insecure bool) (string, error) {
 	defPort := "4317"
-	if p == ProtocolHTTPProtobuf {
+	if p == telemetry.ProtocolHTTPProtobuf {
 		defPort = "4318"
 	}
 	if raw == "" {
@@ -54,7 +56,7 @@ func resolveEndpoint(raw string, generic bool, p Protocol, signalPath string, in
 		}
 		u = &url.URL{Scheme: scheme, Host: host}
 	}
-	if p == ProtocolGRPC {
+	if p == telemetry.ProtocolGRPC {
 		// gRPC has no path; keep only what picks the connection.
 		return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String(), nil
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // Load resolves the configuration from the flags given on fs (registered with
@@ -109,9 +111,9 @@ func (l *loader) bad(from, format string, args ...any) (ignored bool) {
 
 func (l *loader) load() Config {
 	var cfg Config
-	cfg.Traces = l.signalOf("traces", ExporterConsole, true)
-	cfg.Metrics = l.signalOf("metrics", ExporterNone, true)
-	cfg.Logs = l.signalOf("logs", ExporterNone, false)
+	cfg.Traces = l.signalOf("traces", telemetry.ExporterConsole, true)
+	cfg.Metrics = l.signalOf("metrics", telemetry.ExporterNone, true)
+	cfg.Logs = l.signalOf("logs", telemetry.ExporterNone, false)
 
 	l.duration(&cfg.MetricsInterval, row("metrics-interval"))
 	choice(l, &cfg.Temporality, row("metrics-temporality"))
@@ -155,8 +157,8 @@ func (l *loader) load() Config {
 // name being the flags' prefix ("traces"). anyEndpoint says whether the
 // generic endpoint, not only the signal's own, turns an unnamed exporter to
 // otlp.
-func (l *loader) signalOf(name string, fallback ExporterKind, anyEndpoint bool) Signal {
-	var sig Signal
+func (l *loader) signalOf(name string, fallback telemetry.ExporterKind, anyEndpoint bool) telemetry.Signal {
+	var sig telemetry.Signal
 	fileRow, exporterRow := row(name+"-file"), row(name+"-exporter")
 	file, fileFrom, hasFile := l.s.get(fileRow)
 	if hasFile && isStdout(file) {
@@ -201,20 +203,20 @@ func (l *loader) signalOf(name string, fallback ExporterKind, anyEndpoint bool) 
 	if !ok {
 		switch {
 		case hasFile:
-			sig.Exporter = ExporterFile
+			sig.Exporter = telemetry.ExporterFile
 		case hasEndpoint:
-			sig.Exporter = ExporterOTLP
+			sig.Exporter = telemetry.ExporterOTLP
 		default:
 			sig.Exporter = fallback
 		}
 	}
-	if sig.Exporter == ExporterFile && sig.File == "" {
+	if sig.Exporter == telemetry.ExporterFile && sig.File == "" {
 		if l.bad(expFrom, "--%s file needs --%s PATH (or %s); use - for stderr", exporterRow.flag, fileRow.flag, fileRow.envs[0]) {
 			sig.Exporter = fallback
 		}
 	}
 
-	if sig.Exporter == ExporterOTLP {
+	if sig.Exporter == telemetry.ExporterOTLP {
 		l.errs = append(l.errs, sub.unusedErrs...)
 		l.warnings = append(l.warnings, sub.warnings...)
 	}
@@ -232,8 +234,8 @@ func isStdout(path string) bool {
 // otlp resolves the OTLP settings of l.signal: for each, the signal's own
 // flag, then the generic flag, then OTEL_EXPORTER_OTLP_<SIGNAL>_X, then
 // OTEL_EXPORTER_OTLP_X (see get).
-func (l *loader) otlp() OTLP {
-	var o OTLP
+func (l *loader) otlp() telemetry.OTLP {
+	var o telemetry.OTLP
 	choice(l, &o.Protocol, row("protocol"))
 
 	var insecure bool

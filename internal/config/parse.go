@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // read resolves one setting into dst: the row's default, then the value
@@ -87,10 +89,10 @@ func choice[T ~string](l *loader, dst *T, row *setting) {
 
 // exporterKind reads an exporter name. The specification allows a comma
 // list; pi-otel sends each signal one way, so a list must name one it knows.
-func exporterKind(v string) (ExporterKind, error) {
+func exporterKind(v string) (telemetry.ExporterKind, error) {
 	for _, name := range strings.Split(v, ",") {
-		switch k := ExporterKind(strings.ToLower(strings.TrimSpace(name))); k {
-		case ExporterOTLP, ExporterConsole, ExporterFile, ExporterNone:
+		switch k := telemetry.ExporterKind(strings.ToLower(strings.TrimSpace(name))); k {
+		case telemetry.ExporterOTLP, telemetry.ExporterConsole, telemetry.ExporterFile, telemetry.ExporterNone:
 			return k, nil
 		}
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // setting is one row of the settings table: everything pi-otel knows about
@@ -151,7 +153,7 @@ var replaySettings = []setting{
 // defaults are 2s and 250ms, and inotify reacts at once.
 const pollFloor = 100 * time.Millisecond
 
-var protocols = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf)}
+var protocols = []string{string(telemetry.ProtocolGRPC), string(telemetry.ProtocolHTTPProtobuf)}
 
 func envs(names ...string) []string { return names }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 )
 
 // TestRenameFollows: a variable's name is spelled once, in the settings
@@ -39,9 +41,17 @@ func TestRenameFollows(t *testing.T) {
 // constants other packages use must say the same.
 func TestDefaultsFromTable(t *testing.T) {
 	cfg := Default()
-	if cfg.Traces.OTLP.Timeout != DefaultOTLPTimeout || cfg.MaxContentLength != DefaultMaxContentLength {
+	if cfg.Traces.OTLP.Timeout != telemetry.DefaultOTLPTimeout || cfg.MaxContentLength != DefaultMaxContentLength {
 		t.Errorf("table defaults %s, %d; constants %s, %d", cfg.Traces.OTLP.Timeout, cfg.MaxContentLength,
-			DefaultOTLPTimeout, DefaultMaxContentLength)
+			telemetry.DefaultOTLPTimeout, DefaultMaxContentLength)
+	}
+	// The pipeline fills a hand-made Config's zero settings with its own
+	// defaults: the command line's, from this table.
+	d := telemetry.Defaults()
+	if cfg.ServiceName != d.ServiceName || cfg.Batch != d.Batch || cfg.MetricsInterval != d.MetricsInterval ||
+		cfg.Temporality != d.Temporality {
+		t.Errorf("table defaults %q %+v %s %s; telemetry.Defaults %q %+v %s %s", cfg.ServiceName, cfg.Batch,
+			cfg.MetricsInterval, cfg.Temporality, d.ServiceName, d.Batch, d.MetricsInterval, d.Temporality)
 	}
 	w, err := LoadWatch(nil, nil)
 	if err != nil || w.Settle != DefaultSettle || w.CloseAfter != DefaultCloseAfter {

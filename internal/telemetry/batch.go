@@ -10,7 +10,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
@@ -149,7 +148,7 @@ func (p countOnly) ForceFlush(context.Context) error { return nil }
 // a full queue drops the span.
 type batcher struct {
 	exp     sdktrace.SpanExporter
-	cfg     config.Batch
+	cfg     Batch
 	c       *counters
 	onError func(error)
 
@@ -232,7 +231,7 @@ func blockWhile(ctx context.Context) batcherOption {
 	return option.Func[batcherConfig](func(c *batcherConfig) { c.block = ctx })
 }
 
-func newBatcher(exp sdktrace.SpanExporter, cfg config.Batch, c *counters, onError func(error), opts ...batcherOption) *batcher {
+func newBatcher(exp sdktrace.SpanExporter, cfg Batch, c *counters, onError func(error), opts ...batcherOption) *batcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &batcher{
 		exp:     exp,

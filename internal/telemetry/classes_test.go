@@ -29,7 +29,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 )
@@ -41,7 +40,7 @@ import (
 // fault is one failing collector and what pi-otel must make of it.
 type fault struct {
 	name     string
-	protocol config.Protocol
+	protocol Protocol
 	// serve starts the collector and returns the endpoint; it counts the
 	// exports that reach it in tries.
 	serve       func(t *testing.T, tries *atomic.Int64) string
@@ -81,7 +80,7 @@ func TestFailureClasses(t *testing.T) {
 	hole := func(scheme, path string) func(*testing.T, *atomic.Int64) string {
 		return func(t *testing.T, _ *atomic.Int64) string { return scheme + collectortest.BlackHole(t) + path }
 	}
-	const grpcProto, httpProto = config.ProtocolGRPC, config.ProtocolHTTPProtobuf
+	const grpcProto, httpProto = ProtocolGRPC, ProtocolHTTPProtobuf
 	for _, f := range []fault{
 		// The collector cannot be reached.
 		{name: "grpc refused port", protocol: grpcProto, serve: refusedPort("http://", ""),
@@ -182,7 +181,7 @@ func (f fault) check(t *testing.T) {
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	o := config.OTLP{Protocol: f.protocol, Endpoint: endpoint, Timeout: timeout, Certificate: f.certificate}
+	o := OTLP{Protocol: f.protocol, Endpoint: endpoint, Timeout: timeout, Certificate: f.certificate}
 	out := &lockedBuffer{}
 	w := &watch{rep: newReporter(out, false), dest: destination{signal: "traces", host: hostOf(endpoint), target: o.Target()}}
 	// Quick retries within a bound that a futile or refused export does

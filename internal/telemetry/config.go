@@ -1,55 +1,173 @@
 package telemetry
 
 import (
+	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-
-	"github.com/pi-otel/pi-otel/internal/config"
 )
 
 // Config is the pipeline's configuration. As in the Collector, the
-// component owns its Config; the command line's settings are mapped onto
-// it by the command (internal/app). Its value types (Signal, Batch,
-// Temporality) are internal/config's, shared as the Collector's
-// components share configgrpc and configretry.
+// component owns its Config and the value types in it; internal/config
+// loads the command line's settings into it (config.Config embeds it),
+// so nothing is copied across.
 type Config struct {
-	// ServiceName is service.name; it wins over one in ResourceAttributes.
-	ServiceName        string
+	// ServiceName is service.name; it wins over a service.name in
+	// ResourceAttributes.
+	ServiceName string
+	// ResourceAttributes are the other resource attributes, sorted by key.
 	ResourceAttributes []attribute.KeyValue
 
-	Traces, Metrics config.Signal
-	// Logs is where log records go; off (none) unless set.
-	Logs config.Signal
+	Traces, Metrics Signal
+	// Logs carries Pi's events as OTLP log records (off, none, unless set).
+	Logs Signal
 	// Batch configures the span queue between the producer and the exporter.
-	Batch config.Batch
+	Batch Batch
 	// MetricsInterval is the period of the periodic metric reader.
 	MetricsInterval time.Duration
-	Temporality     config.Temporality
+	// Temporality is the temporality preference of the metric exporters.
+	Temporality Temporality
 	// FlushTimeout bounds Shutdown's export of what is left; zero means do
 	// not wait.
 	FlushTimeout time.Duration
 
-	// Quiet silences the warnings on stderr (not the console exporter).
+	// Quiet silences pi-otel's own status lines on stderr (the exit
+	// summary and export warnings). It does not silence the console
+	// exporter, which the user chose.
 	Quiet bool
-	// NoColor turns colour off in the console tree.
+	// NoColor turns colour off in the console tree (NO_COLOR set).
 	NoColor bool
 
-	// Redact holds the user's extra redaction patterns (RE2), applied with
-	// the built-in rules to span names and the attributes that carry names.
+	// Redact holds the user's extra redaction patterns (RE2), each one
+	// compiled: applied with the built-in rules to span names and the
+	// attributes that carry names, and to captured content.
 	Redact []string
 
-	// AttributeValueLengthLimit cuts every attribute value (0: no limit).
+	// AttributeValueLengthLimit cuts every string attribute value (and
+	// each element of a string slice) of spans and span events to this
+	// many characters, as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT asks. 0 means
+	// no limit.
 	AttributeValueLengthLimit int
-	// Spool keeps what OTLP could not deliver by exit for the next process.
-	Spool config.Spool
+	// Spool keeps spans an OTLP export could not deliver by exit, for the
+	// next pi-otel process to send.
+	Spool Spool
 }
 
-// withDefaults fills in settings a hand-made Config left at zero with the
-// command line's defaults. A zero FlushTimeout stays: it means "do not
+// ExporterKind names where a signal goes.
+type ExporterKind string
+
+// The exporters pi-otel knows.
+const (
+	ExporterOTLP    ExporterKind = "otlp"
+	ExporterConsole ExporterKind = "console"
+	ExporterFile    ExporterKind = "file"
+	ExporterNone    ExporterKind = "none"
+)
+
+// Protocol is an OTLP transport.
+type Protocol string
+
+// The OTLP transports pi-otel speaks.
+const (
+	ProtocolGRPC         Protocol = "grpc"
+	ProtocolHTTPProtobuf Protocol = "http/protobuf"
+)
+
+// Temporality is the metrics temporality preference, as in
+// OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE.
+type Temporality string
+
+// The temporality preferences of the OTLP metrics exporter specification.
+const (
+	TemporalityDelta      Temporality = "delta"
+	TemporalityCumulative Temporality = "cumulative"
+	TemporalityLowMemory  Temporality = "lowmemory"
+)
+
+// Signal says where one signal goes.
+type Signal struct {
+	Exporter ExporterKind
+	// File is the output path of the file exporter; "-" means stderr.
+	File string
+	// OTLP holds the OTLP settings. It is filled in even when Exporter is
+	// not otlp.
+	OTLP OTLP
+}
+
+// OTLP holds the settings of one OTLP exporter.
+type OTLP struct {
+	Protocol Protocol
+	// Endpoint is an absolute http:// or https:// URL. For grpc only its
+	// host and port count; for http/protobuf it is the URL to POST to.
+	Endpoint string
+	// EndpointFrom names where Endpoint came from ("--endpoint",
+	// "OTEL_EXPORTER_OTLP_ENDPOINT"), for messages; "" is the default.
+	EndpointFrom string
+	// Headers are sent with every export. Never print their values.
+	Headers map[string]string
+	// Certificate is a PEM file of CA certificates to trust.
+	Certificate string
+	// ClientCertificate and ClientKey are PEM files for mutual TLS.
+	ClientCertificate string
+	ClientKey         string
+	// Timeout bounds each export call.
+	Timeout time.Duration
+	// Compression is "gzip" or "none".
+	Compression string
+}
+
+// Insecure reports whether the endpoint is plaintext.
+func (o OTLP) Insecure() bool { return strings.HasPrefix(o.Endpoint, "http://") }
+
+// Target names the endpoint for people: host:port for grpc, the URL for
+// http/protobuf, with any password hidden. It never includes headers.
+func (o OTLP) Target() string {
+	u, err := url.Parse(o.Endpoint)
+	if err != nil {
+		return ""
+	}
+	if o.Protocol == ProtocolGRPC {
+		return u.Host
+	}
+	return u.Redacted()
+}
+
+// Batch mirrors the OTEL_BSP_* settings of the batch span processor.
+type Batch struct {
+	MaxQueueSize       int
+	MaxExportBatchSize int
+	ScheduleDelay      time.Duration
+	ExportTimeout      time.Duration
+}
+
+// Spool bounds the on-disk spool of undelivered spans.
+type Spool struct {
+	Dir      string // "" turns the spool off
+	MaxBytes int64
+	MaxAge   time.Duration
+}
+
+// DefaultOTLPTimeout bounds one OTLP export when nothing else is set.
+const DefaultOTLPTimeout = 10 * time.Second
+
+// Defaults are the settings a hand-made Config left at zero gets (Setup
+// fills them in). internal/config's table of settings states the same
+// defaults for the command line; a test there holds the two equal.
+func Defaults() Config {
+	return Config{
+		ServiceName:     "pi",
+		Batch:           Batch{MaxQueueSize: 2048, MaxExportBatchSize: 512, ScheduleDelay: 5 * time.Second, ExportTimeout: 30 * time.Second},
+		MetricsInterval: time.Minute,
+		Temporality:     TemporalityCumulative,
+	}
+}
+
+// withDefaults fills in settings a hand-made Config left at zero with
+// Defaults. A zero FlushTimeout stays: it means "do not
 // wait at exit".
 func withDefaults(cfg Config) Config {
-	d := config.Default()
+	d := Defaults()
 	if cfg.Batch.MaxQueueSize <= 0 {
 		cfg.Batch.MaxQueueSize = d.Batch.MaxQueueSize
 	}
@@ -73,24 +191,24 @@ func withDefaults(cfg Config) Config {
 		cfg.ServiceName = d.ServiceName
 	}
 	for _, sig := range []struct {
-		s    *config.Signal
+		s    *Signal
 		path string
 	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}, {&cfg.Logs, "/v1/logs"}} {
 		o := &sig.s.OTLP
 		if o.Protocol == "" {
-			o.Protocol = config.ProtocolGRPC
+			o.Protocol = ProtocolGRPC
 		}
 		if o.Endpoint == "" {
 			o.Endpoint = "http://localhost:4317"
-			if o.Protocol == config.ProtocolHTTPProtobuf {
+			if o.Protocol == ProtocolHTTPProtobuf {
 				o.Endpoint = "http://localhost:4318" + sig.path
 			}
 		}
 		if o.Timeout <= 0 {
-			o.Timeout = config.DefaultOTLPTimeout
+			o.Timeout = DefaultOTLPTimeout
 		}
 		if sig.s.Exporter == "" {
-			sig.s.Exporter = config.ExporterNone
+			sig.s.Exporter = ExporterNone
 		}
 	}
 	return cfg

@@ -22,8 +22,6 @@ import (
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/pi-otel/pi-otel/internal/config"
 )
 
 // gateExporter blocks every export until its gate opens, and can fail them.
@@ -76,8 +74,8 @@ func endSpans(tp *sdktrace.TracerProvider, n int) {
 	}
 }
 
-func testBatch() config.Batch {
-	return config.Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Hour, ExportTimeout: time.Hour}
+func testBatch() Batch {
+	return Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Hour, ExportTimeout: time.Hour}
 }
 
 func TestBatcherDropsWhenFullAndCounts(t *testing.T) {
@@ -311,10 +309,10 @@ func TestTemporality(t *testing.T) {
 		sdkmetric.InstrumentKindGauge, sdkmetric.InstrumentKindObservableGauge,
 	}
 	D, C := metricdata.DeltaTemporality, metricdata.CumulativeTemporality
-	want := map[config.Temporality][]metricdata.Temporality{
-		config.TemporalityDelta:      {D, D, D, C, C, C, C},
-		config.TemporalityLowMemory:  {D, C, D, C, C, C, C},
-		config.TemporalityCumulative: {C, C, C, C, C, C, C},
+	want := map[Temporality][]metricdata.Temporality{
+		TemporalityDelta:      {D, D, D, C, C, C, C},
+		TemporalityLowMemory:  {D, C, D, C, C, C, C},
+		TemporalityCumulative: {C, C, C, C, C, C, C},
 	}
 	for pref, w := range want {
 		sel := temporalitySelector(pref)
@@ -332,7 +330,7 @@ func TestTemporality(t *testing.T) {
 func BenchmarkOnEndExporterStuck(b *testing.B) {
 	g := newGate()
 	c := newCounters()
-	bt := newBatcher(g, config.Default().Batch, c, nil)
+	bt := newBatcher(g, Defaults().Batch, c, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bt))
 	tr := tp.Tracer("bench")
 	ctx := context.Background()

@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 )
@@ -53,19 +52,19 @@ func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *re
 	var exp sdklog.Exporter
 	var w *watch
 	switch cfg.Logs.Exporter {
-	case config.ExporterNone, "":
+	case ExporterNone, "":
 		return nil
-	case config.ExporterConsole:
+	case ExporterConsole:
 		t.logDest = "console (stderr)"
 		exp = &consoleLogs{w: o.stderr}
-	case config.ExporterFile:
+	case ExporterFile:
 		out, name, err := t.open(cfg.Logs.File, o.stderr)
 		if err != nil {
 			return err
 		}
 		t.logDest = "file " + name
 		exp = otlpfile.NewLogExporter(out)
-	case config.ExporterOTLP:
+	case ExporterOTLP:
 		ol := cfg.Logs.OTLP
 		t.logDest = otlpDest(ol)
 		w = t.newWatch("logs", ol, "set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or use --logs-exporter none")
@@ -195,7 +194,7 @@ func (e *countedLogs) dropped() int64 {
 	return e.emitted.Load() - e.exported.Load() - e.failed.Load()
 }
 
-func newOTLPLogExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdklog.Exporter, error) {
+func newOTLPLogExporter(ctx context.Context, o OTLP, r Retry, w *watch) (sdklog.Exporter, error) {
 	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, err

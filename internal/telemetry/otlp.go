@@ -29,8 +29,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-
-	"github.com/pi-otel/pi-otel/internal/config"
 )
 
 // watch sees every attempt of an OTLP exporter, the exporter's own retries
@@ -190,7 +188,7 @@ var reconnect = grpc.ConnectParams{
 }
 
 // tlsConfig builds the client TLS settings, or nil for a plaintext endpoint.
-func tlsConfig(o config.OTLP) (*tls.Config, error) {
+func tlsConfig(o OTLP) (*tls.Config, error) {
 	if o.Insecure() {
 		return nil, nil
 	}
@@ -219,7 +217,7 @@ func tlsConfig(o config.OTLP) (*tls.Config, error) {
 // grpcCreds always returns explicit credentials: the exporters also read
 // OTEL_EXPORTER_OTLP_* from the process environment, and explicit options
 // are how config's answer wins over that second reading.
-func grpcCreds(o config.OTLP) (credentials.TransportCredentials, error) {
+func grpcCreds(o OTLP) (credentials.TransportCredentials, error) {
 	tc, err := tlsConfig(o)
 	if err != nil {
 		return nil, err
@@ -230,7 +228,7 @@ func grpcCreds(o config.OTLP) (credentials.TransportCredentials, error) {
 	return credentials.NewTLS(tc), nil
 }
 
-func httpClient(o config.OTLP, w *watch) (*http.Client, error) {
+func httpClient(o OTLP, w *watch) (*http.Client, error) {
 	tc, err := tlsConfig(o)
 	if err != nil {
 		return nil, err
@@ -252,7 +250,7 @@ func hostOf(endpoint string) string {
 	return u.Host
 }
 
-func headers(o config.OTLP) map[string]string {
+func headers(o OTLP) map[string]string {
 	if o.Headers == nil {
 		return map[string]string{}
 	}
@@ -277,9 +275,9 @@ type exportSettings struct {
 	retry    sdkRetry
 }
 
-func newExportSettings(o config.OTLP, r Retry, w *watch) (exportSettings, error) {
+func newExportSettings(o OTLP, r Retry, w *watch) (exportSettings, error) {
 	s := exportSettings{
-		http:     o.Protocol == config.ProtocolHTTPProtobuf,
+		http:     o.Protocol == ProtocolHTTPProtobuf,
 		endpoint: o.Endpoint,
 		host:     hostOf(o.Endpoint),
 		headers:  headers(o),
@@ -408,7 +406,7 @@ var (
 
 // newOTLPTraceExporter returns the exporter and the client under it, which
 // also sends the spool (see package spool).
-func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch) (sdktrace.SpanExporter, otlptrace.Client, error) {
+func newOTLPTraceExporter(ctx context.Context, o OTLP, r Retry, w *watch) (sdktrace.SpanExporter, otlptrace.Client, error) {
 	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, nil, err
@@ -423,7 +421,7 @@ func newOTLPTraceExporter(ctx context.Context, o config.OTLP, r Retry, w *watch)
 	return exp, client, err
 }
 
-func newOTLPMetricExporter(ctx context.Context, o config.OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {
+func newOTLPMetricExporter(ctx context.Context, o OTLP, r Retry, w *watch, temporality sdkmetric.TemporalitySelector) (sdkmetric.Exporter, error) {
 	s, err := newExportSettings(o, r, w)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,6 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/pi-otel/pi-otel/internal/config"
 )
 
 var errUnreachable = errors.New("connection refused")
@@ -58,8 +56,8 @@ func (d *downExporter) setDown(v bool) {
 	d.mu.Unlock()
 }
 
-func retainBatch() config.Batch {
-	return config.Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Millisecond, ExportTimeout: time.Hour}
+func retainBatch() Batch {
+	return Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Millisecond, ExportTimeout: time.Hour}
 }
 
 // A batch that failed because the collector is down is kept and tried

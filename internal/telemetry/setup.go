@@ -17,7 +17,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
@@ -79,7 +78,7 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		// Explicit limits: the SDK's defaults, but the attribute value
-		// length from config.Config (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and
+		// length from Config (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and
 		// its flag, one parse path), not read by the SDK on its own.
 		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
 			AttributeValueLengthLimit:   attributeLimit(cfg.AttributeValueLengthLimit),
@@ -151,10 +150,10 @@ func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*
 func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
 	var exp sdktrace.SpanExporter
 	switch cfg.Traces.Exporter {
-	case config.ExporterNone:
+	case ExporterNone:
 		t.traceDest = "none (not exported)"
 		return countOnly{t.counters}, nil
-	case config.ExporterConsole:
+	case ExporterConsole:
 		t.traceDest = "console (stderr)"
 		out := o.consoleOut()
 		if out != o.stderr {
@@ -165,14 +164,14 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 			color = *o.color
 		}
 		exp = consoletree.New(out, consoletree.WithColor(color))
-	case config.ExporterFile:
+	case ExporterFile:
 		w, name, err := t.open(cfg.Traces.File, o.stderr)
 		if err != nil {
 			return nil, err
 		}
 		t.traceDest = "file " + name
 		exp = otlpfile.NewTraceExporter(w)
-	case config.ExporterOTLP:
+	case ExporterOTLP:
 		ot := cfg.Traces.OTLP
 		t.traceDest = otlpDest(ot)
 		t.traceWatch = t.newWatch("traces", ot, noCollectorHint(ot, "--traces-exporter console"))
@@ -205,21 +204,21 @@ func (t *Pipeline) setupMetrics(ctx context.Context, cfg Config, o options) (sdk
 	var exp sdkmetric.Exporter
 	var dest string
 	var w *watch
-	timeout := config.DefaultOTLPTimeout
+	timeout := DefaultOTLPTimeout
 	switch cfg.Metrics.Exporter {
-	case config.ExporterNone:
+	case ExporterNone:
 		return nil, nil
-	case config.ExporterConsole:
+	case ExporterConsole:
 		dest = "console"
 		exp = &consoleMetrics{w: o.consoleOut(), Selectors: otlpfile.Selectors{TemporalitySelector: temporality}}
-	case config.ExporterFile:
+	case ExporterFile:
 		out, name, err := t.open(cfg.Metrics.File, o.stderr)
 		if err != nil {
 			return nil, err
 		}
 		dest = "file " + name
 		exp = otlpfile.NewMetricExporter(out, otlpfile.WithTemporalitySelector(temporality))
-	case config.ExporterOTLP:
+	case ExporterOTLP:
 		om := cfg.Metrics.OTLP
 		dest = otlpDest(om)
 		w = t.newWatch("metrics", om, noCollectorHint(om, "--metrics-exporter none"))
@@ -240,11 +239,11 @@ func (t *Pipeline) setupMetrics(ctx context.Context, cfg Config, o options) (sdk
 	), nil
 }
 
-func otlpDest(o config.OTLP) string { return fmt.Sprintf("otlp %s %s", o.Protocol, o.Target()) }
+func otlpDest(o OTLP) string { return fmt.Sprintf("otlp %s %s", o.Protocol, o.Target()) }
 
 // newWatch watches a signal's OTLP exporter; hint is the way out when
 // nothing answers.
-func (t *Pipeline) newWatch(signal string, o config.OTLP, hint string) *watch {
+func (t *Pipeline) newWatch(signal string, o OTLP, hint string) *watch {
 	return &watch{rep: t.rep, dest: destination{signal: signal, host: hostOf(o.Endpoint), target: o.Target(), hint: hint}}
 }
 
@@ -265,7 +264,7 @@ func (t *Pipeline) exportErrors(signal, what, dest string, w *watch) func(error)
 
 // noCollectorHint is the way out when nothing answers at the endpoint:
 // naming an endpoint if none was, else checking the one that was.
-func noCollectorHint(o config.OTLP, instead string) string {
+func noCollectorHint(o OTLP, instead string) string {
 	if o.EndpointFrom == "" {
 		return "that is the default endpoint; set OTEL_EXPORTER_OTLP_ENDPOINT or --endpoint, or use " + instead
 	}
@@ -293,15 +292,15 @@ func (t *Pipeline) open(path string, stderr io.Writer) (io.Writer, string, error
 
 // temporalitySelector implements the OTLP metrics exporter's temporality
 // preferences.
-func temporalitySelector(pref config.Temporality) sdkmetric.TemporalitySelector {
+func temporalitySelector(pref Temporality) sdkmetric.TemporalitySelector {
 	return func(k sdkmetric.InstrumentKind) metricdata.Temporality {
 		switch pref {
-		case config.TemporalityDelta:
+		case TemporalityDelta:
 			switch k {
 			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindObservableCounter, sdkmetric.InstrumentKindHistogram:
 				return metricdata.DeltaTemporality
 			}
-		case config.TemporalityLowMemory:
+		case TemporalityLowMemory:
 			switch k {
 			case sdkmetric.InstrumentKindCounter, sdkmetric.InstrumentKindHistogram:
 				return metricdata.DeltaTemporality
@@ -325,7 +324,7 @@ func (e observedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	return err
 }
 
-// attributeLimit is the SDK's form of config.Config's limit: 0 is none.
+// attributeLimit is the SDK's form of Config.AttributeValueLengthLimit: 0 is none.
 func attributeLimit(n int) int {
 	if n <= 0 {
 		return sdktrace.DefaultAttributeValueLengthLimit

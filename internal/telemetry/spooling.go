@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 )
@@ -23,7 +22,7 @@ import (
 // while spans wait in the spool: a long-running watch must not hold an
 // outage's spans until its next start. A spool that cannot be opened is
 // reported once and left out: pi-otel works without it.
-func (t *Pipeline) startSpool(cfg config.Spool, client otlptrace.Client) {
+func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client) {
 	if cfg.Dir == "" {
 		return
 	}

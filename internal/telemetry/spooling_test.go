@@ -14,7 +14,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 )
 
@@ -100,7 +100,7 @@ func TestFullSpoolRefusesThenDrains(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
 			"OTEL_METRICS_EXPORTER":       "none",
 		})
-		cfg.Spool = config.Spool{Dir: dir, MaxBytes: info.Size() + 16, MaxAge: time.Hour}
+		cfg.Spool = telemetry.Spool{Dir: dir, MaxBytes: info.Size() + 16, MaxAge: time.Hour}
 		tel, stderr := setup(t, cfg)
 
 		for round := 1; round <= 2; round++ {
@@ -172,7 +172,7 @@ func TestExpiredSpoolIsSaidAndCounted(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
 		"OTEL_METRICS_EXPORTER":       "none",
 	})
-	cfg.Spool = config.Spool{Dir: dir, MaxBytes: 1 << 20, MaxAge: time.Hour}
+	cfg.Spool = telemetry.Spool{Dir: dir, MaxBytes: 1 << 20, MaxAge: time.Hour}
 	tel, stderr := setup(t, cfg)
 	makeTrace(tel.TracerProvider())
 	if err := tel.Shutdown(ctx); err != nil {

@@ -51,16 +51,14 @@ func eachProtocol(t *testing.T, test func(t *testing.T, ctx context.Context, pro
 }
 
 // loadConfig reads settings from env as the command line does and keeps
-// the pipeline's (internal/app maps them the same way).
+// the pipeline's, as internal/app passes them.
 func loadConfig(t *testing.T, env map[string]string) telemetry.Config {
 	t.Helper()
 	c, err := config.Load(nil, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return telemetry.Config{ServiceName: c.ServiceName, ResourceAttributes: c.ResourceAttributes, Traces: c.Traces, Metrics: c.Metrics, Logs: c.Logs,
-		Batch: c.Batch, MetricsInterval: c.MetricsInterval, Temporality: c.Temporality, FlushTimeout: c.FlushTimeout, Quiet: c.Quiet, NoColor: c.NoColor,
-		AttributeValueLengthLimit: c.AttributeValueLengthLimit}
+	return c.Config
 }
 
 func setup(t *testing.T, cfg telemetry.Config, opts ...telemetry.Option) (*telemetry.Pipeline, *syncBuffer) {
@@ -283,7 +281,7 @@ func TestNoneExporter(t *testing.T) {
 func TestForceFlushAndHandMadeConfig(t *testing.T) {
 	// A Config built by hand, zero batch settings and all, still works.
 	path := t.TempDir() + "/t.jsonl"
-	tel, _ := setup(t, telemetry.Config{Traces: config.Signal{Exporter: config.ExporterFile, File: path}})
+	tel, _ := setup(t, telemetry.Config{Traces: telemetry.Signal{Exporter: telemetry.ExporterFile, File: path}})
 	makeTrace(tel.TracerProvider())
 	if err := tel.ForceFlush(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -527,7 +525,7 @@ func TestRefusedAsInvalid(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
 			"PI_OTEL_FLUSH_TIMEOUT":       "1h", // a retry fails the test
 		})
-		cfg.Spool = config.Spool{Dir: t.TempDir()} // a refused batch is not kept either
+		cfg.Spool = telemetry.Spool{Dir: t.TempDir()} // a refused batch is not kept either
 		tel, stderr := setup(t, cfg, telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Hour, MaxInterval: time.Hour, MaxElapsedTime: 2 * time.Hour}))
 		makeTrace(tel.TracerProvider())
 		if err := tel.Shutdown(ctx); ctx.Err() != nil {
@@ -903,7 +901,7 @@ func TestRefusedNamesTheEndpoint(t *testing.T) {
 	} {
 		ctx := testCtx(t)
 		cfg := loadConfig(t, c.env)
-		cfg.Spool = config.Spool{}
+		cfg.Spool = telemetry.Spool{}
 		if cfg.Traces.OTLP.EndpointFrom == "" {
 			// Nothing may listen on the default port for this test.
 			cfg.Traces.OTLP.Endpoint = "http://" + freeport.Addr(t)
