@@ -49,10 +49,9 @@
 //
 // The second SIGINT or SIGTERM pi-otel receives means "stop waiting": the
 // child is killed with SIGKILL and Wait returns. A copy arriving within
-// [WithDuplicateWindow] (250 ms by default) of the first is not a second
-// request: GNU timeout signals its child and then the child's group, and a
-// Go process receives both copies about a third of the time, microseconds
-// apart.
+// 250 ms of the first is not a second request: GNU timeout signals its
+// child and then the child's group, and a Go process receives both copies
+// about a third of the time, microseconds apart.
 //
 // Forwarding starts after the child has started, so the child inherits the
 // signal dispositions pi-otel itself was started with (nohup's ignored
@@ -61,10 +60,9 @@
 //
 // # Parent death
 //
-// If pi-otel dies, even by SIGKILL, the kernel sends the child
-// [WithParentDeathSignal] (SIGTERM by default, which Pi handles by shutting
-// down). Linux fires it when the thread that forked the child exits, so
-// [Start] forks from a goroutine locked to its own OS thread that lives until
+// If pi-otel dies, even by SIGKILL, the kernel sends the child SIGTERM,
+// which Pi handles by shutting down. Linux fires it when the thread that
+// forked the child exits, so [Start] forks from a goroutine locked to its own OS thread that lives until
 // the child is reaped.
 //
 // # Pumping stdout and supervising

@@ -57,13 +57,6 @@ func WithInheritStdout() Option {
 	return option.Func[config](func(c *config) { c.inheritStdout = true })
 }
 
-// WithParentDeathSignal sets the signal the child receives if pi-otel dies
-// while it runs, even by SIGKILL (default SIGTERM). Zero disables it. It has
-// effect only where the kernel offers it (Linux and FreeBSD).
-func WithParentDeathSignal(sig syscall.Signal) Option {
-	return option.Func[config](func(c *config) { c.parentDeathSig = sig })
-}
-
 type forwardConfig struct {
 	duplicateWindow time.Duration
 	observe         func(SignalEvent)
@@ -76,19 +69,6 @@ func newForwardConfig(opts []ForwardOption) forwardConfig {
 // ForwardOption configures [Process.ForwardSignals]. It is a type of its
 // own so that a Start option cannot be passed there by mistake.
 type ForwardOption = option.Option[forwardConfig]
-
-// WithDuplicateWindow sets how soon after a forwarded SIGINT or SIGTERM
-// another one counts as a copy of the same event rather than a second
-// request (default 250 ms). Copies are dropped; a later one escalates to
-// SIGKILL. Zero makes every second signal escalate. Negative values are
-// ignored.
-func WithDuplicateWindow(d time.Duration) ForwardOption {
-	return option.Func[forwardConfig](func(c *forwardConfig) {
-		if d >= 0 {
-			c.duplicateWindow = d
-		}
-	})
-}
 
 // WithSignalObserver calls fn once for every signal the forwarder handles,
 // after acting on it, so the caller can log it or record it on a span. fn

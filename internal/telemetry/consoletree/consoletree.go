@@ -68,12 +68,6 @@ func WithColor(on bool) Option {
 	return option.Func[config](func(c *config) { c.color = on })
 }
 
-// WithFields sets the attributes shown on each line, in order.
-func WithFields(fields ...Field) Option {
-	fields = slices.Clone(fields)
-	return option.Func[config](func(c *config) { c.fields = fields })
-}
-
 // ColorFor reports whether output to w should be coloured: only when w is a
 // terminal and the user has not set NO_COLOR.
 func ColorFor(w io.Writer, noColor bool) bool {
