@@ -9,14 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	"go.opentelemetry.io/otel"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -44,6 +40,13 @@ type Env struct {
 	// MemoryLimit is a soft limit on the Go heap for the whole process
 	// (see memory.go); 0 leaves the runtime's. GOMEMLIMIT overrides it.
 	MemoryLimit int64
+	// Signals are the process's stop signals, which main registers once;
+	// nil delivers none (a test ends a command through Main's context).
+	Signals *Signals
+	// SDKErrors is the OpenTelemetry SDK's global error handler, which
+	// main installs once; each command routes it to its pipeline. Nil
+	// leaves the SDK's errors to whatever handler the process has.
+	SDKErrors *telemetry.ErrorRoute
 }
 
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
@@ -70,8 +73,10 @@ docs/configuration.md.
 // Version is set at build time with -ldflags "-X github.com/pi-otel/pi-otel/internal/app.Version=…".
 var Version = "dev"
 
-// Main runs one command and returns the process exit code.
-func Main(env Env) int {
+// Main runs one command and returns the process exit code. The command
+// ends when ctx does as at a signal: replay, watch and demo stop and
+// flush; run and rpc ask Pi to stop (SIGTERM), then flush.
+func Main(ctx context.Context, env Env) int {
 	// Our stderr may stall (a suspended terminal, a full pipe): writes to
 	// it then give up at a deadline instead of keeping us from exiting.
 	stderr := outfile.Wrap(env.Stderr)
@@ -85,21 +90,21 @@ func Main(env Env) int {
 	cmd, args := env.Args[0], env.Args[1:]
 	switch cmd {
 	case "run":
-		return Run(env, args)
+		return Run(ctx, env, args)
 	case "rpc":
-		return RPC(env, args)
+		return RPC(ctx, env, args)
 	case "replay":
-		return Replay(env, args)
+		return Replay(ctx, env, args)
 	case "watch":
-		return Watch(env, args)
+		return Watch(ctx, env, args)
 	case "demo":
-		return Demo(env, args)
+		return Demo(ctx, env, args)
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "pi-otel", Version)
 		return 0
 	case "help", "-h", "--help":
 		if len(args) == 1 && args[0] != "version" { // "pi-otel help replay"
-			return Main(Env{Args: []string{args[0], "--help"}, Stdin: env.Stdin, Stdout: env.Stdout,
+			return Main(ctx, Env{Args: []string{args[0], "--help"}, Stdin: env.Stdin, Stdout: env.Stdout,
 				Stderr: env.Stderr, Getenv: env.Getenv})
 		}
 		fmt.Fprint(env.Stdout, usage)
@@ -158,9 +163,8 @@ type pipeline struct {
 	content   agentmap.Content
 	cfg       config.Config
 	stderr    io.Writer
-	// flushSigs catches a signal during the exit flush (see finish); it
-	// is registered early so that none slips through before finish.
-	flushSigs chan os.Signal
+	// signals end the exit flush early (see finish).
+	signals *Signals
 	// records counts what was read from Pi, for the health metrics; rpc
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
@@ -196,9 +200,6 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest
 		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest))
 	}
-	// The exporters also read OTEL_* themselves and log what they cannot
-	// parse, unprefixed; config has read the same variables and warned.
-	otel.SetLogger(logr.Discard())
 	tel, err := telemetry.Setup(context.Background(), cfg.Config, append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
@@ -213,9 +214,10 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	if err != nil {
 		return nil, err
 	}
-	// The SDK reports its own errors through the one global handler; ours
-	// keeps them to one line, once, and quiet under --quiet.
-	otel.SetErrorHandler(tel)
+	// The SDK reports its own errors through the one global handler, which
+	// main installed; the pipeline keeps them to one line, once, and quiet
+	// under --quiet.
+	env.SDKErrors.Route(tel)
 	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
 		read, malformed := records()
 		t, sp := tel.Stats(), tel.SpoolStats()
@@ -278,9 +280,8 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		cfg:       cfg,
 		stderr:    env.Stderr,
 		content:   content,
-		flushSigs: make(chan os.Signal, 1),
+		signals:   env.Signals,
 	}
-	signal.Notify(p.flushSigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	p.records = func() (int64, int64) {
 		s := p.sink.Stats()
 		return s.Records, s.Malformed
@@ -315,16 +316,16 @@ func (p *pipeline) childEnv() []string {
 // flush, not pi-otel, so the caller still exits with Pi's code after the
 // summary, which says what was lost.
 func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
-	defer signal.Stop(p.flushSigs)
-	for len(p.flushSigs) > 0 {
-		<-p.flushSigs // signals from before the flush were Pi's to handle
-	}
+	// Only a signal from now on ends the flush: those before were Pi's to
+	// handle, or ended the input (replay, watch).
+	sigs, unsubscribe := p.signals.Subscribe()
+	defer unsubscribe()
 	p.mapper.Close(end, at)
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushTimeout)
 	defer cancel()
 	go func() {
 		select {
-		case <-p.flushSigs:
+		case <-sigs:
 			cancel()
 		case <-ctx.Done():
 		}

@@ -19,7 +19,7 @@ func TestReplayLosesNothingToAFullQueue(t *testing.T) {
 	writeFile(t, in, bytes.Repeat(one, 50))
 	out := filepath.Join(dir, "traces.jsonl")
 	var stdout, stderr bytes.Buffer
-	code := app.Main(app.Env{
+	code := app.Main(t.Context(), app.Env{
 		Args:  []string{"replay", "--traces-file", out, "--queue-size", "4", "--max-export-batch-size", "2", in},
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(string) string { return "" },
@@ -43,7 +43,7 @@ func TestSummaryCountsBadInput(t *testing.T) {
 		"not json\n{\"no\":\"type\"}\n{\"type\":\"from_the_future\"}\n{\"type\":\"turn_end\"}\n"...)
 	writeFile(t, in, stream)
 	var stdout, stderr bytes.Buffer
-	app.Main(app.Env{
+	app.Main(t.Context(), app.Env{
 		Args:  []string{"replay", "--traces-exporter", "none", in},
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(string) string { return "" },

@@ -61,7 +61,7 @@ func BenchmarkReplay(b *testing.B) {
 			}()
 			for b.Loop() {
 				args := append([]string{"replay", "--quiet"}, exp.args...)
-				code := app.Main(app.Env{
+				code := app.Main(b.Context(), app.Env{
 					Args:   append(args, name),
 					Stdout: io.Discard,
 					Stderr: io.Discard,
@@ -112,7 +112,7 @@ func BenchmarkReplaySession(b *testing.B) {
 			}()
 			for b.Loop() {
 				args := append([]string{"replay", "--quiet", "--metrics-exporter", "none"}, exp.args...)
-				code := app.Main(app.Env{
+				code := app.Main(b.Context(), app.Env{
 					Args:   append(args, name),
 					Stdout: io.Discard,
 					Stderr: io.Discard,

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
@@ -43,14 +44,14 @@ type tracedChild struct {
 
 // run starts Pi, passes its stdout on to ours while tracing it, and
 // returns Pi's exit code once the trace is closed.
-func (c tracedChild) run(env Env) int {
+func (c tracedChild) run(ctx context.Context, env Env) int {
 	proc, err := launch.Start(c.argv, c.opts...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		c.close(agentmap.Ending{Reason: vocab.EndExit}, time.Now())
 		return launch.ExitCodeForStartError(err)
 	}
-	relayed, stop := superviseSignals(proc)
+	relayed, stop := superviseSignals(ctx, proc)
 	defer stop()
 
 	var g gate
@@ -146,7 +147,13 @@ func (g *gate) close() {
 
 // superviseSignals relays our terminating signals to Pi and keeps a closed
 // stdout from killing us (launch.Process.Supervise), so the trace still
-// closes and exports.
-func superviseSignals(proc *launch.Process) (relayed func() syscall.Signal, stop func()) {
-	return proc.Supervise()
+// closes and exports. When ctx ends, Pi is asked to stop with SIGTERM, as
+// if pi-otel had been sent one.
+func superviseSignals(ctx context.Context, proc *launch.Process) (relayed func() syscall.Signal, stop func()) {
+	relayed, stopSupervising := proc.Supervise()
+	stopAfter := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGTERM) })
+	return relayed, func() {
+		stopAfter()
+		stopSupervising()
+	}
 }

@@ -24,7 +24,7 @@ printf '{"type":"agent_start"}\n{"type":"agent_settled"}\n'`
 	stderr := &proc.Buffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(Env{
+		done <- Main(t.Context(), Env{
 			Args:   []string{"run", "--traces-exporter", "none", "--", "sh", "-c", script},
 			Stdout: &stdout, Stderr: stderr,
 			Getenv: func(string) string { return "" },

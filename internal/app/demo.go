@@ -19,7 +19,7 @@ var demoStreams embed.FS
 // Demo replays the embedded captures, so a newcomer sees real traces with
 // nothing installed but pi-otel. It takes replay's flags, so it can also
 // check that a collector receives what pi-otel sends.
-func Demo(env Env, args []string) int {
+func Demo(ctx context.Context, env Env, args []string) int {
 	cfg, rest, code := parse(env, "demo", "[flags]", args, nil)
 	if code >= 0 {
 		return code
@@ -40,7 +40,9 @@ func Demo(env Env, args []string) int {
 		}
 		readers = append(readers, bytes.NewReader(b))
 	}
-	return replay(context.Background(), env, cfg, io.MultiReader(readers...), "demo", config.Replay{})
+	ctx, stop := env.Signals.stopContext(ctx)
+	defer stop()
+	return replay(ctx, env, cfg, io.MultiReader(readers...), "demo", config.Replay{})
 }
 
 // consoleToStdout: replay and demo pass no Pi output through, so their

@@ -84,7 +84,7 @@ func TestFollowVariables(t *testing.T) {
 	env := map[string]string{"PI_OTEL_FOLLOW": "true", "PI_OTEL_FOLLOW_POLL": "soon"}
 	ctxDone := make(chan int, 1)
 	go func() {
-		ctxDone <- app.Main(app.Env{Args: []string{"replay", "--follow=false", missing},
+		ctxDone <- app.Main(t.Context(), app.Env{Args: []string{"replay", "--follow=false", missing},
 			Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 			Getenv: func(k string) string { return env[k] }})
 	}()

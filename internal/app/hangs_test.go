@@ -43,7 +43,7 @@ func TestStalledStderrUnderConsoleExporter(t *testing.T) {
 	// The smallest pipe, so that a few trees fill it.
 	shrinkPipe(t, pw)
 	var stdout bytes.Buffer
-	code := app.Main(app.Env{
+	code := app.Main(t.Context(), app.Env{
 		Args: []string{"run", "--flush-timeout", "300ms", "--",
 			"sh", "-c", `for i in 1 2 3 4 5 6 7 8 9 10; do cat "$0"; done; exit 6`, captures + "bash-tool.jsonl"},
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: pw,

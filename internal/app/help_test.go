@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // what was written to stdout and stderr.
 func mainWith(env map[string]string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := Main(Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+	code := Main(context.Background(), Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
 		Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
@@ -141,7 +142,7 @@ func TestHeldBackWarningsCounted(t *testing.T) {
 	capture := repo.Read(t, "testdata/captures/pi-0.73.x/bash-tool.jsonl")
 	in := string(capture) + strings.Repeat("{bad\n", 20)
 	var out, errb bytes.Buffer
-	code := Main(Env{Args: []string{"replay", "--traces-exporter", "none", "-"}, Stdin: strings.NewReader(in),
+	code := Main(t.Context(), Env{Args: []string{"replay", "--traces-exporter", "none", "-"}, Stdin: strings.NewReader(in),
 		Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errb.String())

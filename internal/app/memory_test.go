@@ -41,7 +41,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		want int64
 	}{{"24MiB", 24 << 20}, {"off", math.MaxInt64}} {
 		var errb bytes.Buffer
-		code := Main(Env{Args: []string{"demo", "--traces-exporter", "none", "--memory-limit", c.arg},
+		code := Main(t.Context(), Env{Args: []string{"demo", "--traces-exporter", "none", "--memory-limit", c.arg},
 			Stdout: io.Discard, Stderr: &errb, MemoryLimit: 32 << 20,
 			Getenv: func(k string) string { return map[string]string{"GOMEMLIMIT": "1GiB"}[k] }})
 		if code != 0 {

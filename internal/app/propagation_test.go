@@ -26,7 +26,7 @@ func TestChildTraceparentKeepsCallersSampling(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "env")
 			env := map[string]string{"TRACEPARENT": c.parent, "TRACESTATE": c.state}
 			var stdout, stderr bytes.Buffer
-			code := app.Main(app.Env{
+			code := app.Main(t.Context(), app.Env{
 				Args: []string{"run", "--quiet", "--traces-exporter", "none", "--",
 					"sh", "-c", `printf '%s|%s' "$TRACEPARENT" "$TRACESTATE" >"$0"`, out},
 				Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
@@ -66,7 +66,7 @@ func TestForeignOTelSettingsDoNotStopPi(t *testing.T) {
 		"OTEL_RESOURCE_ATTRIBUTES": "team=a,broken",
 	}
 	var stdout, stderr bytes.Buffer
-	code := app.Main(app.Env{
+	code := app.Main(t.Context(), app.Env{
 		Args:  []string{"run", "--", "sh", "-c", "echo ran; exit 3"},
 		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(k string) string { return env[k] },

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
@@ -28,9 +26,10 @@ import (
 )
 
 // Replay traces a Pi session file or a captured JSONL stream, from a file
-// or stdin; it tells which by the content.
-func Replay(env Env, args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// or stdin; it tells which by the content. It stops at a signal, or when
+// ctx ends, and flushes what it traced.
+func Replay(ctx context.Context, env Env, args []string) int {
+	ctx, stop := env.Signals.stopContext(ctx)
 	defer stop()
 	return replayCommand(ctx, env, args)
 }

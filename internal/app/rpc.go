@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 // bytes go to Pi's stdin and Pi's bytes to our stdout unchanged and in
 // order, while an rpc.Tracker watches both directions. It returns Pi's
 // exit code. See docs/rpc.md.
-func RPC(env Env, args []string) int {
+func RPC(ctx context.Context, env Env, args []string) int {
 	cfg, argv, code := parseChild(env, "rpc", "[flags] -- pi --mode rpc ...", "[flags] -- pi --mode rpc ...", args)
 	if code >= 0 {
 		return code
@@ -69,7 +70,7 @@ func RPC(env Env, args []string) int {
 			tr.Close(end, at)
 			p.finish(end, at)
 		},
-	}.run(env)
+	}.run(ctx, env)
 }
 
 // tap hands each record to the tracker before its bytes are written on,

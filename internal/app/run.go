@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -11,7 +12,7 @@ import (
 
 // Run launches Pi, passes its stdout through byte for byte while tracing
 // it, and returns Pi's exit code.
-func Run(env Env, args []string) int {
+func Run(ctx context.Context, env Env, args []string) int {
 	cfg, argv, code := parseChild(env, "run", "[flags] -- pi [--mode json] ...", "[flags] -- pi --mode json ...", args)
 	if code >= 0 {
 		return code
@@ -19,7 +20,7 @@ func Run(env Env, args []string) int {
 	// Pi's TUI and -p text output go to the terminal; their runs are
 	// traced from the session files instead of the stream.
 	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
-		return runTUI(env, cfg, argv)
+		return runTUI(ctx, env, cfg, argv)
 	}
 	p, err := newPipeline(env, cfg, nil)
 	if err != nil {
@@ -34,5 +35,5 @@ func Run(env Env, args []string) int {
 			return err
 		},
 		close: p.finish,
-	}.run(env)
+	}.run(ctx, env)
 }

@@ -32,7 +32,7 @@ var captures = repo.Path("testdata/captures/pi-1.6.0") + "/"
 func mainRun(t *testing.T, args ...string) (int, []byte, []byte) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := app.Main(app.Env{
+	code := app.Main(t.Context(), app.Env{
 		Args:   args,
 		Stdin:  strings.NewReader(""),
 		Stdout: &stdout,

@@ -65,13 +65,13 @@ func piFlag(argv []string, boolean bool, names ...string) (string, bool) {
 // traces the session files it writes, each run as it completes, the rest
 // when Pi exits. pi-otel stays silent while Pi owns the terminal: its own
 // lines, and the console exporter's trees, come after Pi exits.
-func runTUI(env Env, cfg config.Config, argv []string) int {
+func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int {
 	if writesNoSession(argv[1:]) {
-		return runUntraced(env, argv) // help, version, package commands: no run to trace
+		return runUntraced(ctx, env, argv) // help, version, package commands: no run to trace
 	}
 	if _, ok := piFlag(argv, true, "--no-session"); ok {
 		fmt.Fprintln(env.Stderr, "pi-otel: pi runs with --no-session and writes no session file: nothing to trace")
-		return runUntraced(env, argv)
+		return runUntraced(ctx, env, argv)
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -157,7 +157,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	}
 	owner.SetPID(proc.Pid())
 	var stop func()
-	relayed, stop = superviseSignals(proc)
+	relayed, stop = superviseSignals(ctx, proc)
 	defer stop()
 
 	status, werr := proc.Wait()
@@ -312,13 +312,13 @@ func newUUIDv7(t time.Time) string {
 }
 
 // runUntraced runs Pi on the terminal and returns its exit code.
-func runUntraced(env Env, argv []string) int {
+func runUntraced(ctx context.Context, env Env, argv []string) int {
 	proc, err := launch.Start(argv, launch.WithInheritStdout())
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return launch.ExitCodeForStartError(err)
 	}
-	_, stop := superviseSignals(proc)
+	_, stop := superviseSignals(ctx, proc)
 	defer stop()
 	status, err := proc.Wait()
 	if err != nil {

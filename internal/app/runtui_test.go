@@ -37,7 +37,7 @@ func TestRunTUISaysNothingOfTheFolderBeforePi(t *testing.T) {
 			pi := filepath.Join(t.TempDir(), "pi")
 			writeScript(t, pi, "#!/bin/sh\n"+c.script+"\n")
 			var stderr strings.Builder
-			code := Main(Env{
+			code := Main(t.Context(), Env{
 				Args:   []string{"run", "--traces-exporter", "none", "--", pi, dir, session},
 				Stdin:  strings.NewReader(""),
 				Stdout: &strings.Builder{},

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
@@ -23,12 +21,12 @@ import (
 )
 
 // Watch follows Pi's session directories and traces every run as it
-// completes, until SIGINT, SIGTERM or SIGHUP.
-func Watch(env Env, args []string) int {
+// completes, until SIGINT, SIGTERM or SIGHUP, or until ctx ends.
+func Watch(ctx context.Context, env Env, args []string) int {
 	// SIGHUP (the terminal closed, or a service manager's stop) ends
 	// watch as SIGTERM does: a final flush and the summary. There is no
 	// reload: every setting is read at start.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := env.Signals.stopContext(ctx)
 	defer stop()
 	return watch(ctx, env, args)
 }

@@ -157,7 +157,7 @@ func TestWritesNoSession(t *testing.T) {
 func TestRunTUIPiNotFound(t *testing.T) {
 	sessions := t.TempDir()
 	var stdout, stderr strings.Builder
-	code := Main(Env{
+	code := Main(t.Context(), Env{
 		Args:   []string{"run", "--traces-exporter", "none", "--", "/nonexistent/pi"},
 		Stdin:  strings.NewReader(""),
 		Stdout: &stdout,

@@ -90,7 +90,7 @@ func replayInto(t *testing.T, j *jaegertest.Jaeger, service, file string) []stri
 		"OTEL_SERVICE_NAME":           service,
 		"OTEL_METRICS_EXPORTER":       "none",
 	}
-	if code := app.Main(app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
+	if code := app.Main(t.Context(), app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
 		t.Fatalf("replay exited %d: %s", code, stderr.String())
 	}
 	m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())

@@ -57,7 +57,7 @@ func TestSessionFileIntoJaeger(t *testing.T) {
 			"OTEL_SERVICE_NAME":           service,
 			"OTEL_METRICS_EXPORTER":       "none",
 		}
-		code := app.Main(app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }})
+		code := app.Main(t.Context(), app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }})
 		if code != 0 {
 			t.Fatalf("replay exited %d: %s", code, stderr.String())
 		}
@@ -163,7 +163,7 @@ func TestInjectCorpusIntoJaeger(t *testing.T) {
 			"OTEL_SERVICE_NAME":           service,
 			"OTEL_METRICS_EXPORTER":       "none",
 		}
-		if code := app.Main(app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
+		if code := app.Main(t.Context(), app.Env{Args: []string{"replay", file}, Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return vars[k] }}); code != 0 {
 			t.Fatalf("%s: replay exited %d: %s", v, code, stderr.String())
 		}
 		m := regexp.MustCompile(`(\d+) traces?.*?(\d+) spans`).FindStringSubmatch(stderr.String())

@@ -369,3 +369,19 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// The SDK's global handler reaches the pipeline routed last, said once;
+// a nil route routes nothing and does not panic.
+func TestErrorRoute(t *testing.T) {
+	var r ErrorRoute
+	r.Handle(errors.New("before any pipeline")) // dropped
+	var first, second strings.Builder
+	r.Route(&Pipeline{rep: newReporter(&first, false)})
+	r.Route(&Pipeline{rep: newReporter(&second, false)})
+	r.Handle(errors.New("export failed"))
+	if first.Len() != 0 || second.String() != "pi-otel: telemetry error: export failed\n" {
+		t.Errorf("first %q, second %q", first.String(), second.String())
+	}
+	var none *ErrorRoute
+	none.Route(&Pipeline{rep: newReporter(&first, false)})
+}

@@ -26,9 +26,9 @@
 //
 // Nothing here writes to stdout, which belongs to Pi, unless WithConsole
 // asks for it (replay and demo). The SDK reports some
-// errors through otel.Handle; install the Pipeline as the global error
-// handler (otel.SetErrorHandler(t)) to route them into the same once-only
-// stderr line.
+// errors through otel.Handle; an ErrorRoute installed once as the global
+// error handler (in main) and routed to the Pipeline brings them into the
+// same once-only stderr line.
 package telemetry
 
 import (

@@ -271,7 +271,7 @@ func TestSoakGoroutines(t *testing.T) {
 	main := func(args ...string) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		code := app.Main(app.Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		code := app.Main(t.Context(), app.Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
 			Getenv: func(k string) string { return vars[k] }})
 		if code != 0 {
 			t.Fatalf("pi-otel %v exited %d:\n%s", args, code, errb.Bytes())
