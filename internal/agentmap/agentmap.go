@@ -23,6 +23,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -81,10 +82,7 @@ type Mapper struct {
 
 // New returns a Mapper that writes spans through tp.
 func New(tp trace.TracerProvider, opts ...Option) *Mapper {
-	cfg := config{parent: context.Background(), maxTools: defaultMaxOpenTools}
-	for _, o := range opts {
-		cfg = o.apply(cfg)
-	}
+	cfg := option.Apply(config{parent: context.Background(), maxTools: defaultMaxOpenTools}, opts)
 	return &Mapper{
 		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:    cfg,

@@ -1,6 +1,10 @@
 package agentmap
 
-import "context"
+import (
+	"context"
+
+	"github.com/pi-otel/pi-otel/internal/option"
+)
 
 // Content is what the mapper needs to capture message content. Leaving it
 // nil (the default) keeps every prompt, argument and output out of spans.
@@ -35,27 +39,22 @@ const defaultMaxOpenTools = 1024
 // tools are recognised and dropped (counted as an anomaly); an older one's
 // end becomes an orphan end (pi.orphan_end).
 func WithMaxOpenTools(n int) Option {
-	return optionFunc(func(c config) config {
+	return option.Func[config](func(c *config) {
 		if n > 0 {
 			c.maxTools = n
 		}
-		return c
 	})
 }
 
-// Option configures a Mapper, in the OpenTelemetry SDK's style.
-type Option interface {
-	apply(config) config
-}
-
-type optionFunc func(config) config
-
-func (f optionFunc) apply(c config) config { return f(c) }
+// Option configures a Mapper, in the OpenTelemetry SDK's style and with
+// internal/option, as every internal package's; package mapper wraps it
+// in an Option of its own, so that its API names no internal type.
+type Option = option.Option[config]
 
 // WithParent makes every root a child of the span in ctx, e.g. the caller's
 // TRACEPARENT, so that a CI job's trace contains the agent.
 func WithParent(ctx context.Context) Option {
-	return optionFunc(func(c config) config { c.parent = ctx; return c })
+	return option.Func[config](func(c *config) { c.parent = ctx })
 }
 
 // WithInexactTimes says event times are reconstructed from the stream, as
@@ -63,10 +62,10 @@ func WithParent(ctx context.Context) Option {
 // gen_ai.response.time_to_first_chunk, which no record carries, is left out
 // instead of reported as zero.
 func WithInexactTimes() Option {
-	return optionFunc(func(c config) config { c.inexact = true; return c })
+	return option.Func[config](func(c *config) { c.inexact = true })
 }
 
 // WithContent turns on opt-in content capture.
 func WithContent(c Content) Option {
-	return optionFunc(func(cfg config) config { cfg.content = c; return cfg })
+	return option.Func[config](func(cfg *config) { cfg.content = c })
 }

@@ -1,4 +1,4 @@
-// Package option is the one option style of pi-otel's internal packages:
+// Package option is how pi-otel's internal packages write functional options:
 // the OpenTelemetry SDK's, where an Option is a value applied to a copy of a
 // package's unexported config. A package declares
 //

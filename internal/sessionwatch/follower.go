@@ -119,6 +119,18 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// Validate reports a Config a Follower cannot run with; Run checks it.
+// A duration or size at zero or below takes its default (New).
+func (c Config) Validate() error {
+	switch {
+	case len(c.Dirs) == 0:
+		return errors.New("sessionwatch: no directory to follow")
+	case c.NewTracer == nil:
+		return errors.New("sessionwatch: no NewTracer")
+	}
+	return nil
+}
+
 // SinceAll as Config.Since traces the whole history.
 var SinceAll = time.Unix(0, 1)
 
@@ -296,6 +308,9 @@ func (f *Follower) Stats() Stats {
 // and returns. Its error is a setup failure (the state file); problems with
 // single files are logged and the follower carries on.
 func (f *Follower) Run(ctx context.Context) error {
+	if err := f.cfg.Validate(); err != nil {
+		return err
+	}
 	f.ctx = ctx
 	if err := f.load(); err != nil {
 		return err

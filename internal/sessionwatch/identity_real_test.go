@@ -529,7 +529,8 @@ func TestRandomFileOperationsTraceEachRunOnce(t *testing.T) {
 // and five failures in a row end Run with ErrState.
 func TestStateThatCannotBeSaved(t *testing.T) {
 	f := New(Config{Dirs: []string{t.TempDir()}, StatePath: "/proc/pi-otel-no-such-dir/watch.json",
-		Flush: func(context.Context, bool) error { t.Error("flushed with no state"); return nil }})
+		NewTracer: func(TracerSpec) Tracer { t.Error("a tracer with no state"); return nil },
+		Flush:     func(context.Context, bool) error { t.Error("flushed with no state"); return nil }})
 	if err := f.Run(context.Background()); !errors.Is(err, ErrState) {
 		t.Fatalf("Run: %v, want ErrState", err)
 	}

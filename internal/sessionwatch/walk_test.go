@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,23 @@ func TestWalkSeesWhatCameBeforeTheWatch(t *testing.T) {
 	}
 	if !slices.Contains(files, "s.jsonl") {
 		t.Errorf("walked %v: the file created as the folder's watch was placed was not seen", files)
+	}
+}
+
+// Run refuses a Config it cannot follow with, before it touches the
+// state, as a Collector component's Validate does.
+func TestConfigValidate(t *testing.T) {
+	tracer := func(TracerSpec) Tracer { return nil }
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{NewTracer: tracer}, "no directory"},
+		{Config{Dirs: []string{t.TempDir()}}, "no NewTracer"},
+	} {
+		err := New(c.cfg).Run(t.Context())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: Run = %v, want %q", c.cfg, err, c.want)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -212,4 +214,49 @@ func withDefaults(cfg Config) Config {
 		}
 	}
 	return cfg
+}
+
+// Validate reports every setting out of its range, as the Collector asks
+// of a component's Config before it builds the component. A zero value is
+// valid: Setup fills it in with Defaults.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, s := range []struct {
+		name string
+		sig  Signal
+	}{{"traces", c.Traces}, {"metrics", c.Metrics}, {"logs", c.Logs}} {
+		switch s.sig.Exporter {
+		case "", ExporterNone, ExporterConsole, ExporterOTLP:
+		case ExporterFile:
+			if s.sig.File == "" {
+				bad("%s: the file exporter needs a file", s.name)
+			}
+		default:
+			bad("%s: unknown exporter %q", s.name, s.sig.Exporter)
+		}
+		switch o := s.sig.OTLP; {
+		case o.Protocol != "" && o.Protocol != ProtocolGRPC && o.Protocol != ProtocolHTTPProtobuf:
+			bad("%s: unknown OTLP protocol %q", s.name, o.Protocol)
+		case o.Compression != "" && o.Compression != "gzip" && o.Compression != "none":
+			bad("%s: unknown OTLP compression %q", s.name, o.Compression)
+		case o.Timeout < 0:
+			bad("%s: negative OTLP timeout %s", s.name, o.Timeout)
+		}
+	}
+	switch c.Temporality {
+	case "", TemporalityCumulative, TemporalityDelta, TemporalityLowMemory:
+	default:
+		bad("unknown metrics temporality %q", c.Temporality)
+	}
+	if c.Batch.MaxQueueSize < 0 || c.Batch.MaxExportBatchSize < 0 || c.Batch.ScheduleDelay < 0 || c.Batch.ExportTimeout < 0 {
+		bad("negative batch setting %+v", c.Batch)
+	}
+	if c.MetricsInterval < 0 || c.FlushTimeout < 0 || c.AttributeValueLengthLimit < 0 {
+		bad("negative metrics interval, flush timeout or attribute length limit")
+	}
+	if c.Spool.MaxBytes < 0 || c.Spool.MaxAge < 0 {
+		bad("negative spool bound %+v", c.Spool)
+	}
+	return errors.Join(errs...)
 }

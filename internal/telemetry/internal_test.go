@@ -385,3 +385,23 @@ func TestErrorRoute(t *testing.T) {
 	var none *ErrorRoute
 	none.Route(&Pipeline{rep: newReporter(&first, false)})
 }
+
+// Validate takes a zero Config (Setup fills it in) and names every bad
+// setting, as the Collector's Config.Validate does.
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+	bad := Config{Traces: Signal{Exporter: "carrier-pigeon"}, Logs: Signal{Exporter: ExporterFile},
+		Metrics: Signal{OTLP: OTLP{Protocol: "smtp"}}, Temporality: "sometimes", Batch: Batch{MaxQueueSize: -1}}
+	err := bad.Validate()
+	for _, want := range []string{`unknown exporter "carrier-pigeon"`, "the file exporter needs a file",
+		`unknown OTLP protocol "smtp"`, `unknown metrics temporality "sometimes"`, "negative batch setting"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	if _, err := Setup(context.Background(), bad); err == nil {
+		t.Error("Setup took a Config Validate refuses")
+	}
+}

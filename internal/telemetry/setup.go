@@ -28,6 +28,9 @@ import (
 // exporters connect on their first export, so a missing collector shows up
 // later, once, on stderr, rather than here.
 func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	o := option.Apply(options{stderr: os.Stderr, retry: defaultRetry}, opts)
 	cfg = withDefaults(cfg)
 	t := &Pipeline{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}

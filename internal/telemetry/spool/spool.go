@@ -50,6 +50,18 @@ type Config struct {
 	Expired func(spans int64, age time.Duration)
 }
 
+// Validate reports a Config Open cannot use. Zero bounds are valid: they
+// take the defaults.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("spool: no directory")
+	case c.MaxBytes < 0 || c.MaxAge < 0:
+		return fmt.Errorf("spool: negative bound (%d bytes, %s)", c.MaxBytes, c.MaxAge)
+	}
+	return nil
+}
+
 // Defaults.
 const (
 	DefaultMaxBytes = 64 << 20
@@ -84,6 +96,9 @@ const claimAfter = 10 * time.Minute
 // the user's own, or that is a symlink, since spans can hold paths and
 // errors.
 func Open(cfg Config) (*Spool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
