@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // A process Pi leaves behind (`cmd &`) keeps Pi's stdout open. As with a
@@ -31,13 +32,9 @@ printf '{"type":"agent_start"}\n{"type":"agent_settled"}\n'`
 		})
 	}()
 	// The summary comes while the leftover still holds the pipe.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "1 trace") {
-		if time.Now().After(deadline) {
-			os.WriteFile(release, nil, 0o600)
-			t.Fatalf("no summary while the leftover ran: the trace waited for it\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !wait.Until(30*time.Second, func() bool { return strings.Contains(stderr.String(), "1 trace") }) {
+		os.WriteFile(release, nil, 0o600)
+		t.Fatalf("no summary while the leftover ran: the trace waited for it\n%s", stderr.String())
 	}
 	os.WriteFile(release, nil, 0o600)
 	if code := <-done; code != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // endlessInput is stdin that never ends and never has an LF, like
@@ -75,13 +76,7 @@ func replayUntil(t *testing.T, in io.Reader, ready func() bool, args ...string) 
 	go func() {
 		done <- replayCommand(ctx, Env{Stdin: in, Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ready() {
-		if time.Now().After(deadline) {
-			t.Fatalf("replay never got ready; stderr:\n%s", errb.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, ready, func() string { return "replay never got ready; stderr:\n" + errb.String() })
 	cancel()
 	start := time.Now()
 	select {

@@ -12,6 +12,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -56,10 +57,7 @@ func TestFollowSessionTracesAQuietRun(t *testing.T) {
 		return n
 	}
 	// The file's answer is long past its settle time: the next ticks trace it.
-	deadline := time.Now().Add(30 * time.Second)
-	for roots() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.Until(30*time.Second, func() bool { return roots() != 0 })
 	if roots() != 1 {
 		t.Fatal("the quiet, answered run was not traced while following")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // BenchmarkWatchSinceAll traces the history of 1000 session files (a real
@@ -55,9 +56,8 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 		go func() { done <- f.Run(ctx) }()
 		// The first scan commits everything before Run settles into its
 		// loop; the state file then lists every file as committed.
-		for sp.tel.Stats().Traces < 2*files {
-			time.Sleep(time.Millisecond)
-		}
+		wait.For(b, time.Minute, func() bool { return sp.tel.Stats().Traces >= 2*files },
+			func() string { return "the first scan did not trace every file" })
 		cancel()
 		if err := <-done; err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 var bigHistory = flag.Bool("history", false, "backfill the full real-history test: 2,000 files, 100 MB")
@@ -210,23 +211,22 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 		return err
 	}
 	f := sessionwatch.New(fc)
-	go func() { // stop once every file stands where a clean pass leaves it
-		for ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-			st, first, err := sessionwatch.LoadState(state)
-			if err != nil || first {
-				continue
-			}
-			n := 0
-			for _, fs := range st.Files {
-				if fs.Committed == done[fs.Path] {
-					n++
-				}
-			}
-			if n == len(done) {
-				cancel()
+	clean := func() bool { // every file stands where a clean pass leaves it
+		st, first, err := sessionwatch.LoadState(state)
+		if err != nil || first {
+			return false
+		}
+		n := 0
+		for _, fs := range st.Files {
+			if fs.Committed == done[fs.Path] {
+				n++
 			}
 		}
+		return n == len(done)
+	}
+	go func() {
+		wait.Until(time.Hour, func() bool { return ctx.Err() != nil || clean() })
+		cancel()
 	}()
 	if err := f.Run(ctx); err != nil {
 		t.Fatal(err)

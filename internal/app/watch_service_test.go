@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // piOtel builds the binary for one test (Go's build cache makes the
@@ -186,17 +188,9 @@ func TestWatchSIGHUP(t *testing.T) {
 	w := startWatch(t, bin, env, "--state", state, "--since", "all", "--settle", "1s", "--traces-file", traces, "--metrics-file", metrics, dir)
 	w.waitLine("pi-otel: watching")
 	// The history pass commits as it goes: wait for the state to move.
-	guard := time.Now().Add(time.Minute)
-	for {
-		b, _ := os.ReadFile(state)
-		if strings.Contains(string(b), `"committed":`+itoa(len(src))) {
-			break
-		}
-		if time.Now().After(guard) {
-			t.Fatalf("state never committed the file: %s\n%s", b, w.stderr())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	readState := func() string { b, _ := os.ReadFile(state); return string(b) }
+	wait.For(t, time.Minute, func() bool { return strings.Contains(readState(), `"committed":`+itoa(len(src))) },
+		func() string { return "state never committed the file: " + readState() + "\n" + w.stderr() })
 	if b, _ := os.ReadFile(metrics); len(b) != 0 {
 		t.Fatalf("metrics written before the final flush: %q", b)
 	}
@@ -328,14 +322,10 @@ func TestWatchFollowsSymlinks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		guard := time.Now().Add(time.Minute)
-		for !committed(path, int(info.Size())) {
-			if time.Now().After(guard) {
-				b, _ := os.ReadFile(state)
-				t.Fatalf("%s never committed: %s\n%s", path, b, w.stderr())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		wait.For(t, time.Minute, func() bool { return committed(path, int(info.Size())) }, func() string {
+			b, _ := os.ReadFile(state)
+			return fmt.Sprintf("%s never committed: %s\n%s", path, b, w.stderr())
+		})
 	}
 	// State keys are the real paths.
 	waitState(filepath.Join(real, "--p1--", "a.jsonl"), src("two-prompts"))
@@ -407,17 +397,11 @@ func TestWatchSaysWhyARootIsEmpty(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(missing, "--p--", "s.jsonl"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	guard := time.Now().Add(time.Minute)
-	for {
-		st, _ := os.ReadFile(state)
-		if strings.Contains(string(st), `"committed":`+strconv.Itoa(len(b))) {
-			break
-		}
-		if time.Now().After(guard) {
-			t.Fatalf("the new folder's session was never committed: %s\n%s", st, w.stderr())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	readState := func() string { st, _ := os.ReadFile(state); return string(st) }
+	wait.For(t, time.Minute, func() bool { return strings.Contains(readState(), `"committed":`+strconv.Itoa(len(b))) },
+		func() string {
+			return "the new folder's session was never committed: " + readState() + "\n" + w.stderr()
+		})
 	w.signal(syscall.SIGTERM)
 	if code := w.exit(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, w.stderr())

@@ -25,6 +25,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // troubledCollector is an OTLP/HTTP trace receiver that, while failing,
@@ -158,24 +159,21 @@ func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 		return err
 	}
 	f := sessionwatch.New(fc)
-	go func() { // stop once every span is delivered and the spool is sent
-		for ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-			col.mu.Lock()
-			n := 0
-			for id := range want.Spans {
-				if col.got[id] > 0 {
-					n++
-				}
-			}
-			col.mu.Unlock()
-			if n == len(want.Spans) && spooled() == 0 {
-				cancel()
+	delivered := func() bool { // every span is delivered and the spool is sent
+		col.mu.Lock()
+		n := 0
+		for id := range want.Spans {
+			if col.got[id] > 0 {
+				n++
 			}
 		}
+		col.mu.Unlock()
+		return n == len(want.Spans) && spooled() == 0
+	}
+	go func() {
+		wait.Until(time.Minute, func() bool { return ctx.Err() != nil || delivered() })
+		cancel()
 	}()
-	wait := time.AfterFunc(time.Minute, cancel)
-	defer wait.Stop()
 	if err := f.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

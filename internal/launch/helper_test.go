@@ -20,6 +20,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/launch"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	await "github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // The test binary doubles as the small programs the tests run: with
@@ -195,12 +196,10 @@ func waitThreadGone(tid int) bool {
 	if _, err := os.Stat("/proc/self/task"); err != nil {
 		return true // no procfs: nothing to wait for
 	}
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(path); os.IsNotExist(err) {
-			return true
-		}
-	}
-	return false
+	return await.Until(deadline, func() bool {
+		_, err := os.Stat(path)
+		return os.IsNotExist(err)
+	})
 }
 
 // helper is a running helper process whose stdout and stderr lines are

@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
+
+	await "github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 const prSetChildSubreaper = 36
@@ -24,14 +25,14 @@ func becomeSubreaper(t *testing.T) {
 // false if it still runs at the deadline (it is then killed and reaped).
 func reapOrphan(t *testing.T, pid int) (ws syscall.WaitStatus, ok bool) {
 	t.Helper()
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	if await.Until(deadline, func() bool {
 		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		if err != nil {
 			t.Fatalf("wait4(%d): %v (not adopted?)", pid, err)
 		}
-		if got == pid {
-			return ws, true
-		}
+		return got == pid
+	}) {
+		return ws, true
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	syscall.Wait4(pid, &ws, 0, nil)

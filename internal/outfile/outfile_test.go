@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 func TestCreatesPrivateFile(t *testing.T) {
@@ -331,9 +333,8 @@ func TestKilledWhileWriting(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := fileSize(p)
-		for fileSize(p) < start+int64(2*len(line)) {
-			time.Sleep(time.Millisecond)
-		}
+		wait.For(t, time.Minute, func() bool { return fileSize(p) >= start+int64(2*len(line)) },
+			func() string { return "the child wrote nothing" })
 		cmd.Process.Kill()
 		cmd.Wait()
 		b, _ := os.ReadFile(p)

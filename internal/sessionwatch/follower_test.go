@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/readahead"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -542,13 +543,7 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 // about how long it took.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never became true")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, cond, func() string { return "condition never became true" })
 }
 
 func TestGrowthAfterAbandonIsNotLost(t *testing.T) {

@@ -3,12 +3,15 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 var errUnreachable = errors.New("connection refused")
@@ -79,15 +82,8 @@ func TestBatcherRetainsWhileDown(t *testing.T) {
 	}
 	exp.setDown(false)
 	// The next retry delivers the kept batch, then the queue follows.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		if s, _ := c.snapshot(); s.Exported == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			s, _ := c.snapshot()
-			t.Fatalf("the kept batch never went through: %+v", s)
-		}
-	}
+	wait.For(t, time.Minute, func() bool { s, _ := c.snapshot(); return s.Exported == 6 },
+		func() string { s, _ := c.snapshot(); return fmt.Sprintf("the kept batch never went through: %+v", s) })
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // spoolHolds lists the spool's files by their names as spooled, claimed
@@ -130,11 +131,9 @@ func TestFullSpoolRefusesThenDrains(t *testing.T) {
 			t.Fatal(err)
 		}
 		rcv.waitFor(t, ctx, "the spooled spans", spansNamed("earlier", 5))
-		for len(spoolHolds(t, dir)) > 0 {
-			if ctx.Err() != nil {
-				t.Fatalf("spool not empty: %v", spoolHolds(t, dir))
-			}
-			time.Sleep(10 * time.Millisecond)
+		wait.For(t, time.Minute, func() bool { return ctx.Err() != nil || len(spoolHolds(t, dir)) == 0 }, func() string { return "" })
+		if held := spoolHolds(t, dir); len(held) > 0 {
+			t.Fatalf("spool not empty: %v", held)
 		}
 		// And it has room again for a batch the collector does not take.
 		rcv.failing.Store(true)

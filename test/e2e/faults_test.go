@@ -46,6 +46,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // faultPoll bounds every wait in these tests: a guard against a hang, not a
@@ -899,7 +900,8 @@ func faultAlive(pid int) bool {
 func faultFind(t *testing.T, root int, argv ...string) int {
 	t.Helper()
 	want := strings.Join(argv, "\x00") + "\x00"
-	for deadline := time.Now().Add(faultPoll); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	found := 0
+	find := func() bool {
 		parent := faultProcs()
 		for pid := range parent {
 			below := false
@@ -910,15 +912,18 @@ func faultFind(t *testing.T, root int, argv ...string) int {
 				continue
 			}
 			if len(argv) == 0 && parent[pid] == root {
-				return pid
+				found = pid
+				return true
 			}
 			if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && string(b) == want {
-				return pid
+				found = pid
+				return true
 			}
 		}
+		return false
 	}
-	t.Fatalf("no process below %d runs %q", root, argv)
-	return 0
+	wait.For(t, faultPoll, find, func() string { return fmt.Sprintf("no process below %d runs %q", root, argv) })
+	return found
 }
 
 // faultGone polls until pid has ended and returns how long that took; the

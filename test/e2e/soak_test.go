@@ -35,6 +35,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -294,9 +295,7 @@ func TestSoakGoroutines(t *testing.T) {
 		all()
 	}
 	after := runtime.NumGoroutine()
-	for deadline := time.Now().Add(10 * time.Second); after > before && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		after = runtime.NumGoroutine()
-	}
+	wait.Until(10*time.Second, func() bool { after = runtime.NumGoroutine(); return after <= before })
 	if after > before {
 		var dump bytes.Buffer
 		_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
@@ -379,9 +378,7 @@ func TestSoakRPCTracker(t *testing.T) {
 	}
 	soakFlat(t, "the live heap", heap)
 	after := runtime.NumGoroutine()
-	for deadline := time.Now().Add(5 * time.Second); after > before && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		after = runtime.NumGoroutine()
-	}
+	wait.Until(5*time.Second, func() bool { after = runtime.NumGoroutine(); return after <= before })
 	if after > before {
 		t.Errorf("goroutines: %d before, %d after", before, after)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // tui is one real Pi terminal UI under pi-otel run, in a detached tmux
@@ -95,30 +96,22 @@ func (u *tui) screen() string {
 // hung Pi from hanging the suite.
 func (u *tui) waitScreen(text string) {
 	u.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(u.screen(), text) {
-		if time.Now().After(deadline) {
-			u.t.Fatalf("the TUI never showed %q; screen:\n%s\nstderr:\n%s", text, u.screen(), u.readStderr())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.For(u.t, hangGuard, func() bool { return strings.Contains(u.screen(), text) }, func() string {
+		return fmt.Sprintf("the TUI never showed %q; screen:\n%s\nstderr:\n%s", text, u.screen(), u.readStderr())
+	})
 }
 
 // waitLine waits until a whole line of the terminal reads line.
 func (u *tui) waitLine(line string) {
 	u.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
+	wait.For(u.t, hangGuard, func() bool {
 		for _, l := range strings.Split(u.screen(), "\n") {
 			if strings.TrimSpace(l) == line {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			u.t.Fatalf("no line %q; screen:\n%s", line, u.screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("no line %q; screen:\n%s", line, u.screen()) })
 }
 
 // prompt types a prompt and submits it.
@@ -139,21 +132,19 @@ func (u *tui) keys(keys ...string) {
 // wait waits for pi-otel to exit and returns its exit code.
 func (u *tui) wait() int {
 	u.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		b, err := os.ReadFile(u.exitFile)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			code, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				u.t.Fatalf("exit file %q", b)
-			}
-			return code
-		}
-		if time.Now().After(deadline) {
-			u.t.Fatalf("pi-otel did not exit; screen:\n%s\nstderr:\n%s", u.screen(), u.readStderr())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var b []byte
+	wait.For(u.t, hangGuard, func() bool {
+		var err error
+		b, err = os.ReadFile(u.exitFile)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	}, func() string {
+		return fmt.Sprintf("pi-otel did not exit; screen:\n%s\nstderr:\n%s", u.screen(), u.readStderr())
+	})
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		u.t.Fatalf("exit file %q", b)
 	}
+	return code
 }
 
 func (u *tui) readStderr() string {

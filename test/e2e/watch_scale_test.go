@@ -28,6 +28,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // histWatch is a pi-otel watch process over a history (no Pi needed).
@@ -80,20 +81,19 @@ func (w *histWatch) stop(t *testing.T) {
 // waitState polls the state file, once written, until cond holds.
 func waitState(t *testing.T, w *histWatch, state string, cond func(st sessionwatch.State) bool) sessionwatch.State {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		st, _, err := sessionwatch.LoadState(state)
+	var st sessionwatch.State
+	wait.For(t, hangGuard, func() bool {
+		var err error
+		st, _, err = sessionwatch.LoadState(state)
 		if _, serr := os.Stat(state); err == nil && serr == nil && cond(st) {
-			return st
+			return true
 		}
 		if w.exited() {
 			t.Fatalf("pi-otel watch exited early:\n%s", w.stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the state never got there:\n%+v\n%s", st, w.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("the state never got there:\n%+v\n%s", st, w.stderr) })
+	return st
 }
 
 func committed(st sessionwatch.State) int64 {
@@ -274,10 +274,7 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	back := time.Now()
 	fresh := writeFresh(t, h, "fresh-after-outage")
 	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
-	deadline := time.Now().Add(time.Minute)
-	for len(c.counts()) < len(want.Spans) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.Until(time.Minute, func() bool { return len(c.counts()) >= len(want.Spans) })
 	took := time.Since(back)
 	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
 	w.stop(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // watcher is one pi-otel watch process.
@@ -82,10 +83,11 @@ func piPrompt(t *testing.T, pi *pitest.Env, dir, prompt string, extra ...string)
 // every session file in dir: the runs there were exported.
 func waitCommitted(t *testing.T, w *watcher, state, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-		b, _ := os.ReadFile(state)
+	var files []string
+	var b []byte
+	if wait.Until(hangGuard, func() bool {
+		files, _ = filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		b, _ = os.ReadFile(state)
 		st, _, _ := sessionwatch.LoadState(state)
 		done := len(files) > 0
 		for _, f := range files {
@@ -94,16 +96,13 @@ func waitCommitted(t *testing.T, w *watcher, state, dir string) {
 				done = false
 			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = w.cmd.Process.Signal(syscall.SIGTERM)
-			<-w.done
-			t.Fatalf("the state never covered %v:\n%s\nwatch's stderr:\n%s", files, b, w.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return done
+	}) {
+		return
 	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	<-w.done
+	t.Fatalf("the state never covered %v:\n%s\nwatch's stderr:\n%s", files, b, w.stderr)
 }
 
 // TestWatchRestarts: runs written while pi-otel watch is stopped by
@@ -183,16 +182,8 @@ func TestWatchRestarts(t *testing.T) {
 
 func waitFile(t *testing.T, p string) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		if _, err := os.Stat(p); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", p)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, hangGuard, func() bool { _, err := os.Stat(p); return err == nil },
+		func() string { return p + " never appeared" })
 }
 
 // TestWatchCollectorOutage: runs complete while the collector is down.

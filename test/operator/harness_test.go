@@ -35,6 +35,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // deltaPreference is the OTLP "delta" temporality preference: delta for counters and
@@ -192,24 +193,27 @@ func runPrometheus(t *testing.T, bin, cfgPath, dataDir string) (*promServer, str
 	})
 	readLogs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	// Readiness wait: a liveness guard, not a timing assertion.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	exited, ready := false, false
+	wait.Until(60*time.Second, func() bool {
 		select {
 		case <-p.done:
-			return nil, readLogs(), fmt.Errorf("prometheus exited")
+			exited = true
+			return true
 		default:
 		}
 		if resp, err := http.Get("http://" + p.addr + "/-/ready"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, "", nil
-			}
+			ready = resp.StatusCode == http.StatusOK
 		}
-		if time.Now().After(deadline) {
-			return nil, readLogs(), fmt.Errorf("prometheus not ready after 60s")
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ready
+	})
+	switch {
+	case exited:
+		return nil, readLogs(), fmt.Errorf("prometheus exited")
+	case !ready:
+		return nil, readLogs(), fmt.Errorf("prometheus not ready after 60s")
 	}
+	return p, "", nil
 }
 
 // api calls a Prometheus HTTP API path and decodes its data field into out.

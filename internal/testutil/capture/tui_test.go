@@ -4,7 +4,6 @@ package capture
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // tmux drives one Pi TUI on a private tmux server.
@@ -47,14 +47,8 @@ func (x *tmux) pane() string {
 // waitFor polls the pane until cond holds.
 func (x *tmux) waitFor(what string, cond func(pane string) bool) {
 	x.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if p := x.pane(); cond(p) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	x.t.Fatalf("waiting for %s; the pane shows:\n%s", what, x.pane())
+	wait.For(x.t, 60*time.Second, func() bool { return cond(x.pane()) },
+		func() string { return fmt.Sprintf("waiting for %s; the pane shows:\n%s", what, x.pane()) })
 }
 
 func (x *tmux) alive() bool { return x.cmd("has-session", "-t", "pi").Run() == nil }
@@ -117,27 +111,14 @@ func TestSessionCaptureTUI(t *testing.T) {
 	send("Run two tools")
 	x.waitFor("the second answer", func(p string) bool { return strings.Contains(p, "One tool worked, one failed.") })
 	send("/compact")
-	files, _ := filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, 60*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
 		b, _ := os.ReadFile(firstOr(files))
-		if bytes.Contains(b, []byte(`"type":"compaction"`)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no compaction entry; the pane shows:\n%s", x.pane())
-		}
-		time.Sleep(200 * time.Millisecond)
-		files, _ = filepath.Glob(filepath.Join(env.SessionDir, "*.jsonl"))
-	}
+		return bytes.Contains(b, []byte(`"type":"compaction"`))
+	}, func() string { return "no compaction entry; the pane shows:\n" + x.pane() })
 	// Ctrl-D on the empty editor quits.
 	x.run("send-keys", "-t", "pi", "C-d")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for x.alive() && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if x.alive() {
+	if !wait.Until(20*time.Second, func() bool { return !x.alive() }) {
 		t.Fatalf("pi did not exit on Ctrl-D; the pane shows:\n%s", x.pane())
 	}
 	sess, err := sessionFile(env.SessionDir)

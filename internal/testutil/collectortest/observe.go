@@ -6,19 +6,15 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // Eventually polls cond until it returns true or the deadline passes, then fails with msg().
 // Pipelines are asynchronous (batching, flush intervals); this waits for data, it does not time it.
 func Eventually(t testing.TB, within time.Duration, cond func() bool, msg func() string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %s", within, msg())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	wait.For(t, within, cond, msg)
 }
 
 // Get fetches url and returns the status code and body.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // TestRealPi runs the real Pi against the fake model in json mode.
@@ -143,10 +144,7 @@ func TestKillAll(t *testing.T) {
 		t.Fatal("the detached sleep is not running")
 	}
 	env.KillAll()
-	for i := 0; i < 200 && alive(pid); i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !wait.Until(2*time.Second, func() bool { return !alive(pid) }) {
 		t.Error("KillAll left the detached sleep running")
 	}
 }
