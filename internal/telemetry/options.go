@@ -23,7 +23,6 @@ type options struct {
 	console io.Writer
 	res     *resource.Resource
 	retry   Retry
-	color   *bool
 	ids     sdktrace.IDGenerator
 	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
 	// rename rewrites the attributes of exported spans (WithExportedAttributes).
@@ -69,23 +68,6 @@ func WithStderr(w io.Writer) Option {
 // there, so that "pi-otel demo | less" shows the tree.
 func WithConsole(w io.Writer) Option {
 	return option.Func[options](func(o *options) { o.console = w })
-}
-
-// WithResource merges r over the resource built from the configuration.
-func WithResource(r *resource.Resource) Option {
-	return option.Func[options](func(o *options) { o.res = r })
-}
-
-// WithRetry tunes the OTLP exporters' retry. The default is the exporters'
-// own: 5s initial interval, 30s at most between attempts, 1m in all.
-func WithRetry(r Retry) Option {
-	return option.Func[options](func(o *options) { o.retry = r })
-}
-
-// WithColor forces colour in the console tree on or off. By default it is
-// on when stderr is a terminal and NO_COLOR is unset.
-func WithColor(on bool) Option {
-	return option.Func[options](func(o *options) { o.color = &on })
 }
 
 func (o options) consoleOut() io.Writer {

@@ -163,9 +163,6 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 			t.traceDest = "console (stdout)"
 		}
 		color := consoletree.ColorFor(out, cfg.NoColor)
-		if o.color != nil {
-			color = *o.color
-		}
 		exp = consoletree.New(out, consoletree.WithColor(color))
 	case ExporterFile:
 		w, name, err := t.open(cfg.Traces.File, o.stderr)
