@@ -77,6 +77,7 @@ func GenAIKeys() []attribute.Key {
 		GenAIInputMessagesKey, GenAIOutputMessagesKey, GenAISystemInstructionsKey,
 		GenAIToolCallArgumentsKey, GenAIToolCallResultKey, ErrorTypeKey,
 		GenAIUsageCacheWriteKey, GenAIReasoningLevelKey, GenAIConversationCompactedKey, GenAITokenModalityKey,
+		GenAIRequestStreamKey, GenAIToolDefinitionsKey,
 	}
 }
 

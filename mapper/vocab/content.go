@@ -1,0 +1,36 @@
+package vocab
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// GenAI keys for what a call was asked, besides the v1.41 keys in
+// semconv.go: both are in v1.41 and the latest conventions alike.
+const (
+	GenAIRequestStreamKey   = semconv.GenAIRequestStreamKey
+	GenAIToolDefinitionsKey = semconv.GenAIToolDefinitionsKey // with --capture-content
+)
+
+// LatestSchemaURL is the schema the latest GenAI conventions declare: the
+// genai repository's model/manifest.yaml, which has no release yet, only
+// this development schema. Spans, metrics and log records of the latest
+// mode declare it (docs/span-model.md, Conventions per mode).
+const LatestSchemaURL = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
+
+// Attribute keys of captured content's bounds (docs/span-model.md,
+// Content).
+const (
+	// ContentOmittedMessagesKey counts the oldest messages left out of a
+	// span's gen_ai.input.messages to keep it within its bound.
+	ContentOmittedMessagesKey = attribute.Key("pi.content.omitted_messages")
+	// ContentOverBudgetKey marks a chat span whose content was left out
+	// because its run had spent its content budget.
+	ContentOverBudgetKey = attribute.Key("pi.content.over_budget")
+	// ContentBytesKey is, on the root, the bytes of content attributes the
+	// run's chat spans and root carry.
+	ContentBytesKey = attribute.Key("pi.content.bytes")
+	// CompactionSummaryCallKey marks the chat span of a compaction's
+	// summary call.
+	CompactionSummaryCallKey = attribute.Key("pi.compaction.summary_call")
+)
