@@ -24,6 +24,9 @@ const (
 type conventionState struct {
 	descriptions map[string]string // tool name → description
 	compacted    bool
+	// provider and model of the last call: a compaction with no run open
+	// (RPC compact while idle) summarises with them.
+	provider, model string
 }
 
 // learnTools remembers the descriptions a system message declares.
@@ -49,7 +52,10 @@ func (s *conventionState) learnTools(msg *event.Message) {
 }
 
 // toolAttrs adds gen_ai.tool.description when the tool was declared.
+// It names the agent that called the tool too (Pi), as the latest
+// execute_tool span asks; a nested run's tools name their own agent.
 func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, semconv.GenAIAgentName(vocab.AgentName))
 	if d, ok := s.descriptions[name]; ok {
 		attrs = append(attrs, semconv.GenAIToolDescription(d))
 	}
@@ -60,6 +66,9 @@ func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []a
 // gen_ai.request.reasoning.level in the latest conventions) and, after a
 // compaction, gen_ai.conversation.compacted.
 func (s *conventionState) chatAttrs(msg *event.Message, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if msg.Model != "" {
+		s.provider, s.model = msg.Provider, msg.Model
+	}
 	if msg.ThinkingLevel != "" {
 		attrs = append(attrs, vocab.ThinkingLevelKey.String(msg.ThinkingLevel))
 	}

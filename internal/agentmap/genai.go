@@ -64,11 +64,16 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 		semconv.GenAIOperationNameChat,
 		vocab.CompactionSummaryCallKey.Bool(true),
 	}
-	model := ""
+	// Pi summarises with the session's current model: the run's, else the
+	// last call's.
+	provider, model := m.conv.provider, m.conv.model
 	if r := c.run; r != nil && r.model != "" {
-		// Pi summarises with the run's model.
-		model = r.model
-		attrs = appendProviderAttrs(attrs, r.provider)
+		provider, model = r.provider, r.model
+	}
+	if model != "" {
+		if provider != "" {
+			attrs = appendProviderAttrs(attrs, provider)
+		}
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
 	}
 	attrs = appendUsageAttrs(attrs, u)

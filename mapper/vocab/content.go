@@ -2,14 +2,6 @@ package vocab
 
 import (
 	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-)
-
-// GenAI keys for what a call was asked, besides the v1.41 keys in
-// semconv.go: both are in v1.41 and the latest conventions alike.
-const (
-	GenAIRequestStreamKey   = semconv.GenAIRequestStreamKey
-	GenAIToolDefinitionsKey = semconv.GenAIToolDefinitionsKey // with --capture-content
 )
 
 // LatestSchemaURL is the schema the latest GenAI conventions declare: the

@@ -46,6 +46,8 @@ const (
 	GenAISystemInstructionsKey       = semconv.GenAISystemInstructionsKey
 	GenAIToolCallArgumentsKey        = semconv.GenAIToolCallArgumentsKey
 	GenAIToolCallResultKey           = semconv.GenAIToolCallResultKey
+	GenAIToolDefinitionsKey          = semconv.GenAIToolDefinitionsKey // with --capture-content
+	GenAIRequestStreamKey            = semconv.GenAIRequestStreamKey
 	ErrorTypeKey                     = semconv.ErrorTypeKey
 )
 
