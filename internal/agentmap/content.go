@@ -57,14 +57,14 @@ func (q *msgQueue) len() int { return len(q.msgs) - q.head }
 func (q *msgQueue) reset() { *q = msgQueue{} }
 
 // render joins the newest messages that fit in limit bytes into a JSON
-// array, and says how many older ones it left out. The newest message is
-// always kept when limit allows any.
-func (q *msgQueue) render(limit int) (string, int) {
+// array, and says how many older ones it left out. With whole set the
+// newest message is kept even when it alone is over limit.
+func (q *msgQueue) render(limit int, whole bool) (string, int) {
 	held := q.msgs[q.head:]
 	from, size := len(held), 2
 	for from > 0 {
 		n := len(held[from-1]) + 1
-		if from < len(held) && size+n > limit {
+		if size+n > limit && (from < len(held) || !whole) {
 			break
 		}
 		size += n
@@ -264,11 +264,10 @@ func (m *Mapper) chatInputAttrs(r *run, attrs []attribute.KeyValue) []attribute.
 	if m.cfg.content == nil {
 		return attrs
 	}
-	limit := min(maxSpanInputBytes, maxRunContentBytes-r.content.bytes)
-	in, omitted := "", m.text.history.dropped+m.text.history.len()
-	if limit > 2 {
-		in, omitted = m.text.history.render(limit)
-	}
+	// Within the run's budget strictly; a span's own bound lets the newest
+	// message through whole.
+	left := maxRunContentBytes - r.content.bytes
+	in, omitted := m.text.history.render(min(maxSpanInputBytes, left), left > maxSpanInputBytes)
 	if in != "" {
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(in))
 		r.content.bytes += len(in)
@@ -322,7 +321,7 @@ func (m *Mapper) rootContentAttrs(r *run, attrs []attribute.KeyValue) []attribut
 	if c == nil {
 		return attrs
 	}
-	if in, omitted := r.content.input.render(maxSpanInputBytes); in != "" {
+	if in, omitted := r.content.input.render(maxSpanInputBytes, true); in != "" {
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(in))
 		r.content.bytes += len(in)
 		if omitted > 0 {
