@@ -160,7 +160,7 @@ func toolSession(t testing.TB, calls, result int, secret string) []byte {
 		`{"type":"agent_start"}`,
 		`{"type":"turn_start"}`,
 		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "system", "content": "",
-			"sections": map[string]any{"preamble": "You help. " + secret},
+			"sections":   map[string]any{"preamble": "You help. " + secret},
 			"toolsAdded": []any{map[string]any{"name": "bash", "description": "Run a command. " + secret, "parameters": map[string]any{"type": "object"}}}}}),
 		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "THE-PROMPT " + secret}}}}),
 	}
