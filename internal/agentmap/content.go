@@ -123,6 +123,17 @@ type namedSection struct {
 	text json.RawMessage
 }
 
+// sentToModel are the roles of the messages Pi sends the model besides its
+// own answers (genaimsg maps each); a role this version does not know is
+// not assumed to be sent.
+func sentToModel(role string) bool {
+	switch role {
+	case "user", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary":
+		return true
+	}
+	return false
+}
+
 // messageObject renders one Pi message as one gen_ai.input.messages entry,
 // or "" when it is not sent to the model or does not render.
 func (m *Mapper) messageObject(raw []byte) string {
@@ -136,7 +147,7 @@ func (m *Mapper) messageObject(raw []byte) string {
 // contentMessage records a user, tool result or other non-assistant message
 // as part of what the next call sends; a user message is the run's input too.
 func (m *Mapper) contentMessage(msg *event.Message, raw []byte) {
-	if m.cfg.content == nil || len(raw) == 0 {
+	if m.cfg.content == nil || len(raw) == 0 || !sentToModel(msg.Role) {
 		return
 	}
 	obj := m.messageObject(raw)
