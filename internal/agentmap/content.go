@@ -52,8 +52,6 @@ func (q *msgQueue) add(obj string) {
 	}
 }
 
-func (q *msgQueue) len() int { return len(q.msgs) - q.head }
-
 func (q *msgQueue) reset() { *q = msgQueue{} }
 
 // render joins the newest messages that fit in limit bytes into a JSON

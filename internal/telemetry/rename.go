@@ -66,6 +66,3 @@ type renamedSpan struct {
 func (s renamedSpan) Attributes() []attribute.KeyValue { return s.attrs }
 
 func (s renamedSpan) InstrumentationScope() instrumentation.Scope { return s.scope }
-
-//nolint:staticcheck // the exporters still read the deprecated form too
-func (s renamedSpan) InstrumentationLibrary() instrumentation.Library { return s.scope }
