@@ -20,9 +20,13 @@ const (
 	// message is kept even when it alone is larger (it is itself bounded by
 	// the content's whole-value limit).
 	maxSpanInputBytes = 64 << 10
-	// maxRunContentBytes bounds the content attributes of one run's chat
-	// spans together; past it a chat carries none (pi.content.over_budget).
-	maxRunContentBytes = 2 << 20
+	// maxRunInputBytes bounds what one run's chat spans say they were sent
+	// (input messages and system instructions) together, and
+	// maxRunOutputBytes what they answered: past either a chat carries no
+	// more of it (pi.content.over_budget). Answers are short and what a
+	// reader wants most, so they have a budget of their own.
+	maxRunInputBytes  = 2 << 20
+	maxRunOutputBytes = 512 << 10
 	// maxToolDefinitions bounds the tools gen_ai.tool.definitions lists.
 	maxToolDefinitions = maxToolDescriptions
 )
@@ -100,7 +104,9 @@ type contentState struct {
 type runContent struct {
 	input  msgQueue
 	output string
-	bytes  int
+	// bytes is all the content the run's spans carry; in and out are the
+	// chats' inputs and outputs, each within its budget.
+	bytes, in, out int
 }
 
 type toolDef struct {
@@ -275,10 +281,11 @@ func (m *Mapper) chatInputAttrs(r *run, attrs []attribute.KeyValue) []attribute.
 	}
 	// Within the run's budget strictly; a span's own bound lets the newest
 	// message through whole.
-	left := maxRunContentBytes - r.content.bytes
+	left := maxRunInputBytes - r.content.in
 	in, omitted := m.text.history.render(min(maxSpanInputBytes, left), left > maxSpanInputBytes)
 	if in != "" {
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(in))
+		r.content.in += len(in)
 		r.content.bytes += len(in)
 	}
 	if omitted > 0 {
@@ -287,17 +294,18 @@ func (m *Mapper) chatInputAttrs(r *run, attrs []attribute.KeyValue) []attribute.
 	if in == "" && omitted > 0 {
 		attrs = append(attrs, vocab.ContentOverBudgetKey.Bool(true))
 	}
-	return m.budgeted(r, attrs, semconv.GenAISystemInstructionsKey, m.text.rendered)
+	return budgeted(r, &r.content.in, maxRunInputBytes, attrs, semconv.GenAISystemInstructionsKey, m.text.rendered)
 }
 
-// budgeted appends key=v when the run's content budget has room for it,
-// else marks the span over budget.
-func (m *Mapper) budgeted(r *run, attrs []attribute.KeyValue, key attribute.Key, v string) []attribute.KeyValue {
+// budgeted appends key=v when the budget that spent counts against has room
+// for it, else marks the span over budget.
+func budgeted(r *run, spent *int, budget int, attrs []attribute.KeyValue, key attribute.Key, v string) []attribute.KeyValue {
 	switch {
 	case v == "":
-	case r.content.bytes+len(v) > maxRunContentBytes:
+	case *spent+len(v) > budget:
 		attrs = append(attrs, vocab.ContentOverBudgetKey.Bool(true))
 	default:
+		*spent += len(v)
 		r.content.bytes += len(v)
 		attrs = append(attrs, key.String(v))
 	}
@@ -320,7 +328,7 @@ func (m *Mapper) chatOutputAttrs(r *run, msg *event.Message, attrs []attribute.K
 			m.text.history.add(obj)
 		}
 	}
-	return m.budgeted(r, attrs, semconv.GenAIOutputMessagesKey, out)
+	return budgeted(r, &r.content.out, maxRunOutputBytes, attrs, semconv.GenAIOutputMessagesKey, out)
 }
 
 // rootContentAttrs gives the root the run's input and output, so that a

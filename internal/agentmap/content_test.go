@@ -214,8 +214,8 @@ func TestContentTruncationKeepsTheNewest(t *testing.T) {
 
 // TestContentBounds: a 500-call session with content on stays within the
 // documented bounds (docs/span-model.md, Content): 64 KiB of input
-// messages on a span, 2 MiB of content on a run's chat spans; the root
-// says how much its run carries.
+// messages on a span, 2 MiB of inputs and 512 KiB of answers on a run's
+// chat spans; the root says how much its run carries.
 func TestContentBounds(t *testing.T) {
 	forest, _, _ := replay(t, toolSession(t, 500, 2000, ""), nil, capture(t))
 	root := spantree.One(t, forest)
@@ -243,8 +243,12 @@ func TestContentBounds(t *testing.T) {
 	if maxInput > 64<<10 {
 		t.Errorf("a span's input messages are %d bytes, over 64 KiB", maxInput)
 	}
-	if chatBytes > 2<<20 {
-		t.Errorf("the run's chat content is %d bytes, over 2 MiB", chatBytes)
+	if chatBytes > 2<<20+512<<10 {
+		t.Errorf("the run's chat content is %d bytes, over 2.5 MiB", chatBytes)
+	}
+	// Answers have a budget of their own: the last call still shows its own.
+	if !strings.Contains(chats[len(chats)-1].Str("gen_ai.output.messages"), "THE-ANSWER") {
+		t.Error("the last call lost its answer to the budget")
 	}
 	if over == 0 {
 		t.Error("no call over budget: the test does not reach the run's bound")

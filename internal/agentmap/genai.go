@@ -80,11 +80,10 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 	attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 	if m.cfg.content != nil && summary != "" {
 		out := m.summaryOutput(summary)
-		if r := c.run; r == nil || r.content.bytes+len(out) <= maxRunContentBytes {
-			attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(out))
-			if r != nil {
-				r.content.bytes += len(out)
-			}
+		if r := c.run; r != nil {
+			attrs = budgeted(r, &r.content.out, maxRunOutputBytes, attrs, semconv.GenAIOutputMessagesKey, out)
+		} else {
+			attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(out)) // a trace of its own
 		}
 	}
 	s := m.start(c.ctx, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
