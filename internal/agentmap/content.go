@@ -27,8 +27,6 @@ const (
 	// reader wants most, so they have a budget of their own.
 	maxRunInputBytes  = 2 << 20
 	maxRunOutputBytes = 512 << 10
-	// maxToolDefinitions bounds the tools gen_ai.tool.definitions lists.
-	maxToolDefinitions = maxToolDescriptions
 )
 
 // msgQueue holds rendered messages (one JSON object each), oldest first,
@@ -95,7 +93,6 @@ type contentState struct {
 	history  msgQueue
 	system   systemPrompt
 	rendered string // gen_ai.system_instructions of the current prompt
-	tools    []toolDef
 }
 
 // runContent is what the root of a run shows: its input (the user
@@ -164,9 +161,9 @@ func (m *Mapper) contentMessage(msg *event.Message, raw []byte) {
 	}
 }
 
-// systemContent applies a system message to the prompt and tools the next
-// calls are sent.
-func (m *Mapper) systemContent(msg *event.Message, raw []byte) {
+// systemContent applies a system message to the prompt the next calls are
+// sent (the tools it declares are in m.conv).
+func (m *Mapper) systemContent(raw []byte) {
 	c := m.cfg.content
 	if c == nil || len(raw) == 0 {
 		return
@@ -184,7 +181,6 @@ func (m *Mapper) systemContent(msg *event.Message, raw []byte) {
 	}
 	p.apply(fields.Sections)
 	m.text.rendered = c.SystemInstructions(p.message())
-	m.learnToolDefs(msg)
 }
 
 // apply merges a sections object into the prompt, in its key order.
@@ -240,37 +236,6 @@ func (p *systemPrompt) message() []byte {
 	}
 	b.WriteString("}}")
 	return b.Bytes()
-}
-
-// learnToolDefs keeps the tools a system message declares, names and
-// descriptions only: the conventions advise against the optional fields
-// (the parameter schemas) by default, for size.
-func (m *Mapper) learnToolDefs(msg *event.Message) {
-	if msg.Tools != nil {
-		m.text.tools = m.text.tools[:0]
-	}
-	for _, list := range [][]json.RawMessage{msg.Tools, msg.ToolsAdded} {
-		for _, raw := range list {
-			var t struct {
-				Name        string `json:"name"`
-				Description string `json:"description"`
-			}
-			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
-				continue
-			}
-			def := toolDef{Type: "function", Name: t.Name, Description: vocab.Clip(t.Description, maxToolDescriptionLen)}
-			i := 0
-			for i < len(m.text.tools) && m.text.tools[i].Name != t.Name {
-				i++
-			}
-			switch {
-			case i < len(m.text.tools):
-				m.text.tools[i] = def
-			case len(m.text.tools) < maxToolDefinitions:
-				m.text.tools = append(m.text.tools, def)
-			}
-		}
-	}
 }
 
 // chatInputAttrs adds what a call is sent: the conversation so far, newest
@@ -349,10 +314,12 @@ func (m *Mapper) rootContentAttrs(r *run, attrs []attribute.KeyValue) []attribut
 		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(r.content.output))
 		r.content.bytes += len(r.content.output)
 	}
-	if len(m.text.tools) > 0 {
-		defs := make([]toolDef, len(m.text.tools))
-		for i, t := range m.text.tools {
-			defs[i] = toolDef{Type: t.Type, Name: c.Scrub(t.Name), Description: c.Scrub(t.Description)}
+	if len(m.conv.tools) > 0 {
+		// Names and descriptions only: the conventions advise against the
+		// optional fields (the parameter schemas) by default, for size.
+		defs := make([]toolDef, len(m.conv.tools))
+		for i, name := range m.conv.tools {
+			defs[i] = toolDef{Type: "function", Name: c.Scrub(name), Description: c.Scrub(m.conv.descriptions[name])}
 		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)

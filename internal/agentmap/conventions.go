@@ -2,6 +2,7 @@ package agentmap
 
 import (
 	"encoding/json"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -23,21 +24,32 @@ const (
 // replaced the conversation.
 type conventionState struct {
 	descriptions map[string]string // tool name → description
+	tools        []string          // the declared tools' names, in order (gen_ai.tool.definitions)
 	compacted    bool
 	// provider and model of the last call: a compaction with no run open
 	// (RPC compact while idle) summarises with them.
 	provider, model string
 }
 
-// learnTools remembers the descriptions a system message declares.
+// learnTools remembers the tools a system message declares, and their
+// descriptions: `tools` lists them all, `toolsAdded` adds to the list.
 func (s *conventionState) learnTools(msg *event.Message) {
+	if msg.Tools != nil {
+		s.tools = s.tools[:0]
+	}
 	for _, list := range [][]json.RawMessage{msg.Tools, msg.ToolsAdded} {
 		for _, raw := range list {
 			var t struct {
 				Name        string `json:"name"`
 				Description string `json:"description"`
 			}
-			if json.Unmarshal(raw, &t) != nil || t.Name == "" || t.Description == "" {
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+				continue
+			}
+			if !slices.Contains(s.tools, t.Name) && len(s.tools) < maxToolDescriptions {
+				s.tools = append(s.tools, t.Name)
+			}
+			if t.Description == "" {
 				continue
 			}
 			if s.descriptions == nil {
