@@ -87,8 +87,9 @@ func (q *msgQueue) render(limit int, whole bool) (string, int) {
 }
 
 // contentState is the captured content that outlives a call: the
-// conversation the next call sends, and the system prompt and tools the
-// session declared. Only used with --capture-content.
+// conversation the next call sends, and the system prompt as it stands
+// (the declared tools are in conventionState). Only used with
+// --capture-content.
 type contentState struct {
 	history  msgQueue
 	system   systemPrompt
@@ -113,7 +114,7 @@ type toolDef struct {
 }
 
 // systemPrompt is Pi's system message as it stands: a later system message
-// changes named sections (null removes one) and the tools.
+// changes named sections (null removes one).
 type systemPrompt struct {
 	content  json.RawMessage
 	sections []namedSection
