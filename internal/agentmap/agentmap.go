@@ -78,6 +78,8 @@ type Mapper struct {
 	// tool results (see nestedWriter.buf).
 	nestedBuf   []attribute.KeyValue
 	nestedGiven bool
+	// text is the captured content that outlives a call (content.go).
+	text contentState
 }
 
 // New returns a Mapper that writes spans through tp.

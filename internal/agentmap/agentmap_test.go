@@ -294,7 +294,17 @@ func TestCompactionNamesTheRunsModel(t *testing.T) {
 	if c.Must(t, "gen_ai.request.model") != "fake-model" || c.Must(t, "gen_ai.provider.name") != "fake" {
 		t.Fatal("compaction without its model")
 	}
-	if c.Must(t, "pi.cost.total") == "0" {
-		t.Fatal("compaction cost missing")
+	// The summary is a model call of its own, below the compaction, with
+	// the call's tokens and cost.
+	calls := c.Find("chat fake-model")
+	if len(calls) != 1 || calls[0].Must(t, "pi.compaction.summary_call") != "true" {
+		t.Fatalf("compaction without its summary call:\n%s", c.String())
+	}
+	s := calls[0]
+	if s.Must(t, "pi.cost.total") == "0" || s.Must(t, "gen_ai.usage.output_tokens") == "0" || s.Must(t, "gen_ai.request.model") != "fake-model" {
+		t.Fatal("summary call without its cost, tokens or model")
+	}
+	if _, ok := c.Attr("pi.cost.total"); ok {
+		t.Error("the cost is on the compaction span too: counted twice")
 	}
 }

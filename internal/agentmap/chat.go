@@ -26,13 +26,15 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 		r.chat.finish(at)
 	}
 	name := vocab.SpanChat.Name(msg.Model)
-	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+	// Pi streams every call (message_update carries the chunks).
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestStream(true)}
 	if msg.Provider != "" {
 		attrs = append(attrs, providerAttrs(msg.Provider)...)
 	}
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
+	attrs = m.chatInputAttrs(r, attrs)
 	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
 	r.chat = &chat{span: s}
 }
@@ -62,21 +64,26 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
+		// The event keeps the prompt too: the pi.user_prompt log record,
+		// an audit trail of what was asked, is made from it.
 		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg))}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
 		}
 		m.currentEvent(vocab.EventUserMessage, at, attrs...)
+		m.contentMessage(msg, rawMessage(ev))
 	case "system":
 		attrs := []attribute.KeyValue{
 			vocab.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
 			vocab.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
 		}
-		if c := m.cfg.content; c != nil {
-			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(c.SystemInstructions(rawMessage(ev))))
-		}
+		// The instructions themselves go on the chat spans they were sent
+		// with (content.go): one place.
 		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
 		m.conv.learnTools(msg)
+		m.systemContent(rawMessage(ev))
+	default: // toolResult, bashExecution, custom, …: sent with the next call
+		m.contentMessage(msg, rawMessage(ev))
 	}
 }
 
@@ -113,9 +120,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		r.usage.Add(u)
 	}
 	attrs = m.conv.chatAttrs(msg, attrs)
-	if cc := m.cfg.content; cc != nil {
-		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(cc.OutputMessages([][]byte{assistantRaw(msg)})))
-	}
+	attrs = m.chatOutputAttrs(r, msg, attrs)
 	c.SetAttributes(attrs...)
 	if msg.StopReason == "error" {
 		c.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(msg.ErrorMessage)))
@@ -127,6 +132,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	if msg.Model != "" {
 		r.model = msg.Model
 	}
+	r.genai.called(msg)
 	r.lastStop = msg.StopReason
 	r.lastError = ""
 	if msg.StopReason == "error" {

@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -81,9 +80,8 @@ func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 	if r.provider != "" {
 		attrs = append(attrs, providerAttrs(r.provider)...)
 	}
-	if r.model != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
-	}
+	attrs = r.rootGenAIAttrs(attrs, outcome, reason)
+	attrs = m.rootContentAttrs(r, attrs)
 	if r.toolsEvicted > 0 {
 		attrs = append(attrs, vocab.ToolsEvictedKey.Int(r.toolsEvicted))
 	}

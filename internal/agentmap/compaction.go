@@ -48,6 +48,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 }
 
 type compactionResult struct {
+	Summary              string       `json:"summary"`
 	TokensBefore         *int64       `json:"tokensBefore"`
 	EstimatedTokensAfter *int64       `json:"estimatedTokensAfter"`
 	Usage                *event.Usage `json:"usage"`
@@ -74,12 +75,15 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 			attrs = append(attrs, vocab.CompactionTokensAfterKey.Int64(*res.EstimatedTokensAfter))
 		}
 		if u := res.Usage; u != nil {
-			// Summarising is a model call too: it counts in the run's cost.
-			attrs = append(attrs, usageAttrs(u)...)
-			attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
+			// Summarising is a model call too: its own chat span, and the
+			// run's cost.
+			m.summaryCall(c, u, res.Summary, at)
 			if m.run != nil {
 				m.run.usage.Add(u)
 			}
+		}
+		if res.Summary != "" && (ev.Aborted == nil || !*ev.Aborted) {
+			m.compactedContent(res.Summary)
 		}
 	}
 	c.SetAttributes(attrs...)

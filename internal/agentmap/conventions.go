@@ -2,6 +2,7 @@ package agentmap
 
 import (
 	"encoding/json"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -23,18 +24,32 @@ const (
 // replaced the conversation.
 type conventionState struct {
 	descriptions map[string]string // tool name → description
+	tools        []string          // the declared tools' names, in order (gen_ai.tool.definitions)
 	compacted    bool
+	// provider and model of the last call: a compaction with no run open
+	// (RPC compact while idle) summarises with them.
+	provider, model string
 }
 
-// learnTools remembers the descriptions a system message declares.
+// learnTools remembers the tools a system message declares, and their
+// descriptions: `tools` lists them all, `toolsAdded` adds to the list.
 func (s *conventionState) learnTools(msg *event.Message) {
+	if msg.Tools != nil {
+		s.tools = s.tools[:0]
+	}
 	for _, list := range [][]json.RawMessage{msg.Tools, msg.ToolsAdded} {
 		for _, raw := range list {
 			var t struct {
 				Name        string `json:"name"`
 				Description string `json:"description"`
 			}
-			if json.Unmarshal(raw, &t) != nil || t.Name == "" || t.Description == "" {
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+				continue
+			}
+			if !slices.Contains(s.tools, t.Name) && len(s.tools) < maxToolDescriptions {
+				s.tools = append(s.tools, t.Name)
+			}
+			if t.Description == "" {
 				continue
 			}
 			if s.descriptions == nil {
@@ -49,7 +64,10 @@ func (s *conventionState) learnTools(msg *event.Message) {
 }
 
 // toolAttrs adds gen_ai.tool.description when the tool was declared.
+// It names the agent that called the tool too (Pi), as the latest
+// execute_tool span asks; a nested run's tools name their own agent.
 func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, semconv.GenAIAgentName(vocab.AgentName))
 	if d, ok := s.descriptions[name]; ok {
 		attrs = append(attrs, semconv.GenAIToolDescription(d))
 	}
@@ -60,6 +78,9 @@ func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []a
 // gen_ai.request.reasoning.level in the latest conventions) and, after a
 // compaction, gen_ai.conversation.compacted.
 func (s *conventionState) chatAttrs(msg *event.Message, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if msg.Model != "" {
+		s.provider, s.model = msg.Provider, msg.Model
+	}
 	if msg.ThinkingLevel != "" {
 		attrs = append(attrs, vocab.ThinkingLevelKey.String(msg.ThinkingLevel))
 	}

@@ -17,7 +17,8 @@ func TestAttributesWithANewConvention(t *testing.T) {
 	chats := func(forest []*spantree.Node) []*spantree.Node {
 		var out []*spantree.Node
 		for _, n := range spantree.All(forest) {
-			if strings.HasPrefix(n.Name, vocab.SpanChat.Prefix()) {
+			// A compaction's summary call is a chat too, of the conversation before it.
+			if _, summary := n.Attr(string(vocab.CompactionSummaryCallKey)); strings.HasPrefix(n.Name, vocab.SpanChat.Prefix()) && !summary {
 				out = append(out, n)
 			}
 		}

@@ -197,8 +197,8 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
-		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest
-		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest))
+		metricOpts, lcfg.Rename, lcfg.SchemaURL = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest, vocab.LatestSchemaURL
+		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest), telemetry.WithExportedSchemaURL(vocab.LatestSchemaURL))
 	}
 	tel, err := telemetry.Setup(context.Background(), cfg.Config, append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {

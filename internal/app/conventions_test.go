@@ -2,8 +2,10 @@ package app
 
 import (
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
@@ -19,6 +21,15 @@ func replayModes(t *testing.T, capture string, flags ...string) (map[string][]ma
 	spans, mets := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "metrics.jsonl")
 	replayOK(t, append(append([]string{"--traces-file", spans, "--metrics-file", mets}, flags...),
 		repo.Captures("pi-1.6.0", capture+".jsonl"))...)
+	// The spans' scope declares the schema of the names they carry.
+	raw, err := os.ReadFile(spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := slices.Contains(flags, "gen_ai_latest_experimental")
+	if got := strings.Contains(string(raw), vocab.LatestSchemaURL); got != latest {
+		t.Errorf("latest mode %v, yet the latest schema URL declared: %v", latest, got)
+	}
 	keys := map[string][]map[string]bool{}
 	for _, s := range spantree.All(spantree.ReadOTLPFile(t, spans)) {
 		k := map[string]bool{}
@@ -71,9 +82,14 @@ func TestConventionsPerMode(t *testing.T) {
 							}
 						case vocab.SpanChat.Prefix() == name[:min(len(name), 5)]:
 							chats++
+							// A compaction's summary call has no thinking level in Pi's records.
 							reasoning, thinking := k[string(vocab.GenAIReasoningLevelKey)], k[string(vocab.ThinkingLevelKey)]
-							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite] || !reasoning || thinking) ||
-								mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite] || reasoning || !thinking) {
+							if k[string(vocab.CompactionSummaryCallKey)] {
+								reasoning, thinking = mode == "latest", mode == "v1.41"
+							}
+							cost := k[string(vocab.GenAIUsageCostAmountKey)] && k[string(vocab.GenAIUsageCostCurrencyKey)]
+							if mode == "latest" && (k[cacheCreation] || !k[cacheWrite] || !reasoning || thinking || !cost) ||
+								mode == "v1.41" && (!k[cacheCreation] || k[cacheWrite] || reasoning || !thinking || cost) {
 								t.Errorf("%s chat keys %v", mode, k)
 							}
 						default:

@@ -35,8 +35,9 @@ func secretCorpus(t *testing.T) []secret {
 	return out
 }
 
-// secretStream is a Pi 1.6.0-shaped run whose prompt, tool arguments, tool
-// output and answer all carry the corpus, next to a harmless marker.
+// secretStream is a Pi 1.6.0-shaped run whose system prompt, tool
+// definitions, prompt, tool arguments, tool output (also sent back to the
+// model) and answers all carry the corpus, next to a harmless marker.
 func secretStream(t *testing.T, corpus []secret) []byte {
 	var text []string
 	for _, s := range corpus {
@@ -55,7 +56,10 @@ func secretStream(t *testing.T, corpus []secret) []byte {
 		`{"type":"session","version":3,"id":"s1","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/w"}`,
 		`{"type":"agent_start"}`,
 		`{"type":"turn_start"}`,
-		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "system", "content": "", "sections": map[string]any{"preamble": all}, "timestamp": 1795990000000}}),
+		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "system", "content": "", "sections": map[string]any{"preamble": all}, "timestamp": 1795990000000,
+			// A description is declared, not content (gen_ai.tool.description goes out
+			// without capture, redacted as names are): no marker in it.
+			"toolsAdded": []any{map[string]any{"name": "bash", "description": strings.Join(text, "\n"), "parameters": map[string]any{"type": "object"}}}}}),
 		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": all}}, "timestamp": 1795990000001}}),
 		rec(map[string]any{"type": "message_start", "message": map[string]any{"role": "assistant", "content": []any{}, "provider": "p", "model": "m", "stopReason": "pending", "timestamp": 1795990000002}}),
 		rec(map[string]any{"type": "message_update", "usage": usage, "assistantMessageEvent": map[string]any{"type": "text_delta", "contentIndex": 0, "delta": all}}),
@@ -64,6 +68,14 @@ func secretStream(t *testing.T, corpus []secret) []byte {
 		rec(map[string]any{"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": map[string]any{"command": all}}),
 		rec(map[string]any{"type": "tool_execution_update", "toolCallId": "c1", "toolName": "bash", "args": map[string]any{"command": all}, "partialResult": map[string]any{"content": []any{map[string]any{"type": "text", "text": all}}}}),
 		rec(map[string]any{"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "isError": true, "durationMs": 5, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": all}}}}),
+		// The tool's result goes back to the model: the next call's input.
+		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "toolResult", "toolCallId": "c1", "toolName": "bash", "isError": true, "timestamp": 1795990000003,
+			"content": []any{map[string]any{"type": "text", "text": all}}}}),
+		`{"type":"turn_end"}`,
+		`{"type":"turn_start"}`,
+		rec(map[string]any{"type": "message_start", "message": map[string]any{"role": "assistant", "content": []any{}, "provider": "p", "model": "m", "stopReason": "pending", "timestamp": 1795990000004}}),
+		rec(map[string]any{"type": "message_end", "message": map[string]any{"role": "assistant", "provider": "p", "model": "m", "stopReason": "stop", "usage": usage, "timestamp": 1795990000004,
+			"content": []any{map[string]any{"type": "text", "text": all}}}}),
 		rec(map[string]any{"type": "queue_update", "steering": []any{all}, "followUp": []any{}}),
 		rec(map[string]any{"type": "session_info_changed", "name": all}),
 		`{"type":"turn_end"}`,
@@ -101,7 +113,7 @@ func TestCapturedContentIsRedacted(t *testing.T) {
 	if !strings.Contains(got, "VISIBLE-MARKER") {
 		t.Fatal("--capture-content captured nothing: the test would prove nothing")
 	}
-	for _, key := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+	for _, key := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.tool.definitions"} {
 		if !strings.Contains(got, key) {
 			t.Errorf("%s not captured", key)
 		}

@@ -27,6 +27,8 @@ type options struct {
 	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
 	// rename rewrites the attributes of exported spans (WithExportedAttributes).
 	rename func([]attribute.KeyValue) []attribute.KeyValue
+	// schema is the exported spans' scope schema (WithExportedSchemaURL).
+	schema string
 	// logProcs are built only when logs are on (see WithLogProcessor).
 	logProcs []func(log.LoggerProvider) (sdktrace.SpanProcessor, error)
 	// backpressure, when set, makes a full queue wait instead of drop

@@ -73,8 +73,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s traces exporter: %w", cfg.Traces.Exporter, err)
 	}
-	if o.rename != nil {
-		proc = renaming{SpanProcessor: proc, f: o.rename}
+	if o.rename != nil || o.schema != "" {
+		proc = renaming{SpanProcessor: proc, f: o.rename, schema: o.schema}
 	}
 	procs := []sdktrace.SpanProcessor{proc}
 	tpOpts := []sdktrace.TracerProviderOption{

@@ -54,6 +54,7 @@ func Keys() []attribute.Key {
 		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey, NestedSessionIDKey,
 		NestedCallKey, NestedCallStatusKey, NestedRunsKey, NestedFailedRunsKey,
 		NestedCostTotalKey, NestedDroppedKey, NestedClampedKey,
+		ContentOmittedMessagesKey, ContentOverBudgetKey, ContentBytesKey, CompactionSummaryCallKey,
 	}
 }
 

@@ -46,6 +46,8 @@ const (
 	GenAISystemInstructionsKey       = semconv.GenAISystemInstructionsKey
 	GenAIToolCallArgumentsKey        = semconv.GenAIToolCallArgumentsKey
 	GenAIToolCallResultKey           = semconv.GenAIToolCallResultKey
+	GenAIToolDefinitionsKey          = semconv.GenAIToolDefinitionsKey // with --capture-content
+	GenAIRequestStreamKey            = semconv.GenAIRequestStreamKey
 	ErrorTypeKey                     = semconv.ErrorTypeKey
 )
 
@@ -56,7 +58,15 @@ const (
 	GenAIReasoningLevelKey        = attribute.Key("gen_ai.request.reasoning.level")        // latest; pi.thinking_level in v1.41
 	GenAIConversationCompactedKey = attribute.Key("gen_ai.conversation.compacted")         // both modes: v1.41 has no name for it
 	GenAITokenModalityKey         = attribute.Key("gen_ai.token.modality")                 // latest, metrics only
+	// The cost of one model call, as the genai repository's open pull
+	// request 443 proposes it (not merged when pi-otel followed it): on
+	// inference spans only, from pi.cost.total, in Pi's currency.
+	GenAIUsageCostAmountKey   = attribute.Key("gen_ai.usage.cost.amount")   // latest
+	GenAIUsageCostCurrencyKey = attribute.Key("gen_ai.usage.cost.currency") // latest
 )
+
+// CostCurrency is the currency of Pi's costs (Pi's prices are in US dollars).
+const CostCurrency = "USD"
 
 // Values of GenAI attributes.
 const (
@@ -77,6 +87,7 @@ func GenAIKeys() []attribute.Key {
 		GenAIInputMessagesKey, GenAIOutputMessagesKey, GenAISystemInstructionsKey,
 		GenAIToolCallArgumentsKey, GenAIToolCallResultKey, ErrorTypeKey,
 		GenAIUsageCacheWriteKey, GenAIReasoningLevelKey, GenAIConversationCompactedKey, GenAITokenModalityKey,
+		GenAIRequestStreamKey, GenAIToolDefinitionsKey, GenAIUsageCostAmountKey, GenAIUsageCostCurrencyKey,
 	}
 }
 
@@ -84,24 +95,27 @@ func GenAIKeys() []attribute.Key {
 // v1.41 names, into the latest conventions: the cache write count takes
 // its new name; a chat's thinking level becomes gen_ai.request.reasoning.level;
 // and invoke_agent loses gen_ai.provider.name and the cache counts, which
-// the latest agent span no longer has (pi.provider stays). It returns attrs
-// itself when nothing changes, and never modifies attrs.
+// the latest agent span no longer has (pi.provider stays); a chat with a
+// cost gets it as gen_ai.usage.cost.amount and .currency too. It returns
+// attrs itself when nothing changes, and never modifies attrs.
 func Latest(attrs []attribute.KeyValue) []attribute.KeyValue {
 	var op string
-	touched := false
-	for _, kv := range attrs {
+	touched, cost := false, -1
+	for i, kv := range attrs {
 		switch kv.Key {
 		case GenAIOperationNameKey:
 			op = kv.Value.AsString()
 		case GenAIUsageCacheCreationKey, ThinkingLevelKey:
 			touched = true
+		case CostTotalKey:
+			cost = i
 		}
 	}
-	agent := op == OperationInvokeAgent
-	if !touched && !agent {
+	agent, chat := op == OperationInvokeAgent, op == OperationChat && cost >= 0
+	if !touched && !agent && !chat {
 		return attrs
 	}
-	out := make([]attribute.KeyValue, 0, len(attrs))
+	out := make([]attribute.KeyValue, 0, len(attrs)+2)
 	for _, kv := range attrs {
 		switch {
 		case agent && (kv.Key == GenAIProviderNameKey || kv.Key == GenAIUsageCacheReadKey || kv.Key == GenAIUsageCacheCreationKey):
@@ -112,6 +126,10 @@ func Latest(attrs []attribute.KeyValue) []attribute.KeyValue {
 			kv.Key = GenAIReasoningLevelKey
 		}
 		out = append(out, kv)
+	}
+	if chat {
+		out = append(out, GenAIUsageCostAmountKey.Float64(attrs[cost].Value.AsFloat64()),
+			GenAIUsageCostCurrencyKey.String(CostCurrency))
 	}
 	if len(out) == len(attrs) && !changed(out, attrs) {
 		return attrs

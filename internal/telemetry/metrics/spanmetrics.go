@@ -110,7 +110,11 @@ var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
 func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
 	cfg := option.Apply(config{}, opts)
-	in := &instruments{m: mp.Meter(ScopeName, metric.WithSchemaURL(vocab.SchemaURL))}
+	schema := vocab.SchemaURL
+	if cfg.latest {
+		schema = vocab.LatestSchemaURL // the names it records are the latest's
+	}
+	in := &instruments{m: mp.Meter(ScopeName, metric.WithSchemaURL(schema))}
 	var s SpanMetrics
 	if cfg.latest {
 		s.latest = newLatestInstruments(in)

@@ -25,6 +25,7 @@ type harness struct {
 	t      *testing.T
 	tracer trace.Tracer
 	reader *sdkmetric.ManualReader
+	schema string // the scope's schema: the latest's with the opt-in
 }
 
 func newHarness(t *testing.T, opts ...metrics.Option) *harness {
@@ -40,7 +41,11 @@ func newHarness(t *testing.T, opts ...metrics.Option) *harness {
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	return &harness{t: t, tracer: tp.Tracer("test"), reader: reader}
+	schema := vocab.SchemaURL
+	if len(opts) > 0 { // the one option there is: the latest conventions
+		schema = vocab.LatestSchemaURL
+	}
+	return &harness{t: t, tracer: tp.Tracer("test"), reader: reader, schema: schema}
 }
 
 // collected maps metric name → data.
@@ -54,8 +59,8 @@ func (h *harness) collect() collected {
 	}
 	out := collected{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != metrics.ScopeName || sm.Scope.SchemaURL != vocab.SchemaURL {
-			h.t.Errorf("scope %q schema %q, want %q and %q", sm.Scope.Name, sm.Scope.SchemaURL, metrics.ScopeName, vocab.SchemaURL)
+		if sm.Scope.Name != metrics.ScopeName || sm.Scope.SchemaURL != h.schema {
+			h.t.Errorf("scope %q schema %q, want %q and %q", sm.Scope.Name, sm.Scope.SchemaURL, metrics.ScopeName, h.schema)
 		}
 		for _, m := range sm.Metrics {
 			out[m.Name] = m

@@ -42,6 +42,9 @@ type Config struct {
 	// spans' own are rewritten on their way out (the semantic conventions
 	// mode), so that records and spans use the same names.
 	Rename func([]attribute.KeyValue) []attribute.KeyValue
+	// SchemaURL is the schema the records declare: the one Rename's names
+	// follow; vocab.SchemaURL when empty.
+	SchemaURL string
 	// Now is the observed time; time.Now when nil.
 	Now func() time.Time
 }
@@ -60,7 +63,10 @@ func New(lp log.LoggerProvider, cfg Config) *SpanLogs {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &SpanLogs{logger: lp.Logger(ScopeName, log.WithSchemaURL(vocab.SchemaURL)), cfg: cfg}
+	if cfg.SchemaURL == "" {
+		cfg.SchemaURL = vocab.SchemaURL
+	}
+	return &SpanLogs{logger: lp.Logger(ScopeName, log.WithSchemaURL(cfg.SchemaURL)), cfg: cfg}
 }
 
 // OnStart does nothing: every record is known only when its span ends.

@@ -66,7 +66,8 @@ func TestCapturesGiveRecordsTiedToTheirSpans(t *testing.T) {
 		{"text", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 1, vocab.LogRunSettled: 1}},
 		{"bash-tool", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 2, vocab.LogToolResult: 1, vocab.LogRunSettled: 1}},
 		{"retry-529", settled, map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFailed: 1, vocab.LogModelCallFinished: 1, vocab.LogRetry: 1, vocab.LogRunSettled: 1}},
-		{"threshold-compaction", settled, map[string]int{vocab.LogUserPrompt: 2, vocab.LogModelCallFinished: 3, vocab.LogToolResult: 1, vocab.LogCompaction: 2, vocab.LogRunSettled: 2}},
+		// 5 model calls: 3 answers and 2 compaction summaries.
+		{"threshold-compaction", settled, map[string]int{vocab.LogUserPrompt: 2, vocab.LogModelCallFinished: 5, vocab.LogToolResult: 1, vocab.LogCompaction: 2, vocab.LogRunSettled: 2}},
 		{"sigint-mid-tool", agentmap.Ending{Reason: vocab.EndSignal, ExitCode: 130, Signal: "SIGINT"},
 			map[string]int{vocab.LogUserPrompt: 1, vocab.LogModelCallFinished: 1, vocab.LogToolResult: 1, vocab.LogRunCut: 1}},
 	}

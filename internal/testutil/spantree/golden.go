@@ -38,6 +38,19 @@ func Golden(tb testing.TB, path string, forest []*Node) {
 	compare(tb, path, got, Read(tb, path))
 }
 
+// GoldenKeys is Golden for a form that shows keys instead of the
+// canonical ones: a test that holds other attributes to a file.
+func GoldenKeys(tb testing.TB, path string, forest []*Node, keys ...string) {
+	tb.Helper()
+	got := Render(forest, keys...)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	compare(tb, path, got, Read(tb, path))
+}
+
 // Want compares the canonical form of forest with the golden file at path
 // and never writes it: a live run is held to the tree of its capture.
 func Want(tb testing.TB, path string, forest []*Node) {
