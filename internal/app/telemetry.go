@@ -10,6 +10,7 @@ import (
 func telemetryConfig(c config.Config) telemetry.Config {
 	return telemetry.Config{
 		ServiceName:        c.ServiceName,
+		ServiceVersion:     Version,
 		ResourceAttributes: c.ResourceAttributes,
 		Traces:             c.Traces,
 		Metrics:            c.Metrics,

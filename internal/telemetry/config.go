@@ -15,7 +15,10 @@ import (
 // components share configgrpc and configretry.
 type Config struct {
 	// ServiceName is service.name; it wins over one in ResourceAttributes.
-	ServiceName        string
+	ServiceName string
+	// ServiceVersion is pi-otel's service.version; empty or "dev" takes
+	// the module's version from the build, if any.
+	ServiceVersion     string
 	ResourceAttributes []attribute.KeyValue
 
 	Traces, Metrics config.Signal
