@@ -1,8 +1,11 @@
 package app
 
 import (
+	"slices"
+
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/who"
 )
 
 // telemetryConfig maps the command line's settings onto the telemetry
@@ -11,7 +14,7 @@ func telemetryConfig(c config.Config) telemetry.Config {
 	return telemetry.Config{
 		ServiceName:        c.ServiceName,
 		ServiceVersion:     Version,
-		ResourceAttributes: c.ResourceAttributes,
+		ResourceAttributes: append(slices.Clip(c.ResourceAttributes), who.PseudoAttribute(c.User, c.UserPseudonymKey)...),
 		Traces:             c.Traces,
 		Metrics:            c.Metrics,
 		Logs:               c.Logs,

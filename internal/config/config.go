@@ -117,7 +117,16 @@ type Config struct {
 	// ResourceAttributes.
 	ServiceName string
 	// ResourceAttributes are the other resource attributes, sorted by key.
+	// They hold enduser.id and pi.team when User and Team are set.
 	ResourceAttributes []attribute.KeyValue
+	// User is enduser.id (--user, else the resource attributes'); empty
+	// when none was given.
+	User string
+	// UserPseudonymKey, when set and User is not, asks for
+	// enduser.pseudo.id, a keyed hash of the OS user and host.
+	UserPseudonymKey string
+	// Team is pi.team (--team, else the resource attributes').
+	Team string
 
 	// Quiet silences pi-otel's own status lines on stderr (the exit
 	// summary and export warnings). It does not silence the console
