@@ -191,7 +191,7 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), counting func() bool, opts ...telemetry.Option) (*telemetry.Pipeline, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
-	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
+	topts := append([]telemetry.Option{telemetry.WithStderr(env.Stderr)}, teamOnSpans(cfg)...)
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
 		metricOpts, lcfg.Rename = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest
 		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest))

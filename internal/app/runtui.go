@@ -96,7 +96,7 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	held := &outfile.Buffer{}
 	quietEnv := env
 	quietEnv.Stderr = held
-	sp, err := newSessionPipeline(quietEnv, cfg)
+	sp, err := newSessionPipeline(quietEnv, cfg, repositoryOnSpans(cwd))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

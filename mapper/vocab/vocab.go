@@ -97,6 +97,9 @@ const (
 	// ProjectKey is the last element of the session's cwd, on every span
 	// of a run: cost per project without a full path.
 	ProjectKey = attribute.Key("pi.project")
+	// TeamKey is the team (--team) on the resource and on every span, a
+	// label of the cost and token metrics.
+	TeamKey = attribute.Key("pi.team")
 	// SourceKey says a trace was rebuilt from a session file.
 	SourceKey = attribute.Key("pi.source")
 )
