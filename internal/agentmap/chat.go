@@ -33,6 +33,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
+	attrs = append(attrs, r.skills.current()...)
 	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
 	r.chat = &chat{span: s}
 }
@@ -62,6 +63,9 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
+		if m.run != nil {
+			m.run.skills.load(msg.Skill)
+		}
 		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg))}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))

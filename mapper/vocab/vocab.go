@@ -100,6 +100,11 @@ const (
 	// TeamKey is the team (--team) on the resource and on every span, a
 	// label of the cost and token metrics.
 	TeamKey = attribute.Key("pi.team")
+	// SkillKey is the skill a tool call loads (a read of its SKILL.md),
+	// and on a model call the skill its run loaded last; SkillsKey lists
+	// on the root every skill the run loaded (reads and /skill:name).
+	SkillKey  = attribute.Key("pi.skill")
+	SkillsKey = attribute.Key("pi.skills")
 	// SourceKey says a trace was rebuilt from a session file.
 	SourceKey = attribute.Key("pi.source")
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// TestSpendLabels: cost and tokens carry the team and repository a chat
+// TestSpendLabels: cost and tokens carry the team, repository and skill a chat
 // span names, as names; a value that is no name becomes _OTHER, and a
 // span without them gets no such label.
 func TestSpendLabels(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSpendLabels(t *testing.T) {
 				vocab.GenAIUsageOutputTokensKey.Int(5), vocab.CostTotalKey.Float64(0.5),
 			}, extra...)...)
 		}
-		chat(vocab.TeamKey.String("red"), attribute.String("vcs.repository.name", "widget"))
+		chat(vocab.TeamKey.String("red"), attribute.String("vcs.repository.name", "widget"), vocab.SkillKey.String("pdf-tools"))
 		chat(vocab.TeamKey.String("red"), attribute.String("vcs.repository.name", "a path/with spaces"))
 		chat()
 		c := h.collect()
@@ -45,7 +45,7 @@ func TestSpendLabels(t *testing.T) {
 			continue
 		}
 		tokens := c.histograms(t, vocab.MetricTokenUsage)
-		if _, ok := tokens["gen_ai.agent.name=pi,gen_ai.operation.name=chat,gen_ai.provider.name=openai,gen_ai.request.model=m,gen_ai.token.type=input,pi.team=red,vcs.repository.name=widget"]; !ok {
+		if _, ok := tokens["gen_ai.agent.name=pi,gen_ai.operation.name=chat,gen_ai.provider.name=openai,gen_ai.request.model=m,gen_ai.token.type=input,pi.skill=pdf-tools,pi.team=red,vcs.repository.name=widget"]; !ok {
 			t.Errorf("token usage lacks the team and repository: %v", tokens)
 		}
 	}
