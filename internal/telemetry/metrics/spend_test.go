@@ -37,8 +37,8 @@ func TestSpendLabels(t *testing.T) {
 		c := h.collect()
 		base := "gen_ai.agent.name=pi,gen_ai.provider.name=openai,gen_ai.request.model=m"
 		wantEqual(t, "pi.cost", c.sums(t, vocab.MetricCost), map[string]float64{
-			base + ",pi.team=red,vcs.repository.name=widget": 0.5,
-			base + ",pi.team=red,vcs.repository.name=_OTHER": 0.5,
+			base + ",pi.skill=pdf-tools,pi.team=red,vcs.repository.name=widget": 0.5,
+			base + ",pi.team=red,vcs.repository.name=_OTHER":                    0.5,
 			base: 0.5,
 		})
 		if latest {
