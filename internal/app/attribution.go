@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
@@ -28,4 +29,14 @@ func teamOnSpans(cfg config.Config) []telemetry.Option {
 // vcs.DefaultTimeout there and nothing to Pi.
 func repositoryOnSpans(dir string) telemetry.Option {
 	return telemetry.WithSpanAttributes(vcs.Start(context.Background(), dir).Attributes)
+}
+
+// liveFacts are the options of a live run of argv in dir: the repository
+// on its spans and the version of the Pi it runs on the resource.
+func liveFacts(argv []string, dir string) []telemetry.Option {
+	opts := []telemetry.Option{repositoryOnSpans(dir)}
+	if v := piVersion(argv[0]); v != "" {
+		opts = append(opts, telemetry.WithResource(resource.NewSchemaless(vocab.PiVersionKey.String(v))))
+	}
+	return opts
 }

@@ -21,7 +21,7 @@ func Run(env Env, args []string) int {
 	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
 		return runTUI(env, cfg, argv)
 	}
-	p, err := newPipeline(env, cfg, nil, repositoryOnSpans("."))
+	p, err := newPipeline(env, cfg, nil, liveFacts(argv, ".")...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
