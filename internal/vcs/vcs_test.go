@@ -62,13 +62,13 @@ func TestReadTokenNeverAppears(t *testing.T) {
 		t.Errorf("Read = %+v, want %+v", info, want)
 	}
 	for _, kv := range info.Attributes() {
-		if strings.Contains(kv.Value.Emit(), token) || strings.Contains(kv.Value.Emit(), "alice") {
-			t.Errorf("%s carries the credentials: %s", kv.Key, kv.Value.Emit())
+		if strings.Contains(kv.Value.String(), token) || strings.Contains(kv.Value.String(), "alice") {
+			t.Errorf("%s carries the credentials: %s", kv.Key, kv.Value.String())
 		}
 	}
 	keys := map[string]string{}
 	for _, kv := range info.Attributes() {
-		keys[string(kv.Key)] = kv.Value.Emit()
+		keys[string(kv.Key)] = kv.Value.String()
 	}
 	for _, k := range []string{"vcs.repository.url.full", "vcs.repository.name", "vcs.ref.head.name", "vcs.ref.head.revision"} {
 		if keys[k] == "" {
