@@ -160,3 +160,21 @@ func TestCleanURL(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRepositoryWithoutCommits: a fresh repository names itself and
+// its branch-to-be's remote, with no revision.
+func TestReadRepositoryWithoutCommits(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"remote", "add", "origin", "git@git.example.com:acme/widget.git"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	info, err := vcs.Read(context.Background(), dir)
+	if err != nil || info.Name != "widget" || info.URL != "ssh://git.example.com/acme/widget.git" || info.Revision != "" {
+		t.Errorf("Read = %+v, %v", info, err)
+	}
+}
