@@ -178,3 +178,16 @@ func TestReadRepositoryWithoutCommits(t *testing.T) {
 		t.Errorf("Read = %+v, %v", info, err)
 	}
 }
+
+// BenchmarkRead: what a live run's read of its work tree costs (two git
+// processes), here on this repository.
+func BenchmarkRead(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("no git")
+	}
+	for b.Loop() {
+		if _, err := vcs.Read(context.Background(), "."); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
