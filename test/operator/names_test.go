@@ -236,21 +236,9 @@ func dashboardNamesInMode(t *testing.T, mode semconvMode) {
 	}
 	text := repo.Path("testdata/captures/pi-1.6.0/text.jsonl")
 	collectortest.Eventually(t, 60*time.Second, func() bool {
-		var ex []struct {
-			Exemplars []struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"exemplars"`
-		}
-		now := time.Now()
-		prom.api(t, "/api/v1/query_exemplars", url.Values{
-			"query": {`traces_span_metrics_duration_seconds_bucket{span_name=~"chat .+"}`},
-			"start": {fmt.Sprint(now.Add(-10 * time.Minute).Unix())}, "end": {fmt.Sprint(now.Add(time.Minute).Unix())},
-		}, &ex)
-		for _, s := range ex {
-			for _, e := range s.Exemplars {
-				if ours[e.Labels["trace_id"]] {
-					return true
-				}
+		for _, id := range exemplarTraceIDs(t, prom, `traces_span_metrics_duration_seconds_bucket{span_name=~"chat .+"}`) {
+			if ours[id] {
+				return true
 			}
 		}
 		if s, ok := replay(t, bin, text, "http://"+stack.AgentOTLP, "grpc", mode); ok && s.TraceID != "" {
@@ -530,33 +518,43 @@ func checkCostExemplars(t *testing.T, prom *promServer, j *jaegertest.Jaeger, id
 	}
 	seen := map[string]bool{}
 	collectortest.Eventually(t, 60*time.Second, func() bool {
-		var ex []struct {
-			Exemplars []struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"exemplars"`
-		}
-		now := time.Now()
-		prom.api(t, "/api/v1/query_exemplars", url.Values{
-			"query": {`{__name__=~"pi_cost_total|gen_ai_client_token_usage_bucket"}`},
-			"start": {fmt.Sprint(now.Add(-10 * time.Minute).Unix())}, "end": {fmt.Sprint(now.Add(time.Minute).Unix())},
-		}, &ex)
-		for _, s := range ex {
-			for _, e := range s.Exemplars {
-				id := e.Labels["trace_id"]
-				if !ours[id] {
-					continue
-				}
-				seen[id] = true // tail sampling may not have decided on it yet: asked again
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				tr, err := j.Trace(ctx, id)
-				cancel()
-				if err == nil && tr != nil && len(tr.Spans) > 0 {
-					return true
-				}
+		for _, id := range exemplarTraceIDs(t, prom, `{__name__=~"pi_cost_total|gen_ai_client_token_usage_bucket"}`) {
+			if !ours[id] {
+				continue
+			}
+			seen[id] = true // tail sampling may not have decided on it yet: asked again
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			tr, err := j.Trace(ctx, id)
+			cancel()
+			if err == nil && tr != nil && len(tr.Spans) > 0 {
+				return true
 			}
 		}
 		return false
 	}, func() string {
 		return fmt.Sprintf("no cost or token exemplar names a replayed trace Jaeger returns (exemplar trace ids of ours seen: %d)", len(seen))
 	})
+}
+
+// exemplarTraceIDs are the trace ids of the exemplars Prometheus stored for query in the last ten
+// minutes.
+func exemplarTraceIDs(t *testing.T, prom *promServer, query string) []string {
+	t.Helper()
+	var ex []struct {
+		Exemplars []struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"exemplars"`
+	}
+	now := time.Now()
+	prom.api(t, "/api/v1/query_exemplars", url.Values{
+		"query": {query},
+		"start": {fmt.Sprint(now.Add(-10 * time.Minute).Unix())}, "end": {fmt.Sprint(now.Add(time.Minute).Unix())},
+	}, &ex)
+	var ids []string
+	for _, s := range ex {
+		for _, e := range s.Exemplars {
+			ids = append(ids, e.Labels["trace_id"])
+		}
+	}
+	return ids
 }
