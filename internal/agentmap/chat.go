@@ -34,6 +34,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
+	attrs = append(attrs, r.skills.current()...)
 	attrs = m.chatInputAttrs(r, attrs)
 	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
 	r.chat = &chat{span: s}
@@ -64,6 +65,9 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 	case "assistant":
 		m.assistantEnd(msg, at)
 	case "user":
+		if m.run != nil {
+			m.run.skills.load(msg.Skill)
+		}
 		// The event keeps the prompt too: the pi.user_prompt log record,
 		// an audit trail of what was asked, is made from it.
 		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg))}

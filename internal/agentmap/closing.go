@@ -89,6 +89,7 @@ func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 		attrs = append(attrs, vocab.ExtensionErrorsKey.Int(r.extensionErrors))
 	}
 	attrs = append(attrs, r.nested.attrs()...)
+	attrs = append(attrs, r.skills.list()...)
 	root.SetAttributes(attrs...)
 	switch outcome {
 	case vocab.OutcomeError:

@@ -147,6 +147,7 @@ type run struct {
 	lastEnd   time.Time
 	willRetry bool          // the last compaction_end or agent_end said a retry follows
 	nested    *nestedTotals // nil until a tool result carries nested work
+	skills    runSkills
 	// genai holds the run's GenAI facts beyond the counts (genai.go).
 	genai runGenAI
 	// content is the run's captured input and output (content.go).

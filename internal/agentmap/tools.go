@@ -34,6 +34,7 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
 	}
 	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
+	attrs = toolSkill(r, ev.Skill, attrs)
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}

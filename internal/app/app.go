@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/who"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -195,12 +197,15 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), counting func() bool, opts ...telemetry.Option) (*telemetry.Pipeline, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
-	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
+	topts := append([]telemetry.Option{telemetry.WithStderr(env.Stderr)}, teamOnSpans(cfg)...)
 	if cfg.GenAILatest { // the conventions' opt-in: the latest names, at the exit
 		metricOpts, lcfg.Rename, lcfg.SchemaURL = append(metricOpts, metrics.WithGenAILatest()), vocab.Latest, vocab.LatestSchemaURL
 		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest), telemetry.WithExportedSchemaURL(vocab.LatestSchemaURL))
 	}
-	tel, err := telemetry.Setup(context.Background(), cfg.Config, append(append(topts,
+	tcfg := cfg.Config
+	tcfg.ServiceVersion = Version
+	tcfg.ResourceAttributes = append(slices.Clip(tcfg.ResourceAttributes), who.PseudoAttribute(cfg.User, cfg.UserPseudonymKey)...)
+	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
 			if err != nil || counting == nil {

@@ -23,7 +23,7 @@ func RPC(ctx context.Context, env Env, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	p, err := newPipeline(env, cfg, nil)
+	p, err := newPipeline(env, cfg, nil, liveFacts(argv, ".")...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

@@ -22,7 +22,7 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
 		return runTUI(ctx, env, cfg, argv)
 	}
-	p, err := newPipeline(env, cfg, nil)
+	p, err := newPipeline(env, cfg, nil, liveFacts(argv, ".")...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

@@ -96,7 +96,7 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	held := &outfile.Buffer{}
 	quietEnv := env
 	quietEnv.Stderr = held
-	sp, err := newSessionPipeline(quietEnv, cfg)
+	sp, err := newSessionPipeline(quietEnv, cfg, liveFacts(argv, cwd)...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -271,17 +271,24 @@ func newestSession(dir string) string {
 }
 
 // knowsSessionID reports whether the Pi that cmd runs takes --session-id
-// (Pi 1.x; 0.x does not): its package.json, next to the script the command
-// resolves to, says which version it is. Anything not recognisably Pi gets
-// no extra flag.
+// (Pi 1.x; 0.x does not). Anything not recognisably Pi gets no extra flag.
 func knowsSessionID(cmd string) bool {
+	major, _, _ := strings.Cut(piVersion(cmd), ".")
+	return major != "" && major != "0"
+}
+
+// piVersion is the version of the Pi that cmd runs, as its package.json,
+// next to the script the command resolves to, says: a few file reads,
+// where pi --version would start Node. "" when cmd is not recognisably
+// Pi.
+func piVersion(cmd string) string {
 	path, err := exec.LookPath(cmd)
 	if err != nil {
-		return false
+		return ""
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return false
+		return ""
 	}
 	for d := filepath.Dir(real); d != filepath.Dir(d); d = filepath.Dir(d) {
 		b, err := os.ReadFile(filepath.Join(d, "package.json"))
@@ -290,12 +297,11 @@ func knowsSessionID(cmd string) bool {
 		}
 		var pkg struct{ Name, Version string }
 		if json.Unmarshal(b, &pkg) != nil || !strings.HasSuffix(pkg.Name, "/pi-coding-agent") {
-			return false
+			return ""
 		}
-		major, _, _ := strings.Cut(pkg.Version, ".")
-		return major != "" && major != "0"
+		return pkg.Version
 	}
-	return false
+	return ""
 }
 
 // newUUIDv7 is a time-ordered UUID, the kind Pi gives its sessions.

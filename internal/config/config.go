@@ -58,6 +58,14 @@ type Config struct {
 
 	// Warnings name environment values that were ignored (see Load).
 	Warnings []string
+	// User is enduser.id (--user, else the resource attributes'); empty
+	// when none was given.
+	User string
+	// UserPseudonymKey, when set and User is not, asks for
+	// enduser.pseudo.id, a keyed hash of the OS user and host.
+	UserPseudonymKey string
+	// Team is pi.team (--team, else the resource attributes').
+	Team string
 
 	// CaptureContent lets prompts, tool arguments and outputs into
 	// telemetry. Off by default.

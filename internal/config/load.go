@@ -319,6 +319,22 @@ func (l *loader) resource(cfg *Config) {
 	if v, _, ok := l.get(name); ok {
 		cfg.ServiceName = v
 	}
+	// The user and team of their own settings win over the attributes'.
+	for _, w := range []struct {
+		flag, key string
+		to        *string
+	}{{"user", "enduser.id", &cfg.User}, {"team", "pi.team", &cfg.Team}} {
+		*w.to = attrs[w.key]
+		if v, _, ok := l.get(row(w.flag)); ok && strings.TrimSpace(v) != "" {
+			*w.to = strings.TrimSpace(v)
+		}
+		if *w.to != "" {
+			attrs[w.key] = *w.to
+		}
+	}
+	if v, _, ok := l.get(row("user-pseudonym-key")); ok {
+		cfg.UserPseudonymKey = v
+	}
 	keys := make([]string, 0, len(attrs))
 	for k := range attrs {
 		keys = append(keys, k)

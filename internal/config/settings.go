@@ -107,6 +107,9 @@ var settings = []setting{
 	{flag: "max-content-length", group: GroupCapture, envs: envs("PI_OTEL_MAX_CONTENT_LENGTH"), usage: "keep at most `N` bytes of each captured value; 0 means no limit", def: "4096", parse: asLength},
 	{flag: "attribute-value-length-limit", group: GroupCapture, envs: envs("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"), usage: "cut every attribute value, of spans and span events, to `N` characters; 0 means no limit", defText: "no limit", parse: asLength},
 	{flag: "redact", group: GroupCapture, envs: envs("PI_OTEL_REDACT"), usage: "also redact matches of `REGEX` in captured content and in names (project, model, provider, tool, …); repeatable", note: "one per line", parse: asList},
+	{flag: "user", group: GroupCapture, envs: envs("PI_OTEL_USER"), usage: "enduser.id on every signal: the `ID` a team groups spend by, such as a login; pi-otel never takes one from the system on its own", defText: "none, or enduser.id in the resource attributes", parse: asText},
+	{flag: "user-pseudonym-key", group: GroupCapture, envs: envs("PI_OTEL_USER_PSEUDONYM_KEY"), usage: "without --user, set enduser.pseudo.id to a keyed hash (HMAC-SHA256) of the OS user and the host name under this secret `KEY`: stable, and not reversible without the key; off unless set", parse: asText},
+	{flag: "team", group: GroupCapture, envs: envs("PI_OTEL_TEAM"), usage: "pi.team on every signal and a label of the cost and token metrics, a `NAME`", defText: "none, or pi.team in the resource attributes", parse: asText},
 
 	{flag: "semconv-stability-opt-in", group: GroupTuning, envs: envs("OTEL_SEMCONV_STABILITY_OPT_IN"), usage: "semantic conventions opt-in, a comma-separated `LIST`: gen_ai_latest_experimental sends the latest GenAI names instead of v1.41's", defText: "v1.41", parse: asText},
 

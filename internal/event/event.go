@@ -91,6 +91,8 @@ type Event struct {
 	// ParentToolCallID is set on the tool_execution_* of a call another
 	// tool made through ctx.executeTool() (Pi 1.6).
 	ParentToolCallID string `json:"parentToolCallId"`
+	// Skill is the skill a tool_execution_start loads (ReadSkill).
+	Skill string `json:"-"`
 
 	// queue_update, entry_appended, session_info_changed, thinking_level_changed
 	Steering []json.RawMessage `json:"steering"`
@@ -151,6 +153,9 @@ type Message struct {
 
 	// Raw is the message as Pi sent it, for opt-in content capture.
 	Raw json.RawMessage `json:"-"`
+	// Skill is the skill a user message's /skill:name expansion loads
+	// (PromptSkill).
+	Skill string `json:"-"`
 	// TextChars is ContentChars(Content) as counted by a reader that then
 	// dropped Content, to hold the message without its text; it counts
 	// only while Content is nil.
@@ -266,6 +271,14 @@ func (d *Decoder) Decode(rec []byte) (*Event, error) {
 }
 
 func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
+	err := decodeRecord(rec, opts, s, ev, ame, alias)
+	if err == nil || errors.Is(err, ErrFieldDropped) {
+		ev.noteSkills()
+	}
+	return err
+}
+
+func decodeRecord(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
 	typ, fast, err := peek(rec, s)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,8 +109,9 @@ type message struct {
 	CustomType string    `json:"customType"`
 	Display    looseBool `json:"display"`
 
-	// callIDs and callNames are an assistant message's tool calls, read once.
-	callIDs, callNames []string
+	// callIDs and callNames are an assistant message's tool calls, read once;
+	// callSkills, when one loads a skill, the skill of each (ReadSkill).
+	callIDs, callNames, callSkills []string
 	// images counts the image blocks of a user or custom message.
 	images int
 	// nested is what a toolResult carries (subagent runs, usage,
@@ -123,8 +125,12 @@ func (m *message) summarize() {
 	switch m.Role {
 	case "assistant":
 		m.callIDs, m.callNames = toolCalls(m.Content)
+		m.callSkills = callSkills(m.Content, m.callIDs, m.callNames)
 	case "user", "custom":
 		m.images = imageCount(m.Content)
+		if m.Role == "user" && m.Skill == "" {
+			m.Skill = event.PromptSkill(m.Content)
+		}
 	}
 }
 
@@ -496,4 +502,26 @@ func originID(path string) string {
 		return ""
 	}
 	return id
+}
+
+// callSkills is the skill each tool call of an assistant message loads
+// (event.ReadSkill), or nil when none reads a SKILL.md: read while the
+// content is at hand, since without content capture it is not kept.
+func callSkills(content json.RawMessage, ids, names []string) []string {
+	if !slices.Contains(names, "read") || !bytes.Contains(content, []byte("SKILL.md")) {
+		return nil
+	}
+	var out []string
+	for i, id := range ids {
+		if names[i] != "read" {
+			continue
+		}
+		if s := event.ReadSkill("read", toolArgs(content, id)); s != "" {
+			if out == nil {
+				out = make([]string, len(ids))
+			}
+			out[i] = s
+		}
+	}
+	return out
 }

@@ -39,8 +39,8 @@ type translator struct {
 }
 
 type call struct {
-	id, name string
-	args     json.RawMessage
+	id, name, skill string
+	args            json.RawMessage
 }
 
 func (x *translator) emit(ev *event.Event, at time.Time) {
@@ -284,7 +284,7 @@ func (x *translator) resolveError() {
 // came; failMissing ends them in error when their turn ends.
 func (x *translator) missingResults() {
 	for _, c := range x.calls {
-		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args}, x.assistantEnd)
+		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args, Skill: c.skill}, x.assistantEnd)
 		x.missing = append(x.missing, c.id)
 	}
 	x.calls = nil
@@ -339,6 +339,9 @@ func (x *translator) assistant(e *entry) {
 	x.answered = x.answered[:0]
 	for i, id := range ids {
 		c := call{id: id, name: names[i]}
+		if i < len(msg.callSkills) {
+			c.skill = msg.callSkills[i]
+		}
 		if x.t.cfg.Content != nil {
 			c.args = toolArgs(msg.Content, id)
 		}
@@ -358,13 +361,14 @@ func (x *translator) toolResult(e *entry) {
 	}
 	name := msg.ToolName
 	var args json.RawMessage
+	var skill string
 	open := false
 	for i, c := range x.calls {
 		if c.id == msg.ToolCallID {
 			if name == "" {
 				name = c.name
 			}
-			args = c.args
+			args, skill = c.args, c.skill
 			x.calls = append(x.calls[:i], x.calls[i+1:]...)
 			open = true
 			break
@@ -379,7 +383,7 @@ func (x *translator) toolResult(e *entry) {
 	}
 	x.answered = append(x.answered, msg.ToolCallID)
 	x.ensureAgent(start)
-	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args}, start)
+	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args, Skill: skill}, start)
 	ev := &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name,
 		IsError: msg.IsError, DurationMs: msg.DurationMs}
 	if x.t.cfg.Content != nil {

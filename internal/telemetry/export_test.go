@@ -1,18 +1,11 @@
 package telemetry
 
 import (
-	"go.opentelemetry.io/otel/sdk/resource"
-
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
 // Options that only tests set: the program never does, so they are no
 // part of the package's API.
-
-// WithResource merges r over the resource built from the configuration.
-func WithResource(r *resource.Resource) Option {
-	return option.Func[options](func(o *options) { o.res = r })
-}
 
 // WithRetry tunes the OTLP exporters' retry. The default is the exporters'
 // own: 5s initial interval, 30s at most between attempts, 1m in all.

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -32,16 +33,17 @@ import (
 // redacted with the same rules (and cut), and which a second pass would
 // only cost.
 var notNames = map[attribute.Key]bool{
-	vocab.GenAIConversationIDKey: true,
-	vocab.GenAIToolCallIDKey:     true,
-	vocab.GenAIResponseIDKey:     true,
-	vocab.RPCIDKey:               true,
-	vocab.UIIDKey:                true,
-	vocab.NestedSessionIDKey:     true,
-	vocab.BranchParentEntryIDKey: true,
-	vocab.BranchFromEntryIDKey:   true,
-	vocab.SessionParentIDKey:     true,
-	vocab.LabelTargetIDKey:       true,
+	vocab.GenAIConversationIDKey:  true,
+	vocab.GenAIToolCallIDKey:      true,
+	vocab.GenAIResponseIDKey:      true,
+	vocab.RPCIDKey:                true,
+	vocab.UIIDKey:                 true,
+	vocab.NestedSessionIDKey:      true,
+	vocab.BranchParentEntryIDKey:  true,
+	vocab.BranchFromEntryIDKey:    true,
+	vocab.SessionParentIDKey:      true,
+	vocab.LabelTargetIDKey:        true,
+	semconv.VCSRefHeadRevisionKey: true,
 
 	vocab.GenAIInputMessagesKey:      true,
 	vocab.GenAIOutputMessagesKey:     true,

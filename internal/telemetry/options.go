@@ -78,3 +78,9 @@ func (o options) consoleOut() io.Writer {
 	}
 	return o.stderr
 }
+
+// WithResource merges r over the resource built from the configuration:
+// facts only the command learns, such as the version of the Pi it runs.
+func WithResource(r *resource.Resource) Option {
+	return option.Func[options](func(o *options) { o.res = r })
+}

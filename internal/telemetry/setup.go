@@ -2,26 +2,19 @@ package telemetry
 
 import (
 	"context"
-	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	"go.opentelemetry.io/otel/sdk"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Setup builds the pipeline. It does not connect to anything: OTLP
@@ -120,34 +113,6 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	}
 
 	return t, nil
-}
-
-func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*resource.Resource, error) {
-	attrs := append([]attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}, cfg.ResourceAttributes...)
-	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
-		// One metric stream per process: see the package comment.
-		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
-	}
-	// The SDK's telemetry.sdk detector declares the SDK's newer schema,
-	// which would conflict with v1.41's, so its attributes are set here.
-	attrs = append(attrs, semconv.TelemetrySDKName("opentelemetry"), semconv.TelemetrySDKLanguageGo,
-		semconv.TelemetrySDKVersion(sdk.Version()))
-	res, err := resource.New(ctx,
-		resource.WithSchemaURL(vocab.SchemaURL),
-		resource.WithAttributes(attrs...),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("building the resource: %w", err)
-	}
-	if extra == nil {
-		return res, nil
-	}
-	merged, err := resource.Merge(res, extra)
-	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
-		return nil, fmt.Errorf("building the resource: %w", err)
-	}
-	// A schema conflict still yields every attribute, without a schema.
-	return merged, nil
 }
 
 func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdktrace.SpanProcessor, error) {
@@ -330,23 +295,4 @@ func attributeLimit(n int) int {
 		return sdktrace.DefaultAttributeValueLengthLimit
 	}
 	return n
-}
-
-func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
-	for _, kv := range attrs {
-		if kv.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-// newInstanceID is a random (version 4) UUID, as the convention suggests
-// for service.instance.id.
-func newInstanceID() string {
-	var b [16]byte
-	_, _ = crand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

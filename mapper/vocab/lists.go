@@ -33,7 +33,7 @@ func Keys() []attribute.Key {
 		SettledKey, AbortedKey, EndReasonKey, OutcomeKey, AgentRunsKey, TurnsKey, ToolCallsKey,
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
 		ToolsEvictedKey, ProviderKey,
-		UnfinishedKey, CostTotalKey, ProjectKey, SourceKey,
+		UnfinishedKey, CostTotalKey, ProjectKey, TeamKey, PiVersionKey, SkillKey, SkillsKey, SourceKey,
 		CwdKey, BranchKey, BranchParentEntryIDKey, BranchFromEntryIDKey, SessionParentIDKey,
 		UsageKindKey, LabelKey, LabelTargetIDKey, LabelClearedKey, CustomTypeKey,
 		CustomDisplayKey, CustomContentKey, MessageImagesKey, MessageRoleKey, BashExcludedKey,

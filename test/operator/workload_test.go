@@ -248,8 +248,14 @@ func runRPCSession(dir, bin, endpoint string, mode semconvMode) (*rpcSession, er
 		return nil, fmt.Errorf("rpctest has no extension-ui scenario")
 	}
 	peer := func(env *pitest.Env, piArgs []string) *exec.Cmd {
+		// A live run in a git work tree, for a team: its cost carries the labels the "who
+		// spent what" panels and the budget rules group by. A git that fails leaves them out,
+		// which the label check then reports.
+		for _, g := range [][]string{{"init", "-q", "-b", "main"}, {"remote", "add", "origin", "https://git.example.com/acme/" + rpcRepository + ".git"}} {
+			_ = exec.Command("git", append([]string{"-C", env.WorkDir}, g...)...).Run()
+		}
 		args := append([]string{"rpc", "--traces-exporter", "otlp", "--metrics-exporter", "otlp",
-			"--metrics-interval", "1s", "--", env.Pi}, piArgs...)
+			"--metrics-interval", "1s", "--team", rpcTeam, "--", env.Pi}, piArgs...)
 		cmd := env.Wrap(context.Background(), bin, args...)
 		cmd.Env = append(append(piotel.ExportEnv(cmd.Env, endpoint, "grpc"), mode.env...), "OTEL_RESOURCE_ATTRIBUTES=service.instance.id="+rpcInstance)
 		return cmd
@@ -265,6 +271,18 @@ func runRPCSession(dir, bin, endpoint string, mode semconvMode) (*rpcSession, er
 		}
 	}
 	return &rpcSession{result: res, cost: piCost(splitRecords(out))}, nil
+}
+
+// The team and repository of the RPC session, the live run among the workload.
+const (
+	rpcTeam       = "operators"
+	rpcRepository = "widget"
+)
+
+// labelsNoCaptureHas are labels that the dashboards and rules group by but that no run of the
+// workload carries, with why; the grouping check accepts them.
+var labelsNoCaptureHas = map[string]string{
+	"pi_skill": "no capture loads a skill; test/e2e's TestWhoSpentWhat traces one with the real Pi",
 }
 
 // syntheticOnly are selectors no real scenario can satisfy, with why. They get data from

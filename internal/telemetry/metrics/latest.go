@@ -63,7 +63,7 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 
 	// Tokens, as cost, by agent: a dashboard splits the parent from its
 	// subagents.
-	tokens := append(base[:len(base):len(base)], agentOf(a))
+	tokens := append(base[:len(base):len(base)], spend(a)...)
 	usage := metric.WithAttributes(append(tokens[:len(tokens):len(tokens)], vocab.GenAITokenModalityKey.String(vocab.TokenModalityUnknown))...)
 	// Every call counts, a failed one with 0, as the conventions ask.
 	in, _ := a.int(keyInputTokens)

@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -157,7 +158,10 @@ func (*SpanMetrics) ForceFlush(context.Context) error { return nil }
 
 // OnEnd records the metrics a finished span contributes.
 func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
-	ctx := context.Background()
+	// The span's context makes the SDK keep an exemplar pointing at the
+	// span (its trace-based filter), so a spike on a cost or token panel
+	// leads to the trace behind it.
+	ctx := trace.ContextWithSpanContext(context.Background(), span.SpanContext())
 	a := attrsOf(span)
 	name := span.Name()
 	switch {
@@ -229,7 +233,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(keyProvider.String(string(provider)), modelAttr, agentOf(a)))
+		s.cost.Add(ctx, v, metric.WithAttributes(append(spend(a), keyProvider.String(string(provider)), modelAttr)...))
 	}
 	if s.latest != nil {
 		s.latest.onChat(ctx, span, a, provider, modelAttr)
@@ -238,12 +242,12 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 
 	// Tokens, as cost, by agent: a dashboard splits the parent from its
 	// subagents.
-	agent := agentOf(a)
+	labels := append(spend(a), modelAttr)
 	if v, ok := a.int(keyInputTokens); ok {
-		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, modelAttr, agent)
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeInput, labels...)
 	}
 	if v, ok := a.int(keyOutputTokens); ok {
-		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, modelAttr, agent)
+		s.tokenUsage.Record(ctx, v, genaiconv.OperationNameChat, provider, genaiconv.TokenTypeOutput, labels...)
 	}
 
 	d := chatDuration(span, a)
@@ -298,10 +302,9 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 // file, which the mapper records as events of the root.
 func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(
+		s.cost.Add(ctx, v, metric.WithAttributes(append(spend(a),
 			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
-			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName)),
-			agentOf(a)))
+			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName)))...))
 	}
 }
 

@@ -20,6 +20,9 @@ type Query struct {
 	Raw    string // as written
 	Expr   string // with Grafana's variables replaced, ready for Prometheus
 	Record string // for a recording rule, the name it records
+	// Labels are a recording rule's own labels, which its results carry
+	// besides those of its expression (a budget's team).
+	Labels map[string]string
 }
 
 // grafanaVars are the dashboard variables the shipped dashboards use, with the values a check
@@ -146,7 +149,7 @@ func FromRules(path string) ([]Query, error) {
 			}
 			out = append(out, Query{
 				Source: fmt.Sprintf("%s: %s", filepath.Base(path), name),
-				Raw:    r.Expr, Expr: r.Expr, Record: r.Record,
+				Raw:    r.Expr, Expr: r.Expr, Record: r.Record, Labels: r.Labels,
 			})
 		}
 	}
@@ -369,6 +372,9 @@ func isIdent(c byte, notFirst bool) bool {
 // `sum by (...)`. The shipped recording rules all have that shape.
 func RecordedLabels(expr string) ([]string, error) {
 	t := strings.TrimSpace(expr)
+	if strings.HasPrefix(t, "vector(") && strings.HasSuffix(t, ")") {
+		return nil, nil // a constant, such as a budget: only the rule's own labels
+	}
 	if !strings.HasPrefix(t, "sum") {
 		return nil, fmt.Errorf("recording rule is not an outer sum: %q", expr)
 	}
