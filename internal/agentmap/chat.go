@@ -1,6 +1,7 @@
 package agentmap
 
 import (
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,7 +34,8 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
-	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
+	s := m.start(r.container().ctx, "chat/"+strconv.Itoa(r.chats), name, trace.SpanKindClient, at, attrs...)
+	r.chats++
 	r.chat = &chat{span: s}
 }
 

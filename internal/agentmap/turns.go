@@ -1,6 +1,7 @@
 package agentmap
 
 import (
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -19,7 +20,7 @@ func (m *Mapper) turnStart(at time.Time) {
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
-	s := m.start(parent, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
+	s := m.start(parent, "turn/"+strconv.Itoa(r.turns), vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
 	r.turn = &s
