@@ -20,6 +20,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Watch follows Pi's session directories and traces every run as it
@@ -198,6 +199,9 @@ type sessionPipeline struct {
 	exitOut io.Writer
 	content agentmap.Content
 	parent  context.Context
+	// exit, if set, says how the program that wrote the files ended, for
+	// the runs still open when it exited (sessionwatch.Config.Exited).
+	exit func() agentmap.Ending
 
 	// lines and damaged count every file's lines, and those that did not
 	// decode, for the health metrics.
@@ -281,6 +285,16 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 		rest := decode(off, b)
 		return func() { c.line(rest) }
 	}
+}
+
+// Close closes the file's open run: ended as the program that wrote it
+// ended when it exited, else at the end of the input.
+func (c *countingMapper) Close(exited bool) {
+	end := agentmap.Ending{Reason: vocab.EndEOF}
+	if exited && c.sp.exit != nil {
+		end = c.sp.exit()
+	}
+	c.FileMapper.Close(end)
 }
 
 // line runs one line's mapping, counted.

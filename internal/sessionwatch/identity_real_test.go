@@ -15,10 +15,12 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The tests here follow real-shaped session files with the real tracer
@@ -94,7 +96,7 @@ func (h *realHarness) start(cfg Config) {
 	cfg.IsSession = session.Starts
 	cfg.Logf = func(format string, args ...any) { h.logs = append(h.logs, fmt.Sprintf(format, args...)) }
 	cfg.NewTracer = func(spec TracerSpec) Tracer {
-		return session.New(session.Config{TracerProvider: h.tp, SkipThrough: spec.SkipThrough, Claims: spec.Claims})
+		return fileTracer{session.New(session.Config{TracerProvider: h.tp, SkipThrough: spec.SkipThrough, Claims: spec.Claims})}
 	}
 	if cfg.Settle == 0 {
 		cfg.Settle = 10 * time.Second
@@ -595,3 +597,9 @@ func BenchmarkSaveState(b *testing.B) {
 	must(b, err)
 	b.ReportMetric(float64(st.Size())/1e6, "state-MB")
 }
+
+// fileTracer is a FileMapper as a follower's Tracer: what is open at the
+// end is closed as the input ending.
+type fileTracer struct{ *session.FileMapper }
+
+func (f fileTracer) Close(bool) { f.FileMapper.Close(agentmap.Ending{Reason: vocab.EndEOF}) }
