@@ -15,6 +15,7 @@ package agentmap
 import (
 	"context"
 	"maps"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -199,9 +200,16 @@ func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }
 // Handle applies one input. The mapper does not keep its event after the
 // call, so callers may reuse it (see event.Decoder).
 func (m *Mapper) Handle(in Input) {
-	ev, at := in.Event, in.At
+	// Escape analysis sees in as a whole: keeping any part of it (the
+	// time's location, which the SDK keeps, or the key) would move every
+	// caller's event to the heap. So the time is rebuilt from its
+	// instant, and the key copied.
+	ev, at := in.Event, time.Unix(in.At.Unix(), int64(in.At.Nanosecond()))
 	m.stats.Events++
-	m.ident = identity{key: in.Key, uncounted: in.Uncounted}
+	if in.Key != m.ident.key {
+		m.ident.key = strings.Clone(in.Key)
+	}
+	m.ident.uncounted = in.Uncounted
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -48,21 +49,19 @@ type call struct {
 	args     json.RawMessage
 }
 
-func (x *translator) emit(ev *event.Event, at time.Time) {
-	x.handle(agentmap.Input{Event: ev, At: at})
-}
+func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false) }
 
-// handle gives the mapper in, with the run's identity, at a time no
-// earlier than the last (but for starts, which the file times apart).
-func (x *translator) handle(in agentmap.Input) {
-	if in.At.IsZero() || in.At.Before(x.now) && in.Event.Type != event.TypeToolExecutionStart && in.Event.Type != event.TypeMessageStart {
-		in.At = x.now
+// handle gives the mapper ev, with the run's identity and what a tool
+// result held (nested, read), at a time no earlier than the last (but
+// for starts, which the file times apart).
+func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read bool) {
+	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
+		at = x.now
 	}
-	if in.At.After(x.now) {
-		x.now = in.At
+	if at.After(x.now) {
+		x.now = at
 	}
-	in.Key, in.Uncounted = x.key, x.uncounted
-	x.m.Handle(in)
+	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, NestedRead: read, Key: x.key, Uncounted: x.uncounted})
 }
 
 func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
@@ -399,7 +398,7 @@ func (x *translator) toolResult(e *entry) {
 		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
 		x.noteChildren(msg)
 	}
-	x.handle(agentmap.Input{Event: ev, At: end, Nested: msg.nested, NestedRead: true})
+	x.handle(ev, end, msg.nested, true)
 }
 
 type compactionResult struct {
