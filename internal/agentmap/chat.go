@@ -1,7 +1,6 @@
 package agentmap
 
 import (
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -34,7 +34,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
-	s := m.start(r.container().ctx, "chat/"+strconv.Itoa(r.chats), name, trace.SpanKindClient, at, attrs...)
+	s := m.start(r.container().ctx, spanid.Path{Kind: "chat", N: r.chats}, name, trace.SpanKindClient, at, attrs...)
 	r.chats++
 	r.chat = &chat{span: s}
 }

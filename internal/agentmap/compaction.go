@@ -2,7 +2,6 @@ package agentmap
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,11 +26,11 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	parent := m.cfg.parent
 	var parentID trace.SpanID
 	r := m.run
-	path := ""
+	var path spanid.Path
 	if r != nil {
 		p := r.container()
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
-		path = "compaction/" + strconv.Itoa(r.compactions)
+		path = spanid.Path{Kind: "compaction", N: r.compactions}
 		r.compactions++
 		r.openComps++
 	} else if m.idleParent != nil {
@@ -45,7 +44,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 			parent = spanid.WithUncounted(parent)
 		}
 		if m.ident.key != "" {
-			parent = spanid.WithKey(parent, m.ident.key, "")
+			parent = spanid.WithKey(parent, m.ident.key, spanid.Path{})
 		}
 	}
 	attrs := []attribute.KeyValue{vocab.CompactionReasonKey.String(ev.Reason)}

@@ -13,6 +13,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -130,9 +131,10 @@ func (w *nestedWriter) attrs() []attribute.KeyValue {
 }
 
 // start starts a span with attrs, which it keeps as the buffer. Its path
-// is parent's and then what and i: where it sits in the result.
-func (w *nestedWriter) start(parent *span, what string, i int, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
-	path := parent.path + "/" + what + "/" + strconv.Itoa(i)
+// is base (parent's, written out once for all its children) and then what
+// and i: where it sits in the result.
+func (w *nestedWriter) start(parent *span, base, what string, i int, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
+	path := spanid.Path{Base: base, Kind: what, N: i}
 	s := w.m.start(parent.ctx, path, name, kind, at, attrs...)
 	w.buf = attrs[:0]
 	return s
@@ -190,17 +192,18 @@ func (w *nestedWriter) result(parent *span, res *nested.Result, end time.Time) {
 	if hi.Before(lo) {
 		hi = lo
 	}
+	base := parent.path.String()
 	for i := range res.Calls {
-		w.call(parent, i, &res.Calls[i], lo, hi)
+		w.call(parent, base, i, &res.Calls[i], lo, hi)
 	}
 	for j, run := range res.Runs {
-		w.run(parent, j, run, lo, hi)
+		w.run(parent, base, j, run, lo, hi)
 	}
 }
 
 // call is a nestedCalls record: its name, status and duration, from the
 // start of the calling tool (the record has no start time).
-func (w *nestedWriter) call(parent *span, i int, c *nested.Call, lo, hi time.Time) {
+func (w *nestedWriter) call(parent *span, base string, i int, c *nested.Call, lo, hi time.Time) {
 	m := w.m
 	attrs := append(w.attrs(),
 		semconv.GenAIOperationNameExecuteTool,
@@ -216,7 +219,7 @@ func (w *nestedWriter) call(parent *span, i int, c *nested.Call, lo, hi time.Tim
 		end = w.within(lo.Add(msDur(*c.DurationMs)), lo, hi)
 	}
 	w.ended(end)
-	s := w.start(parent, "call", i, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
+	s := w.start(parent, base, "call", i, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
 	// The parent's own tool calls, as a live stream counts them.
 	m.run.toolCalls++
 	switch c.Status {
@@ -231,7 +234,7 @@ func (w *nestedWriter) call(parent *span, i int, c *nested.Call, lo, hi time.Tim
 }
 
 // run emits one nested agent run and what it did.
-func (w *nestedWriter) run(parent *span, j int, run *nested.Run, lo, hi time.Time) {
+func (w *nestedWriter) run(parent *span, base string, j int, run *nested.Run, lo, hi time.Time) {
 	m := w.m
 	w.runs++
 	start, end := w.within(run.Start, lo, hi), w.within(run.End, lo, hi)
@@ -284,13 +287,14 @@ func (w *nestedWriter) run(parent *span, j int, run *nested.Run, lo, hi time.Tim
 	if failed {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(runErrorType(run)))
 	}
-	s := w.start(parent, "agent", j, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
+	s := w.start(parent, base, "agent", j, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
 	if failed {
 		w.failed++
 		s.SetStatus(codes.Error, m.runErrorText(run))
 	}
+	itemBase := s.path.String()
 	for i := range run.Items {
-		w.item(&s, i, run, &run.Items[i], start, end)
+		w.item(&s, itemBase, i, run, &run.Items[i], start, end)
 	}
 	w.ended(end)
 	s.finish(end)
@@ -315,7 +319,7 @@ func (m *Mapper) runErrorText(run *nested.Run) string {
 }
 
 // item emits one of a run's model or tool calls, within [lo, hi].
-func (w *nestedWriter) item(parent *span, i int, run *nested.Run, it *nested.Item, lo, hi time.Time) {
+func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, it *nested.Item, lo, hi time.Time) {
 	m := w.m
 	start, end := w.within(it.Start, lo, hi), w.within(it.End, lo, hi)
 	if it.Start.IsZero() && !it.End.IsZero() {
@@ -349,7 +353,7 @@ func (w *nestedWriter) item(parent *span, i int, run *nested.Run, it *nested.Ite
 		if it.StopReason == "error" {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
 		}
-		s := w.start(parent, "chat", i, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
+		s := w.start(parent, base, "chat", i, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
 		if it.StopReason == "error" {
 			s.SetStatus(codes.Error, m.errorText(it.ErrorMessage))
 		}
@@ -368,7 +372,7 @@ func (w *nestedWriter) item(parent *span, i int, run *nested.Run, it *nested.Ite
 	if it.IsError {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 	}
-	s := w.start(parent, "tool", i, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
+	s := w.start(parent, base, "tool", i, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
 	if it.IsError {
 		s.SetStatus(codes.Error, "tool reported an error")
 	}

@@ -1,7 +1,6 @@
 package agentmap
 
 import (
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -24,9 +23,9 @@ func (m *Mapper) openRoot(at time.Time) {
 		parent = spanid.WithUncounted(parent)
 	}
 	if id.key != "" {
-		parent = spanid.WithKey(parent, id.key, "")
+		parent = spanid.WithKey(parent, id.key, spanid.Path{})
 	}
-	s := m.start(parent, "", vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	s := m.start(parent, spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	r := &run{
 		root:     s.Span,
 		rootCtx:  s.ctx,
@@ -41,7 +40,7 @@ func (m *Mapper) openRoot(at time.Time) {
 		// see idgen), its other spans' derived from them.
 		r.key = spanid.LiveKey(s.SpanContext())
 	} else {
-		r.checked, r.derived = true, s.SpanContext().SpanID() == spanid.SpanID(r.key, "")
+		r.checked, r.derived = true, s.SpanContext().SpanID() == spanid.SpanID(r.key, spanid.Path{})
 	}
 	m.run = r
 	m.stats.Roots++
@@ -72,7 +71,7 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.rootCtx, "run/"+strconv.Itoa(r.agentRuns), vocab.SpanAgentRun, trace.SpanKindInternal, at,
+	s := m.start(r.rootCtx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
 		vocab.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
 	r.agentRun = &s

@@ -2,7 +2,6 @@ package agentmap
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,7 +18,7 @@ type span struct {
 	trace.Span
 	ctx   context.Context
 	start time.Time
-	path  string // its place in the run, whence its id (package spanid)
+	path  spanid.Path // its place in the run, whence its id
 }
 
 // finish ends the span at at, or at its start if at is earlier: replayed
@@ -194,7 +193,7 @@ func (r *run) container() *span {
 
 // start starts a span below parent. path names its place in the open run
 // (see spanid): its id derives from the run's key and path.
-func (m *Mapper) start(parent context.Context, path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+func (m *Mapper) start(parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
 	r := m.run
 	if r != nil && r.key != "" {
 		parent = spanid.WithKey(parent, r.key, path)
@@ -216,14 +215,9 @@ func (m *Mapper) start(parent context.Context, path, name string, kind trace.Spa
 	return span{Span: s, ctx: ctx, start: at, path: path}
 }
 
-// toolPath is the path of the execute_tool span of call id that has had
-// n spans before it in the run.
-func ToolPath(id string, n int) string {
-	if n == 0 {
-		return "tool/" + id
-	}
-	return "tool/" + id + "#" + strconv.Itoa(n)
-}
+// ToolPath is the path of the execute_tool span of call id that has had n
+// spans before it in its run.
+func ToolPath(id string, n int) spanid.Path { return spanid.Path{Kind: "tool", ID: id, N: n} }
 
 // ToolContext is the span context of the execute_tool span of call callID
 // in the open run: the open span's, or the one its span will have once it

@@ -59,7 +59,7 @@ func TestToolContextIsTheSpanItWillBe(t *testing.T) {
 			t.Errorf("%q: tool spans %v, named before they started as %v", key, got, want)
 		}
 		if key != "" {
-			if root := rec.Ended()[len(rec.Ended())-1]; root.SpanContext().TraceID() != spanid.TraceID(key) || root.SpanContext().SpanID() != spanid.SpanID(key, "") {
+			if root := rec.Ended()[len(rec.Ended())-1]; root.SpanContext().TraceID() != spanid.TraceID(key) || root.SpanContext().SpanID() != spanid.SpanID(key, spanid.Path{}) {
 				t.Errorf("keyed root %v", root.SpanContext())
 			}
 		}

@@ -498,7 +498,7 @@ func (t *FileMapper) flushBash() {
 			if !count {
 				parent = spanid.WithUncounted(parent)
 			}
-			t.bashSpan(spanid.WithKey(parent, key, ""), e, true)
+			t.bashSpan(spanid.WithKey(parent, key, spanid.Path{}), e, true)
 		} else {
 			x := &translator{t: t, m: t.m, now: e.persist, key: key, uncounted: !count}
 			x.compaction(e)

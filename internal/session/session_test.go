@@ -289,7 +289,7 @@ func TestFork(t *testing.T) {
 	}
 	// And the origin traced on its own gives that very trace.
 	o := runs(t, traceBytes(t, origin.bytes(), Config{}), 2)
-	if o[1].s.SpanContext().TraceID() != want || o[1].s.SpanContext().SpanID() != spanid.SpanID("origin-1/"+u2, "") {
+	if o[1].s.SpanContext().TraceID() != want || o[1].s.SpanContext().SpanID() != spanid.SpanID("origin-1/"+u2, spanid.Path{}) {
 		t.Errorf("origin's second run is %v, the fork links to %s", o[1].s.SpanContext(), want)
 	}
 }

@@ -130,7 +130,9 @@ func (t *FileMapper) rootAttributes(r *runBuf, root trace.Span) {
 }
 
 // linkTo is the root of the run keyed key.
-func linkTo(key string) trace.SpanContext { return spanid.SpanContext(spanid.TraceID(key), key, "") }
+func linkTo(key string) trace.SpanContext {
+	return spanid.SpanContext(spanid.TraceID(key), key, spanid.Path{})
+}
 
 func (x *translator) entry(e *entry) {
 	if e.msg != nil {
@@ -236,7 +238,7 @@ func (x *translator) message(e *entry) {
 	case "system":
 		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
-		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, "bash/"+e.ID), e, false)
+		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false)
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.images, msg.Content, at(msg, e))
 	default:
