@@ -100,7 +100,7 @@ func TestChildSessionFileReplacesTheCopy(t *testing.T) {
 // childAndParent writes a child session file (whose header names
 // parentHeader as its parentSession, when set) and returns its path and
 // a parent session file with the subagent results given.
-func childAndParent(t *testing.T, parentHeader string) (string, func(results string) []byte) {
+func childAndParent(t testing.TB, parentHeader string) (string, func(results string) []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	child := filepath.Join(dir, "2026-12-01T10-00-01-000Z_child-1.jsonl")
