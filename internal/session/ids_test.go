@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestIDsDependOnKeysNotOrder(t *testing.T) {
 	}
 	wg.Wait()
 	if got := spanSet(rec); !slices.Equal(got, want) {
-		t.Errorf("runs traced apart, in the order %v:\n%s\nwant:\n%s", keys, bytes.Join(toBytes(got), []byte("\n")), bytes.Join(toBytes(want), []byte("\n")))
+		t.Errorf("runs traced apart, in the order %v:\n%s\nwant:\n%s", keys, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	seen := map[string]bool{}
 	for _, s := range want {
@@ -79,14 +80,6 @@ func TestIDsDependOnKeysNotOrder(t *testing.T) {
 		}
 		seen[id] = true
 	}
-}
-
-func toBytes(ss []string) [][]byte {
-	out := make([][]byte, len(ss))
-	for i, s := range ss {
-		out[i] = []byte(s)
-	}
-	return out
 }
 
 // FileMapper.ToolContext names a tool's span as soon as the assistant
