@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -86,6 +87,10 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 			attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(out)) // a trace of its own
 		}
 	}
-	s := m.start(c.ctx, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
+	var base string
+	if !c.path.IsRoot() {
+		base = c.path.String()
+	}
+	s := m.start(c.ctx, spanid.Path{Base: base, Kind: "summary"}, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
 	s.finish(at)
 }
