@@ -1,0 +1,104 @@
+# pi-otel's BASH_ENV hook: it gives the processes of one bash call the trace
+# context (TRACEPARENT, TRACESTATE) of the Pi tool call that started it.
+# It prints nothing, forks nothing and leaves the shell's options as they
+# were; see docs/configuration.md, Propagation. Written by pi-otel.
+if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)); then
+	__pi_otel_done=1
+	__pi_otel_hook() {
+		local -
+		set +euxo pipefail
+		set +C
+		local LC_ALL=C
+		local dir=${PI_OTEL_HOOK-} s=${BASH_EXECUTION_STRING-} pid=${PI_OTEL_PID-}
+		local wait=${PI_OTEL_HOOK_WAIT_MS:-500} base
+		if [[ -z $dir && -n ${PI_SESSION_ID-} ]]; then
+			# A plain pi, traced by pi-otel watch: its entries are kept
+			# per session, and its pid in the directory's watch file.
+			base=${PI_OTEL_PROPAGATION_DIR-}
+			if [[ -z $base ]]; then
+				if [[ -n ${XDG_RUNTIME_DIR-} ]]; then base=$XDG_RUNTIME_DIR/pi-otel; else base=${TMPDIR:-/tmp}; base=${base%/}/pi-otel-$UID; fi
+			fi
+			dir=$base/s-$PI_SESSION_ID
+			[[ -r $base/watch.pid ]] && IFS= read -r pid <"$base/watch.pid"
+		fi
+		[[ -n $dir && -n $s && -d $dir ]] || return 0
+		local cand=$s tries=0 n k h i pos c key= e claim tp ts reason=n polls
+		local -a m
+		# The command, or, when a shellCommandPrefix came first, what
+		# follows one of its first lines.
+		while :; do
+			n=${#cand}
+			m=("$dir"/c."$n"-*)
+			if [[ -e ${m[1]-} ]]; then
+				# Calls of one length: the key's hash tells them apart.
+				k=$((n < 64 ? n : 64)) h=2166136261
+				for ((i = 0; i < k; i++)); do
+					pos=0
+					((k > 1)) && pos=$((i * (n - 1) / (k - 1)))
+					printf -v c '%d' "'${cand:pos:1}"
+					h=$((((h ^ (c & 255)) * 16777619) & 0xFFFFFFFF))
+				done
+				printf -v key '%d-%08x' "$n" "$h"
+				m=("$dir"/c."$key".*)
+				[[ -e ${m[0]} ]] && break
+				key=
+			elif [[ -e ${m[0]} ]]; then
+				# The one call of this length: no hash needed.
+				key=$n
+				break
+			fi
+			[[ $cand == *$'\n'* ]] && ((++tries <= 8)) || break
+			cand=${cand#*$'\n'}
+		done
+		if [[ -n $key ]]; then
+
+			for e in "${m[@]}"; do
+				claim=$dir/k.${e#"$dir"/c.}
+				# noclobber: of parallel calls with one key, each claims
+				# its own entry.
+				set -C
+				if { : >"$claim"; } 2>/dev/null; then
+					set +C
+					reason=
+					polls=$((wait / 2))
+					while :; do
+						tp= ts=
+						{ IFS= read -r tp && IFS= read -r ts; } <"$e" 2>/dev/null
+						[[ -n $tp ]] && break
+						if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+							reason=g
+							break
+						fi
+						if ((polls-- <= 0)); then
+							reason=t
+							break
+						fi
+						read -r -t 0.002 <>"$dir/wait" 2>/dev/null
+					done
+					break
+				fi
+				set +C
+			done
+		fi
+		if [[ -n $tp ]]; then
+			export TRACEPARENT=$tp
+			if [[ -n $ts ]]; then export TRACESTATE=$ts; else unset TRACESTATE; fi
+		fi
+		[[ -n $reason ]] && printf %s "$reason" >>"$dir/misses" 2>/dev/null
+		return 0
+	}
+	__pi_otel_hook
+	unset -f __pi_otel_hook
+fi
+# The processes this call starts see the user's own BASH_ENV, as they
+# would without pi-otel; it is read here, where bash would have read it.
+if [[ -n ${PI_OTEL_HOOK-} ]]; then
+	unset PI_OTEL_HOOK PI_OTEL_PID PI_OTEL_HOOK_WAIT_MS
+	if [[ -n ${PI_OTEL_USER_BASH_ENV+x} ]]; then
+		export BASH_ENV=$PI_OTEL_USER_BASH_ENV
+		unset PI_OTEL_USER_BASH_ENV
+		[[ -n $BASH_ENV ]] && . "$BASH_ENV"
+	else
+		unset BASH_ENV
+	fi
+fi
