@@ -21,16 +21,24 @@ func Run(env Env, args []string) int {
 	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
 		return runTUI(env, cfg, argv)
 	}
-	p, err := newPipeline(env, cfg, nil)
+	cc := openCallContexts(env, cfg)
+	p, err := newPipeline(env, cfg, nil, cc.option()...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	cc = cc.attach(p)
 	return tracedChild{
 		argv: argv,
-		opts: []launch.Option{launch.WithEnv(p.childEnv()...)},
+		opts: []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
-			_, err := framing.Forward(out, r, func(rec []byte) { g.do(func() { p.sink.Record(rec) }) })
+			_, err := framing.Forward(out, r, func(rec []byte) {
+				g.do(func() {
+					p.sink.Record(rec)
+					cc.record(rec)
+				})
+			})
 			return err
 		},
 		close: p.finish,

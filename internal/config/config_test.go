@@ -62,7 +62,9 @@ func TestDefaults(t *testing.T) {
 		Batch: config.Batch{MaxQueueSize: 2048, MaxExportBatchSize: 512,
 			ScheduleDelay: 5 * time.Second, ExportTimeout: 30 * time.Second},
 		// No HOME, no XDG_STATE_HOME: no place for a spool.
-		Spool: config.Spool{MaxBytes: 64 << 20, MaxAge: 7 * 24 * time.Hour},
+		Spool:           config.Spool{MaxBytes: 64 << 20, MaxAge: 7 * 24 * time.Hour},
+		Propagation:     config.PropagateCall,
+		PropagationWait: 500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

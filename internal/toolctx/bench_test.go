@@ -29,8 +29,7 @@ func BenchmarkHookCost(b *testing.B) {
 		cmd += "x"
 	}
 	plainEnv := []string{"PATH=" + os.Getenv("PATH"), "TRACEPARENT=" + runLevel}
-	get := func(string) string { return "" }
-	hookEnv := append(append([]string{}, plainEnv...), r.Env(get, func(string) (string, bool) { return "", false })...)
+	hookEnv := append(append([]string{}, plainEnv...), r.Env(func(string) string { return "" })...)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled})
 	run := func(env []string) time.Duration {
 		c := exec.Command("bash", "-c", cmd)

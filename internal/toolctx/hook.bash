@@ -81,6 +81,7 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 			done
 		fi
 		if [[ -n $tp ]]; then
+			__pi_otel_found=1
 			export TRACEPARENT=$tp
 			if [[ -n $ts ]]; then export TRACESTATE=$ts; else unset TRACESTATE; fi
 		fi
@@ -90,15 +91,19 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 	__pi_otel_hook
 	unset -f __pi_otel_hook
 fi
-# The processes this call starts see the user's own BASH_ENV, as they
-# would without pi-otel; it is read here, where bash would have read it.
+# The user's own BASH_ENV is read here, where bash would have read it. The
+# processes of a call that got its context see the user's BASH_ENV, as
+# they would without pi-otel; a bash that found no call (one that starts
+# Pi, a user's ! command) leaves the hook in place for what it starts.
 if [[ -n ${PI_OTEL_HOOK-} ]]; then
-	unset PI_OTEL_HOOK PI_OTEL_PID PI_OTEL_HOOK_WAIT_MS
-	if [[ -n ${PI_OTEL_USER_BASH_ENV+x} ]]; then
-		export BASH_ENV=$PI_OTEL_USER_BASH_ENV
-		unset PI_OTEL_USER_BASH_ENV
-		[[ -n $BASH_ENV ]] && . "$BASH_ENV"
-	else
-		unset BASH_ENV
+	__pi_otel_user=${PI_OTEL_USER_BASH_ENV-}
+	if [[ -n ${__pi_otel_found-} ]]; then
+		unset PI_OTEL_HOOK PI_OTEL_PID PI_OTEL_HOOK_WAIT_MS PI_OTEL_USER_BASH_ENV
+		if [[ -n $__pi_otel_user ]]; then export BASH_ENV=$__pi_otel_user; else unset BASH_ENV; fi
 	fi
+	unset __pi_otel_found
+	if [[ -n $__pi_otel_user ]]; then
+		. "$__pi_otel_user"
+	fi
+	unset __pi_otel_user
 fi

@@ -35,8 +35,7 @@ func openRun(t *testing.T, wait time.Duration) *Run {
 func bashEnv(r *Run, extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TRACEPARENT=" + runLevel}
 	env = append(env, extra...)
-	get := func(k string) string { v, _ := lookupIn(env, k); return v }
-	return append(env, r.Env(get, func(k string) (string, bool) { return lookupIn(env, k) })...)
+	return append(env, r.Env(func(k string) string { v, _ := lookupIn(env, k); return v })...)
 }
 
 func lookupIn(env []string, k string) (string, bool) {
@@ -226,3 +225,16 @@ func TestHookDoesNoHarm(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestHookStaysForAWrapper: a bash that is not a tool call (a script that
+// starts Pi, say) keeps the hook in Pi's environment.
+func TestHookStaysForAWrapper(t *testing.T) {
+	r := openRun(t, time.Second)
+	const cmd = "printenv TRACEPARENT"
+	r.Expect("inner", cmd)
+	r.Resolve("inner", spanContext(t, 9, trace.FlagsSampled))
+	out, errOut, _ := runBash(t, bashEnv(r), "bash -c 'printenv TRACEPARENT'")
+	if want := traceparent(spanContext(t, 9, trace.FlagsSampled)) + "\n"; out != want || errOut != "" {
+		t.Errorf("the call below a wrapper got %q %q, want %q", out, errOut, want)
+	}
+}

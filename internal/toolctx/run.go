@@ -105,25 +105,24 @@ func (r *Run) Dir() string { return r.dir }
 
 // Env is what Pi's environment needs for the hook to run in every bash
 // call: BASH_ENV names the hook, which then reads the user's own BASH_ENV
-// (kept in PI_OTEL_USER_BASH_ENV) as bash would have.
-func (r *Run) Env(getenv func(string) string, lookup func(string) (string, bool)) []string {
+// (kept in PI_OTEL_USER_BASH_ENV) as bash would have. An empty BASH_ENV
+// is no BASH_ENV, to bash as here.
+func (r *Run) Env(getenv func(string) string) []string {
 	env := []string{
 		"BASH_ENV=" + filepath.Join(r.dir, HookName),
 		"PI_OTEL_HOOK=" + r.dir,
 		"PI_OTEL_PID=" + strconv.Itoa(r.pid),
 		"PI_OTEL_HOOK_WAIT_MS=" + strconv.FormatInt(r.wait.Milliseconds(), 10),
 	}
+	user := getenv("BASH_ENV")
 	// Under a pi-otel's bash call whose hook did not run (a plain sh in
 	// between), BASH_ENV is still that pi-otel's hook: the user's is the
 	// one it kept.
 	if getenv("PI_OTEL_HOOK") != "" {
-		if v, ok := lookup("PI_OTEL_USER_BASH_ENV"); ok {
-			return append(env, "PI_OTEL_USER_BASH_ENV="+v)
-		}
-		return env
+		user = getenv("PI_OTEL_USER_BASH_ENV")
 	}
-	if v, ok := lookup("BASH_ENV"); ok {
-		env = append(env, "PI_OTEL_USER_BASH_ENV="+v)
+	if user != "" {
+		env = append(env, "PI_OTEL_USER_BASH_ENV="+user)
 	}
 	return env
 }

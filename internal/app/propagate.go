@@ -1,0 +1,95 @@
+package app
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/toolctx"
+)
+
+// callContexts hands each of Pi's bash calls the trace context of its own
+// execute_tool span (see internal/toolctx and docs/configuration.md,
+// Propagation). It is nil when --propagation is run, or when the private
+// directory is refused: Pi's processes then get the run's context.
+type callContexts struct {
+	run *toolctx.Run
+	// src names a call's span as soon as its assistant message is seen,
+	// when the mapper can; otherwise the span's start resolves it.
+	src    toolctx.ContextSource
+	misses toolctx.Misses
+}
+
+// openCallContexts opens the run's directory, or says on stderr why not.
+func openCallContexts(env Env, cfg config.Config) *callContexts {
+	if cfg.Propagation != config.PropagateCall {
+		return nil
+	}
+	base := cfg.PropagationDir
+	if base == "" {
+		base = toolctx.BaseDir(env.Getenv)
+	}
+	r, err := toolctx.Open(toolctx.Options{Base: base, Wait: cfg.PropagationWait})
+	if err != nil {
+		if !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: bash calls get the run's trace context, not their own: %v\n", err)
+		}
+		return nil
+	}
+	return &callContexts{run: r}
+}
+
+// option registers the span processor that resolves a call when its span
+// starts.
+func (c *callContexts) option() []telemetry.Option {
+	if c == nil {
+		return nil
+	}
+	return []telemetry.Option{telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+		return toolctx.Processor{Run: c.run}, nil
+	})}
+}
+
+// attach lets the mapper name calls early, when it can, and returns c, or
+// nil when calls cannot be resolved: under an unsampled caller no span is
+// recorded, so only a mapper that names calls itself resolves them, and
+// without one the run's context (the caller's, unsampled) is as good.
+func (c *callContexts) attach(p *pipeline) *callContexts {
+	if c == nil {
+		return nil
+	}
+	if src, ok := any(p.mapper).(toolctx.ContextSource); ok {
+		c.src = src
+	}
+	if c.src == nil && p.parent.IsValid() && !p.parent.IsSampled() {
+		c.run.Close()
+		return nil
+	}
+	p.calls = c
+	return c
+}
+
+// env is what Pi's environment gets for the hook.
+func (c *callContexts) env(getenv func(string) string) []string {
+	if c == nil {
+		return nil
+	}
+	return c.run.Env(getenv)
+}
+
+// record reads one of Pi's records after the mapper has.
+func (c *callContexts) record(rec []byte) {
+	if c != nil {
+		c.run.Record(rec, c.src)
+	}
+}
+
+// close removes the run's directory, keeping the hooks' counts.
+func (c *callContexts) close() {
+	if c != nil {
+		c.misses = c.run.Close()
+	}
+}
