@@ -82,8 +82,31 @@ func (c *callContexts) env(getenv func(string) string) []string {
 
 // record reads one of Pi's records after the mapper has.
 func (c *callContexts) record(rec []byte) {
+	if c == nil {
+		return
+	}
+	c.run.Record(rec, c.src)
+	if id, _, response, ok := toolctx.RPCBash(rec); ok && response {
+		c.run.Done(id)
+	}
+}
+
+// controller reads one of an RPC controller's records: a bash command
+// runs in Pi's bash, with the context Pi has, and must not wait for a
+// tool call's.
+func (c *callContexts) controller(rec []byte) {
+	if c == nil {
+		return
+	}
+	if id, command, response, ok := toolctx.RPCBash(rec); ok && !response {
+		c.run.Keep(id, command)
+	}
+}
+
+// started names Pi's process once it runs.
+func (c *callContexts) started(pid int) {
 	if c != nil {
-		c.run.Record(rec, c.src)
+		c.run.SetPi(pid)
 	}
 }
 

@@ -51,9 +51,15 @@ func RPC(env Env, args []string) int {
 		// Pi to shut down. If Pi exits first this goroutine stays blocked
 		// reading our stdin; the process ends without it.
 		started: func(proc *launch.Process, g *gate) {
+			cc.started(proc.Pid())
 			go func() {
 				stdin := proc.Stdin()
-				in := newTap(stdin, func(rec []byte) { g.do(func() { tr.FromController(rec, time.Now()) }) })
+				in := newTap(stdin, func(rec []byte) {
+					g.do(func() {
+						tr.FromController(rec, time.Now())
+						cc.controller(rec)
+					})
+				})
 				_, err := framing.Forward(in, env.Stdin, nil)
 				in.flush()
 				if err != nil && !errors.Is(err, os.ErrClosed) {

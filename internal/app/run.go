@@ -30,8 +30,9 @@ func Run(env Env, args []string) int {
 	}
 	cc = cc.attach(p)
 	return tracedChild{
-		argv: argv,
-		opts: []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
+		argv:    argv,
+		opts:    []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
+		started: func(proc *launch.Process, _ *gate) { cc.started(proc.Pid()) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
 			_, err := framing.Forward(out, r, func(rec []byte) {
 				g.do(func() {

@@ -22,68 +22,88 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 			[[ -r $base/watch.pid ]] && IFS= read -r pid <"$base/watch.pid"
 		fi
 		[[ -n $dir && -n $s && -d $dir ]] || return 0
-		local cand=$s tries=0 n k h i pos c key= e claim tp ts reason=n polls
+		local cand n k h i pos c key e claim claimed= tp= ts= reason=n tries lag= pi= polls=$((wait / 2))
 		local -a m
-		# The command, or, when a shellCommandPrefix came first, what
-		# follows one of its first lines.
+		# A bash call of the Pi whose output pi-otel reads can start before
+		# pi-otel has read the message that asks for it: such a call (and
+		# no other bash) waits for its entry to appear.
+		[[ -r $dir/pi.pid ]] && IFS= read -r pi <"$dir/pi.pid"
+		[[ -n $pi && $PPID == "$pi" ]] && lag=1
 		while :; do
-			n=${#cand}
-			m=("$dir"/c."$n"-*)
-			if [[ -e ${m[1]-} ]]; then
-				# Calls of one length: the key's hash tells them apart.
-				k=$((n < 64 ? n : 64)) h=2166136261
-				for ((i = 0; i < k; i++)); do
-					pos=0
-					((k > 1)) && pos=$((i * (n - 1) / (k - 1)))
-					printf -v c '%d' "'${cand:pos:1}"
-					h=$((((h ^ (c & 255)) * 16777619) & 0xFFFFFFFF))
-				done
-				printf -v key '%d-%08x' "$n" "$h"
-				m=("$dir"/c."$key".*)
-				[[ -e ${m[0]} ]] && break
-				key=
-			elif [[ -e ${m[0]} ]]; then
-				# The one call of this length: no hash needed.
-				key=$n
-				break
-			fi
-			[[ $cand == *$'\n'* ]] && ((++tries <= 8)) || break
-			cand=${cand#*$'\n'}
-		done
-		if [[ -n $key ]]; then
-
-			for e in "${m[@]}"; do
-				claim=$dir/k.${e#"$dir"/c.}
-				# noclobber: of parallel calls with one key, each claims
-				# its own entry.
-				set -C
-				if { : >"$claim"; } 2>/dev/null; then
-					set +C
-					reason=
-					polls=$((wait / 2))
-					while :; do
-						tp= ts=
-						{ IFS= read -r tp && IFS= read -r ts; } <"$e" 2>/dev/null
-						[[ -n $tp ]] && break
-						if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
-							reason=g
-							break
-						fi
-						if ((polls-- <= 0)); then
-							reason=t
-							break
-						fi
-						read -r -t 0.002 <>"$dir/wait" 2>/dev/null
+			# The command, or, when a shellCommandPrefix came first, what
+			# follows one of its first lines.
+			key= cand=$s tries=0
+			while :; do
+				n=${#cand}
+				m=("$dir"/c."$n"-*)
+				if [[ -e ${m[1]-} ]]; then
+					# Calls of one length: the key's hash tells them apart.
+					k=$((n < 64 ? n : 64)) h=2166136261
+					for ((i = 0; i < k; i++)); do
+						pos=0
+						((k > 1)) && pos=$((i * (n - 1) / (k - 1)))
+						printf -v c '%d' "'${cand:pos:1}"
+						h=$((((h ^ (c & 255)) * 16777619) & 0xFFFFFFFF))
 					done
+					printf -v key '%d-%08x' "$n" "$h"
+					m=("$dir"/c."$key".*)
+					[[ -e ${m[0]} ]] && break
+					key=
+				elif [[ -e ${m[0]} ]]; then
+					# The one call of this length: no hash needed.
+					key=$n
 					break
 				fi
-				set +C
+				[[ $cand == *$'\n'* ]] && ((++tries <= 8)) || break
+				cand=${cand#*$'\n'}
 			done
-		fi
+			if [[ -n $key ]]; then
+				for e in "${m[@]}"; do
+					claim=$dir/k.${e#"$dir"/c.}
+					# noclobber: of parallel calls with one key, each
+					# claims its own entry.
+					set -C
+					if { : >"$claim"; } 2>/dev/null; then
+						claimed=1
+					fi
+					set +C
+					[[ -n $claimed ]] && break
+				done
+			fi
+			[[ -n $claimed || -z $lag ]] && break
+			if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+				reason=g
+				break
+			fi
+			((polls-- > 0)) || break
+			read -r -t 0.002 <>"$dir/wait" 2>/dev/null
+		done
+		# A claimed entry is empty until pi-otel knows the call's context.
+		while [[ -n $claimed ]]; do
+			tp= ts=
+			{ IFS= read -r tp && IFS= read -r ts; } <"$e" 2>/dev/null
+			if [[ -n $tp ]]; then
+				reason=
+				break
+			fi
+			if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+				reason=g
+				break
+			fi
+			if ((polls-- <= 0)); then
+				reason=t
+				break
+			fi
+			read -r -t 0.002 <>"$dir/wait" 2>/dev/null
+		done
 		if [[ -n $tp ]]; then
 			__pi_otel_found=1
-			export TRACEPARENT=$tp
-			if [[ -n $ts ]]; then export TRACESTATE=$ts; else unset TRACESTATE; fi
+			# "-": a command that keeps the context it has (an RPC bash
+			# command).
+			if [[ $tp != - ]]; then
+				export TRACEPARENT=$tp
+				if [[ -n $ts ]]; then export TRACESTATE=$ts; else unset TRACESTATE; fi
+			fi
 		fi
 		[[ -n $reason ]] && printf %s "$reason" >>"$dir/misses" 2>/dev/null
 		return 0

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +237,49 @@ func TestHookStaysForAWrapper(t *testing.T) {
 	out, errOut, _ := runBash(t, bashEnv(r), "bash -c 'printenv TRACEPARENT'")
 	if want := traceparent(spanContext(t, 9, trace.FlagsSampled)) + "\n"; out != want || errOut != "" {
 		t.Errorf("the call below a wrapper got %q %q, want %q", out, errOut, want)
+	}
+}
+
+// TestHookWaitsForPisOwnCall: a bash call of Pi's own may start before
+// pi-otel has read the message that asks for it; it waits for its entry.
+func TestHookWaitsForPisOwnCall(t *testing.T) {
+	r := openRun(t, time.Minute)
+	r.SetPi(os.Getpid()) // the bash below is our child, as Pi's are Pi's
+	const cmd = "printenv TRACEPARENT"
+	done := make(chan string)
+	go func() { o, _, _ := runBash(t, bashEnv(r), cmd); done <- o }()
+	// The hook waits on the fifo: a writer can open it once it does.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f, err := os.OpenFile(filepath.Join(r.Dir(), "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook never waited")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	sc := spanContext(t, 7, trace.FlagsSampled)
+	r.Expect("late", cmd)
+	r.Resolve("late", sc)
+	if o := <-done; o != traceparent(sc)+"\n" {
+		t.Errorf("got %q, want %s", o, traceparent(sc))
+	}
+}
+
+// TestHookKeepsWhatItInherits: an entry published with Keep leaves the
+// inherited context alone, and counts no miss.
+func TestHookKeepsWhatItInherits(t *testing.T) {
+	r := openRun(t, time.Second)
+	r.SetPi(os.Getpid())
+	const cmd = "printenv TRACEPARENT"
+	r.Keep("bash-1", cmd)
+	if o, _, _ := runBash(t, bashEnv(r), cmd); o != runLevel+"\n" {
+		t.Errorf("got %q, want the inherited %s", o, runLevel)
+	}
+	if m := r.Misses(); m.Total() != 0 {
+		t.Errorf("misses %+v", m)
 	}
 }

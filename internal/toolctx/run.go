@@ -46,6 +46,8 @@ type Run struct {
 type call struct {
 	name string // c.KEY.SEQ, once the command is known
 	sc   trace.SpanContext
+	// keep marks a command that keeps the context its bash inherits.
+	keep bool
 }
 
 // Options configure a Run.
@@ -146,6 +148,32 @@ func (r *Run) Expect(id, command string) {
 	r.write(c)
 }
 
+// Keep publishes command, run by id, as one that keeps the context its
+// bash inherits (an RPC bash command, which is no tool call): its hook
+// neither waits nor counts a miss.
+func (r *Run) Keep(id, command string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.calls[id] != nil {
+		return
+	}
+	r.seq++
+	c := &call{name: fmt.Sprintf("c.%s.%08d", Key(command), r.seq), keep: true}
+	r.calls[id] = c
+	r.write(c)
+}
+
+// SetPi names Pi's process: its own bash calls, and no other bash, wait
+// for an entry not published yet, since Pi starts them right after
+// writing the records that ask for them, which pi-otel may not have read.
+func (r *Run) SetPi(pid int) {
+	if err := writeFile(r.dir, "pi.pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
+		r.mu.Lock()
+		r.failed++
+		r.mu.Unlock()
+	}
+}
+
 // Resolve gives call id's trace context, which its processes get.
 func (r *Run) Resolve(id string, sc trace.SpanContext) {
 	r.mu.Lock()
@@ -183,7 +211,9 @@ func (r *Run) Done(id string) {
 // none.
 func (r *Run) write(c *call) {
 	var body []byte
-	if c.sc.IsValid() {
+	if c.keep {
+		body = []byte("-\n\n")
+	} else if c.sc.IsValid() {
 		carrier := propagation.MapCarrier{}
 		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), c.sc), carrier)
 		body = []byte(carrier["traceparent"] + "\n" + carrier["tracestate"] + "\n")
