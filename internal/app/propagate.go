@@ -7,6 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/toolctx"
 )
@@ -103,11 +104,37 @@ func (c *callContexts) controller(rec []byte) {
 	}
 }
 
+// sessionCalls says whether a session file's reader names calls early,
+// which tracing Pi's TUI per call needs.
+func sessionCalls() bool {
+	_, ok := any((*session.FileMapper)(nil)).(toolctx.ContextSource)
+	return ok
+}
+
+// session publishes the bash calls a session file's line asks for, once
+// the reader (a FileMapper) has read it; calls is toolctx.Calls of it.
+func (c *callContexts) session(calls []toolctx.Call, reader any) {
+	if c == nil || len(calls) == 0 {
+		return
+	}
+	if src, ok := reader.(toolctx.ContextSource); ok {
+		c.run.Publish(calls, src)
+	}
+}
+
 // started names Pi's process once it runs.
 func (c *callContexts) started(pid int) {
 	if c != nil {
 		c.run.SetPi(pid)
 	}
+}
+
+// missed is how many bash calls ran without their own context.
+func (c *callContexts) missed() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.misses.Total()
 }
 
 // close removes the run's directory, keeping the hooks' counts.

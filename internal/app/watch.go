@@ -20,6 +20,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/toolctx"
 )
 
 // Watch follows Pi's session directories and traces every run as it
@@ -212,6 +213,9 @@ type sessionPipeline struct {
 	badLogs  int64
 	saidLogs bool
 	stopped  bool
+	// calls, if set, hands the bash calls of the Pi under run its own
+	// trace context.
+	calls *callContexts
 }
 
 func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
@@ -285,6 +289,9 @@ type countingMapper struct {
 
 func (c *countingMapper) Line(off int64, b []byte) {
 	c.line(func() { c.FileMapper.Line(off, b) })
+	if c.sp.calls != nil {
+		c.sp.calls.session(toolctx.Calls(b), c.FileMapper)
+	}
 }
 
 // Predecode is the FileMapper's, counted as Line is.
@@ -292,7 +299,14 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 	decode := c.FileMapper.Predecode()
 	return func(off int64, b []byte) func() {
 		rest := decode(off, b)
-		return func() { c.line(rest) }
+		var calls []toolctx.Call
+		if c.sp.calls != nil {
+			calls = toolctx.Calls(b)
+		}
+		return func() {
+			c.line(rest)
+			c.sp.calls.session(calls, c.FileMapper)
+		}
 	}
 }
 

@@ -298,6 +298,17 @@ type ContextSource interface {
 	ToolContext(callID string) (trace.SpanContext, bool)
 }
 
+// Publish publishes those of calls whose context src already knows (a
+// session file's reader: its spans start only once a call has ended).
+func (r *Run) Publish(calls []Call, src ContextSource) {
+	for _, c := range calls {
+		if sc, ok := src.ToolContext(c.ID); ok {
+			r.Resolve(c.ID, sc)
+			r.Expect(c.ID, c.Command)
+		}
+	}
+}
+
 // Record reads one of Pi's records, after the mapper has: each bash call
 // it asks for is expected, and resolved at once when src (which may be
 // nil) knows its context.
