@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -120,6 +121,19 @@ func (c *callContexts) session(calls []toolctx.Call, reader any) {
 	if src, ok := reader.(toolctx.ContextSource); ok {
 		c.run.Publish(calls, src)
 	}
+}
+
+// caughtUp marks session file path as read when the line ending at end
+// was its last.
+func (c *callContexts) caughtUp(path, sessionID string, end int64) {
+	if c == nil || sessionID == "" {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil || end < fi.Size() {
+		return
+	}
+	c.run.Seen(sessionID, fi.ModTime())
 }
 
 // started names Pi's process once it runs.

@@ -252,7 +252,7 @@ func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwat
 }
 
 func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	c := &countingMapper{sp: sp}
+	c := &countingMapper{sp: sp, path: spec.Path}
 	c.FileMapper = session.New(session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		IDs:            sp.ids,
@@ -284,6 +284,7 @@ func (sp *sessionPipeline) uncounted(trace func()) {
 type countingMapper struct {
 	*session.FileMapper
 	sp      *sessionPipeline
+	path    string
 	damaged int64 // this file's damaged lines already counted
 }
 
@@ -291,6 +292,7 @@ func (c *countingMapper) Line(off int64, b []byte) {
 	c.line(func() { c.FileMapper.Line(off, b) })
 	if c.sp.calls != nil {
 		c.sp.calls.session(toolctx.Calls(b), c.FileMapper)
+		c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), off+int64(len(b))+1)
 	}
 }
 
@@ -303,9 +305,11 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 		if c.sp.calls != nil {
 			calls = toolctx.Calls(b)
 		}
+		end := off + int64(len(b)) + 1
 		return func() {
 			c.line(rest)
 			c.sp.calls.session(calls, c.FileMapper)
+			c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), end)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkHookCost runs the same bash call with and without the hook, in
 // turns, and reports the medians and the median of what the hook adds to
-// one call (added-ms): the figure docs/performance.md quotes. The hooked
+// one call (added-ms): the figure docs/configuration.md quotes. The hooked
 // call finds its entry, the usual case; the 300-byte command makes the
 // hook hash a full sample.
 func BenchmarkHookCost(b *testing.B) {

@@ -29,6 +29,13 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 		# no other bash) waits for its entry to appear.
 		[[ -r $dir/pi.pid ]] && IFS= read -r pi <"$dir/pi.pid"
 		[[ -n $pi && $PPID == "$pi" ]] && lag=1
+		# Traced from its session file: pi-otel has read the whole file,
+		# assistant message included, when the file is no newer than its
+		# seen- mark; then nothing more will come.
+		local seen=$dir/seen-${PI_SESSION_ID-}
+		if [[ -n ${PI_SESSION_FILE-} && -e $seen && ! $PI_SESSION_FILE -nt $seen ]]; then
+			lag=
+		fi
 		while :; do
 			# The command, or, when a shellCommandPrefix came first, what
 			# follows one of its first lines.

@@ -283,3 +283,52 @@ func TestHookKeepsWhatItInherits(t *testing.T) {
 		t.Errorf("misses %+v", m)
 	}
 }
+
+// TestHookTrustsTheSeenMark: a bash call of a session pi-otel has read to
+// the end waits for nothing (a user's ! command); one whose session file
+// is newer than the mark waits for its entry.
+func TestHookTrustsTheSeenMark(t *testing.T) {
+	r := openRun(t, time.Minute)
+	r.SetPi(os.Getpid())
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(file, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Seen("sess-1", fi.ModTime())
+	env := bashEnv(r, "PI_SESSION_ID=sess-1", "PI_SESSION_FILE="+file)
+	if o, _, _ := runBash(t, env, "printenv TRACEPARENT"); o != runLevel+"\n" {
+		t.Errorf("got %q, want the run's context at once", o)
+	}
+	if m := r.Misses(); m.None != 1 {
+		t.Errorf("misses %+v, want one without an entry", m)
+	}
+	// The file grows past the mark: the hook waits, and finds its entry.
+	later := fi.ModTime().Add(time.Second)
+	if err := os.Chtimes(file, later, later); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string)
+	go func() { o, _, _ := runBash(t, env, "printenv TRACEPARENT"); done <- o }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f, err := os.OpenFile(filepath.Join(r.Dir(), "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook never waited")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	sc := spanContext(t, 5, trace.FlagsSampled)
+	r.Expect("c", "printenv TRACEPARENT")
+	r.Resolve("c", sc)
+	if o := <-done; o != traceparent(sc)+"\n" {
+		t.Errorf("got %q, want %s", o, traceparent(sc))
+	}
+}

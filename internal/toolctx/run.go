@@ -174,6 +174,35 @@ func (r *Run) SetPi(pid int) {
 	}
 }
 
+// Seen says that pi-otel has read session file sessionID up to its end,
+// as it was at mtime: a bash call of that session whose file is no newer
+// finds every entry there will be, and waits for none.
+func (r *Run) Seen(sessionID string, mtime time.Time) {
+	if !safeName(sessionID) {
+		return
+	}
+	name := filepath.Join(r.dir, "seen-"+sessionID)
+	if err := os.Chtimes(name, mtime, mtime); err == nil {
+		return
+	}
+	if err := writeFile(r.dir, "seen-"+sessionID, nil); err == nil {
+		_ = os.Chtimes(name, mtime, mtime)
+	}
+}
+
+// safeName accepts the ids Pi gives sessions (UUIDs) as file names.
+func safeName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
 // Resolve gives call id's trace context, which its processes get.
 func (r *Run) Resolve(id string, sc trace.SpanContext) {
 	r.mu.Lock()
