@@ -22,20 +22,8 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 			[[ -r $base/watch.pid ]] && IFS= read -r pid <"$base/watch.pid"
 		fi
 		[[ -n $dir && -n $s && -d $dir ]] || return 0
-		local cand n k h i pos c key e claim claimed= tp= ts= reason=n tries lag= pi= polls=$((wait / 2))
+		local cand n k h i pos c key e claim claimed= tp= ts= reason=n tries lag= pi= seen polls=$((wait / 2))
 		local -a m
-		# A bash call of the Pi whose output pi-otel reads can start before
-		# pi-otel has read the message that asks for it: such a call (and
-		# no other bash) waits for its entry to appear.
-		[[ -r $dir/pi.pid ]] && IFS= read -r pi <"$dir/pi.pid"
-		[[ -n $pi && $PPID == "$pi" ]] && lag=1
-		# Traced from its session file: pi-otel has read the whole file,
-		# assistant message included, when the file is no newer than its
-		# seen- mark; then nothing more will come.
-		local seen=$dir/seen-${PI_SESSION_ID-}
-		if [[ -n ${PI_SESSION_FILE-} && -e $seen && ! $PI_SESSION_FILE -nt $seen ]]; then
-			lag=
-		fi
 		while :; do
 			# The command, or, when a shellCommandPrefix came first, what
 			# follows one of its first lines.
@@ -77,7 +65,24 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 					[[ -n $claimed ]] && break
 				done
 			fi
-			[[ -n $claimed || -z $lag ]] && break
+			[[ -n $claimed ]] && break
+			if [[ -z $lag ]]; then
+				# Nothing found: only a bash call of the Pi whose output
+				# pi-otel reads waits for its entry, since Pi starts it
+				# right after writing the message that asks for it, which
+				# pi-otel may not have read yet.
+				lag=n
+				[[ -r $dir/pi.pid ]] && IFS= read -r pi <"$dir/pi.pid"
+				[[ -n $pi && $PPID == "$pi" ]] && lag=y
+				# Traced from its session file: pi-otel has read the whole
+				# file, assistant message included, when the file is no
+				# newer than its seen- mark; then nothing more will come.
+				seen=$dir/seen-${PI_SESSION_ID-}
+				if [[ -n ${PI_SESSION_FILE-} && -e $seen && ! $PI_SESSION_FILE -nt $seen ]]; then
+					lag=n
+				fi
+			fi
+			[[ $lag == y ]] || break
 			if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
 				reason=g
 				break
