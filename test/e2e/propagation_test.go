@@ -17,6 +17,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
+	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestPropagation: every process a bash call of Pi's starts sees the
@@ -262,5 +263,41 @@ func propagatePlainSh(t *testing.T, j *jaegertest.Jaeger) {
 	rt := root(t, one(t, traces))
 	if want := "00-" + rt.TraceID + "-" + rt.SpanID + "-01\nok\n"; got != want {
 		t.Errorf("plain sh saw %q, want the run's context %q", got, want)
+	}
+}
+
+// TestPropagationTUI: Pi's terminal UI under pi-otel run, two prompts with
+// a bash call each: each call's processes see its own execute_tool span,
+// named from the session file before the call's result is written.
+func TestPropagationTUI(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	out := t.TempDir()
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Bash("call_t1", seenBy(out, "call_t1"))), fakemodel.Text("First done.", 1),
+		fakemodel.Tools(fakemodel.Bash("call_t2", seenBy(out, "call_t2"))), fakemodel.Text("Second done.", 1),
+	))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{"quietStartup": true}))
+	service := "e2e-propagate-tui"
+	since := time.Now().Add(-time.Second)
+	u := startTUI(t, pi, otlpGRPC(j, service), pi.Args()...)
+	u.waitScreen("fake-model")
+	u.prompt("First prompt")
+	u.waitScreen("First done.")
+	u.prompt("Second prompt")
+	u.waitScreen("Second done.")
+	u.keys("C-d")
+	if code := u.wait(); code != 0 {
+		t.Fatalf("pi-otel exited %d\nstderr:\n%s", code, u.readStderr())
+	}
+	r := &result{stderr: []byte(u.readStderr())}
+	var ok bool
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
+		t.Fatalf("no summary line:\n%s", r.stderr)
+	}
+	traces := stored(t, j, service, since, r)
+	wantCallParents(t, out, traces, "call_t1", "call_t2")
+	if strings.Contains(string(r.stderr), "without") {
+		t.Errorf("misses counted:\n%s", r.stderr)
 	}
 }
