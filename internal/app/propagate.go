@@ -19,6 +19,8 @@ import (
 // directory is refused: Pi's processes then get the run's context.
 type callContexts struct {
 	run *toolctx.Run
+	// sessions replaces run for watch: plain Pis, a directory per session.
+	sessions *toolctx.Sessions
 	// src names a call's span as soon as its assistant message is seen,
 	// when the mapper can; otherwise the span's start resolves it.
 	src    toolctx.ContextSource
@@ -44,6 +46,26 @@ func openCallContexts(env Env, cfg config.Config) *callContexts {
 	return &callContexts{run: r}
 }
 
+// openWatchContexts prepares watch's publishing, or says on stderr why
+// not: the hook goes where the setup line of docs/watch.md sources it.
+func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
+	if cfg.Propagation != config.PropagateCall || !sessionCalls() {
+		return nil
+	}
+	base := cfg.PropagationDir
+	if base == "" {
+		base = toolctx.BaseDir(env.Getenv)
+	}
+	s, err := toolctx.OpenSessions(toolctx.Options{Base: base, Wait: cfg.PropagationWait}, toolctx.HookPath(env.Getenv, home))
+	if err != nil {
+		if !cfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel: bash calls get no trace context of their own: %v\n", err)
+		}
+		return nil
+	}
+	return &callContexts{sessions: s}
+}
+
 // option registers the span processor that resolves a call when its span
 // starts.
 func (c *callContexts) option() []telemetry.Option {
@@ -51,6 +73,9 @@ func (c *callContexts) option() []telemetry.Option {
 		return nil
 	}
 	return []telemetry.Option{telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+		if c.sessions != nil {
+			return toolctx.Processor{Done: c.sessions.Done}, nil
+		}
 		return toolctx.Processor{Run: c.run}, nil
 	})}
 }
@@ -118,9 +143,17 @@ func (c *callContexts) session(calls []toolctx.Call, reader any) {
 	if c == nil || len(calls) == 0 {
 		return
 	}
-	if src, ok := reader.(toolctx.ContextSource); ok {
-		c.run.Publish(calls, src)
+	src, ok := reader.(toolctx.ContextSource)
+	if !ok {
+		return
 	}
+	if c.sessions != nil {
+		if r, ok := reader.(interface{ SessionID() string }); ok {
+			c.sessions.Publish(r.SessionID(), calls, src)
+		}
+		return
+	}
+	c.run.Publish(calls, src)
 }
 
 // caughtUp marks session file path as read when the line ending at end
@@ -131,6 +164,10 @@ func (c *callContexts) caughtUp(path, sessionID string, end int64) {
 	}
 	fi, err := os.Stat(path)
 	if err != nil || end < fi.Size() {
+		return
+	}
+	if c.sessions != nil {
+		c.sessions.Seen(sessionID, fi.ModTime())
 		return
 	}
 	c.run.Seen(sessionID, fi.ModTime())
@@ -153,7 +190,11 @@ func (c *callContexts) missed() int64 {
 
 // close removes the run's directory, keeping the hooks' counts.
 func (c *callContexts) close() {
-	if c != nil {
+	switch {
+	case c == nil:
+	case c.sessions != nil:
+		c.misses = c.sessions.Close()
+	default:
 		c.misses = c.run.Close()
 	}
 }

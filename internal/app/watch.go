@@ -90,11 +90,15 @@ func watch(ctx context.Context, env Env, args []string) int {
 	// No live Pi to protect: a backfill reads only as fast as the exporter
 	// takes spans, and nothing is dropped to be traced again (until a
 	// signal, when a full queue drops and the state stays put).
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
+	cc := openWatchContexts(env, cfg, home)
+	sp, err := newSessionPipeline(env, cfg, append(cc.option(), telemetry.WithBackpressure(ctx))...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	sp.calls = cc
+	defer cc.close()
 
 	fcfg := sp.followerConfig(env, cfg)
 	fcfg.Dirs = dirs

@@ -71,9 +71,12 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 				# pi-otel reads waits for its entry, since Pi starts it
 				# right after writing the message that asks for it, which
 				# pi-otel may not have read yet.
-				lag=n
-				[[ -r $dir/pi.pid ]] && IFS= read -r pi <"$dir/pi.pid"
-				[[ -n $pi && $PPID == "$pi" ]] && lag=y
+				# (A plain pi traced by watch: any bash of the session.)
+				lag=y
+				if [[ -r $dir/pi.pid ]]; then
+					IFS= read -r pi <"$dir/pi.pid"
+					[[ $PPID == "$pi" ]] || lag=n
+				fi
 				# Traced from its session file: pi-otel has read the whole
 				# file, assistant message included, when the file is no
 				# newer than its seen- mark; then nothing more will come.

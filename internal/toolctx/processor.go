@@ -11,20 +11,30 @@ import (
 // starts, and removes it when the span ends: in a stream (run --mode
 // json, rpc) that span starts at tool_execution_start, which Pi writes
 // before it starts bash.
-type Processor struct{ Run *Run }
+// With Done set (watch, whose spans start after a call has ended), it
+// only removes entries.
+type Processor struct {
+	Run  *Run
+	Done func(callID string)
+}
 
 var _ sdktrace.SpanProcessor = Processor{}
 
 // OnStart resolves the call of an execute_tool span.
 func (p Processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if id := toolCallID(s); id != "" {
+	if id := toolCallID(s); id != "" && p.Run != nil {
 		p.Run.Resolve(id, s.SpanContext())
 	}
 }
 
 // OnEnd removes the call's entry.
 func (p Processor) OnEnd(s sdktrace.ReadOnlySpan) {
-	if id := toolCallID(s); id != "" {
+	id := toolCallID(s)
+	switch {
+	case id == "":
+	case p.Done != nil:
+		p.Done(id)
+	default:
 		p.Run.Done(id)
 	}
 }

@@ -80,6 +80,9 @@ func Open(opts Options) (*Run, error) {
 		r.remove()
 		return nil, err
 	}
+	// No Pi yet: a bash pi-otel starts itself (a wrapper of Pi's) waits
+	// for nothing. SetPi names Pi once it runs.
+	r.SetPi(0)
 	return r, nil
 }
 
