@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,4 +301,34 @@ func TestPropagationTUI(t *testing.T) {
 	if strings.Contains(string(r.stderr), "without") {
 		t.Errorf("misses counted:\n%s", r.stderr)
 	}
+}
+
+// TestPropagationWatch: a plain pi with the setup line of docs/watch.md
+// in its settings, traced by pi-otel watch: each bash call sees the
+// execute_tool span watch exports for it.
+func TestPropagationWatch(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	out := t.TempDir()
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Bash("call_w1", seenBy(out, "call_w1")), fakemodel.Bash("call_w2", seenBy(out, "call_w2"))),
+		fakemodel.Text("Done.", 1),
+	))
+	pi := pitest.New(t, model.URL(), pitest.WithSettings(map[string]any{
+		"shellCommandPrefix": ". ~/.local/state/pi-otel/hook.bash 2>/dev/null || :",
+	}))
+	service := "e2e-propagate-watch"
+	since := time.Now().Add(-time.Second)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state", "watch.json")
+	w := startWatch(t, pi, otlpGRPC(j, service), "--state", state, "--settle", "500ms", dir)
+	waitFile(t, state) // the first scan is done
+	piPrompt(t, pi, dir, "Two calls")
+	waitCommitted(t, w, state, dir)
+	sum := w.stop(syscall.SIGTERM)
+	traces := stored(t, j, service, since, &result{stderr: w.stderr.Bytes(), summary: sum})
+	wantCallParents(t, out, traces, "call_w1", "call_w2")
 }
