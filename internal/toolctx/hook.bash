@@ -19,7 +19,14 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 				if [[ -n ${XDG_RUNTIME_DIR-} ]]; then base=$XDG_RUNTIME_DIR/pi-otel; else base=${TMPDIR:-/tmp}; base=${base%/}/pi-otel-$UID; fi
 			fi
 			dir=$base/s-$PI_SESSION_ID
-			[[ -r $base/watch.pid ]] && IFS= read -r pid <"$base/watch.pid"
+			[[ -r $base/watch.pid && -n $s ]] || return 0
+			IFS= read -r pid <"$base/watch.pid"
+			# A new session's first calls can come before watch has read
+			# its file.
+			local waits=$((wait / 2))
+			while [[ ! -d $dir ]] && ((waits-- > 0)) && kill -0 "$pid" 2>/dev/null; do
+				read -r -t 0.002 <>"$base/wait" 2>/dev/null
+			done
 		fi
 		[[ -n $dir && -n $s && -d $dir ]] || return 0
 		local cand n k h i pos c key e claim claimed= tp= ts= reason=n tries lag= pi= seen polls=$((wait / 2))

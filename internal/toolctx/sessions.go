@@ -42,6 +42,9 @@ func OpenSessions(opts Options, hookPath string) (*Sessions, error) {
 			}
 		}
 	}
+	if err := mkfifo(filepath.Join(opts.Base, "wait")); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
 	if err := writeFile(opts.Base, "watch.pid", []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return nil, err
 	}
