@@ -248,19 +248,7 @@ func TestHookWaitsForPisOwnCall(t *testing.T) {
 	const cmd = "printenv TRACEPARENT"
 	done := make(chan string)
 	go func() { o, _, _ := runBash(t, bashEnv(r), cmd); done <- o }()
-	// The hook waits on the fifo: a writer can open it once it does.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f, err := os.OpenFile(filepath.Join(r.Dir(), "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			f.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hook never waited")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitForHook(t, r.Dir())
 	sc := spanContext(t, 7, trace.FlagsSampled)
 	r.Expect("late", cmd)
 	r.Resolve("late", sc)
@@ -313,22 +301,29 @@ func TestHookTrustsTheSeenMark(t *testing.T) {
 	}
 	done := make(chan string)
 	go func() { o, _, _ := runBash(t, env, "printenv TRACEPARENT"); done <- o }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f, err := os.OpenFile(filepath.Join(r.Dir(), "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			f.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hook never waited")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitForHook(t, r.Dir())
 	sc := spanContext(t, 5, trace.FlagsSampled)
 	r.Expect("c", "printenv TRACEPARENT")
 	r.Resolve("c", sc)
 	if o := <-done; o != traceparent(sc)+"\n" {
 		t.Errorf("got %q, want %s", o, traceparent(sc))
+	}
+}
+
+// waitForHook returns once a hook waits on dir's fifo: a writer can open
+// it only while a reader has it open.
+func waitForHook(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f, err := os.OpenFile(filepath.Join(dir, "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook never waited")
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
