@@ -138,11 +138,7 @@ func (r *Run) Env(getenv func(string) string) []string {
 func (r *Run) Expect(id, command string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.calls[id]
-	if c == nil {
-		c = &call{}
-		r.calls[id] = c
-	}
+	c := r.call(id)
 	if c.name != "" || r.closed {
 		return
 	}
@@ -210,11 +206,7 @@ func safeName(s string) bool {
 func (r *Run) Resolve(id string, sc trace.SpanContext) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.calls[id]
-	if c == nil {
-		c = &call{}
-		r.calls[id] = c
-	}
+	c := r.call(id)
 	if c.sc.Equal(sc) || r.closed {
 		return
 	}
@@ -237,6 +229,16 @@ func (r *Run) Done(id string) {
 		_ = os.Remove(filepath.Join(r.dir, c.name))
 		_ = os.Remove(filepath.Join(r.dir, "k"+strings.TrimPrefix(c.name, "c")))
 	}
+}
+
+// call is call id's record, new if need be; r.mu is held.
+func (r *Run) call(id string) *call {
+	c := r.calls[id]
+	if c == nil {
+		c = &call{}
+		r.calls[id] = c
+	}
+	return c
 }
 
 // write publishes c's entry atomically: the hook reads a whole entry or
