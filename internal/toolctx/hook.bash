@@ -92,7 +92,12 @@ if [[ -z ${__pi_otel_done-} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >=
 					lag=n
 				fi
 			fi
-			[[ $lag == y ]] || break
+			if [[ $lag != y ]]; then
+				# No tool call of Pi's (a wrapper of Pi, a subagent's
+				# bash, a ! command): nothing missed.
+				reason=
+				break
+			fi
 			if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
 				reason=g
 				break
