@@ -15,6 +15,7 @@ package agentmap
 import (
 	"context"
 	"maps"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -70,13 +71,40 @@ type Mapper struct {
 	project string
 	// conv feeds the GenAI attributes that need earlier records.
 	conv conventionState
-	// nextNested is what the next tool end carries, when the caller read
-	// it (NextToolNested).
-	nextNested *nested.Result
+	// ident is the identity the input being handled gives a root it
+	// opens (Input.Key, Input.Uncounted).
+	ident identity
 	// nestedBuf is the nested writers' attribute buffer, kept between
 	// tool results (see nestedWriter.buf).
-	nestedBuf   []attribute.KeyValue
-	nestedGiven bool
+	nestedBuf []attribute.KeyValue
+}
+
+// Input is one event for the state machine, with all it needs to know of
+// it: the stream path (an event.Event as Pi sent it) and the session path
+// (an entry translated into events) both give it this.
+type Input struct {
+	Event *event.Event
+	At    time.Time
+	// Nested, with NestedRead, is what a tool_execution_end's result holds
+	// of nested runs, read by the caller (a session file's toolResult,
+	// whose raw bytes are not kept); nil says nothing. Without NestedRead
+	// the mapper reads Event.Result itself.
+	Nested     *nested.Result
+	NestedRead bool
+	// Key is the identity of the run a root opened by this input starts:
+	// its trace and span ids derive from it (package spanid). "" gives the
+	// root random ids, and the run a key made of them (spanid.LiveKey).
+	Key string
+	// Uncounted marks a root opened by this input, and every span below
+	// it, as traced again after a failed export: exported again, not
+	// counted again in the span metrics (spanid.WithUncounted).
+	Uncounted bool
+}
+
+// identity is what an Input says of the run it may open.
+type identity struct {
+	key       string
+	uncounted bool
 }
 
 // New returns a Mapper that writes spans through tp.
@@ -161,6 +189,7 @@ func (m *Mapper) LastRoot() trace.SpanContext { return m.lastRoot }
 // uses it for a prompt, whose response precedes agent_start.
 func (m *Mapper) Open(at time.Time) context.Context {
 	if m.run == nil {
+		m.ident = identity{} // a live run's: random root ids
 		m.openRoot(at)
 	}
 	return m.run.rootCtx
@@ -168,10 +197,19 @@ func (m *Mapper) Open(at time.Time) context.Context {
 
 func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }
 
-// Handle applies one event that happened at time at. The mapper does not
-// keep ev after the call, so callers may reuse it (see event.Decoder).
-func (m *Mapper) Handle(ev *event.Event, at time.Time) {
+// Handle applies one input. The mapper does not keep its event after the
+// call, so callers may reuse it (see event.Decoder).
+func (m *Mapper) Handle(in Input) {
+	// Escape analysis sees in as a whole: keeping any part of it (the
+	// time's location, which the SDK keeps, or the key) would move every
+	// caller's event to the heap. So the time is rebuilt from its
+	// instant, and the key copied.
+	ev, at := in.Event, time.Unix(in.At.Unix(), int64(in.At.Nanosecond()))
 	m.stats.Events++
+	if in.Key != m.ident.key {
+		m.ident.key = strings.Clone(in.Key)
+	}
+	m.ident.uncounted = in.Uncounted
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)
@@ -197,7 +235,7 @@ func (m *Mapper) Handle(ev *event.Event, at time.Time) {
 	case event.TypeToolExecutionUpdate:
 		m.toolUpdate(ev, at)
 	case event.TypeToolExecutionEnd:
-		m.toolEnd(ev, at)
+		m.toolEnd(ev, at, in.Nested, in.NestedRead)
 	case event.TypeCompactionStart:
 		m.compactionStart(ev, at)
 	case event.TypeCompactionEnd:

@@ -42,7 +42,7 @@ func BenchmarkMapper(b *testing.B) {
 		for b.Loop() {
 			m := agentmap.New(newTP())
 			for i := range evs {
-				m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
+				m.Handle(agentmap.Input{Event: &evs[i], At: t0.Add(time.Duration(i) * time.Millisecond)})
 			}
 			m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
 			if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
@@ -58,13 +58,13 @@ func BenchmarkMapper(b *testing.B) {
 func BenchmarkMapperMessageUpdate(b *testing.B) {
 	m := agentmap.New(noop.NewTracerProvider())
 	t0 := time.Unix(1_800_000_000, 0)
-	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
-	m.Handle(&event.Event{Type: event.TypeTurnStart}, t0)
-	m.Handle(&event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}}, t0)
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: t0})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeTurnStart}, At: t0})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}}, At: t0})
 	ev := &event.Event{Type: event.TypeMessageUpdate, AssistantMessageEvent: &event.AssistantMessageEvent{Type: "text_delta"}}
-	m.Handle(ev, t0)
+	m.Handle(agentmap.Input{Event: ev, At: t0})
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Handle(ev, t0)
+		m.Handle(agentmap.Input{Event: ev, At: t0})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/content/genaimsg"
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -33,7 +34,8 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
-	s := m.start(r.container().ctx, name, trace.SpanKindClient, at, attrs...)
+	s := m.start(r.container().ctx, spanid.Path{Kind: "chat", N: r.chats}, name, trace.SpanKindClient, at, attrs...)
+	r.chats++
 	r.chat = &chat{span: s}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -25,9 +26,11 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	parent := m.cfg.parent
 	var parentID trace.SpanID
 	r := m.run
+	var path spanid.Path
 	if r != nil {
 		p := r.container()
 		parent, parentID = p.ctx, p.SpanContext().SpanID()
+		path = spanid.Path{Kind: "compaction", N: r.compactions}
 		r.compactions++
 		r.openComps++
 	} else if m.idleParent != nil {
@@ -35,13 +38,22 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 		// short trace, or under ParentNextIdleCompaction's span.
 		parent, m.idleParent = m.idleParent, nil
 	}
+	if r == nil {
+		// A trace of its own, named by the input as a root is.
+		if m.ident.uncounted {
+			parent = spanid.WithUncounted(parent)
+		}
+		if m.ident.key != "" {
+			parent = spanid.WithKey(parent, m.ident.key, spanid.Path{})
+		}
+	}
 	attrs := []attribute.KeyValue{vocab.CompactionReasonKey.String(ev.Reason)}
 	if r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
 		attrs = append(attrs, providerAttrs(r.provider)...)
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
-	s := m.start(parent, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
+	s := m.start(parent, path, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
 	c := &compaction{span: s, parentID: parentID, run: r}
 	m.comps = append(m.comps, c)
 	return c

@@ -96,7 +96,7 @@ func checkStream(t *testing.T, seq []byte, opts ...agentmap.Option) {
 	at := time.Unix(0, 0)
 	for i := 0; i+1 < len(seq); i += 2 {
 		at = at.Add(time.Millisecond)
-		m.Handle(randomEvent(seq[i], seq[i+1]), at)
+		m.Handle(agentmap.Input{Event: randomEvent(seq[i], seq[i+1]), At: at})
 	}
 	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, at.Add(time.Millisecond))
 	if len(rec.Started()) != len(rec.Ended()) {
@@ -150,12 +150,12 @@ func TestAnomaliesAreCounted(t *testing.T) {
 	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	at := time.Unix(0, 0)
 	d := 5.0
-	m.Handle(&event.Event{Type: event.TypeAgentSettled}, at)
-	m.Handle(&event.Event{Type: event.TypeAgentStart}, at)
-	m.Handle(&event.Event{Type: event.TypeAgentStart}, at)
-	m.Handle(&event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "x", ToolName: "bash", DurationMs: &d}, at.Add(10*time.Millisecond))
-	m.Handle(&event.Event{Type: "hologram"}, at)
-	m.Handle(&event.Event{Type: event.TypeAgentSettled}, at)
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentSettled}, At: at})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: at})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: at})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "x", ToolName: "bash", DurationMs: &d}, At: at.Add(10 * time.Millisecond)})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: "hologram"}, At: at})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentSettled}, At: at})
 	st := m.Stats()
 	for _, k := range []string{"agent_settled with nothing open", "agent_start inside an agent run", "tool_execution_end without start"} {
 		if st.Anomalies[k] != 1 {

@@ -23,7 +23,7 @@ func recorded(t *testing.T, evs []event.Event, opts ...agentmap.Option) ([]sdktr
 	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), opts...)
 	t0 := time.Unix(1_800_000_000, 0)
 	for i := range evs {
-		m.Handle(&evs[i], t0.Add(time.Duration(i)*time.Millisecond))
+		m.Handle(agentmap.Input{Event: &evs[i], At: t0.Add(time.Duration(i) * time.Millisecond)})
 	}
 	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
 	return rec.Ended(), m
@@ -111,10 +111,10 @@ func TestNeverEndedToolsStayBounded(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), agentmap.WithMaxOpenTools(limit))
 	t0 := time.Unix(1_800_000_000, 0)
-	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: t0})
 	for i := range n {
 		ev := toolStart(fmt.Sprint(i))
-		m.Handle(&ev, t0)
+		m.Handle(agentmap.Input{Event: &ev, At: t0})
 	}
 	if ended := len(rec.Ended()); ended != n-limit {
 		t.Errorf("%d tools ended while starting %d, want %d: the open set is not bounded", ended, n, n-limit)

@@ -13,6 +13,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/errtext"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -27,22 +28,14 @@ type nestedTotals struct {
 	usage                          event.Usage
 }
 
-// NextToolNested gives the tool_execution_end handled next what its result
-// carries, read by the caller: a session file's toolResult message, whose
-// raw bytes are not kept. nil says it carries nothing.
-func (m *Mapper) NextToolNested(res *nested.Result) {
-	m.nextNested, m.nestedGiven = res, true
-}
-
 // nestedTool traces what the result of tool t, ending at at, carries, and
 // returns t's attributes with the nested totals, and when t ends: at, or
 // later if its children's own times end later (a replayed stream knows a
 // tool's duration but only approximates its start), so that t contains
-// them.
-func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attribute.KeyValue) ([]attribute.KeyValue, time.Time) {
-	res, given := m.nextNested, m.nestedGiven
-	m.nextNested, m.nestedGiven = nil, false
-	if !given && len(ev.Result) > 0 && nested.Probe(ev.Result) {
+// them. res is what the caller read of the result, when read is set
+// (Input.Nested).
+func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attribute.KeyValue, res *nested.Result, read bool) ([]attribute.KeyValue, time.Time) {
+	if !read && len(ev.Result) > 0 && nested.Probe(ev.Result) {
 		res = nested.Parse(ev.Result, nested.DefaultLimits)
 	}
 	if res.Empty() {
@@ -137,9 +130,12 @@ func (w *nestedWriter) attrs() []attribute.KeyValue {
 	return w.buf[:0]
 }
 
-// start starts a span with attrs, which it keeps as the buffer.
-func (w *nestedWriter) start(parent *span, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
-	s := w.m.start(parent.ctx, name, kind, at, attrs...)
+// start starts a span with attrs, which it keeps as the buffer. Its path
+// is base (parent's, written out once for all its children) and then what
+// and i: where it sits in the result.
+func (w *nestedWriter) start(parent *span, base, what string, i int, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
+	path := spanid.Path{Base: base, Kind: what, N: i}
+	s := w.m.start(parent.ctx, path, name, kind, at, attrs...)
 	w.buf = attrs[:0]
 	return s
 }
@@ -196,17 +192,18 @@ func (w *nestedWriter) result(parent *span, res *nested.Result, end time.Time) {
 	if hi.Before(lo) {
 		hi = lo
 	}
+	base := parent.path.String()
 	for i := range res.Calls {
-		w.call(parent, &res.Calls[i], lo, hi)
+		w.call(parent, base, i, &res.Calls[i], lo, hi)
 	}
-	for _, run := range res.Runs {
-		w.run(parent, run, lo, hi)
+	for j, run := range res.Runs {
+		w.run(parent, base, j, run, lo, hi)
 	}
 }
 
 // call is a nestedCalls record: its name, status and duration, from the
 // start of the calling tool (the record has no start time).
-func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
+func (w *nestedWriter) call(parent *span, base string, i int, c *nested.Call, lo, hi time.Time) {
 	m := w.m
 	attrs := append(w.attrs(),
 		semconv.GenAIOperationNameExecuteTool,
@@ -222,7 +219,7 @@ func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
 		end = w.within(lo.Add(msDur(*c.DurationMs)), lo, hi)
 	}
 	w.ended(end)
-	s := w.start(parent, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
+	s := w.start(parent, base, "call", i, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
 	// The parent's own tool calls, as a live stream counts them.
 	m.run.toolCalls++
 	switch c.Status {
@@ -237,7 +234,7 @@ func (w *nestedWriter) call(parent *span, c *nested.Call, lo, hi time.Time) {
 }
 
 // run emits one nested agent run and what it did.
-func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
+func (w *nestedWriter) run(parent *span, base string, j int, run *nested.Run, lo, hi time.Time) {
 	m := w.m
 	w.runs++
 	start, end := w.within(run.Start, lo, hi), w.within(run.End, lo, hi)
@@ -290,13 +287,14 @@ func (w *nestedWriter) run(parent *span, run *nested.Run, lo, hi time.Time) {
 	if failed {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(runErrorType(run)))
 	}
-	s := w.start(parent, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
+	s := w.start(parent, base, "agent", j, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
 	if failed {
 		w.failed++
 		s.SetStatus(codes.Error, m.runErrorText(run))
 	}
+	itemBase := s.path.String()
 	for i := range run.Items {
-		w.item(&s, run, &run.Items[i], start, end)
+		w.item(&s, itemBase, i, run, &run.Items[i], start, end)
 	}
 	w.ended(end)
 	s.finish(end)
@@ -321,7 +319,7 @@ func (m *Mapper) runErrorText(run *nested.Run) string {
 }
 
 // item emits one of a run's model or tool calls, within [lo, hi].
-func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, hi time.Time) {
+func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, it *nested.Item, lo, hi time.Time) {
 	m := w.m
 	start, end := w.within(it.Start, lo, hi), w.within(it.End, lo, hi)
 	if it.Start.IsZero() && !it.End.IsZero() {
@@ -355,7 +353,7 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 		if it.StopReason == "error" {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
 		}
-		s := w.start(parent, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
+		s := w.start(parent, base, "chat", i, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
 		if it.StopReason == "error" {
 			s.SetStatus(codes.Error, m.errorText(it.ErrorMessage))
 		}
@@ -374,7 +372,7 @@ func (w *nestedWriter) item(parent *span, run *nested.Run, it *nested.Item, lo, 
 	if it.IsError {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 	}
-	s := w.start(parent, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
+	s := w.start(parent, base, "tool", i, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
 	if it.IsError {
 		s.SetStatus(codes.Error, "tool reported an error")
 	}

@@ -23,6 +23,6 @@ func (m *Mapper) Record(line []byte, at time.Time) error {
 	if err != nil && ev.Type == "" {
 		return err
 	}
-	m.Handle(ev, at)
+	m.Handle(Input{Event: ev, At: at})
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -16,7 +17,7 @@ func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	if r.retry != nil {
 		m.endRetry(at, vocab.RetryFailed, "")
 	}
-	s := m.start(r.rootCtx, vocab.SpanRetry, trace.SpanKindInternal, at,
+	s := m.start(r.rootCtx, spanid.Path{Kind: "retry", N: r.retries}, vocab.SpanRetry, trace.SpanKindInternal, at,
 		vocab.RetryAttemptKey.Int(ev.Attempt),
 		vocab.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
 		vocab.RetryDelayMsKey.Float64(ev.DelayMs),

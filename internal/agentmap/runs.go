@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -17,14 +18,31 @@ func (m *Mapper) openRoot(at time.Time) {
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(vocab.AgentName),
 	}
-	s := m.start(m.cfg.parent, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
-	m.run = &run{
+	parent, id := m.cfg.parent, m.ident
+	if id.uncounted {
+		parent = spanid.WithUncounted(parent)
+	}
+	if id.key != "" {
+		parent = spanid.WithKey(parent, id.key, spanid.Path{})
+	}
+	s := m.start(parent, spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	r := &run{
 		root:     s.Span,
 		rootCtx:  s.ctx,
 		rootSpan: s,
 		tools:    newToolSet(),
 		lastEnd:  at,
+		key:      id.key,
+		toolSeen: map[string]int{},
 	}
+	if r.key == "" {
+		// A live run: random root ids (a caller may have been handed them,
+		// see idgen), its other spans' derived from them.
+		r.key = spanid.LiveKey(s.SpanContext())
+	} else {
+		r.checked, r.derived = true, s.SpanContext().SpanID() == spanid.SpanID(r.key, spanid.Path{})
+	}
+	m.run = r
 	m.stats.Roots++
 	m.lastRoot = s.SpanContext()
 }
@@ -53,7 +71,7 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.rootCtx, vocab.SpanAgentRun, trace.SpanKindInternal, at,
+	s := m.start(r.rootCtx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
 		vocab.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
 	r.agentRun = &s

@@ -37,7 +37,7 @@ func BenchmarkParallelTools(b *testing.B) {
 			for b.Loop() {
 				m := agentmap.New(sdktrace.NewTracerProvider(), agentmap.WithMaxOpenTools(1<<20))
 				for i := range evs {
-					m.Handle(&evs[i], t0)
+					m.Handle(agentmap.Input{Event: &evs[i], At: t0})
 				}
 			}
 		})
@@ -54,12 +54,12 @@ func BenchmarkNeverEndedTools(b *testing.B) {
 	t0 := time.Unix(1_800_000_000, 0)
 	ev := event.Event{Type: event.TypeToolExecutionStart, ToolName: "bash"}
 	m := agentmap.New(noop.NewTracerProvider())
-	m.Handle(&event.Event{Type: event.TypeAgentStart}, t0)
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: t0})
 	i := 0
 	for b.Loop() {
 		ev.ToolCallID = fmt.Sprintf("call_%d", i)
 		i++
-		m.Handle(&ev, t0)
+		m.Handle(agentmap.Input{Event: &ev, At: t0})
 	}
 	b.StopTimer()
 	var ms runtime.MemStats

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -17,6 +18,7 @@ type span struct {
 	trace.Span
 	ctx   context.Context
 	start time.Time
+	path  spanid.Path // its place in the run, whence its id
 }
 
 // finish ends the span at at, or at its start if at is earlier: replayed
@@ -133,6 +135,17 @@ type run struct {
 	openComps int    // open compactions that belong to this run
 	retry     *span
 
+	// key is the run's identity, from which its spans' ids derive (see
+	// Mapper.start); derived says the TracerProvider's generator derives
+	// them (checked at the first span that should), so that ToolContext
+	// can tell ids before their spans exist.
+	key              string
+	checked, derived bool
+	// toolSeen counts the spans each call id had in this run: a call id
+	// given again names another span ("tool/<id>#<n>").
+	toolSeen map[string]int
+	chats    int
+
 	agentRuns, turns, toolCalls, toolErrors, retries, compactions int
 	extensionErrors                                               int
 	turnToolCalls                                                 int
@@ -178,7 +191,13 @@ func (r *run) container() *span {
 	return &r.rootSpan
 }
 
-func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+// start starts a span below parent. path names its place in the open run
+// (see spanid): its id derives from the run's key and path.
+func (m *Mapper) start(parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+	r := m.run
+	if r != nil && r.key != "" {
+		parent = spanid.WithKey(parent, r.key, path)
+	}
 	if m.session != "" {
 		// On every span, not only the root: backends group spans by it.
 		attrs = append(attrs, semconv.GenAIConversationID(m.session))
@@ -189,5 +208,34 @@ func (m *Mapper) start(parent context.Context, name string, kind trace.SpanKind,
 	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	return span{Span: s, ctx: ctx, start: at}
+	if r != nil && !r.checked && r.key != "" {
+		r.checked = true
+		r.derived = s.SpanContext().SpanID() == spanid.SpanID(r.key, path)
+	}
+	return span{Span: s, ctx: ctx, start: at, path: path}
+}
+
+// ToolPath is the path of the execute_tool span of call id that has had n
+// spans before it in its run.
+func ToolPath(id string, n int) spanid.Path { return spanid.Path{Kind: "tool", ID: id, N: n} }
+
+// ToolContext is the span context of the execute_tool span of call callID
+// in the open run: the open span's, or the one its span will have once it
+// starts, known from the keys as soon as the assistant message that names
+// the call is seen (the next span of that call id, after any that ended).
+// It reports false with no run open, or when the TracerProvider does not
+// derive ids from keys (its IDGenerator is not a spanid.Generator).
+func (m *Mapper) ToolContext(callID string) (trace.SpanContext, bool) {
+	r := m.run
+	if r == nil || callID == "" || r.key == "" || r.checked && !r.derived {
+		return trace.SpanContext{}, false
+	}
+	if t := r.tools.get(callID); t != nil {
+		return t.SpanContext(), true
+	}
+	root := r.root.SpanContext()
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: root.TraceID(), SpanID: spanid.SpanID(r.key, ToolPath(callID, r.toolSeen[callID])),
+		TraceFlags: root.TraceFlags(), TraceState: root.TraceState(),
+	}), true
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -44,7 +45,9 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		parent = p.ctx
 		attrs = append(attrs, vocab.NestedCallKey.Bool(true))
 	}
-	t := &tool{span: m.start(parent, vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	n := r.toolSeen[ev.ToolCallID]
+	r.toolSeen[ev.ToolCallID] = n + 1
+	t := &tool{span: m.start(parent, ToolPath(ev.ToolCallID, n), vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++
@@ -76,14 +79,13 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 	t.updates++
 }
 
-func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
+func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result, read bool) {
 	r := m.ensureRun(at, "tool_execution_end")
 	t := r.tools.get(ev.ToolCallID)
 	if t == nil && r.evicted.take(ev.ToolCallID) {
 		// Its span ended when the cap evicted it; a second span for the
 		// same call would count it twice.
 		m.anomaly("tool_execution_end after eviction")
-		m.nextNested, m.nestedGiven = nil, false
 		if ev.IsError {
 			r.toolErrors++
 		}
@@ -114,7 +116,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time) {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
-	attrs, at = m.nestedTool(t, ev, at, attrs)
+	attrs, at = m.nestedTool(t, ev, at, attrs, res, read)
 	m.endTool(t, at, attrs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -19,7 +20,7 @@ func (m *Mapper) turnStart(at time.Time) {
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
-	s := m.start(parent, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
+	s := m.start(parent, spanid.Path{Kind: "turn", N: r.turns}, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
 	r.turn = &s

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
@@ -187,10 +189,10 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 // newTelemetry sets up what every command exports through: the span
 // metrics, Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
-// the defaults (an id generator, backpressure). counting, if set, says
-// whether a span ending now counts in the span metrics (watch: not a run
-// traced again after a failed export, already counted).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), counting func() bool, opts ...telemetry.Option) (*telemetry.Pipeline, error) {
+// the defaults (an id generator, backpressure). A run traced again after a
+// failed export says so in its spans' context, and the span metrics leave
+// it out: it was counted (skipUncounted).
+func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Pipeline, error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := []telemetry.Option{telemetry.WithStderr(env.Stderr)}
@@ -204,10 +206,10 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	tel, err := telemetry.Setup(context.Background(), telemetryConfig(cfg), append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
-			if err != nil || counting == nil {
-				return sm, err
+			if err != nil {
+				return nil, err
 			}
-			return countingWhen{SpanProcessor: sm, counting: counting}, nil
+			return &skipUncounted{SpanProcessor: sm, skip: map[trace.SpanID]struct{}{}}, nil
 		}),
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
@@ -249,7 +251,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		return nil, err
 	}
 	var p *pipeline
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() }, nil,
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
 		append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...)...)
 	if err != nil {
 		return nil, err
@@ -445,14 +447,39 @@ func OSEnv() Env {
 	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, MemoryLimit: defaultMemoryLimit}
 }
 
-// countingWhen passes a span to the span metrics only while counting says.
-type countingWhen struct {
+// skipUncounted keeps out of the span metrics the spans of a run traced
+// again after a failed export (spanid.WithUncounted in the context they
+// start in): they were counted the first time.
+type skipUncounted struct {
 	sdktrace.SpanProcessor
-	counting func() bool
+	mu   sync.Mutex
+	skip map[trace.SpanID]struct{}
+	n    atomic.Int64 // len(skip), read without the lock
 }
 
-func (c countingWhen) OnEnd(s sdktrace.ReadOnlySpan) {
-	if c.counting() {
-		c.SpanProcessor.OnEnd(s)
+func (c *skipUncounted) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	if spanid.Uncounted(ctx) {
+		c.mu.Lock()
+		c.skip[s.SpanContext().SpanID()] = struct{}{}
+		c.n.Store(int64(len(c.skip)))
+		c.mu.Unlock()
+		return
 	}
+	c.SpanProcessor.OnStart(ctx, s)
+}
+
+func (c *skipUncounted) OnEnd(s sdktrace.ReadOnlySpan) {
+	if c.n.Load() > 0 {
+		c.mu.Lock()
+		_, skip := c.skip[s.SpanContext().SpanID()]
+		if skip {
+			delete(c.skip, s.SpanContext().SpanID())
+			c.n.Store(int64(len(c.skip)))
+		}
+		c.mu.Unlock()
+		if skip {
+			return
+		}
+	}
+	c.SpanProcessor.OnEnd(s)
 }

@@ -310,9 +310,9 @@ const followSettle = 30 * time.Second
 
 // replaySession traces a session file through internal/session.
 func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
-	ids := &session.IDs{}
-	// Deterministic ids; and no live Pi to protect, so no drops either.
-	p, err := newPipeline(env, cfg, nil, telemetry.WithIDGenerator(ids), telemetry.WithBackpressure(ctx), consoleToStdout(env))
+	// Ids derive from the runs' keys (package spanid); and no live Pi to
+	// protect, so no drops either.
+	p, err := newPipeline(env, cfg, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -321,11 +321,11 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 	if name == "-" {
 		path = "" // stdin: relative child files resolve against Pi's cwd
 	}
-	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), IDs: ids, Parent: p.parentCtx, Content: p.content,
+	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), Parent: p.parentCtx, Content: p.content,
 		// A parent's file nests its children's files; a child's file,
 		// replayed on its own, links to the parent's tool.
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
-		ParentTool:    session.FindParentTool(parentFileMax),
+		ParentTools:   session.NewParentTools(parentFileMax),
 		Path:          path})
 	var lines, damaged atomic.Int64
 	p.countRecordsWith(func() (int64, int64) {

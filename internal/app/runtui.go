@@ -133,12 +133,8 @@ func runTUI(env Env, cfg config.Config, argv []string) int {
 	fcfg.Accept = owner.Accept
 	fcfg.Settle = config.DefaultSettle
 	fcfg.CloseAfter = config.DefaultCloseAfter
-	fcfg.Ending = func() (agentmap.Ending, bool) {
-		if relayed == nil { // Pi never started
-			return agentmap.Ending{}, false
-		}
-		return ending(status, relayed()), true
-	}
+	fcfg.Exited = func() bool { return relayed != nil } // else Pi never started
+	sp.exit = func() agentmap.Ending { return ending(status, relayed()) }
 	ready := make(chan struct{})
 	fcfg.Ready = func() {
 		started.Store(true)

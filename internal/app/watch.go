@@ -21,6 +21,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/toolctx"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Watch follows Pi's session directories and traces every run as it
@@ -191,16 +192,21 @@ func homeDir(env Env) string {
 // health metrics, and a gate that tells the follower whether the exporter
 // took every span.
 type sessionPipeline struct {
-	tel    *telemetry.Pipeline
-	ids    *session.IDs
-	cfg    config.Config
-	stderr io.Writer
+	tel *telemetry.Pipeline
+	// parents finds the tool spans that ran child sessions, noted as
+	// their parents are traced.
+	parents *session.ParentTools
+	cfg     config.Config
+	stderr  io.Writer
 	// exitOut gets the line about a slow final flush (stderr if nil): the
 	// terminal itself under the TUI, whose other lines are held until the
 	// end.
 	exitOut io.Writer
 	content agentmap.Content
 	parent  context.Context
+	// exit, if set, says how the program that wrote the files ended, for
+	// the runs still open when it exited (sessionwatch.Config.Exited).
+	exit func() agentmap.Ending
 
 	// lines and damaged count every file's lines, and those that did not
 	// decode, for the health metrics.
@@ -208,10 +214,6 @@ type sessionPipeline struct {
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
 	bad int64
-	// recount is set while a tracer traces again a run already counted in
-	// the span metrics (after a failed export): its spans go out again,
-	// its counts do not.
-	recount bool
 	// badLogs is the same for log records; their loss is said, not
 	// retried (see flush).
 	badLogs  int64
@@ -227,11 +229,10 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 	if err != nil {
 		return nil, err
 	}
-	sp := &sessionPipeline{ids: &session.IDs{}, cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
-	// Trace and span ids derive from the session and entry ids, so a run
-	// traced again (after a failed export) keeps its ids.
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() },
-		func() bool { return !sp.recount }, append([]telemetry.Option{telemetry.WithIDGenerator(sp.ids)}, opts...)...)
+	sp := &sessionPipeline{parents: session.NewParentTools(parentFileMax), cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
+	// Trace and span ids derive from the session and entry ids (package
+	// spanid), so a run traced again (after a failed export) keeps its ids.
+	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() }, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -259,28 +260,18 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 	c := &countingMapper{sp: sp, path: spec.Path}
 	c.FileMapper = session.New(session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
-		IDs:            sp.ids,
 		Parent:         sp.parent,
 		Content:        sp.content,
 		SkipThrough:    spec.SkipThrough,
 		Claims:         spec.Claims,
-		Uncounted:      sp.uncounted,
 		ChildSessions:  nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		Path:           spec.Path,
 		// One process follows both: a child session is traced nested in
 		// its parent's trace, not again on its own.
-		ParentTool: session.FindParentTool(parentFileMax),
-		NestedOnce: true,
+		ParentTools: sp.parents,
+		NestedOnce:  true,
 	})
 	return c
-}
-
-// uncounted traces a run again that the span metrics counted before its
-// export failed: its spans go out again, its counts do not.
-func (sp *sessionPipeline) uncounted(trace func()) {
-	sp.recount = true
-	defer func() { sp.recount = false }()
-	trace()
 }
 
 // countingMapper counts one file's lines, and the damaged ones, into the
@@ -316,6 +307,16 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 			c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), end)
 		}
 	}
+}
+
+// Close closes the file's open run: ended as the program that wrote it
+// ended when it exited, else at the end of the input.
+func (c *countingMapper) Close(exited bool) {
+	end := agentmap.Ending{Reason: vocab.EndEOF}
+	if exited && c.sp.exit != nil {
+		end = c.sp.exit()
+	}
+	c.FileMapper.Close(end)
 }
 
 // line runs one line's mapping, counted.

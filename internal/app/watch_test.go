@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // TestConfigurationDocListsWatchFlags keeps docs/configuration.md true to
@@ -195,7 +193,7 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 			tr.Line(off, l)
 			off += int64(len(l)) + 1
 		}
-		tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+		tr.Close(false)
 	}
 	feed(`{"type":"message","id":`, "not json at all")
 	feed(`{"type":`)
@@ -238,7 +236,7 @@ func TestWatchFlushWithAttributeLimit(t *testing.T) {
 				tr.Line(off, bytes.TrimSuffix(l, []byte("\n")))
 				off += int64(len(l))
 			}
-			tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+			tr.Close(false)
 			if err := sp.flush(context.Background(), false); err != nil {
 				t.Fatalf("flush: %v", err)
 			}

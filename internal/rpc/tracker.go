@@ -60,7 +60,7 @@ type Stats struct {
 // *agentmap.Mapper, which maps Pi's session events, and whose open run the
 // RPC spans hang from.
 type Mapper interface {
-	Handle(ev *event.Event, at time.Time)
+	Handle(in agentmap.Input)
 	ExtensionError(ev *event.Event, at time.Time)
 	Close(end agentmap.Ending, at time.Time)
 
@@ -272,5 +272,5 @@ func (t *Tracker) fromPi(it item) {
 	if err != nil && ev.Type == "" {
 		return
 	}
-	t.m.Handle(&ev, it.at)
+	t.m.Handle(agentmap.Input{Event: &ev, At: it.at})
 }

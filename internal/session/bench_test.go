@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -31,10 +32,10 @@ func BenchmarkTraceHistory(b *testing.B) {
 			b.ReportAllocs()
 			spans := 0
 			for b.Loop() {
-				ids := &IDs{}
+				ids := spanid.NewGenerator(nil)
 				rec := &countSpans{}
 				tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(ids), sdktrace.WithSpanProcessor(rec))
-				tr := New(Config{TracerProvider: tp, IDs: ids})
+				tr := New(Config{TracerProvider: tp})
 				feed(tr, in)
 				tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 				spans = rec.n

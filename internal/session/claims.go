@@ -33,13 +33,3 @@ func (t *FileMapper) claim(key string, off int64, start time.Time) (trace, count
 	}
 	return t.cfg.Claims.Claim(t.hdr.ID, key, start)
 }
-
-// uncounted runs f, with the spans it ends kept out of the span metrics
-// when skip is set (Config.Uncounted).
-func (t *FileMapper) uncounted(skip bool, f func()) {
-	if skip && t.cfg.Uncounted != nil {
-		t.cfg.Uncounted(f)
-		return
-	}
-	f()
-}

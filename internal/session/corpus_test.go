@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -87,9 +88,9 @@ func checkInject(t *testing.T, b []byte) {
 func corpusTrace(t *testing.T, b []byte) ([]*spantree.Node, Stats) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
-	ids := &IDs{}
+	ids := spanid.NewGenerator(nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
-	tr := New(Config{TracerProvider: tp, IDs: ids})
+	tr := New(Config{TracerProvider: tp})
 	feed(tr, b)
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 	return spantree.Recorded(t, rec), tr.Stats()

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -57,10 +58,10 @@ func TestHeaderLaterThanItsEntries(t *testing.T) {
 		f.assistant("stop", usage{10, 1})
 
 		rec := tracetest.NewSpanRecorder()
-		ids := &IDs{}
+		ids := spanid.NewGenerator(nil)
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
 		// Since, from the entries' times, not the header's.
-		tr := New(Config{TracerProvider: tp, IDs: ids, Since: t0.Add(-time.Minute)})
+		tr := New(Config{TracerProvider: tp, Since: t0.Add(-time.Minute)})
 		feed(tr, f.bytes())
 		if tr.Idle(late.Add(time.Hour), time.Second); len(rec.Ended()) != 0 && parent != "" {
 			t.Errorf("parent %q: traced before the file told whether it is a fork", parent)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -46,9 +47,9 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		run := func(feed func(*FileMapper, []byte)) ([]string, Stats) {
 			rec := tracetest.NewSpanRecorder()
-			ids := &IDs{}
+			ids := spanid.NewGenerator(nil)
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
-			tr := New(Config{TracerProvider: tp, IDs: ids})
+			tr := New(Config{TracerProvider: tp})
 			feed(tr, in)
 			if c := tr.Committed(); c < 0 || c > int64(len(in)) {
 				t.Fatalf("committed %d of %d bytes", c, len(in))

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
@@ -35,9 +36,9 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 // and closes the FileMapper.
 func record(b []byte, cfg Config, feed func(*FileMapper, []byte)) (*tracetest.SpanRecorder, *FileMapper) {
 	rec := tracetest.NewSpanRecorder()
-	ids := &IDs{}
+	ids := spanid.NewGenerator(nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
-	cfg.TracerProvider, cfg.IDs = tp, ids
+	cfg.TracerProvider = tp
 	tr := New(cfg)
 	feed(tr, b)
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})

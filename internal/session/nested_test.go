@@ -100,7 +100,7 @@ func TestChildSessionFileReplacesTheCopy(t *testing.T) {
 // childAndParent writes a child session file (whose header names
 // parentHeader as its parentSession, when set) and returns its path and
 // a parent session file with the subagent results given.
-func childAndParent(t *testing.T, parentHeader string) (string, func(results string) []byte) {
+func childAndParent(t testing.TB, parentHeader string) (string, func(results string) []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	child := filepath.Join(dir, "2026-12-01T10-00-01-000Z_child-1.jsonl")
@@ -137,13 +137,13 @@ func TestChildSessionLinksToTheParentTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := nested.ReadSessionFile(1 << 20)
-	find := FindParentTool(1 << 20)
+	find := NewParentTools(1 << 20)
 
 	// Not named by its parent (the result names no file): no link.
 	if err := os.WriteFile(parentPath, parent(`[{"agent":"scout","messages":[]}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	roots := traceBytes(t, childBytes, Config{ParentTool: find}).roots
+	roots := traceBytes(t, childBytes, Config{ParentTools: find}).roots
 	if len(roots) != 1 || len(roots[0].s.Links()) != 0 {
 		t.Fatalf("unnamed child: %d roots, links %v", len(roots), roots[0].s.Links())
 	}
@@ -158,7 +158,7 @@ func TestChildSessionLinksToTheParentTool(t *testing.T) {
 	}
 	want := tools[0].s.SpanContext()
 
-	roots = traceBytes(t, childBytes, Config{ParentTool: find}).roots
+	roots = traceBytes(t, childBytes, Config{ParentTools: find}).roots
 	if len(roots) != 1 {
 		t.Fatalf("%d roots", len(roots))
 	}
@@ -170,9 +170,26 @@ func TestChildSessionLinksToTheParentTool(t *testing.T) {
 		t.Errorf("link attributes %v", a)
 	}
 
-	tr := traceBytes(t, childBytes, Config{ParentTool: find, NestedOnce: true})
+	tr := traceBytes(t, childBytes, Config{ParentTools: find, NestedOnce: true})
 	if len(tr.roots) != 0 || tr.tracer.Stats().Nested != 1 {
 		t.Errorf("NestedOnce: %d roots, %d nested", len(tr.roots), tr.tracer.Stats().Nested)
+	}
+	// The link is computed: each child traced on its own read the
+	// parent's file once (the unnamed one, and the two above), grouping
+	// its runs, not tracing them.
+	if n := find.Reads(); n != 3 {
+		t.Errorf("%d reads of the parent's file, want 3", n)
+	}
+
+	// Watch traces the parent too: what it noted there needs no read.
+	seen := NewParentTools(1 << 20)
+	tools = traceBytes(t, p, Config{ChildSessions: read, ParentTools: seen}).roots[0].find("execute_tool subagent")
+	roots = traceBytes(t, childBytes, Config{ParentTools: seen}).roots
+	if len(tools) != 1 || len(roots) != 1 || len(roots[0].s.Links()) != 1 || !roots[0].s.Links()[0].SpanContext.Equal(tools[0].s.SpanContext()) {
+		t.Fatalf("after the parent: %d tools, %d roots, want a link to the tool", len(tools), len(roots))
+	}
+	if n := seen.Reads(); n != 0 {
+		t.Errorf("%d reads of a parent already traced, want none", n)
 	}
 }
 
@@ -221,7 +238,7 @@ func TestRelativeChildSessionFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := traceBytes(t, childBytes, Config{ChildSessions: read, Path: moved, ParentTool: FindParentTool(1 << 20), NestedOnce: true})
+	tr := traceBytes(t, childBytes, Config{ChildSessions: read, Path: moved, ParentTools: NewParentTools(1 << 20), NestedOnce: true})
 	if len(tr.roots) != 0 || tr.tracer.Stats().Nested != 1 {
 		t.Errorf("the child on its own: %d roots, %d nested; want it left to its parent's trace", len(tr.roots), tr.tracer.Stats().Nested)
 	}

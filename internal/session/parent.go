@@ -3,58 +3,111 @@ package session
 import (
 	"bufio"
 	"bytes"
-	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/nested"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 )
 
-// FindParentTool returns a Config.ParentTool that reads the parent's
-// session file (at most maxBytes) and finds the execute_tool span whose
-// result names the child's session file. A span's id depends on the spans
-// its run created before it, so the parent's file is traced again, in
-// memory, by a FileMapper configured as replay and watch configure theirs
-// (children read from their files), and nothing is exported or counted:
-// the spans go to a TracerProvider of its own. A parent traced under a
-// caller's TRACEPARENT has other ids, and the link then leads nowhere.
-func FindParentTool(maxBytes int64) func(parentSession, childID string) (trace.SpanContext, bool) {
-	return func(parentSession, childID string) (trace.SpanContext, bool) {
-		if childID == "" {
-			return trace.SpanContext{}, false
+// maxNotedChildren bounds what ParentTools remembers: past it, it forgets
+// and reads parents' files again.
+const maxNotedChildren = 1 << 16
+
+// ParentTools finds the execute_tool span that ran a child session, for
+// the link from the child's first run (Config.ParentTools). A span's id
+// derives from its run's key and its place (package spanid), so the link
+// is computed, never traced again: from what FileMappers sharing it noted
+// while tracing the parents (watch follows both: no read at all), else
+// from the parent's file, read once to find the run that holds the tool
+// call (replay of the child alone). Safe for concurrent use.
+type ParentTools struct {
+	maxBytes int64
+	mu       sync.Mutex
+	noted    map[string]trace.SpanContext // child session id → its tool span
+	reads    atomic.Int64
+}
+
+// NewParentTools returns a ParentTools that reads parents' files of at
+// most maxBytes.
+func NewParentTools(maxBytes int64) *ParentTools {
+	return &ParentTools{maxBytes: maxBytes, noted: map[string]trace.SpanContext{}}
+}
+
+// Reads is how many parents' files it has read.
+func (p *ParentTools) Reads() int64 { return p.reads.Load() }
+
+// note records that the tool span sc ran the child session child.
+func (p *ParentTools) note(child string, sc trace.SpanContext) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.noted) >= maxNotedChildren {
+		clear(p.noted)
+	}
+	p.noted[child] = sc
+}
+
+// Find returns the span context of the execute_tool span in the parent's
+// session file (parentSession) that ran session childID. Its trace id is
+// the one the parent's run has with no caller's TRACEPARENT.
+func (p *ParentTools) Find(parentSession, childID string) (trace.SpanContext, bool) {
+	if childID == "" {
+		return trace.SpanContext{}, false
+	}
+	p.mu.Lock()
+	sc, ok := p.noted[childID]
+	p.mu.Unlock()
+	if ok {
+		return sc, true
+	}
+	p.reads.Add(1)
+	// The parent's runs are grouped, not traced: the run that holds the
+	// result naming the child gives the key, the call its place.
+	fm := New(Config{TracerProvider: noop.NewTracerProvider(), Path: parentSession, ChildSessions: headerOnly(p.maxBytes)})
+	fm.dry = true
+	fm.onResult = func(r *runBuf, e *entry) bool {
+		for _, run := range e.msg.nested.Runs {
+			if run.Session == childID {
+				n, _ := r.toolSpans(e.msg.ToolCallID)
+				path := agentmap.ToolPath(e.msg.ToolCallID, n)
+				sc = spanid.SpanContext(spanid.TraceID(r.key), r.key, path)
+				return true
+			}
 		}
-		id := []byte(childID)
-		named := false
-		// A first pass, line by line, for the child's id: most parents
-		// (forks' origins) do not name it, and are not traced.
-		if eachLine(parentSession, maxBytes, func(_ int64, line []byte) bool {
-			named = bytes.Contains(line, id)
-			return !named
-		}) != nil || !named {
-			return trace.SpanContext{}, false
+		return false
+	}
+	if eachLine(parentSession, p.maxBytes, func(off int64, line []byte) bool {
+		fm.Line(off, line)
+		return !sc.IsValid()
+	}) != nil {
+		return trace.SpanContext{}, false
+	}
+	return sc, sc.IsValid()
+}
+
+// headerOnly is the SessionReader of a dry FileMapper: a child's session
+// id from its header, none of its messages.
+func headerOnly(maxBytes int64) nested.SessionReader {
+	return func(path string) ([]json.RawMessage, string, error) {
+		var id string
+		err := eachLine(path, maxBytes, func(_ int64, line []byte) bool {
+			if h, ok := decodeHeader(bytes.TrimRight(line, "\r")); ok {
+				id = h.ID
+			}
+			return false
+		})
+		if err != nil || id == "" {
+			return nil, "", fmt.Errorf("session: %s has no header", path)
 		}
-		f := &toolFinder{child: vocab.NestedSessionIDKey.String(childID)}
-		ids := &IDs{}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(ids), sdktrace.WithSpanProcessor(f))
-		defer func() { _ = tp.Shutdown(context.Background()) }()
-		fm := New(Config{TracerProvider: tp, IDs: ids, ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes), Path: parentSession})
-		if eachLine(parentSession, maxBytes, func(off int64, line []byte) bool {
-			fm.Line(off, line)
-			return !f.found.IsValid()
-		}) != nil {
-			return trace.SpanContext{}, false
-		}
-		if !f.found.IsValid() {
-			fm.Close(agentmap.Ending{Reason: vocab.EndEOF})
-		}
-		return f.found, f.found.IsValid()
+		return []json.RawMessage{}, id, nil
 	}
 }
 
@@ -95,26 +148,3 @@ func eachLine(path string, maxBytes int64, fn func(off int64, line []byte) bool)
 		}
 	}
 }
-
-// toolFinder notes the parent of the nested invoke_agent span read from
-// the child's session file: the tool span that ran it.
-type toolFinder struct {
-	child attribute.KeyValue
-	found trace.SpanContext
-}
-
-func (f *toolFinder) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if f.found.IsValid() {
-		return
-	}
-	for _, kv := range s.Attributes() {
-		if kv == f.child {
-			f.found = s.Parent()
-			return
-		}
-	}
-}
-
-func (f *toolFinder) OnEnd(sdktrace.ReadOnlySpan)      {}
-func (f *toolFinder) Shutdown(context.Context) error   { return nil }
-func (f *toolFinder) ForceFlush(context.Context) error { return nil }

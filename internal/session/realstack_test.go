@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
@@ -74,7 +74,7 @@ func TestSessionFileIntoJaeger(t *testing.T) {
 	if len(traces) != 2 {
 		t.Fatalf("Jaeger holds %d traces", len(traces))
 	}
-	want := session.TraceIDOf(sessionID + "/" + firstUser).String()
+	want := spanid.TraceID(sessionID + "/" + firstUser).String()
 	var first *jaegertest.Trace
 	for _, tr := range traces {
 		if tr.ID == want {

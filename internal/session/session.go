@@ -21,7 +21,7 @@
 //   - Committed() is the byte offset just past the last entry of the last
 //     traced run: a follower that restarts at 0 with Config.SkipThrough set
 //     to it traces nothing twice (runs that begin before it are skipped; ids
-//     are deterministic, see IDs).
+//     derive from the runs' keys, see package spanid).
 //   - Sniff(b) tells whether a first line is a session header; Pi's json
 //     mode starts its stdout with the same header, so Classify(head) tells
 //     a session file from an event stream by the lines that follow.
@@ -39,6 +39,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -48,12 +49,11 @@ const ScopeName = "github.com/pi-otel/pi-otel/internal/session"
 
 // Config is a FileMapper's configuration.
 type Config struct {
-	// TracerProvider receives the spans. Its IDGenerator should be an
-	// *IDs so that trace and span ids derive from the session and entry
-	// ids; any other generator gives random ids.
+	// TracerProvider receives the spans. Its IDGenerator should be a
+	// spanid.Generator, so that trace and span ids derive from the
+	// session and entry ids (a run's key) and the spans' places in the
+	// run; any other generator gives random ids.
 	TracerProvider trace.TracerProvider
-	// IDs is the TracerProvider's generator, when it is one.
-	IDs *IDs
 	// Parent, if set, is the parent of every root (the caller's TRACEPARENT).
 	Parent context.Context
 	// Content, if set, turns on content capture (agentmap.WithContent).
@@ -76,21 +76,20 @@ type Config struct {
 	// header's cwd), and a result naming this very file is a cycle, not
 	// followed (nested.Origin).
 	Path string
-	// ParentTool, if set, finds the execute_tool span of the tool that ran
+	// ParentTools, if set, finds the execute_tool span of the tool that ran
 	// this file's session, when its header names a parentSession and the
-	// file is not a fork: the first run's root links to it. FindParentTool
-	// finds it in the parent's file.
-	ParentTool func(parentSession, childID string) (trace.SpanContext, bool)
+	// file is not a fork: the first run's root links to it. FileMappers
+	// that share one tell it the tools they trace that ran children.
+	ParentTools *ParentTools
 	// NestedOnce, if set, traces nothing of a child session whose parent's
 	// file names it: the parent's trace holds its runs (watch sees both).
 	NestedOnce bool
 	// Claims, if set, decides run by run what is traced, by key: a
 	// follower of many files traces each run once, whichever file holds
 	// it (a copy, a backup, a file replaced by another).
+	// (A run Claims says not to count is marked so in its spans' context,
+	// spanid.WithUncounted, for the span metrics to leave it out.)
 	Claims Claims
-	// Uncounted, if set, runs the tracing of a run Claims says not to
-	// count, so that the span metrics leave it out.
-	Uncounted func(trace func())
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -150,6 +149,12 @@ type FileMapper struct {
 	// session, once looked up (parentLooked).
 	parentTool   trace.SpanContext
 	parentLooked bool
+
+	// dry groups runs without tracing them; onResult, if set, is told of
+	// each tool result that carries nested work, in its run, until it
+	// returns true (ParentTools.Find).
+	dry      bool
+	onResult func(r *runBuf, e *entry) bool
 
 	committed int64
 	stats     Stats
@@ -251,7 +256,7 @@ func (t *FileMapper) feed(l decodedLine) {
 			t.version = h.version()
 			// As the stream's own header: the session id and the
 			// project go on every span.
-			t.m.Handle(&event.Event{Type: event.TypeSession, ID: h.ID, Cwd: h.Cwd}, time.Time{})
+			t.m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeSession, ID: h.ID, Cwd: h.Cwd}})
 			if h.ParentSession != "" {
 				t.fork, _ = time.Parse(time.RFC3339Nano, h.Timestamp)
 			}
@@ -375,6 +380,9 @@ func (t *FileMapper) accept(e *entry, lost bool) {
 	t.prevID = e.ID
 	t.place(e)
 	t.runOf[e.idh] = int32(len(t.keys)) - 1
+	if t.onResult != nil && t.cur != nil && e.msg != nil && e.msg.Role == "toolResult" && e.msg.nested != nil && t.onResult(t.cur, e) {
+		t.onResult = nil
+	}
 }
 
 func idHash(id string) uint64 {
@@ -441,13 +449,14 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	t.cur = nil
 	first := r.entries[0]
 	switch trace, count := t.claim(r.key, first.off, runStart(first)); {
+	case t.dry:
 	case !trace:
 		t.stats.Skipped++
 	case t.lookUpParent() && t.cfg.NestedOnce:
 		t.stats.Nested++
 	default:
 		t.stats.Runs++
-		t.uncounted(!count, func() { t.withSeed(r.key, func() { t.translate(r, settled, end) }) })
+		t.translate(r, settled, end, !count)
 	}
 	if r.end > t.committed {
 		t.committed = r.end
@@ -455,27 +464,15 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 }
 
 // lookUpParent finds, once, the parent's tool span that ran this session,
-// and reports whether there is one: outside withSeed, since finding it
-// traces the parent's file.
+// and reports whether there is one.
 func (t *FileMapper) lookUpParent() bool {
-	if !t.parentLooked && t.cfg.ParentTool != nil && t.hdr.ParentSession != "" && t.forkRun == "" {
+	if !t.parentLooked && t.cfg.ParentTools != nil && t.hdr.ParentSession != "" && t.forkRun == "" {
 		t.parentLooked = true
-		if sc, ok := t.cfg.ParentTool(t.hdr.ParentSession, t.hdr.ID); ok {
-			t.parentTool = sc
+		if sc, ok := t.cfg.ParentTools.Find(t.hdr.ParentSession, t.hdr.ID); ok {
+			t.parentTool = t.inCallerTrace(sc)
 		}
 	}
 	return t.parentTool.IsValid()
-}
-
-// withSeed creates spans with ids derived from key.
-func (t *FileMapper) withSeed(key string, f func()) {
-	if g := t.cfg.IDs; g != nil {
-		g.run.Lock()
-		defer g.run.Unlock()
-		g.Seed(key)
-		defer g.unseed()
-	}
-	f()
 }
 
 // flushBash traces what happened between runs on its own: bash commands
@@ -492,19 +489,20 @@ func (t *FileMapper) flushBash() {
 		}
 		key := t.hdr.ID + "/" + e.ID
 		trace, count := t.claim(key, e.off, e.persist)
-		if !trace {
+		if !trace || t.dry {
 			continue
 		}
-		t.uncounted(!count, func() {
-			t.withSeed(key, func() {
-				if bash {
-					t.bashSpan(t.cfg.Parent, e, true)
-					return
-				}
-				x := &translator{t: t, m: t.m, now: e.persist}
-				x.compaction(e)
-			})
-		})
+		// A trace of its own, keyed by the entry as a run by its first.
+		if bash {
+			parent := t.cfg.Parent
+			if !count {
+				parent = spanid.WithUncounted(parent)
+			}
+			t.bashSpan(spanid.WithKey(parent, key, spanid.Path{}), e, true)
+		} else {
+			x := &translator{t: t, m: t.m, now: e.persist, key: key, uncounted: !count}
+			x.compaction(e)
+		}
 		// Entries still pending belong to a later run, which ends after
 		// this: a restart re-reads them from the start anyway.
 		if e.end > t.committed {
@@ -521,4 +519,30 @@ func runStart(e *entry) time.Time {
 		}
 	}
 	return e.persist
+}
+
+// inCallerTrace is sc in the caller's trace, when there is one
+// (Config.Parent): every root of ours takes its trace id, and keeps its
+// derived span ids.
+func (t *FileMapper) inCallerTrace(sc trace.SpanContext) trace.SpanContext {
+	if p := trace.SpanContextFromContext(t.cfg.Parent); p.IsValid() {
+		return sc.WithTraceID(p.TraceID())
+	}
+	return sc
+}
+
+// ToolContext is the span context of the execute_tool span of call callID
+// in the open run (not yet traced): the one it will have, known from the
+// keys as soon as the assistant message that names the call is read. It
+// holds when the TracerProvider's IDGenerator is a spanid.Generator.
+func (t *FileMapper) ToolContext(callID string) (trace.SpanContext, bool) {
+	r := t.cur
+	if r == nil || callID == "" {
+		return trace.SpanContext{}, false
+	}
+	n, named := r.toolSpans(callID)
+	if !named {
+		return trace.SpanContext{}, false
+	}
+	return t.inCallerTrace(spanid.SpanContext(spanid.TraceID(r.key), r.key, agentmap.ToolPath(callID, n))), true
 }

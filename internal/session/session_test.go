@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -282,13 +283,13 @@ func TestFork(t *testing.T) {
 	if r.str("pi.session.parent_id") != "origin-1" || r.str("gen_ai.conversation.id") != "fork-1" {
 		t.Errorf("attributes %v", r.s.Attributes())
 	}
-	want := TraceIDOf("origin-1/" + u2)
+	want := spanid.TraceID("origin-1/" + u2)
 	if l := r.s.Links(); len(l) != 1 || l[0].SpanContext.TraceID() != want {
 		t.Fatalf("links %v, want trace %s", l, want)
 	}
 	// And the origin traced on its own gives that very trace.
 	o := runs(t, traceBytes(t, origin.bytes(), Config{}), 2)
-	if o[1].s.SpanContext().TraceID() != want || o[1].s.SpanContext().SpanID() != RootSpanIDOf("origin-1/"+u2) {
+	if o[1].s.SpanContext().TraceID() != want || o[1].s.SpanContext().SpanID() != spanid.SpanID("origin-1/"+u2, spanid.Path{}) {
 		t.Errorf("origin's second run is %v, the fork links to %s", o[1].s.SpanContext(), want)
 	}
 }
@@ -739,8 +740,8 @@ func TestRestartAfterIdle(t *testing.T) {
 	b := f.bytes()
 
 	rec := tracetest.NewSpanRecorder()
-	ids := &IDs{}
-	tr := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids)), IDs: ids})
+	ids := spanid.NewGenerator(nil)
+	tr := New(Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))})
 	feed(tr, b[:idleAt])
 	if !tr.Idle(quiet, time.Minute) {
 		t.Fatal("Idle did not trace the answered run")
@@ -827,7 +828,7 @@ func TestSharedIDsConcurrently(t *testing.T) {
 		alone[n] = idsOf(spans, tr.tracer.SessionID())
 	}
 	rec := tracetest.NewSpanRecorder()
-	ids := &IDs{}
+	ids := spanid.NewGenerator(nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
 	var wg sync.WaitGroup
 	sessions := make([]string, len(names))
@@ -838,7 +839,7 @@ func TestSharedIDsConcurrently(t *testing.T) {
 			defer wg.Done()
 			// Over and over, so that the goroutines do overlap.
 			for range 30 {
-				tr := New(Config{TracerProvider: tp, IDs: ids})
+				tr := New(Config{TracerProvider: tp})
 				feed(tr, b)
 				tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 				sessions[i] = tr.SessionID()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -24,6 +26,10 @@ type translator struct {
 	t   *FileMapper
 	m   *agentmap.Mapper
 	now time.Time // the latest time emitted
+	// key and uncounted are the run's identity, on every input
+	// (agentmap.Input).
+	key       string
+	uncounted bool
 
 	agentOpen, turnOpen bool
 	turnHasAssistant    bool
@@ -43,14 +49,19 @@ type call struct {
 	args     json.RawMessage
 }
 
-func (x *translator) emit(ev *event.Event, at time.Time) {
+func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false) }
+
+// handle gives the mapper ev, with the run's identity and what a tool
+// result held (nested, read), at a time no earlier than the last (but
+// for starts, which the file times apart).
+func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read bool) {
 	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
 		at = x.now
 	}
 	if at.After(x.now) {
 		x.now = at
 	}
-	x.m.Handle(ev, at)
+	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, NestedRead: read, Key: x.key, Uncounted: x.uncounted})
 }
 
 func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
@@ -61,8 +72,8 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 }
 
 // translate traces run r.
-func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending) {
-	x := &translator{t: t, m: t.m, answered: t.answered[:0]}
+func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, uncounted bool) {
+	x := &translator{t: t, m: t.m, answered: t.answered[:0], key: r.key, uncounted: uncounted}
 	first := r.entries[0]
 	start := runStart(first)
 	x.now = start
@@ -118,10 +129,9 @@ func (t *FileMapper) rootAttributes(r *runBuf, root trace.Span) {
 	root.SetAttributes(attrs...)
 }
 
+// linkTo is the root of the run keyed key.
 func linkTo(key string) trace.SpanContext {
-	return trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: TraceIDOf(key), SpanID: RootSpanIDOf(key), TraceFlags: trace.FlagsSampled,
-	})
+	return spanid.SpanContext(spanid.TraceID(key), key, spanid.Path{})
 }
 
 func (x *translator) entry(e *entry) {
@@ -228,7 +238,7 @@ func (x *translator) message(e *entry) {
 	case "system":
 		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
-		x.t.bashSpan(x.m.RootContext(), e, false)
+		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false)
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.images, msg.Content, at(msg, e))
 	default:
@@ -385,12 +395,12 @@ func (x *translator) toolResult(e *entry) {
 	if x.t.cfg.Content != nil {
 		ev.Result = msg.Raw
 	}
-	x.m.NextToolNested(msg.nested)
 	if msg.nested != nil {
 		// The same rule below the tool: a child's result given twice.
 		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
+		x.noteChildren(msg)
 	}
-	x.emit(ev, end)
+	x.handle(ev, end, msg.nested, true)
 }
 
 type compactionResult struct {
@@ -471,4 +481,22 @@ func (t *FileMapper) bashSpan(parent context.Context, e *entry, own bool) {
 	}
 	_, s := t.tracer.Start(parent, vocab.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))
+}
+
+// noteChildren tells Config.ParentTools which child sessions the open tool
+// span of msg ran, so that their links need no read of this file.
+func (x *translator) noteChildren(msg *message) {
+	p := x.t.cfg.ParentTools
+	if p == nil {
+		return
+	}
+	sc, ok := x.m.ToolContext(msg.ToolCallID)
+	if !ok {
+		return
+	}
+	for _, run := range msg.nested.Runs {
+		if run.Session != "" {
+			p.note(run.Session, sc)
+		}
+	}
 }

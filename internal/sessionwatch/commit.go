@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // work runs what is due: files to read again after a failed export,
@@ -91,7 +88,7 @@ func (f *Follower) gone(fi *file) {
 	delete(f.orphans, fi)
 	if fi.tr != nil {
 		if !fi.closed && !f.sessionFollowed(fi) {
-			fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+			fi.tr.Close(false)
 		}
 		f.progress(fi)
 	}
@@ -183,20 +180,17 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 }
 
 // stop ends a run of the follower: the last appends are read, open runs
-// are closed if Ending says so, and a final flush commits what it can. Its
+// are closed if Exited says so, and a final flush commits what it can. Its
 // error is a state that could not be saved.
 func (f *Follower) stop() error {
 	f.final = true
 	ctx := context.Background()
-	end, closing := agentmap.Ending{}, false
-	if f.cfg.Ending != nil {
-		end, closing = f.cfg.Ending()
-	}
+	closing := f.cfg.Exited != nil && f.cfg.Exited()
 	if closing && f.saveFails == 0 {
 		f.scan(false) // what Pi wrote just before it exited
 		for _, fi := range f.files {
 			if fi.tr != nil && !fi.closed {
-				fi.tr.Close(end)
+				fi.tr.Close(true)
 				f.progress(fi)
 			}
 		}

@@ -35,7 +35,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 )
 
@@ -45,7 +44,11 @@ import (
 type Tracer interface {
 	Line(off int64, b []byte)
 	Idle(now time.Time, settle time.Duration) bool
-	Close(end agentmap.Ending)
+	// Close traces what is open: no more will come. exited says why: the
+	// program that wrote the file exited (Config.Exited), rather than the
+	// file ending (gone, or quiet too long); the tracer's maker knows how
+	// it exited.
+	Close(exited bool)
 	Committed() int64
 	// LastEntry is the newest entry time seen, zero if none.
 	LastEntry() time.Time
@@ -99,10 +102,11 @@ type Config struct {
 	// Rescan is the interval of a full scan even while inotify works, a
 	// safety net for lost events (default 5m).
 	Rescan time.Duration
-	// Ending, if set, is asked when the follower stops: when ok, every
-	// open run is traced as ended so (Pi exited); otherwise open runs are
+	// Exited, if set, is asked when the follower stops: when true, the
+	// program that wrote the files exited (Pi), and every open run is
+	// traced as ended so (Tracer.Close(true)); otherwise open runs are
 	// left for the next start.
-	Ending func() (end agentmap.Ending, ok bool)
+	Exited func() bool
 
 	// CommitEvery and CommitBytes pace the commits of a backfill (the
 	// first scan with Since): one at least every CommitEvery or

@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/readahead"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The fake session format: one word per line. "H" is the header, "U" a
@@ -145,7 +143,7 @@ func (t *fakeTracer) Idle(time.Time, time.Duration) bool {
 	return false
 }
 
-func (t *fakeTracer) Close(agentmap.Ending) {
+func (t *fakeTracer) Close(bool) {
 	if t.open >= 0 {
 		t.trace()
 	}
@@ -421,9 +419,9 @@ func TestAcceptFiltersFiles(t *testing.T) {
 	h.want("theirs.jsonl@2", 0)
 }
 
-func TestEndingClosesOpenRunsAtStop(t *testing.T) {
+func TestExitedClosesOpenRunsAtStop(t *testing.T) {
 	h := newHarness(t, Config{})
-	h.f.cfg.Ending = func() (agentmap.Ending, bool) { return agentmap.Ending{Reason: vocab.EndExit}, true }
+	h.f.cfg.Exited = func() bool { return true }
 	h.write("s.jsonl", "H\nU\nT\n")
 	h.step()
 	h.write("s.jsonl", "T\n") // written just before Pi exited

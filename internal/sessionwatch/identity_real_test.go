@@ -15,9 +15,12 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // The tests here follow real-shaped session files with the real tracer
@@ -71,14 +74,14 @@ type realHarness struct {
 	clk   *clock
 	exp   *exporter
 	tp    *sdktrace.TracerProvider
-	ids   *session.IDs
+	ids   *spanid.Generator
 	f     *Follower
 	logs  []string
 }
 
 func newRealHarness(t *testing.T, cfg Config) *realHarness {
 	h := &realHarness{t: t, dir: t.TempDir(), state: filepath.Join(t.TempDir(), "watch.json"),
-		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: &session.IDs{}}
+		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: spanid.NewGenerator(nil)}
 	h.tp = sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(h.ids), sdktrace.WithSpanProcessor(h.exp))
 	h.start(cfg)
 	return h
@@ -93,7 +96,7 @@ func (h *realHarness) start(cfg Config) {
 	cfg.IsSession = session.Starts
 	cfg.Logf = func(format string, args ...any) { h.logs = append(h.logs, fmt.Sprintf(format, args...)) }
 	cfg.NewTracer = func(spec TracerSpec) Tracer {
-		return session.New(session.Config{TracerProvider: h.tp, IDs: h.ids, SkipThrough: spec.SkipThrough, Claims: spec.Claims})
+		return fileTracer{session.New(session.Config{TracerProvider: h.tp, SkipThrough: spec.SkipThrough, Claims: spec.Claims})}
 	}
 	if cfg.Settle == 0 {
 		cfg.Settle = 10 * time.Second
@@ -334,7 +337,7 @@ func TestCopiesAndSnapshotsTraceEachRunOnce(t *testing.T) {
 func TestSnapshotsInHistory(t *testing.T) {
 	s := genSession(t, "snap", 300<<10, 7)
 	h := &realHarness{t: t, dir: t.TempDir(), state: filepath.Join(t.TempDir(), "watch.json"),
-		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: &session.IDs{}}
+		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: spanid.NewGenerator(nil)}
 	h.tp = sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(h.ids), sdktrace.WithSpanProcessor(h.exp))
 	old := h.clk.t.Add(-48 * time.Hour)
 	for name, b := range map[string][]byte{
@@ -408,7 +411,7 @@ func TestHeaderlessFileTracedAsReplay(t *testing.T) {
 func TestKillBeforeTheFirstCommit(t *testing.T) {
 	s := genSession(t, "hist", 200<<10, 11)
 	h := &realHarness{t: t, dir: t.TempDir(), state: filepath.Join(t.TempDir(), "watch.json"),
-		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: &session.IDs{}}
+		clk: &clock{t: time.Now()}, exp: &exporter{accepted: map[string]int{}}, ids: spanid.NewGenerator(nil)}
 	h.tp = sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(h.ids), sdktrace.WithSpanProcessor(h.exp))
 	old := h.clk.t.Add(-48 * time.Hour)
 	p := h.path("p/s.jsonl")
@@ -594,3 +597,9 @@ func BenchmarkSaveState(b *testing.B) {
 	must(b, err)
 	b.ReportMetric(float64(st.Size())/1e6, "state-MB")
 }
+
+// fileTracer is a FileMapper as a follower's Tracer: what is open at the
+// end is closed as the input ending.
+type fileTracer struct{ *session.FileMapper }
+
+func (f fileTracer) Close(bool) { f.FileMapper.Close(agentmap.Ending{Reason: vocab.EndEOF}) }

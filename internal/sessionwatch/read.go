@@ -9,9 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/readahead"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // refresh stats a file and reads what was appended; a file whose name is
@@ -302,7 +300,7 @@ func (f *Follower) due(fi *file, now time.Time) bool {
 
 // closeQuiet traces the open run of a file due says is to be closed.
 func (f *Follower) closeQuiet(fi *file) {
-	fi.tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+	fi.tr.Close(false)
 	fi.closed, fi.nextIdle = true, time.Time{}
 	f.progress(fi)
 }

@@ -44,8 +44,9 @@ func WithBackpressure(ctx context.Context) Option {
 	return option.Func[options](func(o *options) { o.backpressure = ctx })
 }
 
-// WithIDGenerator sets how span and trace ids are made (pi-otel reserves
-// the next root's ids to put them in Pi's TRACEPARENT).
+// WithIDGenerator sets how the ids of spans that no key names (package
+// spanid) are made: pi-otel reserves the next root's ids to put them in
+// Pi's TRACEPARENT.
 func WithIDGenerator(g sdktrace.IDGenerator) Option {
 	return option.Func[options](func(o *options) { o.ids = g })
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/internal/outfile"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/telemetry/consoletree"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -91,9 +92,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
 		}),
 	}
-	if o.ids != nil {
-		tpOpts = append(tpOpts, sdktrace.WithIDGenerator(o.ids))
-	}
+	// Spans named by a key get ids derived from it; the rest, o.ids'.
+	tpOpts = append(tpOpts, sdktrace.WithIDGenerator(spanid.NewGenerator(o.ids)))
 	for _, build := range o.procs {
 		p, err := build(t.mp)
 		if err != nil {

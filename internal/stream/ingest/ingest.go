@@ -94,7 +94,7 @@ func (s *Sink) Record(rec []byte) {
 		// A known type whose fields did not decode still marks its place
 		// in the lifecycle (a future Pi may change a field's shape).
 	}
-	s.m.Handle(ev, s.clock.Time(ev))
+	s.m.Handle(agentmap.Input{Event: ev, At: s.clock.Time(ev)})
 }
 
 func (s *Sink) bad(n int64, typ string, err error) {

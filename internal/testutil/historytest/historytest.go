@@ -27,6 +27,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
@@ -198,7 +199,7 @@ func Replay(tb testing.TB, paths []string) Expected {
 // ReplayFrom is Replay with the runs begun before skip(path) left out, as
 // a watch that committed that far goes on; nil skips nothing.
 func ReplayFrom(tb testing.TB, paths []string, skip func(path string) int64) Expected {
-	ids := &session.IDs{}
+	ids := spanid.NewGenerator(nil)
 	rec := &spanIDs{ids: map[string]string{}}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -216,7 +217,7 @@ func ReplayFrom(tb testing.TB, paths []string, skip func(path string) int64) Exp
 		if skip != nil {
 			from = skip(p)
 		}
-		tr := session.New(session.Config{TracerProvider: tp, IDs: ids, SkipThrough: from})
+		tr := session.New(session.Config{TracerProvider: tp, SkipThrough: from})
 		var off int64
 		for len(b) > 0 { // as replay's reader: a last line without LF counts
 			line, rest, _ := bytes.Cut(b, []byte("\n"))

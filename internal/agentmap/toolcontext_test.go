@@ -1,0 +1,80 @@
+package agentmap_test
+
+import (
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
+)
+
+// ToolContext names the execute_tool span of a call before it starts, and
+// the span then gets it: live (random root, derived children) and keyed
+// (a session file's run), for a call id given once and given again.
+func TestToolContextIsTheSpanItWillBe(t *testing.T) {
+	for _, key := range []string{"", "s1/e1"} {
+		rec := tracetest.NewSpanRecorder()
+		m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
+			sdktrace.WithIDGenerator(spanid.NewGenerator(nil))))
+		at := time.Unix(1_800_000_000, 0)
+		handle := func(ev event.Event) {
+			at = at.Add(time.Millisecond)
+			m.Handle(agentmap.Input{Event: &ev, At: at, Key: key})
+		}
+		if _, ok := m.ToolContext("c1"); ok {
+			t.Fatalf("%q: a tool context with no run open", key)
+		}
+		handle(event.Event{Type: event.TypeAgentStart})
+		var want []trace.SpanContext
+		for range 2 { // the same call id in two turns: two spans
+			handle(event.Event{Type: event.TypeTurnStart})
+			handle(event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}})
+			handle(event.Event{Type: event.TypeMessageEnd, Message: &event.Message{Role: "assistant", Model: "m", StopReason: "toolUse"}})
+			sc, ok := m.ToolContext("c1")
+			if !ok || !sc.IsValid() {
+				t.Fatalf("%q: no tool context before the tool starts", key)
+			}
+			want = append(want, sc)
+			handle(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "c1", ToolName: "bash"})
+			if open, _ := m.ToolContext("c1"); !open.Equal(sc) {
+				t.Fatalf("%q: open tool %v, named before as %v", key, open, sc)
+			}
+			handle(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "c1", ToolName: "bash"})
+			handle(event.Event{Type: event.TypeTurnEnd})
+		}
+		handle(event.Event{Type: event.TypeAgentEnd})
+		handle(event.Event{Type: event.TypeAgentSettled})
+		var got []trace.SpanContext
+		for _, s := range rec.Ended() {
+			if s.Name() == "execute_tool bash" {
+				got = append(got, s.SpanContext())
+			}
+		}
+		if len(got) != 2 || !got[0].Equal(want[0]) || !got[1].Equal(want[1]) || want[0].Equal(want[1]) {
+			t.Errorf("%q: tool spans %v, named before they started as %v", key, got, want)
+		}
+		if key != "" {
+			if root := rec.Ended()[len(rec.Ended())-1]; root.SpanContext().TraceID() != spanid.TraceID(key) || root.SpanContext().SpanID() != spanid.SpanID(key, spanid.Path{}) {
+				t.Errorf("keyed root %v", root.SpanContext())
+			}
+		}
+	}
+}
+
+// A TracerProvider that does not derive ids from keys gives no tool
+// context: it could not be kept.
+func TestToolContextNeedsDerivedIDs(t *testing.T) {
+	m := agentmap.New(sdktrace.NewTracerProvider())
+	at := time.Unix(1_800_000_000, 0)
+	for _, ev := range []event.Event{{Type: event.TypeAgentStart}, {Type: event.TypeTurnStart}} {
+		m.Handle(agentmap.Input{Event: &ev, At: at})
+	}
+	if sc, ok := m.ToolContext("c1"); ok {
+		t.Errorf("tool context %v from random ids", sc)
+	}
+}
