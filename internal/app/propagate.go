@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -130,6 +131,11 @@ func (c *callContexts) controller(rec []byte) {
 	}
 }
 
+// historyAge is how old a session file's newest entry may be for its calls
+// to be published: far more than a hook waits, and than Pi takes from
+// writing a long answer's entry to starting its tools.
+const historyAge = 10 * time.Minute
+
 // sessionCalls says whether a session file's reader names calls early,
 // which tracing Pi's TUI per call needs.
 func sessionCalls() bool {
@@ -146,6 +152,12 @@ func (c *callContexts) session(calls []toolctx.Call, reader any) {
 	src, ok := reader.(toolctx.ContextSource)
 	if !ok {
 		return
+	}
+	// History (watch's backfill, a resumed session) has no bash waiting.
+	if r, ok := reader.(interface{ LastEntry() time.Time }); ok {
+		if last := r.LastEntry(); !last.IsZero() && time.Since(last) > historyAge {
+			return
+		}
 	}
 	if c.sessions != nil {
 		if r, ok := reader.(interface{ SessionID() string }); ok {
