@@ -96,6 +96,46 @@ func TestCIJob(t *testing.T) {
 	}
 }
 
+// TestToolContext: Pi's bash call runs the checks program, whose spans
+// sit below that call's execute_tool span, in the agent's trace.
+func TestToolContext(t *testing.T) {
+	bins := t.TempDir()
+	piOtel := proc.MustBuild(t, bins, "./cmd/pi-otel")
+	proc.MustBuild(t, bins, "./examples/tool-context/checks")
+	j := jaegertest.Start(t)
+	model := fakemodel.Start(t, fakemodel.WithScript(
+		fakemodel.Tools(fakemodel.Bash("call_checks", "checks parse render")),
+		fakemodel.Text("Both checks pass.", 1),
+	))
+	pi := pitest.New(t, model.URL())
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	since := time.Now().Add(-time.Second)
+	cmd := pi.Wrap(ctx, piOtel, append([]string{"run", "--", pi.Pi}, pi.Args("--mode", "json", "--no-session", "Run: checks parse render")...)...)
+	cmd.Env = append(withPath(cmd.Env, bins), otlp(j, "example-tool-context")...)
+	out := run(t, cmd)
+	if !bytes.Contains(out, []byte(`ok parse\nok render\n`)) {
+		t.Errorf("the bash call did not run the checks:\n%s", out)
+	}
+
+	traces := j.WaitService(t, ctx, "example-tool-context", since, 10)
+	want := `invoke_agent pi
+  pi.agent_run
+    pi.turn
+      chat fake-model
+      execute_tool bash
+        checks
+          check parse
+          check render
+    pi.turn
+      chat fake-model
+`
+	if got := spantree.Shape(jaegertest.Forest(t, traces...)); got != want {
+		t.Errorf("traces:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // TestRPCController: the controller drives the real Pi through the built
 // pi-otel rpc; the prompt and the get_state are traced.
 func TestRPCController(t *testing.T) {

@@ -175,6 +175,8 @@ type pipeline struct {
 	records   func() (read, malformed int64)
 	// tooLong, if set, counts the lines replay skipped for their length.
 	tooLong func() int64
+	// calls, if set, hands Pi's bash calls their own trace context.
+	calls *callContexts
 }
 
 // countRecordsWith replaces where the health metrics read record counts.
@@ -328,6 +330,7 @@ func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 	sigs, unsubscribe := p.signals.Subscribe()
 	defer unsubscribe()
 	p.mapper.Close(end, at)
+	p.calls.close()
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushTimeout)
 	defer cancel()
 	go func() {
@@ -381,6 +384,9 @@ func (p *pipeline) inputSummary() string {
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")
 	add(m.ToolsEvicted, "open tool over the cap closed early", "open tools over the cap closed early")
+	if p.calls != nil {
+		add(p.calls.misses.Total(), "bash call without its own trace context", "bash calls without their own trace context")
+	}
 	var anomalies int64
 	for _, n := range m.Anomalies {
 		anomalies += n

@@ -23,11 +23,14 @@ func RPC(ctx context.Context, env Env, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	p, err := newPipeline(env, cfg, nil, liveFacts(argv, ".")...)
+	cc := openCallContexts(env, cfg)
+	p, err := newPipeline(env, cfg, nil, append(liveFacts(argv, "."), cc.option()...)...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	cc = cc.attach(p)
 	var opts []rpc.Option
 	if p.content != nil {
 		opts = append(opts, rpc.WithContent(p.content))
@@ -40,17 +43,24 @@ func RPC(ctx context.Context, env Env, args []string) int {
 
 	// No TRACEPARENT is reserved for Pi here: one RPC process serves many
 	// runs, so no single root id would be right for what Pi starts. Pi
-	// inherits the caller's TRACEPARENT, if any, like any child.
+	// inherits the caller's TRACEPARENT, if any, like any child, and each
+	// bash call gets its own call's context through the hook.
 	return tracedChild{
 		argv: argv,
-		opts: []launch.Option{launch.WithStdinPipe()},
+		opts: []launch.Option{launch.WithStdinPipe(), launch.WithEnv(cc.env(env.Getenv)...)},
 		// Controller → Pi. The controller's EOF becomes Pi's, which asks
 		// Pi to shut down. If Pi exits first this goroutine stays blocked
 		// reading our stdin; the process ends without it.
 		started: func(proc *launch.Process, g *gate) {
+			cc.started(proc.Pid())
 			go func() {
 				stdin := proc.Stdin()
-				in := newTap(stdin, func(rec []byte) { g.do(func() { tr.FromController(rec, time.Now()) }) })
+				in := newTap(stdin, func(rec []byte) {
+					g.do(func() {
+						tr.FromController(rec, time.Now())
+						cc.controller(rec)
+					})
+				})
 				_, err := framing.Forward(in, env.Stdin, nil)
 				in.flush()
 				if err != nil && !errors.Is(err, os.ErrClosed) {
@@ -61,7 +71,12 @@ func RPC(ctx context.Context, env Env, args []string) int {
 		},
 		// Pi → controller.
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
-			piOut := newTap(out, func(rec []byte) { g.do(func() { tr.FromPi(rec, time.Now()) }) })
+			piOut := newTap(out, func(rec []byte) {
+				g.do(func() {
+					tr.FromPi(rec, time.Now())
+					cc.record(rec)
+				})
+			})
 			_, err := framing.Forward(piOut, r, nil)
 			piOut.flush()
 			return err

@@ -22,16 +22,25 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if m := piMode(argv[1:]); m != "json" && m != "rpc" && sessionwatch.IsPiCommand(argv) {
 		return runTUI(ctx, env, cfg, argv)
 	}
-	p, err := newPipeline(env, cfg, nil, liveFacts(argv, ".")...)
+	cc := openCallContexts(env, cfg)
+	p, err := newPipeline(env, cfg, nil, append(liveFacts(argv, "."), cc.option()...)...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	cc = cc.attach(p)
 	return tracedChild{
-		argv: argv,
-		opts: []launch.Option{launch.WithEnv(p.childEnv()...)},
+		argv:    argv,
+		opts:    []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
+		started: func(proc *launch.Process, _ *gate) { cc.started(proc.Pid()) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
-			_, err := framing.Forward(out, r, func(rec []byte) { g.do(func() { p.sink.Record(rec) }) })
+			_, err := framing.Forward(out, r, func(rec []byte) {
+				g.do(func() {
+					p.sink.Record(rec)
+					cc.record(rec)
+				})
+			})
 			return err
 		},
 		close: p.finish,

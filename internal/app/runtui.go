@@ -96,11 +96,19 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	held := &outfile.Buffer{}
 	quietEnv := env
 	quietEnv.Stderr = held
-	sp, err := newSessionPipeline(quietEnv, cfg, liveFacts(argv, cwd)...)
+	// Each bash call gets its own call's context when the session
+	// file's reader can name a call's span before the call ends.
+	var cc *callContexts
+	if sessionCalls() {
+		cc = openCallContexts(quietEnv, cfg)
+	}
+	sp, err := newSessionPipeline(quietEnv, cfg, append(liveFacts(argv, cwd), cc.option()...)...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	sp.calls = cc
 	sp.exitOut = env.Stderr // the last flush comes after Pi has ended
 	// The follower takes its bearings before Pi starts, so that nothing
 	// Pi writes is mistaken for history.
@@ -142,16 +150,18 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 		done <- err
 	}
 
-	proc, err := launch.Start(argv, launch.WithInheritStdout())
+	proc, err := launch.Start(argv, launch.WithInheritStdout(), launch.WithEnv(cc.env(env.Getenv)...))
 	if err != nil {
 		cancel()
 		<-done
+		cc.close()
 		fmt.Fprintf(held, "pi-otel: %v\n", err)
 		sp.summary(nil)
 		_, _ = held.WriteTo(env.Stderr)
 		return launch.ExitCodeForStartError(err)
 	}
 	owner.SetPID(proc.Pid())
+	cc.started(proc.Pid())
 	var stop func()
 	relayed, stop = superviseSignals(ctx, proc)
 	defer stop()
@@ -163,6 +173,10 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	cancel()
 	if err := <-done; err != nil {
 		fmt.Fprintf(held, "pi-otel: %v\n", err)
+	}
+	cc.close()
+	if n := cc.missed(); n > 0 && !cfg.Quiet {
+		fmt.Fprintf(held, "pi-otel: %d bash %s without %s own trace context\n", n, map[bool]string{true: "call", false: "calls"}[n == 1], map[bool]string{true: "its", false: "their"}[n == 1])
 	}
 	if n := len(owner.Ambiguous()); n > 0 && !cfg.Quiet {
 		fmt.Fprintf(held, "pi-otel: %d session files written while another Pi ran in %s were not traced: pi-otel cannot tell whose they are\n", n, dir)

@@ -18,6 +18,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/toolctx"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -88,11 +89,15 @@ func watch(ctx context.Context, env Env, args []string) int {
 	// No live Pi to protect: a backfill reads only as fast as the exporter
 	// takes spans, and nothing is dropped to be traced again (until a
 	// signal, when a full queue drops and the state stays put).
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
+	cc := openWatchContexts(env, cfg, home)
+	sp, err := newSessionPipeline(env, cfg, append(cc.option(), telemetry.WithBackpressure(ctx))...)
 	if err != nil {
+		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
+	sp.calls = cc
+	defer cc.close()
 
 	fcfg := sp.followerConfig(env, cfg)
 	fcfg.Dirs = dirs
@@ -212,6 +217,9 @@ type sessionPipeline struct {
 	badLogs  int64
 	saidLogs bool
 	stopped  bool
+	// calls, if set, hands the bash calls of the Pi under run its own
+	// trace context.
+	calls *callContexts
 }
 
 func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
@@ -247,7 +255,7 @@ func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwat
 }
 
 func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	c := &countingMapper{sp: sp}
+	c := &countingMapper{sp: sp, path: spec.Path}
 	c.FileMapper = session.New(session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		Parent:         sp.parent,
@@ -269,11 +277,16 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 type countingMapper struct {
 	*session.FileMapper
 	sp      *sessionPipeline
+	path    string
 	damaged int64 // this file's damaged lines already counted
 }
 
 func (c *countingMapper) Line(off int64, b []byte) {
 	c.line(func() { c.FileMapper.Line(off, b) })
+	if c.sp.calls != nil {
+		c.sp.calls.session(toolctx.Calls(b), c.FileMapper)
+		c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), off+int64(len(b))+1)
+	}
 }
 
 // Predecode is the FileMapper's, counted as Line is.
@@ -281,7 +294,16 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 	decode := c.FileMapper.Predecode()
 	return func(off int64, b []byte) func() {
 		rest := decode(off, b)
-		return func() { c.line(rest) }
+		var calls []toolctx.Call
+		if c.sp.calls != nil {
+			calls = toolctx.Calls(b)
+		}
+		end := off + int64(len(b)) + 1
+		return func() {
+			c.line(rest)
+			c.sp.calls.session(calls, c.FileMapper)
+			c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), end)
+		}
 	}
 }
 

@@ -39,7 +39,11 @@
 // still hold several patterns joined with "|".
 package config
 
-import "github.com/pi-otel/pi-otel/internal/telemetry"
+import (
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
 
 // GenAILatestOptIn is the OTEL_SEMCONV_STABILITY_OPT_IN entry that selects
 // the latest GenAI conventions.
@@ -77,9 +81,22 @@ type Config struct {
 	// v1.41) for what leaves the process: OTEL_SEMCONV_STABILITY_OPT_IN
 	// holds gen_ai_latest_experimental. Off, the v1.41 names.
 	GenAILatest bool
+	// Propagation says what trace context the processes of Pi's bash
+	// calls get (PropagateCall or PropagateRun); PropagationWait bounds a
+	// bash call's wait for its call's context, and PropagationDir is the
+	// private directory it is handed through ("" for the default).
+	Propagation     string
+	PropagationWait time.Duration
+	PropagationDir  string
 	// MemoryLimit is the soft heap limit in bytes asked for with
 	// --memory-limit; 0 when not given, -1 for off. pi-otel checks it,
 	// unlike GOMEMLIMIT, which the Go runtime reads (and aborts on) before
 	// pi-otel starts.
 	MemoryLimit int64
 }
+
+// The values of Propagation.
+const (
+	PropagateCall = "call"
+	PropagateRun  = "run"
+)

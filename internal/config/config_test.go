@@ -66,6 +66,8 @@ func TestDefaults(t *testing.T) {
 			Spool: telemetry.Spool{MaxBytes: 64 << 20, MaxAge: 7 * 24 * time.Hour},
 		},
 		MaxContentLength: 4096,
+		Propagation:      config.PropagateCall,
+		PropagationWait:  500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

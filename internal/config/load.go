@@ -148,6 +148,11 @@ func (l *loader) load() Config {
 	l.duration(&cfg.Batch.ExportTimeout, row("export-timeout"))
 	read(l, &cfg.MemoryLimit, row("memory-limit"), parseSize,
 		"%s %q: want a size such as 64MiB (B, KiB, MiB, GiB) or off")
+	choice(l, &cfg.Propagation, row("propagation"))
+	l.duration(&cfg.PropagationWait, row("propagation-wait"))
+	if v, _, ok := l.get(row("propagation-dir")); ok {
+		cfg.PropagationDir = v
+	}
 	// The SDK clamps the batch to the queue the same way.
 	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
 	return cfg

@@ -124,6 +124,11 @@ var settings = []setting{
 	// once, but runs nothing over and over, so it has no floor.
 	{flag: "schedule-delay", group: GroupTuning, envs: envs("OTEL_BSP_SCHEDULE_DELAY"), usage: "longest wait before queued spans are exported, a `DURATION`", def: "5s", parse: asPositive},
 	{flag: "export-timeout", group: GroupTuning, envs: envs("OTEL_BSP_EXPORT_TIMEOUT"), usage: "bound on exporting one batch, retries included, a `DURATION`", def: "30s", parse: asPositive},
+	{flag: "propagation", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION"), usage: "what trace context the processes of Pi's bash calls get: call (each call's own execute_tool span) or run (the run's root), a `MODE`", def: "call", parse: asChoice, choices: []string{PropagateCall, PropagateRun}},
+	// The wait is only for a call pi-otel has seen asked for but whose
+	// span it has not started yet: a bound, not a period.
+	{flag: "propagation-wait", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION_WAIT"), usage: "how long a bash call waits for its call's trace context before it runs with the run's, a `DURATION`", def: "500ms", parse: asDuration},
+	{flag: "propagation-dir", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION_DIR"), usage: "private `DIR` (0700) where pi-otel hands each bash call its trace context", defText: "$XDG_RUNTIME_DIR/pi-otel, else $TMPDIR/pi-otel-UID", parse: asText},
 	{flag: "memory-limit", group: GroupTuning, envs: envs("PI_OTEL_MEMORY_LIMIT"), usage: "soft limit on pi-otel's own heap, a `SIZE` in B, KiB, MiB or GiB (such as 64MiB), or off", defText: "32MiB, or GOMEMLIMIT's when that is set", parse: asSize},
 }
 

@@ -1,0 +1,106 @@
+package toolctx
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestKeyMatchesTheHook checks that the hook finds entries keyed in Go for
+// commands of every shape: short, long, multi-byte, in a UTF-8 locale,
+// and after a shellCommandPrefix.
+func TestKeyMatchesTheHook(t *testing.T) {
+	r := openRun(t, time.Second)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune("abc xyz'\"$\\\n\té€😀")
+	var cmds []string
+	for _, n := range []int{1, 5, 63, 64, 65, 300, 70000} {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteRune(alphabet[rnd.IntN(len(alphabet))])
+		}
+		// A comment after a newline: bash runs printenv, then ignores it.
+		cmds = append(cmds, "printenv TRACEPARENT\n#"+strings.ReplaceAll(b.String(), "\n", "\n#"))
+	}
+	for i, cmd := range cmds {
+		sc := spanContext(t, byte(i+1), trace.FlagsSampled)
+		for j, prefix := range []string{"", "export A=1\nshopt -s expand_aliases\n"} {
+			// An entry serves one bash call: each run is a call of its own.
+			id := "k" + itoa(i) + "-" + itoa(j)
+			r.Expect(id, cmd)
+			r.Resolve(id, sc)
+			out, errOut, _ := runBash(t, bashEnv(r, "LANG=C.UTF-8"), prefix+cmd)
+			if out != traceparent(sc)+"\n" || errOut != "" {
+				t.Errorf("command %d (%d bytes), prefix %q: got %q %q, want %s", i, len(cmd), prefix, out, errOut, traceparent(sc))
+			}
+			r.Done(id)
+		}
+	}
+}
+
+func TestOpenRefusesADirectoryOthersCanUse(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Base: base}); err == nil {
+		t.Fatal("a 0755 directory was accepted")
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Base: link}); err == nil {
+		t.Fatal("a symlink was accepted")
+	}
+}
+
+func TestEntriesArePrivateAndGoAway(t *testing.T) {
+	r := openRun(t, time.Second)
+	r.Expect("a", "true")
+	r.Resolve("a", spanContext(t, 1, trace.FlagsSampled))
+	m, _ := filepath.Glob(filepath.Join(r.Dir(), "c.*"))
+	if len(m) != 1 {
+		t.Fatalf("entries %v", m)
+	}
+	fi, err := os.Stat(m[0])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("entry mode %v, %v", fi.Mode(), err)
+	}
+	r.Done("a")
+	if _, err := os.Stat(m[0]); !os.IsNotExist(err) {
+		t.Errorf("entry left after Done: %v", err)
+	}
+	r.Close()
+	if _, err := os.Stat(r.Dir()); !os.IsNotExist(err) {
+		t.Errorf("run directory left after Close: %v", err)
+	}
+}
+
+func TestOpenRemovesWhatDeadRunsLeft(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "pi-otel")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Options{Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-1")); !os.IsNotExist(err) {
+		t.Errorf("a dead run's directory is left: %v", err)
+	}
+}
