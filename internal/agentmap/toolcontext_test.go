@@ -1,6 +1,7 @@
 package agentmap_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -76,5 +77,37 @@ func TestToolContextNeedsDerivedIDs(t *testing.T) {
 	}
 	if sc, ok := m.ToolContext("c1"); ok {
 		t.Errorf("tool context %v from random ids", sc)
+	}
+}
+
+// Under a caller that does not sample, no span is recorded, yet a tool's
+// context is still named, in the caller's trace and unsampled: the
+// caller's decision carries down to the tool's processes.
+func TestToolContextUnderUnsampledCaller(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
+		sdktrace.WithIDGenerator(spanid.NewGenerator(nil)))
+	caller := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x0a, 0xf7, 1}, SpanID: trace.SpanID{0xb7, 2}, Remote: true,
+	})
+	m := agentmap.New(tp, agentmap.WithParent(trace.ContextWithRemoteSpanContext(context.Background(), caller)))
+	at := time.Unix(1_800_000_000, 0)
+	for _, ev := range []event.Event{
+		{Type: event.TypeAgentStart}, {Type: event.TypeTurnStart},
+		{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Model: "m"}},
+		{Type: event.TypeMessageEnd, Message: &event.Message{Role: "assistant", Model: "m", StopReason: "toolUse"}},
+	} {
+		at = at.Add(time.Millisecond)
+		m.Handle(agentmap.Input{Event: &ev, At: at})
+	}
+	sc, ok := m.ToolContext("c1")
+	if !ok || !sc.IsValid() {
+		t.Fatal("no tool context under an unsampled caller")
+	}
+	if sc.TraceID() != caller.TraceID() || sc.IsSampled() || sc.SpanID() == caller.SpanID() {
+		t.Errorf("tool context %v under caller %v: want the caller's trace, unsampled, a span of its own", sc, caller)
+	}
+	if n := len(rec.Started()); n != 0 {
+		t.Errorf("%d spans recorded under an unsampled caller", n)
 	}
 }

@@ -50,7 +50,7 @@ func openCallContexts(env Env, cfg config.Config) *callContexts {
 // openWatchContexts prepares watch's publishing, or says on stderr why
 // not: the hook goes where the setup line of docs/watch.md sources it.
 func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
-	if cfg.Propagation != config.PropagateCall || !sessionCalls() {
+	if cfg.Propagation != config.PropagateCall {
 		return nil
 	}
 	base := cfg.PropagationDir
@@ -81,21 +81,14 @@ func (c *callContexts) option() []telemetry.Option {
 	})}
 }
 
-// attach lets the mapper name calls early, when it can, and returns c, or
-// nil when calls cannot be resolved: under an unsampled caller no span is
-// recorded, so only a mapper that names calls itself resolves them, and
-// without one the run's context (the caller's, unsampled) is as good.
+// attach lets the mapper name calls as soon as their assistant message is
+// seen (their span ids derive from the run's key, whether or not the
+// caller samples them), and returns c.
 func (c *callContexts) attach(p *pipeline) *callContexts {
 	if c == nil {
 		return nil
 	}
-	if src, ok := any(p.mapper).(toolctx.ContextSource); ok {
-		c.src = src
-	}
-	if c.src == nil && p.parent.IsValid() && !p.parent.IsSampled() {
-		c.run.Close()
-		return nil
-	}
+	c.src = p.mapper
 	p.calls = c
 	return c
 }
@@ -136,36 +129,21 @@ func (c *callContexts) controller(rec []byte) {
 // writing a long answer's entry to starting its tools.
 const historyAge = 10 * time.Minute
 
-// sessionCalls says whether a session file's reader names calls early,
-// which tracing Pi's TUI per call needs.
-func sessionCalls() bool {
-	_, ok := any((*session.FileMapper)(nil)).(toolctx.ContextSource)
-	return ok
-}
-
 // session publishes the bash calls a session file's line asks for, once
-// the reader (a FileMapper) has read it; calls is toolctx.Calls of it.
-func (c *callContexts) session(calls []toolctx.Call, reader any) {
+// fm has read it; calls is toolctx.Calls of it.
+func (c *callContexts) session(calls []toolctx.Call, fm *session.FileMapper) {
 	if c == nil || len(calls) == 0 {
 		return
 	}
-	src, ok := reader.(toolctx.ContextSource)
-	if !ok {
-		return
-	}
 	// History (watch's backfill, a resumed session) has no bash waiting.
-	if r, ok := reader.(interface{ LastEntry() time.Time }); ok {
-		if last := r.LastEntry(); !last.IsZero() && time.Since(last) > historyAge {
-			return
-		}
+	if last := fm.LastEntry(); !last.IsZero() && time.Since(last) > historyAge {
+		return
 	}
 	if c.sessions != nil {
-		if r, ok := reader.(interface{ SessionID() string }); ok {
-			c.sessions.Publish(r.SessionID(), calls, src)
-		}
+		c.sessions.Publish(fm.SessionID(), calls, fm)
 		return
 	}
-	c.run.Publish(calls, src)
+	c.run.Publish(calls, fm)
 }
 
 // caughtUp marks session file path as read when the line ending at end

@@ -96,12 +96,9 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	held := &outfile.Buffer{}
 	quietEnv := env
 	quietEnv.Stderr = held
-	// Each bash call gets its own call's context when the session
-	// file's reader can name a call's span before the call ends.
-	var cc *callContexts
-	if sessionCalls() {
-		cc = openCallContexts(quietEnv, cfg)
-	}
+	// Each bash call gets its own call's context: the session file's
+	// reader names a call's span before the call ends.
+	cc := openCallContexts(quietEnv, cfg)
 	sp, err := newSessionPipeline(quietEnv, cfg, append(liveFacts(argv, cwd), cc.option()...)...)
 	if err != nil {
 		cc.close()

@@ -3,6 +3,8 @@ package toolctx
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // BashTool is the name of Pi's built-in bash tool, the one whose calls run
@@ -49,6 +51,14 @@ var (
 // one cost a byte search; the command is used for a key and dropped.
 func Calls(rec []byte) []Call {
 	if !bytes.Contains(rec, toolCallMark) && !bytes.Contains(rec, toolStartMark) {
+		return nil
+	}
+	// Only three types name calls; the others that mention one (Pi before
+	// 1.x repeats the whole message in every message_update) are not
+	// decoded again.
+	switch typ, _ := event.Peek(rec); typ {
+	case "tool_execution_start", "message_end", "message":
+	default:
 		return nil
 	}
 	var r record
