@@ -80,17 +80,19 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	dir := t.TempDir()
 	statePath := filepath.Join(t.TempDir(), "w.json")
 	b := &book{}
+	ready, scanned := firstScan()
 	f := New(Config{
 		Dirs:      []string{dir},
 		NewTracer: b.newTracer,
 		Flush:     b.flush,
 		StatePath: statePath,
 		Settle:    time.Hour,
+		Ready:     ready,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
-	waitFor(t, func() bool { return exists(statePath) })
+	waitFor(t, scanned)
 	must(t, os.MkdirAll(filepath.Join(dir, "p"), 0o755))
 	p := filepath.Join(dir, "p", "s.jsonl")
 	must(t, os.WriteFile(p, []byte("H\nU\nA\nU\nT\n"), 0o644))
