@@ -20,9 +20,10 @@ func TestRunTUISaysNothingOfTheFolderBeforePi(t *testing.T) {
 		made         bool // the folder is there before Pi starts
 		traces       string
 	}{
-		// Holding the file open while the follower looks makes it this
-		// Pi's (sessionwatch.Owner, rule 3).
-		{"writes a session", `mkdir -p "$1" && exec 3>"$1/s.jsonl" && cat "$2" >&3 && sleep 1`, false, "pi-otel: 1 trace"},
+		// Pi is given its session file (--session), which makes the file
+		// this Pi's (sessionwatch.Owner, rule 1) whenever the follower
+		// looks and whatever other Pi runs on the machine meanwhile.
+		{"writes a session", `mkdir -p "$3" && cat "$4" >"$2"`, false, "pi-otel: 1 trace"},
 		{"writes nothing", `exit 0`, false, "pi-otel: 0 traces"},
 		{"writes nothing in its folder", `exit 0`, true, "pi-otel: 0 traces"},
 	} {
@@ -38,7 +39,7 @@ func TestRunTUISaysNothingOfTheFolderBeforePi(t *testing.T) {
 			writeScript(t, pi, "#!/bin/sh\n"+c.script+"\n")
 			var stderr strings.Builder
 			code := Main(t.Context(), Env{
-				Args:   []string{"run", "--traces-exporter", "none", "--", pi, dir, session},
+				Args:   []string{"run", "--traces-exporter", "none", "--", pi, "--session", filepath.Join(dir, "s.jsonl"), dir, session},
 				Stdin:  strings.NewReader(""),
 				Stdout: &strings.Builder{},
 				Stderr: &stderr,

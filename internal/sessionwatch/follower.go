@@ -172,7 +172,10 @@ type Follower struct {
 	stalled bool
 	watcher *fsnotify.Watcher
 	watched map[string]bool
-	buf     []byte
+	// watchedAs is the name each watched directory's watch has in
+	// fsnotify, by identity: a directory moved keeps its watch (watch).
+	watchedAs map[fileID]string
+	buf       []byte
 	// uncommitted are the files with traced runs not yet flushed.
 	uncommitted map[*file]bool
 	retryAt     time.Time
@@ -281,6 +284,7 @@ func New(cfg Config) *Follower {
 		ledger:      newLedger(),
 		headers:     map[string]string{},
 		watched:     map[string]bool{},
+		watchedAs:   map[fileID]string{},
 		uncommitted: map[*file]bool{},
 		said:        map[string]bool{},
 	}
@@ -529,6 +533,9 @@ func (f *Follower) event(ev fsnotify.Event) {
 		}
 		if f.watched[ev.Name] {
 			delete(f.watched, ev.Name)
+			if ev.Has(fsnotify.Remove) {
+				f.forgetWatch(ev.Name) // a moved one keeps its watch (watch)
+			}
 			// Files below it were removed too, or moved away.
 			prefix := ev.Name + string(filepath.Separator)
 			for p, fi := range f.files {

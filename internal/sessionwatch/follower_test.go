@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -496,12 +497,14 @@ func TestRunFollowsWithInotify(t *testing.T) {
 	b := &book{}
 	var mu sync.Mutex
 	var logs []string
+	ready, scanned := firstScan()
 	f := New(Config{
 		Dirs:      []string{dir},
 		NewTracer: b.newTracer,
 		Flush:     b.flush,
 		StatePath: statePath,
 		Settle:    time.Millisecond,
+		Ready:     ready,
 		Logf: func(format string, a ...any) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf(format, a...))
@@ -511,10 +514,10 @@ func TestRunFollowsWithInotify(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
-	// A project folder created after the start, then a session in it.
-	// The state is saved once the first scan is done; what comes after
-	// is new activity.
-	waitFor(t, func() bool { return exists(statePath) })
+	// A project folder created after the first scan, then a session in
+	// it: new activity. (The state file is no sign of that scan: it is
+	// saved before, with the scan's marker.)
+	waitFor(t, scanned)
 	if err := os.MkdirAll(filepath.Join(dir, "--proj--"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +538,13 @@ func TestRunFollowsWithInotify(t *testing.T) {
 	}
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+// firstScan returns a Config.Ready, and a condition that holds once it
+// was called: the first scan is done, and what changes after is new
+// activity.
+func firstScan() (ready func(), done func() bool) {
+	var d atomic.Bool
+	return func() { d.Store(true) }, d.Load
+}
 
 // waitFor waits for cond, guarding against a hang; it asserts nothing
 // about how long it took.

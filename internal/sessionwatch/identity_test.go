@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // A file renamed, or moved with its folder into archive/, keeps its place
@@ -78,17 +80,19 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	dir := t.TempDir()
 	statePath := filepath.Join(t.TempDir(), "w.json")
 	b := &book{}
+	ready, scanned := firstScan()
 	f := New(Config{
 		Dirs:      []string{dir},
 		NewTracer: b.newTracer,
 		Flush:     b.flush,
 		StatePath: statePath,
 		Settle:    time.Hour,
+		Ready:     ready,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
-	waitFor(t, func() bool { return exists(statePath) })
+	waitFor(t, scanned)
 	must(t, os.MkdirAll(filepath.Join(dir, "p"), 0o755))
 	p := filepath.Join(dir, "p", "s.jsonl")
 	must(t, os.WriteFile(p, []byte("H\nU\nA\nU\nT\n"), 0o644))
@@ -109,6 +113,45 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	defer b.mu.Unlock()
 	if len(b.accepted) != 2 {
 		t.Errorf("accepted %v, want s.jsonl@2 and s.jsonl@6 once each (the run open at the move was not cut)", b.accepted)
+	}
+}
+
+// A folder moved within the tree keeps its inotify watch, which fsnotify
+// knows by the old name: it drops the watch once it reads the move, and
+// names a moved subfolder's events by its old path. The follower may look
+// at the new name before fsnotify has read the move (here it has not: the
+// move's first event waits for a reader). Growth under the new names must
+// still come as events under those names, not wait for the next full
+// scan.
+func TestMovedFolderIsWatchedUnderItsNewName(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "p", "sub"), 0o755))
+	w, err := fsnotify.NewWatcher()
+	must(t, err)
+	defer w.Close()
+	f := New(Config{Dirs: []string{dir}, NewTracer: (&book{}).newTracer})
+	f.watcher = w
+	f.walk(dir, false)
+	must(t, os.Rename(filepath.Join(dir, "p"), filepath.Join(dir, "q")))
+	f.walk(filepath.Join(dir, "q"), false)
+	want := map[string]bool{filepath.Join(dir, "q", "a.txt"): true, filepath.Join(dir, "q", "sub", "b.txt"): true}
+	for p := range want {
+		must(t, os.WriteFile(p, []byte("x\n"), 0o644))
+	}
+	var got []fsnotify.Event
+	deadline := time.After(30 * time.Second) // a hang guard: the writes are done
+	for len(want) > 0 {
+		select {
+		case ev := <-w.Events:
+			got = append(got, ev)
+			if ev.Has(fsnotify.Write) {
+				delete(want, ev.Name)
+			}
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-deadline:
+			t.Fatalf("no write event for %v; events: %v", want, got)
+		}
 	}
 }
 

@@ -61,17 +61,7 @@ func (f *Follower) walk(dir string, initial bool) []string {
 			return nil
 		}
 		if d.IsDir() {
-			if f.watcher != nil && !f.watched[p] {
-				if err := f.watcher.Add(p); err != nil {
-					// Out of inotify watches, most likely: scan instead.
-					f.logOnce("watch", "cannot watch %s (%v); session directories are scanned every 2s instead", p, err)
-					f.degraded = true
-				} else {
-					f.watched[p] = true
-				}
-			} else if f.watcher == nil {
-				f.watched[p] = true
-			}
+			f.watch(p, d)
 			return nil
 		}
 		if !d.Type().IsRegular() || !strings.HasSuffix(p, ".jsonl") {

@@ -112,6 +112,61 @@ func bare(err error) error {
 	return err
 }
 
+// watch places an inotify watch on the directory p, once. A directory
+// moved within the tree keeps its inotify watch, which fsnotify knows by
+// the old name: adding p would only hand that watch back, under the old
+// name, and fsnotify drops it when it reads the move (IN_MOVE_SELF), or
+// names the events of a moved subdirectory's files by their old paths.
+// Either way growth under p would go unseen until the next full scan. So
+// the old watch is removed first, and p gets a watch of its own.
+func (f *Follower) watch(p string, d fs.DirEntry) {
+	if f.watched[p] {
+		return
+	}
+	if f.watcher == nil {
+		f.watched[p] = true
+		return
+	}
+	var id fileID
+	if info, err := d.Info(); err == nil {
+		id = identity(info)
+	}
+	if old, ok := f.watchedAs[id]; ok && old != p && id != (fileID{}) {
+		st, err := os.Stat(old)
+		switch {
+		case err == nil && identity(st) == id:
+			// A second name of a watched directory (a bind mount): its
+			// events keep the first name, whose files are the followed ones.
+		case err == nil && f.watchedAs[identity(st)] == old:
+			// The old name holds another watched directory now: fsnotify
+			// gave the old name to its watch and forgot this one's.
+		default:
+			_ = f.watcher.Remove(old) // gone already if fsnotify read the move
+			delete(f.watched, old)
+		}
+	}
+	if err := f.watcher.Add(p); err != nil {
+		// Out of inotify watches, most likely: scan instead.
+		f.logOnce("watch", "cannot watch %s (%v); session directories are scanned every 2s instead", p, err)
+		f.degraded = true
+		return
+	}
+	f.watched[p] = true
+	if id != (fileID{}) {
+		f.watchedAs[id] = p
+	}
+}
+
+// forgetWatch forgets the watch of the directory removed at name:
+// inotify removed it with the directory.
+func (f *Follower) forgetWatch(name string) {
+	for id, p := range f.watchedAs {
+		if p == name {
+			delete(f.watchedAs, id)
+		}
+	}
+}
+
 // rootWatched reports whether root, symlinks resolved, is watched.
 func (f *Follower) rootWatched(root string) bool {
 	if f.watched[filepath.Clean(root)] {
