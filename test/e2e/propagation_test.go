@@ -18,7 +18,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/rpctest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestPropagation: every process a bash call of Pi's starts sees the
@@ -287,15 +286,7 @@ func TestPropagationTUI(t *testing.T) {
 	u.waitScreen("First done.")
 	u.prompt("Second prompt")
 	u.waitScreen("Second done.")
-	u.keys("C-d")
-	if code := u.wait(); code != 0 {
-		t.Fatalf("pi-otel exited %d\nstderr:\n%s", code, u.readStderr())
-	}
-	r := &result{stderr: []byte(u.readStderr())}
-	var ok bool
-	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
-		t.Fatalf("no summary line:\n%s", r.stderr)
-	}
+	r := u.quit()
 	traces := stored(t, j, service, since, r)
 	wantCallParents(t, out, traces, "call_t1", "call_t2")
 	if strings.Contains(string(r.stderr), "without") {

@@ -16,7 +16,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // TestSubagents runs the real Pi with its subagent example extension under
@@ -160,16 +159,7 @@ func TestTUISubagent(t *testing.T) {
 	u.waitScreen("fake-model")
 	u.prompt("Delegate to the scout")
 	u.waitScreen("The scout says 3 files.")
-	u.keys("C-d")
-	if code := u.wait(); code != 0 {
-		t.Fatalf("pi-otel exited %d\nscreen:\n%s", code, u.screen())
-	}
-	stderr := u.readStderr()
-	r := &result{stderr: []byte(stderr)}
-	var ok bool
-	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
-		t.Fatalf("no summary line:\n%s", stderr)
-	}
+	r := u.quit()
 	tr := one(t, stored(t, j, service, since, r))
 	tool := only(t, tr, "execute_tool subagent")
 	child := tool.Child("invoke_agent scout")

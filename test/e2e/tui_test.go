@@ -147,6 +147,24 @@ func (u *tui) wait() int {
 	return code
 }
 
+// quit quits Pi with Ctrl-D on an empty editor, and returns pi-otel's
+// result once it exited 0 with a summary line.
+func (u *tui) quit() *result {
+	u.t.Helper()
+	u.keys("C-d")
+	code := u.wait()
+	stderr := u.readStderr()
+	if code != 0 {
+		u.t.Fatalf("pi-otel exited %d\nstderr:\n%s\nscreen:\n%s", code, stderr, u.screen())
+	}
+	r := &result{stderr: []byte(stderr)}
+	var ok bool
+	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
+		u.t.Fatalf("no summary line:\n%s", stderr)
+	}
+	return r
+}
+
 func (u *tui) readStderr() string {
 	b, _ := os.ReadFile(u.stderr)
 	return string(b)
@@ -200,18 +218,7 @@ func TestTUI(t *testing.T) {
 	u.prompt("/new")
 	u.prompt("In a new session")
 	u.waitScreen("A new session answers.")
-	// Ctrl-D on an empty editor quits.
-	u.keys("C-d")
-	code := u.wait()
-	stderr := u.readStderr()
-	if code != 0 {
-		t.Fatalf("pi-otel exited %d\nstderr:\n%s\nscreen:\n%s", code, stderr, u.screen())
-	}
-	r := &result{stderr: []byte(stderr)}
-	var ok bool
-	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
-		t.Fatalf("no summary line:\n%s", stderr)
-	}
+	r := u.quit()
 	if r.summary.Traces != 4 {
 		t.Fatalf("%d traces, want one per prompt: %s", r.summary.Traces, r.summary.Line)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
-	"github.com/pi-otel/pi-otel/internal/testutil/summaryline"
 )
 
 // addSkill puts a skill in Pi's user skills folder and returns its
@@ -124,15 +123,7 @@ func TestTUISkillCommand(t *testing.T) {
 	u.waitScreen("fake-model")
 	u.prompt("/skill:release-notes for v3")
 	u.waitScreen("Notes from the skill.")
-	u.keys("C-d")
-	if code := u.wait(); code != 0 {
-		t.Fatalf("exit %d\n%s", code, u.readStderr())
-	}
-	r := &result{stderr: []byte(u.readStderr())}
-	var ok bool
-	if r.summary, ok = summaryline.Parse(r.stderr); !ok {
-		t.Fatalf("no summary line:\n%s", r.stderr)
-	}
+	r := u.quit()
 	tr := one(t, stored(t, j, service, since, r))
 	if got := skillsOf(root(t, tr)); !slices.Equal(got, []string{"release-notes"}) {
 		t.Errorf("root pi.skills %v", root(t, tr).Attrs["pi.skills"])
