@@ -216,18 +216,20 @@ func (s *Spool) Drain(ctx context.Context, upload Upload) error {
 			s.setAside(claimed, f.name, err)
 			continue
 		}
+		// Counted before the file goes: whoever sees the spool without it
+		// finds its spans in Stats.
 		err = upload(ctx, req)
 		switch {
 		case errors.Is(err, ErrRefused):
-			os.Remove(claimed)
 			s.refused.Add(int64(n))
+			os.Remove(claimed)
 			continue
 		case err != nil:
 			os.Rename(claimed, filepath.Join(s.cfg.Dir, f.name))
 			return err
 		}
-		os.Remove(claimed)
 		s.late.Add(int64(n))
+		os.Remove(claimed)
 	}
 	return nil
 }
