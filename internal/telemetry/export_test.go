@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"time"
+
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
@@ -11,4 +13,10 @@ import (
 // own: 5s initial interval, 30s at most between attempts, 1m in all.
 func WithRetry(r Retry) Option {
 	return option.Func[options](func(o *options) { o.retry = r })
+}
+
+// WithSpoolRetry sets how often the spool is tried while spans wait in
+// it; 10s by default.
+func WithSpoolRetry(d time.Duration) Option {
+	return option.Func[options](func(o *options) { o.spoolRetry = d })
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"io"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
@@ -34,6 +35,8 @@ type options struct {
 	// backpressure, when set, makes a full queue wait instead of drop
 	// while it is live (see WithBackpressure).
 	backpressure context.Context
+	// spoolRetry, when set, replaces spoolRetry (tests only).
+	spoolRetry time.Duration
 }
 
 // WithBackpressure makes span export hold up the producer instead of

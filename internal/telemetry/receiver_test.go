@@ -45,6 +45,9 @@ type receiver struct {
 	// refusal of the data, so the batch goes to the spool.
 	failing atomic.Bool
 	invalid bool // refuse every export as invalid: InvalidArgument, HTTP 400
+	// answer, when set, sees each gRPC export first; an error it returns
+	// is the answer.
+	answer func(proto.Message) error
 
 	mu      sync.Mutex
 	traces  []*coltracepb.ExportTraceServiceRequest
@@ -97,6 +100,11 @@ func (r *receiver) acceptGRPC(ctx context.Context, path string, req proto.Messag
 	h := mdHeader(ctx)
 	if !r.allowed(h) {
 		return status.Error(codes.Unauthenticated, "missing credentials")
+	}
+	if r.answer != nil {
+		if err := r.answer(req); err != nil {
+			return err
+		}
 	}
 	if r.failing.Load() {
 		return status.Error(codes.Internal, "collector failing")

@@ -145,7 +145,7 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 		if exp, client, err = newOTLPTraceExporter(ctx, ot, o.retry, t.traceWatch); err != nil {
 			return nil, err
 		}
-		t.startSpool(cfg.Spool, client)
+		t.startSpool(cfg.Spool, client, o.spoolRetry)
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
 	}

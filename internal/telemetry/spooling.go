@@ -22,7 +22,7 @@ import (
 // while spans wait in the spool: a long-running watch must not hold an
 // outage's spans until its next start. A spool that cannot be opened is
 // reported once and left out: pi-otel works without it.
-func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client) {
+func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client, retry time.Duration) {
 	if cfg.Dir == "" {
 		return
 	}
@@ -43,6 +43,9 @@ func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client) {
 	t.spoolKick, t.spoolEnding = make(chan struct{}, 1), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.spoolStop, t.spoolDone = cancel, make(chan struct{})
+	if retry <= 0 {
+		retry = spoolRetry
+	}
 	upload := func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error {
 		err := client.UploadTraces(ctx, req.GetResourceSpans())
 		switch {
@@ -55,7 +58,7 @@ func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client) {
 	}
 	go func() {
 		defer close(t.spoolDone)
-		tick := time.NewTicker(spoolRetry)
+		tick := time.NewTicker(retry)
 		defer tick.Stop()
 		for {
 			if t.spoolWaiting.Load() {
@@ -87,13 +90,14 @@ func (t *Pipeline) SpoolStats() spool.Stats {
 const spoolRetry = 10 * time.Second
 
 // spoolDelivered is told of every batch the collector took: if spans wait
-// in the spool, it is sent now.
+// in the spool, it is sent now. It wakes the sender whether or not
+// spoolWaiting is set: while a send is under way the flag is clear, and
+// if that send fails (it began before the collector came back), only
+// this wake-up has it tried again now rather than at the next tick.
 func (t *Pipeline) spoolDelivered() {
-	if t.spoolWaiting.Load() {
-		select {
-		case t.spoolKick <- struct{}{}:
-		default:
-		}
+	select {
+	case t.spoolKick <- struct{}{}:
+	default:
 	}
 }
 

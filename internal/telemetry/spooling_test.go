@@ -7,12 +7,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
@@ -151,6 +155,61 @@ func TestFullSpoolRefusesThenDrains(t *testing.T) {
 			t.Errorf("spool stats %+v, want 5 late, none expired", sp)
 		}
 	})
+}
+
+// A batch the collector takes while the spool's send is under way, and
+// then fails (it began while the collector was away), has the spool sent
+// again at once, not at the next retry: the collector is back.
+func TestSpoolSentAgainWhenABatchGoesThroughDuringItsSend(t *testing.T) {
+	ctx := testCtx(t)
+	lis := listen(t)
+	rcv := newReceiver()
+	sending, release := make(chan struct{}), make(chan struct{})
+	var held sync.Once
+	rcv.answer = func(m proto.Message) error {
+		req, ok := m.(*coltracepb.ExportTraceServiceRequest)
+		if !ok || req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0].GetName() != "earlier" {
+			return nil
+		}
+		failed := false
+		held.Do(func() {
+			close(sending)
+			<-release
+			failed = true
+		})
+		if failed {
+			return status.Error(codes.Internal, "collector failing") // not retried by the exporter
+		}
+		return nil
+	}
+	serveGRPC(t, rcv, lis, nil)
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	dir := filepath.Join(t.TempDir(), "spool")
+	spoolEarlier(t, dir, 1)
+	cfg := loadConfig(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+		"OTEL_METRICS_EXPORTER":       "none",
+	})
+	cfg.Spool = telemetry.Spool{Dir: dir, MaxBytes: 1 << 20, MaxAge: time.Hour}
+	// No retry within the test's time: only the delivered batch can have
+	// the spool sent again.
+	tel, _ := setup(t, cfg, telemetry.WithSpoolRetry(time.Hour))
+	select {
+	case <-sending:
+	case <-ctx.Done():
+		t.Fatal("the spool was not sent at start")
+	}
+	makeTrace(tel.TracerProvider())
+	if err := tel.FlushSpans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := tel.Stats(); s.Exported != 3 {
+		t.Fatalf("stats %+v, want the batch exported", s)
+	}
+	releaseOnce.Do(func() { close(release) }) // the spool's send fails now
+	rcv.waitFor(t, ctx, "the spooled spans", spansNamed("earlier", 1))
 }
 
 // Spans spooled longer ago than --spool-max-age are not sent once the

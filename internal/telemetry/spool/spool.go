@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,9 @@ type Spool struct {
 	spooled, full, late, expired, refused atomic.Int64
 	corrupt                               atomic.Int64
 	seq                                   atomic.Int64
+	// readDir, if set, is called after each reading of the directory: a
+	// test renames files there as a sender does.
+	readDir func()
 }
 
 const suffix = ".otlp"
@@ -212,18 +216,20 @@ func (s *Spool) Drain(ctx context.Context, upload Upload) error {
 			s.setAside(claimed, f.name, err)
 			continue
 		}
+		// Counted before the file goes: whoever sees the spool without it
+		// finds its spans in Stats.
 		err = upload(ctx, req)
 		switch {
 		case errors.Is(err, ErrRefused):
-			os.Remove(claimed)
 			s.refused.Add(int64(n))
+			os.Remove(claimed)
 			continue
 		case err != nil:
 			os.Rename(claimed, filepath.Join(s.cfg.Dir, f.name))
 			return err
 		}
-		os.Remove(claimed)
 		s.late.Add(int64(n))
+		os.Remove(claimed)
 	}
 	return nil
 }
@@ -237,29 +243,56 @@ type file struct {
 // files lists the spool, oldest first, after releasing claims that a dead
 // process left behind.
 func (s *Spool) files() []file {
-	fs, _ := s.list()
-	return fs
+	held, _ := s.list()
+	return held
 }
 
 // used is what the spool holds against its size bound: its files, and
 // those being sent, which come back if the send fails.
 func (s *Spool) used() int64 {
-	fs, sending := s.list()
+	held, sending := s.list()
 	total := sending
-	for _, f := range fs {
+	for _, f := range held {
 		total += f.size
 	}
 	return total
 }
 
 // list is files, and the bytes of the files claimed by a sender.
+//
+// A sender renames the file it claims, and renames it back if the send
+// fails. A file renamed between reading the directory and stat-ing the
+// entry would be seen under neither name, and a Put would take the room
+// it holds, so a listing in which an entry vanished is read again. A
+// rename is atomic: the next reading finds the file under one name (or
+// gone: sent). The attempts are bounded, as other processes may keep
+// renaming; the last listing stands.
 func (s *Spool) list() (out []file, sending int64) {
+	for range 8 {
+		var vanished bool
+		if out, sending, vanished = s.read(); !vanished {
+			break
+		}
+	}
+	return out, sending
+}
+
+// read is one listing for list; vanished reports an entry that was
+// renamed or removed while it was read.
+func (s *Spool) read() (out []file, sending int64, vanished bool) {
 	ents, err := os.ReadDir(s.cfg.Dir)
 	if err != nil {
-		return nil, 0
+		return nil, 0, false
+	}
+	if s.readDir != nil {
+		s.readDir()
 	}
 	for _, e := range ents {
 		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			vanished = true
+			continue
+		}
 		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
@@ -280,7 +313,7 @@ func (s *Spool) list() (out []file, sending int64) {
 		out = append(out, file{name: name, size: info.Size(), mod: info.ModTime()})
 	}
 	slices.SortFunc(out, func(a, b file) int { return strings.Compare(a.name, b.name) })
-	return out, sending
+	return out, sending, vanished
 }
 
 // expire drops the files spooled longer ago than the age bound, counting

@@ -181,6 +181,45 @@ func TestFullSpoolRefusesAndKeepsWhatItHolds(t *testing.T) {
 // A request spooled longer ago than the age bound is not sent: it is
 // dropped when found, counted, and told, by Drain and by Put alike (Put
 // first makes room of it).
+// A sender claims a file, and gives it back when the send fails, by
+// renaming it. One renamed while Put counts the spool still takes its
+// room (else a full spool takes more while it is sent): the listing is
+// read again.
+func TestFullSpoolCountsAFileRenamedWhileListed(t *testing.T) {
+	first := open(t, Config{})
+	if err := first.Put(request(50, "old")); err != nil {
+		t.Fatal(err)
+	}
+	held := names(t, first)
+	info, err := os.Stat(filepath.Join(first.Dir(), held[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := filepath.Join(first.Dir(), held[0])
+	claimed := filepath.Join(first.Dir(), ".sending-99999-"+held[0])
+	for _, c := range []struct{ name, from, to string }{{"claimed", at, claimed}, {"given back", claimed, at}} {
+		if c.name == "given back" {
+			os.Rename(at, claimed)
+		}
+		s := open(t, Config{Dir: first.Dir()})
+		renamed := false
+		s.readDir = func() {
+			if !renamed {
+				renamed = true
+				if err := os.Rename(c.from, c.to); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := s.used(); got != info.Size() {
+			t.Errorf("spool uses %d bytes while its file is %s, want %d", got, c.name, info.Size())
+		}
+		if !renamed {
+			t.Fatal("the spool was not listed")
+		}
+	}
+}
+
 func TestExpiredIsDroppedCountedAndTold(t *testing.T) {
 	type told struct {
 		spans int64
