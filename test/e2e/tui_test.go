@@ -216,6 +216,8 @@ func TestTUI(t *testing.T) {
 	// /new: a session file pi-otel did not pin, traced since no other Pi
 	// runs in this folder.
 	u.prompt("/new")
+	// Keys typed while /new resets the editor are lost: wait for it.
+	u.waitScreen("New session started")
 	u.prompt("In a new session")
 	u.waitScreen("A new session answers.")
 	r := u.quit()
@@ -366,6 +368,7 @@ func TestTUITwoPisInOneFolder(t *testing.T) {
 	b.prompt("Prompt B")
 	b.waitScreen("Answer for B.")
 	a.prompt("/new")
+	a.waitScreen("New session started")
 	a.prompt("Prompt A2")
 	a.waitScreen("Second answer for A.")
 	a.keys("C-d")
