@@ -142,8 +142,7 @@ func (r *Run) Expect(id, command string) {
 	if c.name != "" || r.closed {
 		return
 	}
-	r.seq++
-	c.name = fmt.Sprintf("c.%s.%08d", Key(command), r.seq)
+	c.name = r.entryName(command)
 	r.write(c)
 }
 
@@ -156,8 +155,7 @@ func (r *Run) Keep(id, command string) {
 	if r.closed || r.calls[id] != nil {
 		return
 	}
-	r.seq++
-	c := &call{name: fmt.Sprintf("c.%s.%08d", Key(command), r.seq), keep: true}
+	c := &call{name: r.entryName(command), keep: true}
 	r.calls[id] = c
 	r.write(c)
 }
@@ -229,6 +227,12 @@ func (r *Run) Done(id string) {
 		_ = os.Remove(filepath.Join(r.dir, c.name))
 		_ = os.Remove(filepath.Join(r.dir, "k"+strings.TrimPrefix(c.name, "c")))
 	}
+}
+
+// entryName names the next entry, for command: c.KEY.SEQ; r.mu is held.
+func (r *Run) entryName(command string) string {
+	r.seq++
+	return fmt.Sprintf("c.%s.%08d", Key(command), r.seq)
 }
 
 // call is call id's record, new if need be; r.mu is held.
