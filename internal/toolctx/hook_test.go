@@ -20,7 +20,7 @@ const runLevel = "00-11111111111111111111111111111111-2222222222222222-01"
 func openRun(t *testing.T, wait time.Duration) *Run {
 	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
+		t.Fatalf("this test needs bash on PATH: %v", err)
 	}
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	r, err := Open(Options{Base: base, Wait: wait})

@@ -17,7 +17,7 @@ import (
 func repo(t *testing.T, origin string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		t.Fatalf("this test needs git on PATH: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "widget")
 	run := func(args ...string) string {
@@ -100,7 +100,7 @@ func TestReadDetachedHead(t *testing.T) {
 
 func TestReadOutsideRepository(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		t.Fatalf("this test needs git on PATH: %v", err)
 	}
 	dir := t.TempDir()
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
@@ -165,7 +165,7 @@ func TestCleanURL(t *testing.T) {
 // its branch-to-be's remote, with no revision.
 func TestReadRepositoryWithoutCommits(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		t.Fatalf("this test needs git on PATH: %v", err)
 	}
 	dir := t.TempDir()
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"remote", "add", "origin", "git@git.example.com:acme/widget.git"}} {

@@ -33,7 +33,7 @@ func TestPseudoAttribute(t *testing.T) {
 		t.Errorf("a named user needs no pseudonym, got %v", got)
 	}
 	if _, err := user.Current(); err != nil {
-		t.Skip("no current user")
+		t.Fatalf("no current user to derive a pseudonym from: %v", err)
 	}
 	got := who.PseudoAttribute("", "k")
 	if len(got) != 1 || got[0].Key != "enduser.pseudo.id" || got[0].Value.AsString() != who.LocalPseudonym("k") {
