@@ -307,6 +307,10 @@ const RunIDVar = "PITEST_RUN_ID"
 // that inherited this Env's run id. Pi starts bash tools in their own process
 // groups and leaves them running when it dies of SIGINT, so neither Pi's exit
 // nor its process group is enough.
+//
+// A process in the middle of an exec shows an empty environment for a moment,
+// and one being killed may fork first, so the scan repeats until a pass finds
+// nothing marked and nothing caught mid-exec, within killScanBound.
 func (e *Env) KillAll() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -314,36 +318,81 @@ func (e *Env) KillAll() {
 		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	}
 	e.procs = nil
-	for _, pid := range pidsWithEnv(RunIDVar + "=" + e.runID) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	mark := RunIDVar + "=" + e.runID
+	deadline := time.Now().Add(killScanBound)
+	for {
+		marked, execing := scanEnv(mark)
+		for _, pid := range marked {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(marked) == 0 && len(execing) == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// pidsWithEnv lists processes whose initial environment holds kv.
-func pidsWithEnv(kv string) []int {
+// killScanBound bounds KillAll's rescans; an exec completes in far less.
+const killScanBound = 2 * time.Second
+
+// scanEnv lists the live processes whose initial environment holds kv, and
+// those caught between an exec's new image and its arguments, whose
+// environment cannot be read yet.
+func scanEnv(kv string) (marked, execing []int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	want := []byte(kv)
-	var out []int
 	for _, ent := range ents {
 		pid, err := strconv.Atoi(ent.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/environ")
+		dir := "/proc/" + ent.Name() + "/"
+		b, err := os.ReadFile(dir + "environ")
 		if err != nil {
+			continue
+		}
+		if len(b) == 0 {
+			if midExec(dir) {
+				execing = append(execing, pid)
+			}
 			continue
 		}
 		for _, v := range bytes.Split(b, []byte{0}) {
 			if bytes.Equal(v, want) {
-				out = append(out, pid)
+				marked = append(marked, pid)
 				break
 			}
 		}
 	}
-	return out
+	return marked, execing
+}
+
+// pfKthread is the kernel's PF_KTHREAD flag in /proc/PID/stat.
+const pfKthread = 0x00200000
+
+// midExec reports whether the process under dir (with an empty environment)
+// is a user process that has no arguments either: one whose exec has
+// swapped in the new image but not yet laid out its arguments. Kernel
+// threads and zombies have neither and are left out; a process started with
+// an empty environment still has its arguments.
+func midExec(dir string) bool {
+	if b, err := os.ReadFile(dir + "cmdline"); err != nil || len(b) > 0 {
+		return false
+	}
+	b, err := os.ReadFile(dir + "stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfKthread == 0
 }
 
 // Result is a finished process.
