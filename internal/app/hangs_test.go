@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/app"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // A --traces-file FIFO that nobody reads: pi-otel neither blocks Pi's start
@@ -151,7 +152,9 @@ func TestReplayDevZeroEndsAtSignal(t *testing.T) {
 				stdin: zero,
 				started: func(p *os.Process) {
 					go func() {
-						time.Sleep(1500 * time.Millisecond) // past the bound
+						// Past the bound: a loaded machine may take
+						// seconds to read that far.
+						wait.Until(time.Minute, func() bool { n := readBytes(p.Pid); return n < 0 || n > pastBound })
 						peak := statusKB(p.Pid, "VmHWM")
 						at := time.Now()
 						_ = p.Signal(c.sig)
@@ -174,6 +177,25 @@ func TestReplayDevZeroEndsAtSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pastBound is well past the 256 MiB --max-line-size a line is held to.
+const pastBound = 320 << 20
+
+// readBytes is how many bytes process pid has read (rchar of
+// /proc/PID/io); -1 once it cannot be read (the process is gone).
+func readBytes(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return -1
 }
 
 // statusKB reads a field of /proc/PID/status, in KiB; 0 where there is
