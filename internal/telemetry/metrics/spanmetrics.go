@@ -89,6 +89,7 @@ type SpanMetrics struct {
 	tokenUsage *genaiconv.ClientTokenUsage
 	opDuration *genaiconv.ClientOperationDuration
 	firstChunk *genaiconv.ClientOperationTimeToFirstChunk
+	perChunk   *genaiconv.ClientOperationTimePerOutputChunk
 	// The latest conventions; nil by default.
 	latest *latestInstruments
 
@@ -126,7 +127,9 @@ func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, erro
 		in.keep(err)
 		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
 		in.keep(err)
-		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
+		pc, err := genaiconv.NewClientOperationTimePerOutputChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
+		s.tokenUsage, s.opDuration, s.firstChunk, s.perChunk = &tu, &od, &fc, &pc
 	}
 	s.runs = in.int64Counter(vocab.MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
 	s.runDuration = in.float64Histogram(vocab.MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
@@ -260,6 +263,24 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	if v, ok := a.float(keyTTFC); ok && v >= 0 {
 		s.firstChunk.Record(ctx, v, genaiconv.OperationNameChat, provider, modelAttr)
 	}
+}
+
+// OutputChunk records the time from one output chunk of a live model call to the next, which
+// the mapper measures from the records' arrival times (agentmap.WithChunkObserver): no span
+// holds a value per chunk. ctx holds the call's span, so that an exemplar leads to it. The
+// labels are the time-to-first-chunk's: the conventions ask for no error.type on either.
+func (s *SpanMetrics) OutputChunk(ctx context.Context, gap time.Duration, provider, model string) {
+	if gap < 0 {
+		return
+	}
+	p := genaiconv.ProviderNameAttr(orDefault(token(provider), unknownProvider))
+	m := keyRequestModel.String(orDefault(token(model), missingModelName))
+	if s.latest != nil {
+		s.latest.perChunk.Record(ctx, gap.Seconds(), metric.WithAttributes(
+			keyOperation.String(string(genaiconv.OperationNameChat)), keyProvider.String(string(p)), m))
+		return
+	}
+	s.perChunk.Record(ctx, gap.Seconds(), genaiconv.OperationNameChat, p, m)
 }
 
 // chatDuration is a model call's duration: Pi's own measurement when it has one (in replay the
