@@ -1,9 +1,11 @@
 // Package metrics derives pi-otel's metrics from the spans the mapper finishes.
 //
-// The mapper stays pure: it only builds spans. [SpanMetrics] is an sdktrace.SpanProcessor that
-// reads each finished span's name and attributes (docs/span-model.md) and records instruments on
-// the MeterProvider it was given. Labels come only from bounded attributes (outcomes, reasons,
-// provider, model, tool and command names), never from ids or free text.
+// The mapper builds spans, not metrics. [SpanMetrics] is an sdktrace.SpanProcessor that reads
+// each finished span's name and attributes (docs/span-model.md) and records instruments on the
+// MeterProvider it was given. Labels come only from bounded attributes (outcomes, reasons,
+// provider, model, tool and command names), never from ids or free text. The one value no span
+// carries, the time between a live call's output chunks, the mapper hands to
+// [SpanMetrics.OutputChunk] as it measures it.
 package metrics
 
 import (
