@@ -35,6 +35,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
+	attrs = m.endpointAttrs(msg.Provider, msg.Model, attrs)
 	attrs = append(attrs, r.skills.current()...)
 	attrs = m.chatInputAttrs(r, attrs)
 	s := m.start(r.container().ctx, spanid.Path{Kind: "chat", N: r.chats}, name, trace.SpanKindClient, at, attrs...)
