@@ -11,6 +11,7 @@ package metrics
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -107,6 +108,8 @@ type SpanMetrics struct {
 	rpcCommands  metric.Int64Counter
 	subagents    metric.Int64Counter
 	subagentDur  metric.Float64Histogram
+	// lastChunk is the label set of the last chunk gap recorded (chunkLabels).
+	lastChunk atomic.Pointer[chunkSet]
 }
 
 var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
@@ -275,14 +278,34 @@ func (s *SpanMetrics) OutputChunk(ctx context.Context, gap time.Duration, provid
 	if gap < 0 {
 		return
 	}
-	p := genaiconv.ProviderNameAttr(orDefault(token(provider), unknownProvider))
-	m := keyRequestModel.String(orDefault(token(model), missingModelName))
+	var h metric.Float64Histogram
 	if s.latest != nil {
-		s.latest.perChunk.Record(ctx, gap.Seconds(), metric.WithAttributes(
-			keyOperation.String(string(genaiconv.OperationNameChat)), keyProvider.String(string(p)), m))
-		return
+		h = s.latest.perChunk
+	} else {
+		h = s.perChunk.Inst()
 	}
-	s.perChunk.Record(ctx, gap.Seconds(), genaiconv.OperationNameChat, p, m)
+	h.Record(ctx, gap.Seconds(), s.chunkLabels(provider, model))
+}
+
+// chunkLabels is the label set of a call's chunk gaps. A call has dozens to thousands of chunks
+// and a process mostly one model at a time, so the last set is kept rather than built (and
+// allocated) again for every chunk.
+func (s *SpanMetrics) chunkLabels(provider, model string) metric.MeasurementOption {
+	if c := s.lastChunk.Load(); c != nil && c.provider == provider && c.model == model {
+		return c.opt
+	}
+	c := &chunkSet{provider: provider, model: model, opt: metric.WithAttributeSet(attribute.NewSet(
+		keyOperation.String(string(genaiconv.OperationNameChat)),
+		keyProvider.String(orDefault(token(provider), unknownProvider)),
+		keyRequestModel.String(orDefault(token(model), missingModelName))))}
+	s.lastChunk.Store(c)
+	return c.opt
+}
+
+// chunkSet is one call's chunk labels, by the provider and model the mapper named.
+type chunkSet struct {
+	provider, model string
+	opt             metric.MeasurementOption
 }
 
 // chatDuration is a model call's duration: Pi's own measurement when it has one (in replay the
