@@ -79,10 +79,13 @@ func live(t *testing.T, stream []byte, clock ingest.Clock, opts ...agentmap.Opti
 // call's first hands on the time since the chunk before, from the times
 // the records arrived at, with the call's provider, model and span.
 func TestTimePerOutputChunk(t *testing.T) {
-	for _, name := range []string{"text", "bash-tool", "thinking", "parallel-tools"} {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct{ version, name string }{
+		{v160, "text"}, {v160, "bash-tool"}, {v160, "thinking"}, {v160, "parallel-tools"},
+		{"pi-1.0.3", "bash-tool"}, {"pi-0.73.x", "bash-tool"},
+	} {
+		t.Run(c.version+"/"+c.name, func(t *testing.T) {
 			clock := &arrivals{at: time.Unix(1_800_000_000, 0)}
-			forest, got := live(t, replaytest.Capture(t, v160, name), clock)
+			forest, got := live(t, replaytest.Capture(t, c.version, c.name), clock)
 			var want []time.Duration
 			for _, call := range clock.deltas {
 				for i := 1; i < len(call); i++ {
