@@ -1,8 +1,9 @@
 // Package agentmap is the state machine that turns Pi's event stream into
 // spans, and the seams that RPC tracing (internal/rpc) and session-file
 // translation (internal/session) need of it: opening a root early, the
-// open spans' contexts, a session id learnt apart from the stream, usage
-// and tool failures that only a session file records. Package mapper is
+// open spans' contexts, a session id and a model's endpoint learnt apart
+// from the stream, usage and tool failures that only a session file
+// records. Package mapper is
 // its public face for programs outside this module.
 //
 // It is a pure state machine: decoded events and their times go in, spans
@@ -80,6 +81,8 @@ type Mapper struct {
 	nestedBuf []attribute.KeyValue
 	// text is the captured content that outlives a call (content.go).
 	text contentState
+	// endpoints are the servers RPC responses named, by model (endpoint.go).
+	endpoints map[modelKey]endpoint
 }
 
 // Input is one event for the state machine, with all it needs to know of

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -66,5 +68,29 @@ func BenchmarkMapperMessageUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Handle(agentmap.Input{Event: ev, At: t0})
+	}
+}
+
+// BenchmarkMapperMessageUpdateLive is that record in a live run: each
+// delta also hands its gap to the span metrics' time-per-output-chunk
+// histogram (an SDK meter with a reader).
+func BenchmarkMapperMessageUpdateLive(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	sm, err := metrics.NewSpanMetrics(mp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := agentmap.New(noop.NewTracerProvider(), agentmap.WithChunkObserver(sm))
+	t0 := time.Unix(1_800_000_000, 0)
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeAgentStart}, At: t0})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeTurnStart}, At: t0})
+	m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant", Provider: "anthropic", Model: "m"}}, At: t0})
+	ev := &event.Event{Type: event.TypeMessageUpdate, AssistantMessageEvent: &event.AssistantMessageEvent{Type: "text_delta"}}
+	m.Handle(agentmap.Input{Event: ev, At: t0})
+	b.ReportAllocs()
+	at := t0
+	for b.Loop() {
+		at = at.Add(20 * time.Millisecond)
+		m.Handle(agentmap.Input{Event: ev, At: at})
 	}
 }

@@ -35,11 +35,15 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
 	}
+	attrs = m.endpointAttrs(msg.Provider, msg.Model, attrs)
 	attrs = append(attrs, r.skills.current()...)
 	attrs = m.chatInputAttrs(r, attrs)
 	s := m.start(r.container().ctx, spanid.Path{Kind: "chat", N: r.chats}, name, trace.SpanKindClient, at, attrs...)
 	r.chats++
-	r.chat = &chat{span: s}
+	r.chat = &chat{span: s, model: msg.Model}
+	if msg.Provider != "" {
+		r.chat.provider = vocab.ProviderName(msg.Provider)
+	}
 }
 
 func (m *Mapper) messageUpdate(ev *event.Event, at time.Time) {
@@ -48,13 +52,26 @@ func (m *Mapper) messageUpdate(ev *event.Event, at time.Time) {
 		m.legacy = true
 	}
 	r := m.run
-	if r == nil || r.chat == nil || r.chat.firstChunk || ev.AssistantMessageEvent == nil || m.cfg.inexact {
+	if r == nil || r.chat == nil || ev.AssistantMessageEvent == nil || m.cfg.inexact {
 		return
 	}
+	c := r.chat
 	switch ev.AssistantMessageEvent.Type {
-	case "text_delta", "thinking_delta", "toolcall_delta", "text_start", "thinking_start", "toolcall_start":
-		r.chat.firstChunk = true
-		r.chat.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(at.Sub(r.chat.start).Seconds()))
+	case "text_delta", "thinking_delta", "toolcall_delta":
+		// The chunks that carry output; a block's start and end come
+		// with them, often in the same read, and would add gaps of ~0.
+		// A wall clock stepped back gives no gap rather than a negative one.
+		if gap := at.Sub(c.lastDelta); !c.lastDelta.IsZero() && gap >= 0 && m.cfg.chunks != nil {
+			m.cfg.chunks.OutputChunk(c.ctx, gap, c.provider, c.model)
+		}
+		c.lastDelta = at
+	case "text_start", "thinking_start", "toolcall_start":
+	default:
+		return
+	}
+	if !c.firstChunk {
+		c.firstChunk = true
+		c.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(at.Sub(c.start).Seconds()))
 	}
 }
 

@@ -76,6 +76,7 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 			attrs = appendProviderAttrs(attrs, provider)
 		}
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
+		attrs = m.endpointAttrs(provider, model, attrs)
 	}
 	attrs = appendUsageAttrs(attrs, u)
 	attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))

@@ -2,6 +2,7 @@ package agentmap
 
 import (
 	"context"
+	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
 )
@@ -26,6 +27,7 @@ type config struct {
 	// record measures, like time to first chunk, are not reported.
 	inexact  bool
 	maxTools int
+	chunks   ChunkObserver
 }
 
 // defaultMaxOpenTools is far above what a model fans out in one turn, and
@@ -63,6 +65,26 @@ func WithParent(ctx context.Context) Option {
 // instead of reported as zero.
 func WithInexactTimes() Option {
 	return option.Func[config](func(c *config) { c.inexact = true })
+}
+
+// ChunkObserver is handed the time between consecutive output chunks of a
+// model call, the GenAI conventions' time per output chunk. A span would
+// need a value per chunk to carry it, so the mapper hands each on as it
+// measures it, from the times its inputs carry.
+type ChunkObserver interface {
+	// OutputChunk is called for each output chunk after a call's first,
+	// with ctx holding the call's span, the time since the chunk before,
+	// and the call's gen_ai.provider.name and gen_ai.request.model ("" if
+	// the call named none).
+	OutputChunk(ctx context.Context, gap time.Duration, provider, model string)
+}
+
+// WithChunkObserver hands o the time between the output chunks (the
+// *_delta message_update records) of every model call, as they arrive.
+// With WithInexactTimes nothing is handed on: rebuilt times put every
+// update of a call at one instant.
+func WithChunkObserver(o ChunkObserver) Option {
+	return option.Func[config](func(c *config) { c.chunks = o })
 }
 
 // WithContent turns on opt-in content capture.

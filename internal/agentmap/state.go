@@ -34,6 +34,10 @@ func (s *span) finish(at time.Time) {
 type chat struct {
 	span
 	firstChunk bool
+	// lastDelta is when the call's latest output chunk arrived (zero
+	// before the first); provider and model label the gaps between them.
+	lastDelta       time.Time
+	provider, model string
 }
 
 type compaction struct {

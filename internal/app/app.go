@@ -197,8 +197,10 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 // health metrics, whose record counts records reports. opts come after
 // the defaults (an id generator, backpressure). A run traced again after a
 // failed export says so in its spans' context, and the span metrics leave
-// it out: it was counted (skipUncounted).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (*telemetry.Pipeline, error) {
+// it out: it was counted (skipUncounted). The span metrics also take the
+// gaps between a live call's output chunks, which the mapper hands them
+// (chunks, for agentmap.WithChunkObserver).
+func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := append([]telemetry.Option{telemetry.WithStderr(env.Stderr)}, teamOnSpans(cfg)...)
@@ -215,13 +217,14 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			if err != nil {
 				return nil, err
 			}
+			chunks = countedChunks{sm}
 			return &skipUncounted{SpanProcessor: sm, skip: map[trace.SpanID]struct{}{}}, nil
 		}),
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
 		})), opts...)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The SDK reports its own errors through the one global handler, which
 	// main installed; the pipeline keeps them to one line, once, and quiet
@@ -243,9 +246,9 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tel, nil
+	return tel, chunks, nil
 }
 
 // newPipeline builds the shared pipeline; opts come after the defaults, so
@@ -258,7 +261,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		return nil, err
 	}
 	var p *pipeline
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
+	tel, chunks, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
 		append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...)...)
 	if err != nil {
 		return nil, err
@@ -270,6 +273,8 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	}
 	if clock != nil {
 		mopts = append(mopts, agentmap.WithInexactTimes()) // replay: times are rebuilt
+	} else {
+		mopts = append(mopts, agentmap.WithChunkObserver(chunks)) // live: records' arrival times
 	}
 	m := agentmap.New(tel.TracerProvider(), mopts...)
 	sinkOpts := []ingest.Option{ingest.WithContent(content != nil)}
@@ -451,6 +456,16 @@ func (e envCarrier) Keys() []string        { return []string{"traceparent", "tra
 // OSEnv is the real process environment.
 func OSEnv() Env {
 	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, MemoryLimit: defaultMemoryLimit}
+}
+
+// countedChunks keeps a run traced again out of the chunk metric too, as
+// skipUncounted keeps its spans out of the others.
+type countedChunks struct{ agentmap.ChunkObserver }
+
+func (c countedChunks) OutputChunk(ctx context.Context, gap time.Duration, provider, model string) {
+	if !spanid.Uncounted(ctx) {
+		c.ChunkObserver.OutputChunk(ctx, gap, provider, model)
+	}
 }
 
 // skipUncounted keeps out of the span metrics the spans of a run traced

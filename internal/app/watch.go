@@ -230,7 +230,7 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 	sp := &sessionPipeline{parents: session.NewParentTools(parentFileMax), cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
 	// Trace and span ids derive from the session and entry ids (package
 	// spanid), so a run traced again (after a failed export) keeps its ids.
-	tel, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() }, opts...)
+	tel, _, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() }, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -160,6 +160,18 @@ type responseData struct {
 	Cancelled   *bool  `json:"cancelled"`
 	ExitCode    *int   `json:"exitCode"`
 	Truncated   *bool  `json:"truncated"`
+	// Model is get_state's and cycle_model's model; set_model's data is
+	// the model itself (modelData).
+	Model *modelData `json:"model"`
+	modelData
+}
+
+// modelData is the part of Pi's Model object the tracker reads: which
+// model, and the endpoint its calls go to.
+type modelData struct {
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	BaseURL  string `json:"baseUrl"`
 }
 
 func (r *wireResponse) data() responseData {

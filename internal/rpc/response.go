@@ -22,6 +22,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 		var name string
 		_ = json.Unmarshal(r.Command, &name)
 		t.learnSession(name, r.Success, d)
+		t.learnEndpoint(name, r.Success, d)
 		return
 	}
 	t.stats.Responses++
@@ -60,6 +61,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 	if t.learnSession(c.name, r.Success, d) {
 		attrs = append(attrs, semconv.GenAIConversationID(d.SessionID))
 	}
+	t.learnEndpoint(c.name, r.Success, d)
 	c.span.SetAttributes(attrs...)
 	c.span.End(trace.WithTimestamp(at))
 }
@@ -101,6 +103,25 @@ func (t *Tracker) learnSession(command string, success bool, d responseData) boo
 		}
 	}
 	return false
+}
+
+// learnEndpoint hands the mapper the endpoint of the model a response
+// describes: the one record of Pi's that names the server its model calls
+// go to (server.address on their spans).
+func (t *Tracker) learnEndpoint(command string, success bool, d responseData) {
+	if !success {
+		return
+	}
+	var md *modelData
+	switch command {
+	case "get_state", "cycle_model":
+		md = d.Model
+	case "set_model":
+		md = &d.modelData
+	}
+	if md != nil && md.ID != "" && md.Provider != "" {
+		t.m.LearnEndpoint(md.Provider, md.ID, md.BaseURL)
+	}
 }
 
 // queued marks a message Pi queued into the open run: its turns land in

@@ -76,6 +76,7 @@ type Mapper interface {
 
 	SessionID() string
 	SetSessionID(id string)
+	LearnEndpoint(provider, model, baseURL string)
 }
 
 var _ Mapper = (*agentmap.Mapper)(nil)

@@ -11,6 +11,7 @@ const (
 	MetricTokenUsage        = "gen_ai.client.token.usage"
 	MetricOperationDuration = "gen_ai.client.operation.duration"
 	MetricTimeToFirstChunk  = "gen_ai.client.operation.time_to_first_chunk"
+	MetricTimePerChunk      = "gen_ai.client.operation.time_per_output_chunk"
 )
 
 // GenAI metrics of the latest conventions (semantic-conventions-genai), in
@@ -18,6 +19,7 @@ const (
 const (
 	MetricInferenceDuration     = "gen_ai.client.inference.duration"
 	MetricInferenceFirstChunk   = "gen_ai.client.inference.time_to_first_chunk"
+	MetricInferencePerChunk     = "gen_ai.client.inference.time_per_output_chunk"
 	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
 	MetricUsageOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
 	MetricUsageCacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
@@ -62,8 +64,8 @@ const (
 // a dashboard check can tell a real metric from a misspelt one.
 func Metrics() []string {
 	return []string{
-		MetricTokenUsage, MetricOperationDuration, MetricTimeToFirstChunk,
-		MetricInferenceDuration, MetricInferenceFirstChunk, MetricUsageInputTokens,
+		MetricTokenUsage, MetricOperationDuration, MetricTimeToFirstChunk, MetricTimePerChunk,
+		MetricInferenceDuration, MetricInferenceFirstChunk, MetricInferencePerChunk, MetricUsageInputTokens,
 		MetricUsageOutputTokens, MetricUsageCacheReadTokens, MetricUsageCacheWriteTokens,
 		MetricUsageReasoningTokens, MetricOperationInputTokens, MetricOperationOutputTokens,
 		MetricInvokeAgentDuration, MetricExecuteToolDuration, MetricInvokeAgentInferences,

@@ -49,6 +49,8 @@ const (
 	GenAIToolDefinitionsKey          = semconv.GenAIToolDefinitionsKey // with --capture-content
 	GenAIRequestStreamKey            = semconv.GenAIRequestStreamKey
 	ErrorTypeKey                     = semconv.ErrorTypeKey
+	ServerAddressKey                 = semconv.ServerAddressKey // chat, where an RPC response named the endpoint
+	ServerPortKey                    = semconv.ServerPortKey
 )
 
 // GenAI attribute keys that only the latest conventions have, or that
@@ -85,7 +87,7 @@ func GenAIKeys() []attribute.Key {
 		GenAIUsageReasoningTokensKey, GenAIUsageCacheReadKey, GenAIUsageCacheCreationKey,
 		GenAIToolNameKey, GenAIToolCallIDKey, GenAIToolTypeKey, GenAIToolDescriptionKey,
 		GenAIInputMessagesKey, GenAIOutputMessagesKey, GenAISystemInstructionsKey,
-		GenAIToolCallArgumentsKey, GenAIToolCallResultKey, ErrorTypeKey,
+		GenAIToolCallArgumentsKey, GenAIToolCallResultKey, ErrorTypeKey, ServerAddressKey, ServerPortKey,
 		GenAIUsageCacheWriteKey, GenAIReasoningLevelKey, GenAIConversationCompactedKey, GenAITokenModalityKey,
 		GenAIRequestStreamKey, GenAIToolDefinitionsKey, GenAIUsageCostAmountKey, GenAIUsageCostCurrencyKey,
 	}

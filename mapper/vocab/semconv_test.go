@@ -73,6 +73,7 @@ func TestV141MetricNames(t *testing.T) {
 		{vocab.MetricTokenUsage, genaiconv.ClientTokenUsage{}.Name()},
 		{vocab.MetricOperationDuration, genaiconv.ClientOperationDuration{}.Name()},
 		{vocab.MetricTimeToFirstChunk, genaiconv.ClientOperationTimeToFirstChunk{}.Name()},
+		{vocab.MetricTimePerChunk, genaiconv.ClientOperationTimePerOutputChunk{}.Name()},
 	} {
 		if c.ours != c.semconv {
 			t.Errorf("%s: semconv v1.41 calls it %s", c.ours, c.semconv)

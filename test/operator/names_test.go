@@ -336,6 +336,13 @@ func checkQuantities(t *testing.T, prom *promServer, rep replayed, rpc *rpcSessi
 	if v := value(`sum(` + mode.firstChunk + session + `)`); v <= 0 {
 		t.Errorf("RPC session: time to first chunk sums to %v s, want > 0", v)
 	}
+	// So are the gaps between its output chunks; the replays, whose times are rebuilt, have none.
+	if v := value(`sum(` + mode.perChunk + session + `)`); v <= 0 {
+		t.Errorf("RPC session: %v chunk gaps, want some", v)
+	}
+	if v := sofar(`sum(` + mode.perChunk + replays + `)`); v != 0 {
+		t.Errorf("replays: %v chunk gaps from times they rebuilt, want none", v)
+	}
 
 	// Runs: spanmetrics at the gateway (what the dashboard uses) and pi-otel's own counter
 	// (one series per process) count the same runs by outcome.

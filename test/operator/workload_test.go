@@ -142,6 +142,7 @@ type semconvMode struct {
 	// the other one, sends.
 	own, foreign []string
 	firstChunk   string // the time-to-first-chunk sum series
+	perChunk     string // the time-per-output-chunk count series
 }
 
 var (
@@ -149,9 +150,11 @@ var (
 	latestOnly   = []string{"gen_ai_client_inference_", "gen_ai_invoke_agent_", "gen_ai_execute_tool_"}
 	semconvModes = []semconvMode{
 		{name: "v1.41", own: v141Only, foreign: latestOnly,
-			firstChunk: "gen_ai_client_operation_time_to_first_chunk_seconds_sum"},
+			firstChunk: "gen_ai_client_operation_time_to_first_chunk_seconds_sum",
+			perChunk:   "gen_ai_client_operation_time_per_output_chunk_seconds_count"},
 		{name: "latest", env: []string{"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental"}, own: latestOnly, foreign: v141Only,
-			firstChunk: "gen_ai_client_inference_time_to_first_chunk_seconds_sum"},
+			firstChunk: "gen_ai_client_inference_time_to_first_chunk_seconds_sum",
+			perChunk:   "gen_ai_client_inference_time_per_output_chunk_seconds_count"},
 	}
 )
 

@@ -18,7 +18,7 @@ import (
 // totals, not per modality, so the usage counters carry
 // gen_ai.token.modality=unknown, as the conventions ask.
 type latestInstruments struct {
-	duration, firstChunk                 metric.Float64Histogram
+	duration, firstChunk, perChunk       metric.Float64Histogram
 	input, output, cacheRead, cacheWrite metric.Int64Counter
 	reasoning                            metric.Int64Counter
 	opInput, opOutput                    metric.Int64Histogram
@@ -34,6 +34,7 @@ func newLatestInstruments(in *instruments) *latestInstruments {
 	counter := func(name, desc string) metric.Int64Counter { return in.int64Counter(name, "{token}", desc) }
 	l.duration = seconds(vocab.MetricInferenceDuration, "GenAI inference operation duration.", genAIBuckets)
 	l.firstChunk = seconds(vocab.MetricInferenceFirstChunk, "Time to receive the first chunk of a streaming response.", genAIBuckets)
+	l.perChunk = seconds(vocab.MetricInferencePerChunk, "Time from one output chunk of a streaming response to the next.", genAIBuckets)
 	l.input = counter(vocab.MetricUsageInputTokens, "The number of input (prompt) tokens used, including cached tokens.")
 	l.output = counter(vocab.MetricUsageOutputTokens, "The number of output (completion) tokens used, including reasoning tokens.")
 	l.cacheRead = counter(vocab.MetricUsageCacheReadTokens, "The number of input tokens served from a provider-managed cache.")

@@ -1,14 +1,17 @@
 // Package metrics derives pi-otel's metrics from the spans the mapper finishes.
 //
-// The mapper stays pure: it only builds spans. [SpanMetrics] is an sdktrace.SpanProcessor that
-// reads each finished span's name and attributes (docs/span-model.md) and records instruments on
-// the MeterProvider it was given. Labels come only from bounded attributes (outcomes, reasons,
-// provider, model, tool and command names), never from ids or free text.
+// The mapper builds spans, not metrics. [SpanMetrics] is an sdktrace.SpanProcessor that reads
+// each finished span's name and attributes (docs/span-model.md) and records instruments on the
+// MeterProvider it was given. Labels come only from bounded attributes (outcomes, reasons,
+// provider, model, tool and command names), never from ids or free text. The one value no span
+// carries, the time between a live call's output chunks, the mapper hands to
+// [SpanMetrics.OutputChunk] as it measures it.
 package metrics
 
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -89,6 +92,7 @@ type SpanMetrics struct {
 	tokenUsage *genaiconv.ClientTokenUsage
 	opDuration *genaiconv.ClientOperationDuration
 	firstChunk *genaiconv.ClientOperationTimeToFirstChunk
+	perChunk   *genaiconv.ClientOperationTimePerOutputChunk
 	// The latest conventions; nil by default.
 	latest *latestInstruments
 
@@ -104,6 +108,8 @@ type SpanMetrics struct {
 	rpcCommands  metric.Int64Counter
 	subagents    metric.Int64Counter
 	subagentDur  metric.Float64Histogram
+	// lastChunk is the label set of the last chunk gap recorded (chunkLabels).
+	lastChunk atomic.Pointer[chunkSet]
 }
 
 var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
@@ -126,7 +132,9 @@ func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, erro
 		in.keep(err)
 		fc, err := genaiconv.NewClientOperationTimeToFirstChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
 		in.keep(err)
-		s.tokenUsage, s.opDuration, s.firstChunk = &tu, &od, &fc
+		pc, err := genaiconv.NewClientOperationTimePerOutputChunk(in.m, metric.WithExplicitBucketBoundaries(genAIBuckets...))
+		in.keep(err)
+		s.tokenUsage, s.opDuration, s.firstChunk, s.perChunk = &tu, &od, &fc, &pc
 	}
 	s.runs = in.int64Counter(vocab.MetricRuns, "{run}", "Settled (or abandoned) agent invocations, by outcome.")
 	s.runDuration = in.float64Histogram(vocab.MetricRunDuration, "s", "Duration of an agent invocation, first agent_start to settle.", runBuckets)
@@ -260,6 +268,44 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	if v, ok := a.float(keyTTFC); ok && v >= 0 {
 		s.firstChunk.Record(ctx, v, genaiconv.OperationNameChat, provider, modelAttr)
 	}
+}
+
+// OutputChunk records the time from one output chunk of a live model call to the next, which
+// the mapper measures from the records' arrival times (agentmap.WithChunkObserver): no span
+// holds a value per chunk. ctx holds the call's span, so that an exemplar leads to it. The
+// labels are the time-to-first-chunk's: the conventions ask for no error.type on either.
+func (s *SpanMetrics) OutputChunk(ctx context.Context, gap time.Duration, provider, model string) {
+	if gap < 0 {
+		return
+	}
+	var h metric.Float64Histogram
+	if s.latest != nil {
+		h = s.latest.perChunk
+	} else {
+		h = s.perChunk.Inst()
+	}
+	h.Record(ctx, gap.Seconds(), s.chunkLabels(provider, model))
+}
+
+// chunkLabels is the label set of a call's chunk gaps. A call has dozens to thousands of chunks
+// and a process mostly one model at a time, so the last set is kept rather than built (and
+// allocated) again for every chunk.
+func (s *SpanMetrics) chunkLabels(provider, model string) metric.MeasurementOption {
+	if c := s.lastChunk.Load(); c != nil && c.provider == provider && c.model == model {
+		return c.opt
+	}
+	c := &chunkSet{provider: provider, model: model, opt: metric.WithAttributeSet(attribute.NewSet(
+		keyOperation.String(string(genaiconv.OperationNameChat)),
+		keyProvider.String(orDefault(token(provider), unknownProvider)),
+		keyRequestModel.String(orDefault(token(model), missingModelName))))}
+	s.lastChunk.Store(c)
+	return c.opt
+}
+
+// chunkSet is one call's chunk labels, by the provider and model the mapper named.
+type chunkSet struct {
+	provider, model string
+	opt             metric.MeasurementOption
 }
 
 // chatDuration is a model call's duration: Pi's own measurement when it has one (in replay the

@@ -26,6 +26,7 @@ type harness struct {
 	tracer trace.Tracer
 	reader *sdkmetric.ManualReader
 	schema string // the scope's schema: the latest's with the opt-in
+	sm     *metrics.SpanMetrics
 }
 
 func newHarness(t *testing.T, opts ...metrics.Option) *harness {
@@ -45,7 +46,7 @@ func newHarness(t *testing.T, opts ...metrics.Option) *harness {
 	if len(opts) > 0 { // the one option there is: the latest conventions
 		schema = vocab.LatestSchemaURL
 	}
-	return &harness{t: t, tracer: tp.Tracer("test"), reader: reader, schema: schema}
+	return &harness{t: t, tracer: tp.Tracer("test"), reader: reader, schema: schema, sm: sm}
 }
 
 // collected maps metric name → data.
