@@ -45,8 +45,13 @@ func (t *Pipeline) Summary() string {
 	if p := s.Pending(); p > 0 && t.batcher != nil {
 		problems = append(problems, fmt.Sprintf("%d pending", p))
 	}
-	if s.Spooled > 0 {
-		problems = append(problems, fmt.Sprintf("%d kept in %s for the next pi-otel to send", s.Spooled, t.spool.Dir()))
+	// What this process spooled and then sent itself (a watch that saw
+	// the collector come back) no longer waits for another pi-otel.
+	if kept := s.Spooled - sp.Resent; kept > 0 {
+		problems = append(problems, fmt.Sprintf("%d kept in %s for the next pi-otel to send", kept, t.spool.Dir()))
+	}
+	if sp.Resent > 0 {
+		problems = append(problems, plural(sp.Resent, "span")+" delivered late, from the spool")
 	}
 	if sp.Late > 0 {
 		problems = append(problems, plural(sp.Late, "span")+" of earlier runs delivered")

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -74,6 +75,7 @@ type Stats struct {
 	Spooled int64 // spans written for a later process
 	Full    int64 // spans not written: the spool was at its size bound (ErrFull)
 	Late    int64 // spans from earlier processes delivered now
+	Resent  int64 // spans this process spooled and then delivered itself
 	Refused int64 // spans from earlier processes the collector refused (ErrRefused)
 	Expired int64 // spans held past the age bound, dropped unsent
 	Corrupt int64 // damaged files set aside, their spans unknown
@@ -85,6 +87,12 @@ type Spool struct {
 	spooled, full, late, expired, refused atomic.Int64
 	corrupt                               atomic.Int64
 	seq                                   atomic.Int64
+	resent                                atomic.Int64
+	// mine names the files this process spooled and has not sent: a
+	// long-lived process (watch) often sends them itself once the
+	// collector answers, and they are then not another process's.
+	mu   sync.Mutex
+	mine map[string]bool
 	// readDir, if set, is called after each reading of the directory: a
 	// test renames files there as a sender does.
 	readDir func()
@@ -135,8 +143,8 @@ func (s *Spool) Dir() string { return s.cfg.Dir }
 
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
-	return Stats{Spooled: s.spooled.Load(), Full: s.full.Load(), Late: s.late.Load(), Refused: s.refused.Load(),
-		Expired: s.expired.Load(), Corrupt: s.corrupt.Load()}
+	return Stats{Spooled: s.spooled.Load(), Full: s.full.Load(), Late: s.late.Load(), Resent: s.resent.Load(),
+		Refused: s.refused.Load(), Expired: s.expired.Load(), Corrupt: s.corrupt.Load()}
 }
 
 // ErrFull is Put's answer when the request does not fit the size bound.
@@ -173,7 +181,9 @@ func (s *Spool) Put(req *coltracepb.ExportTraceServiceRequest) error {
 		os.Remove(tmp.Name())
 		return err
 	}
+	s.setMine(name, true)
 	if err := os.Rename(tmp.Name(), filepath.Join(s.cfg.Dir, name)); err != nil {
+		s.setMine(name, false)
 		os.Remove(tmp.Name())
 		return err
 	}
@@ -222,16 +232,38 @@ func (s *Spool) Drain(ctx context.Context, upload Upload) error {
 		switch {
 		case errors.Is(err, ErrRefused):
 			s.refused.Add(int64(n))
+			s.setMine(f.name, false)
 			os.Remove(claimed)
 			continue
 		case err != nil:
 			os.Rename(claimed, filepath.Join(s.cfg.Dir, f.name))
 			return err
 		}
-		s.late.Add(int64(n))
+		if s.setMine(f.name, false) {
+			s.resent.Add(int64(n))
+		} else {
+			s.late.Add(int64(n))
+		}
 		os.Remove(claimed)
 	}
 	return nil
+}
+
+// setMine marks (or unmarks) name as spooled by this process; it reports
+// whether it was.
+func (s *Spool) setMine(name string, mine bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.mine[name]
+	switch {
+	case mine && s.mine == nil:
+		s.mine = map[string]bool{name: true}
+	case mine:
+		s.mine[name] = true
+	default:
+		delete(s.mine, name)
+	}
+	return was
 }
 
 type file struct {
@@ -331,6 +363,7 @@ func (s *Spool) expire() {
 			continue
 		}
 		if err == nil && os.Remove(p) == nil {
+			s.setMine(f.name, false)
 			s.expired.Add(int64(n))
 			if s.cfg.Expired != nil {
 				s.cfg.Expired(int64(n), age)
@@ -356,6 +389,7 @@ func (s *Spool) setAside(path, name string, err error) {
 		return // another process moved it first, and counts it
 	}
 	s.corrupt.Add(1)
+	s.setMine(name, false)
 	if s.cfg.Corrupt != nil {
 		s.cfg.Corrupt(aside, err)
 	}

@@ -77,13 +77,42 @@ func TestPutThenDrainInOrderAcrossProcesses(t *testing.T) {
 	if got := len(up.names); got != 6 || up.names[0] != "a" || up.names[5] != "c" {
 		t.Errorf("delivered %v", up.names)
 	}
-	if next.Stats().Late != 6 {
-		t.Errorf("late %d", next.Stats().Late)
+	if st := next.Stats(); st.Late != 6 || st.Resent != 0 {
+		t.Errorf("stats %+v, want 6 late", st)
 	}
 	again := &collect{}
 	next.Drain(context.Background(), again.upload)
 	if len(again.names) != 0 {
 		t.Errorf("sent twice: %v", again.names)
+	}
+}
+
+// TestOwnFilesAreResentNotLate: a process (watch) that sends what it
+// spooled itself counts it apart from what earlier processes left, so
+// its summary does not say its spans wait for another pi-otel.
+func TestOwnFilesAreResentNotLate(t *testing.T) {
+	earlier := open(t, Config{})
+	if err := earlier.Put(request(2, "earlier")); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, Config{Dir: earlier.Dir()})
+	for _, name := range []string{"own1", "own2"} {
+		if err := s.Put(request(3, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := &collect{}
+	if err := s.Drain(context.Background(), up.upload); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.names) != 8 {
+		t.Errorf("delivered %v, want 8 spans", up.names)
+	}
+	if st := s.Stats(); st.Spooled != 6 || st.Resent != 6 || st.Late != 2 {
+		t.Errorf("stats %+v, want 6 spooled, 6 resent, 2 late", st)
+	}
+	if n := len(s.mine); n != 0 {
+		t.Errorf("%d sent files still marked as waiting", n)
 	}
 }
 
@@ -239,8 +268,8 @@ func TestExpiredIsDroppedCountedAndTold(t *testing.T) {
 	if len(up.names) != 2 || up.names[0] != "fresh" {
 		t.Errorf("delivered %v, want the fresh spans only", up.names)
 	}
-	if st := aged.Stats(); st.Expired != 4 || st.Late != 2 {
-		t.Errorf("stats %+v, want 4 expired, 2 late", st)
+	if st := aged.Stats(); st.Expired != 4 || st.Resent != 2 || st.Late != 0 {
+		t.Errorf("stats %+v, want 4 expired, 2 resent", st)
 	}
 	if len(expired) != 1 || expired[0].spans != 4 || expired[0].age < 2*time.Hour {
 		t.Errorf("told %+v, want 4 spans, 2h old", expired)
@@ -319,8 +348,8 @@ func TestDamagedFileIsCountedNamedAndKept(t *testing.T) {
 	if b, err := os.ReadFile(aside); err != nil || string(b) != string(damaged) {
 		t.Errorf("kept file: %q, %v", b, err)
 	}
-	if st := s.Stats(); st.Corrupt != 1 || st.Expired != 0 || st.Late != 5 {
-		t.Errorf("stats %+v, want 1 corrupt, 0 expired, 5 late", st)
+	if st := s.Stats(); st.Corrupt != 1 || st.Expired != 0 || st.Resent != 5 || st.Late != 0 {
+		t.Errorf("stats %+v, want 1 corrupt, 0 expired, 5 resent", st)
 	}
 	// The age bound does not delete it either: expire sets damaged files
 	// aside the same way.
