@@ -36,13 +36,16 @@ func Run(ctx context.Context, env Env, args []string) int {
 		started: func(proc *launch.Process, _ *gate) { cc.started(proc.Pid()) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
 			_, err := framing.Forward(out, r, func(rec []byte) {
-				g.do(func() {
-					p.sink.Record(rec)
-					cc.record(rec)
-				})
+				g.do(func() { p.record(rec) })
 			})
 			return err
 		},
 		close: p.finish,
 	}.run(ctx, env)
+}
+
+// record traces one of Pi's records.
+func (p *pipeline) record(rec []byte) {
+	p.sink.Record(rec)
+	p.calls.record(rec)
 }
