@@ -30,11 +30,10 @@ func BenchmarkRunRecords(b *testing.B) {
 			if mode == config.PropagateCall && cc == nil {
 				b.Fatal("no call contexts")
 			}
-			p, err := newPipeline(env, cfg, nil, cc.option()...)
+			p, err := newPipeline(env, cfg, nil, cc)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cc.attach(p)
 			b.Cleanup(func() { cc.close() })
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()

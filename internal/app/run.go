@@ -23,13 +23,12 @@ func Run(ctx context.Context, env Env, args []string) int {
 		return runTUI(ctx, env, cfg, argv)
 	}
 	cc := openCallContexts(env, cfg)
-	p, err := newPipeline(env, cfg, nil, append(liveFacts(argv, "."), cc.option()...)...)
+	p, err := newPipeline(env, cfg, nil, cc, liveFacts(argv, ".")...)
 	if err != nil {
 		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	cc = cc.attach(p)
 	return tracedChild{
 		argv:    argv,
 		opts:    []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
@@ -44,8 +43,6 @@ func Run(ctx context.Context, env Env, args []string) int {
 	}.run(ctx, env)
 }
 
-// record traces one of Pi's records.
-func (p *pipeline) record(rec []byte) {
-	p.sink.Record(rec)
-	p.calls.record(rec)
-}
+// record traces one of Pi's records; its bash calls go from the mapper to
+// p.calls.
+func (p *pipeline) record(rec []byte) { p.sink.Record(rec) }

@@ -63,6 +63,8 @@ type Stats struct {
 // RPC spans hang from.
 type Mapper interface {
 	Handle(in agentmap.Input)
+	// ReadsBashCalls asks for the bash calls of the events it handles.
+	ReadsBashCalls() bool
 	ExtensionError(ev *event.Event, at time.Time)
 	Close(end agentmap.Ending, at time.Time)
 
@@ -132,7 +134,7 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 		m:       m,
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:     cfg,
-		decode:  event.Options{Content: cfg.content != nil},
+		decode:  event.Options{Content: cfg.content != nil, BashCalls: m.ReadsBashCalls()},
 		pending: newPendingTable(),
 		dialogs: newDialogTable(),
 	}
