@@ -102,16 +102,9 @@ func (c *callContexts) env(getenv func(string) string) []string {
 	return c.run.Env(getenv)
 }
 
-// response reads one of Pi's records in RPC mode: its response to a
-// controller's bash command ends that command's entry.
-func (c *callContexts) response(rec []byte) {
-	if c == nil {
-		return
-	}
-	if id, _, response, ok := toolctx.RPCBash(rec); ok && response {
-		c.run.Done(id)
-	}
-}
+// bashAnswered ends the entry of a controller's bash command once Pi has
+// answered it (the RPC tracker reads the response).
+func (c *callContexts) bashAnswered(id string) { c.run.Done(toolctx.RPCBashID(id)) }
 
 // controller reads one of an RPC controller's records: a bash command
 // runs in Pi's bash, with the context Pi has, and must not wait for a
@@ -120,7 +113,7 @@ func (c *callContexts) controller(rec []byte) {
 	if c == nil {
 		return
 	}
-	if id, command, response, ok := toolctx.RPCBash(rec); ok && !response {
+	if id, command, ok := toolctx.RPCBash(rec); ok {
 		c.run.Keep(id, command)
 	}
 }

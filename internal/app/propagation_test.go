@@ -107,6 +107,9 @@ func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 	// Pi writes a call's records, then runs its bash (with BASH_ENV, the
 	// hook, from the environment pi-otel gave it).
 	var script strings.Builder
+	// Pi starts far slower than this script: it waits, as Pi's own start
+	// does, until pi-otel knows its pid, which its bash calls wait under.
+	script.WriteString(`until [ "$(cat "$PI_OTEL_HOOK/pi.pid" 2>/dev/null)" = "$$" ]; do sleep 0.01; done` + "\n")
 	emit := func(recs ...string) {
 		for _, r := range recs {
 			script.WriteString("printf '%s\\n' '" + r + "'\n")

@@ -34,6 +34,9 @@ func RPC(ctx context.Context, env Env, args []string) int {
 	if p.content != nil {
 		opts = append(opts, rpc.WithContent(p.content))
 	}
+	if cc != nil {
+		opts = append(opts, rpc.WithBashAnswered(cc.bashAnswered))
+	}
 	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
 	p.countRecordsWith(func() (int64, int64) {
 		s := tr.Stats()
@@ -73,7 +76,6 @@ func RPC(ctx context.Context, env Env, args []string) int {
 			piOut := newTap(out, func(rec []byte) {
 				g.do(func() {
 					tr.FromPi(rec, time.Now())
-					cc.response(rec)
 				})
 			})
 			_, err := framing.Forward(piOut, r, nil)

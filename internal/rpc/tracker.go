@@ -181,6 +181,9 @@ func (t *Tracker) FromPi(rec []byte, at time.Time) {
 		var r wireResponse
 		_ = json.Unmarshal(rec, &r)
 		it.resp = &r
+		if id, ok := r.bashID(); ok && t.cfg.bashAnswered != nil {
+			t.cfg.bashAnswered(id)
+		}
 	}
 	if len(t.queue) == 0 {
 		t.handle(it)

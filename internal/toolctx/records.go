@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 )
 
-// rpcRecord is what RPC reads of a controller's command or Pi's response.
-type rpcRecord struct {
+// rpcCommand is what RPC reads of a controller's command.
+type rpcCommand struct {
 	Type    string  `json:"type"`
 	ID      string  `json:"id"`
 	Command *string `json:"command"`
@@ -14,22 +14,19 @@ type rpcRecord struct {
 
 var bashMark = []byte(`"bash"`)
 
-// RPCBash reads a controller's bash command ({"type":"bash",...}) or Pi's
-// response to one ({"type":"response","command":"bash",...}): the user's
-// shell command, which Pi runs in its bash outside any tool call.
-func RPCBash(rec []byte) (id, command string, response, ok bool) {
+// RPCBash reads a controller's bash command ({"type":"bash",...}): the
+// user's shell command, which Pi runs in its bash outside any tool call.
+// Pi's response to it ends it (RPCBashID).
+func RPCBash(rec []byte) (id, command string, ok bool) {
 	if !bytes.Contains(rec, bashMark) {
-		return "", "", false, false
+		return "", "", false
 	}
-	var r rpcRecord
-	if json.Unmarshal(rec, &r) != nil || r.Command == nil {
-		return "", "", false, false
+	var r rpcCommand
+	if json.Unmarshal(rec, &r) != nil || r.Command == nil || r.Type != "bash" {
+		return "", "", false
 	}
-	switch {
-	case r.Type == "bash":
-		return "rpc-bash:" + r.ID, *r.Command, false, true
-	case r.Type == "response" && *r.Command == "bash":
-		return "rpc-bash:" + r.ID, "", true, true
-	}
-	return "", "", false, false
+	return RPCBashID(r.ID), *r.Command, true
 }
+
+// RPCBashID names the entry of the controller's bash command id.
+func RPCBashID(id string) string { return "rpc-bash:" + id }
