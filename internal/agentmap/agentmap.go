@@ -271,4 +271,20 @@ func (m *Mapper) Handle(in Input) {
 		m.stats.Unknown++
 		m.currentEvent(vocab.EventUnknown, at, vocab.EventTypeKey.String(shortName(ev.Type)))
 	}
+	if len(ev.BashCalls) > 0 && m.cfg.bashCalls != nil {
+		m.bashCalls(ev.BashCalls)
+	}
 }
+
+// bashCalls hands calls to WithBashCalls' function, each with its span.
+func (m *Mapper) bashCalls(calls []event.BashCall) {
+	for _, c := range calls {
+		if sc, ok := m.ToolContext(c.ID); ok {
+			m.cfg.bashCalls(c, sc)
+		}
+	}
+}
+
+// ReadsBashCalls reports whether the mapper hands out bash calls
+// (WithBashCalls): its feeder then decodes them (event.Options.BashCalls).
+func (m *Mapper) ReadsBashCalls() bool { return m.cfg.bashCalls != nil }

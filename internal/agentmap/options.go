@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
@@ -28,6 +31,8 @@ type config struct {
 	inexact  bool
 	maxTools int
 	chunks   ChunkObserver
+	// bashCalls, if set, is told of each bash call (WithBashCalls).
+	bashCalls func(call event.BashCall, sc trace.SpanContext)
 }
 
 // defaultMaxOpenTools is far above what a model fans out in one turn, and
@@ -85,6 +90,18 @@ type ChunkObserver interface {
 // update of a call at one instant.
 func WithChunkObserver(o ChunkObserver) Option {
 	return option.Func[config](func(c *config) { c.chunks = o })
+}
+
+// WithBashCalls hands fn each bash call an event asks for (its
+// Event.BashCalls), once the mapper has handled the event, with the span
+// context the call's execute_tool span has, or will have when it starts
+// (ToolContext); a call it cannot name a span for is left out. An
+// assistant message names its calls at its end, before Pi runs them, and
+// a tool_execution_start names its call again with its span open. The
+// event's feeder must decode the calls (ReadsBashCalls). The command is
+// fn's alone: no span gets it.
+func WithBashCalls(fn func(call event.BashCall, sc trace.SpanContext)) Option {
+	return option.Func[config](func(c *config) { c.bashCalls = fn })
 }
 
 // WithContent turns on opt-in content capture.

@@ -2,6 +2,7 @@ package agentmap_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,61 @@ func TestToolContextUnderUnsampledCaller(t *testing.T) {
 	}
 	if n := len(rec.Started()); n != 0 {
 		t.Errorf("%d spans recorded under an unsampled caller", n)
+	}
+}
+
+// WithBashCalls hands on the bash calls an event carries, once handled:
+// at the message's end with the span the call will have, at its
+// tool_execution_start with the open span; no span records the command.
+func TestWithBashCalls(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	type got struct {
+		call event.BashCall
+		sc   trace.SpanContext
+	}
+	var calls []got
+	m := agentmap.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(spanid.NewGenerator(nil))),
+		agentmap.WithBashCalls(func(c event.BashCall, sc trace.SpanContext) { calls = append(calls, got{c, sc}) }))
+	if !m.ReadsBashCalls() {
+		t.Fatal("the mapper does not ask its feeders for bash calls")
+	}
+	if agentmap.New(sdktrace.NewTracerProvider()).ReadsBashCalls() {
+		t.Fatal("a mapper without WithBashCalls asks for bash calls")
+	}
+	at := time.Unix(1_800_000_000, 0)
+	handle := func(ev event.Event) {
+		at = at.Add(time.Millisecond)
+		m.Handle(agentmap.Input{Event: &ev, At: at})
+	}
+	const cmd = "make secret-target"
+	c1 := event.BashCall{ID: "c1", Command: cmd}
+	handle(event.Event{Type: event.TypeAgentStart})
+	handle(event.Event{Type: event.TypeTurnStart})
+	handle(event.Event{Type: event.TypeMessageStart, Message: &event.Message{Role: "assistant"}})
+	handle(event.Event{Type: event.TypeMessageEnd, Message: &event.Message{Role: "assistant", StopReason: "toolUse"}, BashCalls: []event.BashCall{c1}})
+	if len(calls) != 1 || calls[0].call != c1 || !calls[0].sc.IsValid() {
+		t.Fatalf("at the message's end: %+v", calls)
+	}
+	handle(event.Event{Type: event.TypeToolExecutionStart, ToolCallID: "c1", ToolName: "bash", BashCalls: []event.BashCall{c1}})
+	handle(event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: "c1", ToolName: "bash"})
+	handle(event.Event{Type: event.TypeTurnEnd})
+	handle(event.Event{Type: event.TypeAgentEnd})
+	handle(event.Event{Type: event.TypeAgentSettled})
+	if len(calls) != 2 || calls[1].call != c1 {
+		t.Fatalf("at the tool's start: %+v", calls)
+	}
+	var tool trace.SpanContext
+	for _, s := range rec.Ended() {
+		if s.Name() == "execute_tool bash" {
+			tool = s.SpanContext()
+		}
+		for _, kv := range s.Attributes() {
+			if strings.Contains(kv.Value.String(), cmd) {
+				t.Errorf("span %s holds the command in %s", s.Name(), kv.Key)
+			}
+		}
+	}
+	if !calls[0].sc.Equal(tool) || !calls[1].sc.Equal(tool) {
+		t.Errorf("calls named %v and %v, the span is %v", calls[0].sc, calls[1].sc, tool)
 	}
 }

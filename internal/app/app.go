@@ -254,7 +254,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 // newPipeline builds the shared pipeline; opts come after the defaults, so
 // that e.g. a session file's replay can give its own id generator, or
 // replay its backpressure.
-func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemetry.Option) (*pipeline, error) {
+func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callContexts, opts ...telemetry.Option) (*pipeline, error) {
 	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
@@ -262,12 +262,12 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 	}
 	var p *pipeline
 	tel, chunks, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
-		append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...)...)
+		append(append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...), calls.option()...)...)
 	if err != nil {
 		return nil, err
 	}
 	parentCtx := callerContext(env)
-	mopts := []agentmap.Option{agentmap.WithParent(parentCtx)}
+	mopts := append([]agentmap.Option{agentmap.WithParent(parentCtx)}, calls.mapperOption()...)
 	if content != nil {
 		mopts = append(mopts, agentmap.WithContent(content))
 	}
@@ -295,6 +295,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, opts ...telemet
 		stderr:    env.Stderr,
 		content:   content,
 		signals:   env.Signals,
+		calls:     calls,
 	}
 	p.records = func() (int64, int64) {
 		s := p.sink.Stats()

@@ -7,8 +7,11 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/toolctx"
@@ -22,10 +25,7 @@ type callContexts struct {
 	run *toolctx.Run
 	// sessions replaces run for watch: plain Pis, a directory per session.
 	sessions *toolctx.Sessions
-	// src names a call's span as soon as its assistant message is seen,
-	// when the mapper can; otherwise the span's start resolves it.
-	src    toolctx.ContextSource
-	misses toolctx.Misses
+	misses   toolctx.Misses
 }
 
 // openCallContexts opens the run's directory, or says on stderr why not.
@@ -67,8 +67,8 @@ func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
 	return &callContexts{sessions: s}
 }
 
-// option registers the span processor that resolves a call when its span
-// starts.
+// option registers the span processor that removes a call's entry when
+// its span ends.
 func (c *callContexts) option() []telemetry.Option {
 	if c == nil {
 		return nil
@@ -77,20 +77,21 @@ func (c *callContexts) option() []telemetry.Option {
 		if c.sessions != nil {
 			return toolctx.Processor{Done: c.sessions.Done}, nil
 		}
-		return toolctx.Processor{Run: c.run}, nil
+		return toolctx.Processor{Done: c.run.Done}, nil
 	})}
 }
 
-// attach lets the mapper name calls as soon as their assistant message is
-// seen (their span ids derive from the run's key, whether or not the
-// caller samples them), and returns c.
-func (c *callContexts) attach(p *pipeline) *callContexts {
+// mapperOption has the stream's mapper hand over each bash call it reads,
+// with its span's context: named from the run's key as soon as the
+// assistant message that asks for the call ends (whether or not the
+// caller samples it), before Pi starts the call's bash.
+func (c *callContexts) mapperOption() []agentmap.Option {
 	if c == nil {
 		return nil
 	}
-	c.src = p.mapper
-	p.calls = c
-	return c
+	return []agentmap.Option{agentmap.WithBashCalls(func(call event.BashCall, sc trace.SpanContext) {
+		c.run.Call(call.ID, call.Command, sc)
+	})}
 }
 
 // env is what Pi's environment gets for the hook.
@@ -101,16 +102,9 @@ func (c *callContexts) env(getenv func(string) string) []string {
 	return c.run.Env(getenv)
 }
 
-// record reads one of Pi's records after the mapper has.
-func (c *callContexts) record(rec []byte) {
-	if c == nil {
-		return
-	}
-	c.run.Record(rec, c.src)
-	if id, _, response, ok := toolctx.RPCBash(rec); ok && response {
-		c.run.Done(id)
-	}
-}
+// bashAnswered ends the entry of a controller's bash command once Pi has
+// answered it (the RPC tracker reads the response).
+func (c *callContexts) bashAnswered(id string) { c.run.Done(toolctx.RPCBashID(id)) }
 
 // controller reads one of an RPC controller's records: a bash command
 // runs in Pi's bash, with the context Pi has, and must not wait for a
@@ -119,7 +113,7 @@ func (c *callContexts) controller(rec []byte) {
 	if c == nil {
 		return
 	}
-	if id, command, response, ok := toolctx.RPCBash(rec); ok && !response {
+	if id, command, ok := toolctx.RPCBash(rec); ok {
 		c.run.Keep(id, command)
 	}
 }
@@ -129,38 +123,70 @@ func (c *callContexts) controller(rec []byte) {
 // writing a long answer's entry to starting its tools.
 const historyAge = 10 * time.Minute
 
-// session publishes the bash calls a session file's line asks for, once
-// fm has read it; calls is toolctx.Calls of it.
-func (c *callContexts) session(calls []toolctx.Call, fm *session.FileMapper) {
-	if c == nil || len(calls) == 0 {
-		return
+// sessionCalls returns what publishes the bash calls of session file
+// path, and marks it read to its end; nil with c. Its fm is to be set to
+// the file's FileMapper, whose Config.BashCalls is its calls.
+func (c *callContexts) sessionCalls(path string) *sessionCalls {
+	if c == nil {
+		return nil
 	}
+	return &sessionCalls{c: c, path: path}
+}
+
+// sessionCalls publishes one session file's bash calls.
+type sessionCalls struct {
+	c    *callContexts
+	path string
+	fm   *session.FileMapper
+	// size is the file's size when last looked at: a line ending before
+	// it is not the last.
+	size int64
+}
+
+// calls publishes the bash calls of a line fm has just read.
+func (s *sessionCalls) calls(calls []event.BashCall) {
+	fm := s.fm
 	// History (watch's backfill, a resumed session) has no bash waiting.
 	if last := fm.LastEntry(); !last.IsZero() && time.Since(last) > historyAge {
 		return
 	}
-	if c.sessions != nil {
-		c.sessions.Publish(fm.SessionID(), calls, fm)
-		return
+	for _, call := range calls {
+		sc, ok := fm.ToolContext(call.ID)
+		switch {
+		case !ok:
+		case s.c.sessions != nil:
+			s.c.sessions.Call(fm.SessionID(), call.ID, call.Command, sc)
+		default:
+			s.c.run.Call(call.ID, call.Command, sc)
+		}
 	}
-	c.run.Publish(calls, fm)
 }
 
-// caughtUp marks session file path as read when the line ending at end
-// was its last.
-func (c *callContexts) caughtUp(path, sessionID string, end int64) {
-	if c == nil || sessionID == "" {
+// caughtUp marks the file as read when the line ending at end was its
+// last. It looks at the file only when end reaches the size seen last:
+// a file Pi appends to only grows, and one rewritten smaller is read
+// again from its start, by a new FileMapper.
+func (s *sessionCalls) caughtUp(end int64) {
+	if s == nil || end < s.size {
 		return
 	}
-	fi, err := os.Stat(path)
-	if err != nil || end < fi.Size() {
+	id := s.fm.SessionID()
+	if id == "" {
 		return
 	}
-	if c.sessions != nil {
-		c.sessions.Seen(sessionID, fi.ModTime())
+	fi, err := os.Stat(s.path)
+	if err != nil {
 		return
 	}
-	c.run.Seen(sessionID, fi.ModTime())
+	s.size = fi.Size()
+	if end < s.size {
+		return
+	}
+	if s.c.sessions != nil {
+		s.c.sessions.Seen(id, fi.ModTime())
+		return
+	}
+	s.c.run.Seen(id, fi.ModTime())
 }
 
 // started names Pi's process once it runs.

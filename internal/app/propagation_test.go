@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/app"
+	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
 
 // TestChildTraceparentKeepsCallersSampling: the TRACEPARENT Pi gets names
@@ -77,6 +78,100 @@ func TestForeignOTelSettingsDoNotStopPi(t *testing.T) {
 	for _, name := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_RESOURCE_ATTRIBUTES"} {
 		if n := strings.Count(stderr.String(), name); n != 1 || !strings.Contains(stderr.String(), "pi-otel: ignoring ") {
 			t.Errorf("%d warnings about %s:\n%s", n, name, stderr.String())
+		}
+	}
+}
+
+// TestRunHandsEachBashCallItsSpan: under run --mode json, each bash call
+// Pi starts sees the TRACEPARENT of its own execute_tool span: two
+// parallel calls of one message, and a call of a second prompt. The calls
+// travel from the decoded records through the mapper, which names their
+// spans before Pi starts them; a read call and a bash call without a
+// command publish nothing.
+func TestRunHandsEachBashCallItsSpan(t *testing.T) {
+	dir := t.TempDir()
+	traces := filepath.Join(dir, "traces.jsonl")
+	call := func(id, cmd string) string {
+		return `{"type":"toolCall","id":"` + id + `","name":"bash","arguments":{"command":"` + cmd + `"}}`
+	}
+	start := func(id, cmd string) string {
+		return `{"type":"tool_execution_start","toolCallId":"` + id + `","toolName":"bash","args":{"command":"` + cmd + `"}}`
+	}
+	end := func(id string) string {
+		return `{"type":"tool_execution_end","toolCallId":"` + id + `","toolName":"bash","result":{"content":[]},"isError":false}`
+	}
+	const cmd1, cmd2, cmd3 = "printenv TRACEPARENT", "printenv TRACEPARENT; true", "printenv TRACEPARENT || :"
+	assistant := func(blocks ...string) string {
+		return `{"type":"message_end","message":{"role":"assistant","stopReason":"toolUse","content":[` + strings.Join(blocks, ",") + `]}}`
+	}
+	// Pi writes a call's records, then runs its bash (with BASH_ENV, the
+	// hook, from the environment pi-otel gave it).
+	var script strings.Builder
+	// Pi starts far slower than this script: it waits, as Pi's own start
+	// does, until pi-otel knows its pid, which its bash calls wait under.
+	script.WriteString(`until [ "$(cat "$PI_OTEL_HOOK/pi.pid" 2>/dev/null)" = "$$" ]; do sleep 0.01; done` + "\n")
+	emit := func(recs ...string) {
+		for _, r := range recs {
+			script.WriteString("printf '%s\\n' '" + r + "'\n")
+		}
+	}
+	run := func(id, cmd string) {
+		script.WriteString("bash -c '" + cmd + "' >" + filepath.Join(dir, id) + "\n")
+	}
+	emit(`{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}`,
+		`{"type":"agent_start"}`, `{"type":"turn_start"}`,
+		assistant(call("c1", cmd1), call("c2", cmd2), `{"type":"toolCall","id":"r1","name":"read","arguments":{"path":"x"}}`,
+			`{"type":"toolCall","id":"c0","name":"bash","arguments":{}}`),
+		start("c1", cmd1), start("c2", cmd2))
+	run("c1", cmd1)
+	run("c2", cmd2)
+	emit(end("c1"), end("c2"), `{"type":"turn_end"}`, `{"type":"agent_end","messages":[]}`,
+		`{"type":"agent_start"}`, `{"type":"turn_start"}`, assistant(call("c3", cmd3)), start("c3", cmd3))
+	run("c3", cmd3)
+	emit(end("c3"), `{"type":"turn_end"}`, `{"type":"agent_end","messages":[]}`)
+
+	base := filepath.Join(dir, "ctx")
+	var stdout, stderr bytes.Buffer
+	code := app.Main(t.Context(), app.Env{
+		Args: []string{"run", "--traces-file", traces, "--metrics-exporter", "none", "--propagation-dir", base,
+			"--propagation-wait", "10s", "--", "sh", "-c", script.String()},
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return map[string]string{"PATH": os.Getenv("PATH")}[k] },
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.Bytes())
+	}
+	if strings.Contains(stderr.String(), "without their own trace context") || strings.Contains(stderr.String(), "without its own trace context") {
+		t.Errorf("calls went without their context: %s", stderr.Bytes())
+	}
+	spans := spantree.All(spantree.ReadOTLPFile(t, traces))
+	for _, id := range []string{"c1", "c2", "c3"} {
+		b, err := os.ReadFile(filepath.Join(dir, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hit *spantree.Node
+		for _, s := range spans {
+			if s.Str("gen_ai.tool.call.id") == id && s.Str("gen_ai.operation.name") == "execute_tool" {
+				hit = s
+			}
+		}
+		if hit == nil {
+			t.Fatalf("no execute_tool span for %s", id)
+		}
+		if got, want := string(b), "00-"+hit.TraceID+"-"+hit.SpanID+"-01\n"; got != want {
+			t.Errorf("call %s saw TRACEPARENT %q, want its span's %q", id, got, want)
+		}
+	}
+	// Nothing is left behind, and no command reached a span.
+	if ents, _ := os.ReadDir(base); len(ents) != 0 {
+		t.Errorf("left in %s: %v", base, ents)
+	}
+	for _, s := range spans {
+		for _, cmd := range []string{cmd1, cmd2, cmd3} {
+			if strings.Contains(s.String(), cmd) {
+				t.Errorf("span %s holds a command", s.Name)
+			}
 		}
 	}
 }

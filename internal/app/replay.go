@@ -311,7 +311,7 @@ const followSettle = 30 * time.Second
 func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
 	// Ids derive from the runs' keys (package spanid); and no live Pi to
 	// protect, so no drops either.
-	p, err := newPipeline(env, cfg, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
+	p, err := newPipeline(env, cfg, nil, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -407,7 +407,7 @@ func followSession(tr *session.FileMapper, next func() ([]byte, error), feed fun
 func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string, r *lineReader) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
-	p, err := newPipeline(env, cfg, clock, telemetry.WithBackpressure(ctx), consoleToStdout(env))
+	p, err := newPipeline(env, cfg, clock, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2

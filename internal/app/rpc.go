@@ -24,16 +24,18 @@ func RPC(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	cc := openCallContexts(env, cfg)
-	p, err := newPipeline(env, cfg, nil, append(liveFacts(argv, "."), cc.option()...)...)
+	p, err := newPipeline(env, cfg, nil, cc, liveFacts(argv, ".")...)
 	if err != nil {
 		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	cc = cc.attach(p)
 	var opts []rpc.Option
 	if p.content != nil {
 		opts = append(opts, rpc.WithContent(p.content))
+	}
+	if cc != nil {
+		opts = append(opts, rpc.WithBashAnswered(cc.bashAnswered))
 	}
 	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
 	p.countRecordsWith(func() (int64, int64) {
@@ -74,7 +76,6 @@ func RPC(ctx context.Context, env Env, args []string) int {
 			piOut := newTap(out, func(rec []byte) {
 				g.do(func() {
 					tr.FromPi(rec, time.Now())
-					cc.record(rec)
 				})
 			})
 			_, err := framing.Forward(piOut, r, nil)

@@ -23,26 +23,26 @@ func Run(ctx context.Context, env Env, args []string) int {
 		return runTUI(ctx, env, cfg, argv)
 	}
 	cc := openCallContexts(env, cfg)
-	p, err := newPipeline(env, cfg, nil, append(liveFacts(argv, "."), cc.option()...)...)
+	p, err := newPipeline(env, cfg, nil, cc, liveFacts(argv, ".")...)
 	if err != nil {
 		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	cc = cc.attach(p)
 	return tracedChild{
 		argv:    argv,
 		opts:    []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
 		started: func(proc *launch.Process, _ *gate) { cc.started(proc.Pid()) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
 			_, err := framing.Forward(out, r, func(rec []byte) {
-				g.do(func() {
-					p.sink.Record(rec)
-					cc.record(rec)
-				})
+				g.do(func() { p.record(rec) })
 			})
 			return err
 		},
 		close: p.finish,
 	}.run(ctx, env)
 }
+
+// record traces one of Pi's records; its bash calls go from the mapper to
+// p.calls.
+func (p *pipeline) record(rec []byte) { p.sink.Record(rec) }

@@ -18,7 +18,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/toolctx"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -255,8 +254,8 @@ func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwat
 }
 
 func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	c := &countingMapper{sp: sp, path: spec.Path}
-	c.FileMapper = session.New(session.Config{
+	c := &countingMapper{sp: sp, calls: sp.calls.sessionCalls(spec.Path)}
+	cfg := session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		Parent:         sp.parent,
 		Content:        sp.content,
@@ -268,7 +267,14 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		// its parent's trace, not again on its own.
 		ParentTools: sp.parents,
 		NestedOnce:  true,
-	})
+	}
+	if c.calls != nil {
+		cfg.BashCalls = c.calls.calls
+	}
+	c.FileMapper = session.New(cfg)
+	if c.calls != nil {
+		c.calls.fm = c.FileMapper
+	}
 	return c
 }
 
@@ -277,16 +283,14 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 type countingMapper struct {
 	*session.FileMapper
 	sp      *sessionPipeline
-	path    string
 	damaged int64 // this file's damaged lines already counted
+	// calls publishes the file's bash calls, with propagation.
+	calls *sessionCalls
 }
 
 func (c *countingMapper) Line(off int64, b []byte) {
 	c.line(func() { c.FileMapper.Line(off, b) })
-	if c.sp.calls != nil {
-		c.sp.calls.session(toolctx.Calls(b), c.FileMapper)
-		c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), off+int64(len(b))+1)
-	}
+	c.calls.caughtUp(off + int64(len(b)) + 1)
 }
 
 // Predecode is the FileMapper's, counted as Line is.
@@ -294,15 +298,10 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 	decode := c.FileMapper.Predecode()
 	return func(off int64, b []byte) func() {
 		rest := decode(off, b)
-		var calls []toolctx.Call
-		if c.sp.calls != nil {
-			calls = toolctx.Calls(b)
-		}
 		end := off + int64(len(b)) + 1
 		return func() {
 			c.line(rest)
-			c.sp.calls.session(calls, c.FileMapper)
-			c.sp.calls.caughtUp(c.path, c.FileMapper.SessionID(), end)
+			c.calls.caughtUp(end)
 		}
 	}
 }

@@ -21,7 +21,14 @@ import (
 // Pi 1.6.0 session of two runs each, each its own session) the way pi-otel watch --since all
 // does, exporter none: the follower, the session tracer, the SDK and the
 // span metrics.
-func BenchmarkWatchSinceAll(b *testing.B) {
+func BenchmarkWatchSinceAll(b *testing.B) { benchWatchSinceAll(b, false) }
+
+// BenchmarkWatchSinceAllPropagation is BenchmarkWatchSinceAll with
+// --propagation call, watch's default: every line is also read for the
+// bash calls whose context to publish, and for whether it ends its file.
+func BenchmarkWatchSinceAllPropagation(b *testing.B) { benchWatchSinceAll(b, true) }
+
+func benchWatchSinceAll(b *testing.B, propagate bool) {
 	src := repo.Read(b, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
 	dir := b.TempDir()
 	old := time.Now().Add(-48 * time.Hour)
@@ -38,14 +45,30 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 	cfg := config.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
+	cfg.Propagation = config.PropagateRun
+	if propagate {
+		cfg.Propagation = config.PropagateCall
+		cfg.PropagationDir = filepath.Join(b.TempDir(), "ctx") // 0700, made by toolctx
+	}
+	state := b.TempDir()
 	b.SetBytes(int64(files * len(src))) // about: the headers differ a little
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
-		sp, err := newSessionPipeline(env, cfg)
+		env := Env{Stderr: io.Discard, Getenv: func(k string) string {
+			if k == "XDG_STATE_HOME" {
+				return state
+			}
+			return ""
+		}}
+		cc := openWatchContexts(env, cfg, state)
+		if propagate && cc == nil {
+			b.Fatal("no call contexts")
+		}
+		sp, err := newSessionPipeline(env, cfg, cc.option()...)
 		if err != nil {
 			b.Fatal(err)
 		}
+		sp.calls = cc
 		fc := sp.followerConfig(env, cfg)
 		fc.Dirs = []string{dir}
 		fc.StatePath = filepath.Join(b.TempDir(), "state.json")
@@ -63,5 +86,6 @@ func BenchmarkWatchSinceAll(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = sp.flush(context.Background(), true)
+		cc.close()
 	}
 }

@@ -63,6 +63,16 @@ func decoderOp() func([]byte) error {
 	}
 }
 
+// decoderCallsOp is decoderOp reading bash calls too, as run and rpc do
+// with --propagation call.
+func decoderCallsOp() func([]byte) error {
+	d := event.NewDecoder(event.Options{BashCalls: true})
+	return func(rec []byte) error {
+		_, err := d.Decode(rec)
+		return err
+	}
+}
+
 func peekOp() func([]byte) error {
 	return func(rec []byte) error {
 		_, err := event.Peek(rec)
@@ -96,13 +106,13 @@ func BenchmarkDecoder(b *testing.B) { eachSample(b, decoderOp) }
 func BenchmarkPeek(b *testing.B) { eachSample(b, peekOp) }
 
 // BenchmarkDecodeStream decodes every record of the realistic mix, with
-// Decode and with one reused Decoder.
+// Decode and with one reused Decoder, without and with bash calls.
 func BenchmarkDecodeStream(b *testing.B) {
 	data, recs := streamgen.BenchStream()
 	for _, tc := range []struct {
 		name  string
 		newOp newOp
-	}{{"Decode", decodeOp}, {"Decoder", decoderOp}} {
+	}{{"Decode", decodeOp}, {"Decoder", decoderOp}, {"Decoder+calls", decoderCallsOp}} {
 		b.Run(tc.name, func(b *testing.B) {
 			op := tc.newOp()
 			b.SetBytes(int64(len(data)))

@@ -93,6 +93,10 @@ type Event struct {
 	ParentToolCallID string `json:"parentToolCallId"`
 	// Skill is the skill a tool_execution_start loads (ReadSkill).
 	Skill string `json:"-"`
+	// BashCalls are the calls of Pi's bash tool the record asks for, with
+	// Options.BashCalls: a tool_execution_start's, or an assistant
+	// message's at its end (see BashCall).
+	BashCalls []BashCall `json:"-"`
 
 	// queue_update, entry_appended, session_info_changed, thinking_level_changed
 	Steering []json.RawMessage `json:"steering"`
@@ -210,6 +214,9 @@ type AssistantMessageEvent struct {
 type Options struct {
 	// Content keeps message_update deltas. Off, they are skipped unread.
 	Content bool
+	// BashCalls reads the bash calls a record asks for into
+	// Event.BashCalls. Off, nothing is spent on them.
+	BashCalls bool
 }
 
 // updateLite is what a message_update costs when content is off. A
@@ -274,6 +281,9 @@ func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageE
 	err := decodeRecord(rec, opts, s, ev, ame, alias)
 	if err == nil || errors.Is(err, ErrFieldDropped) {
 		ev.noteSkills()
+		if opts.BashCalls {
+			ev.noteBashCalls()
+		}
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +25,48 @@ func referenceDecode(rec []byte, opts Options) (Event, error) {
 		return Event{}, err
 	}
 	// decodeSlow is the encoding/json path: the reference for the fields.
-	return decodeSlow(rec, typ, opts)
+	ev, err := decodeSlow(rec, typ, opts)
+	if opts.BashCalls && (err == nil || errors.Is(err, ErrFieldDropped)) {
+		ev.BashCalls = referenceBashCalls(&ev)
+	}
+	return ev, err
+}
+
+// referenceBashCalls reads an event's bash calls with encoding/json alone,
+// block by block, as pi-otel read records before the decoder did.
+func referenceBashCalls(ev *Event) []BashCall {
+	type args struct {
+		Command *string `json:"command"`
+	}
+	call := func(id, name string, raw json.RawMessage) (BashCall, bool) {
+		var a args
+		if name != "bash" || id == "" || json.Unmarshal(raw, &a) != nil || a.Command == nil {
+			return BashCall{}, false
+		}
+		return BashCall{ID: id, Command: *a.Command}, true
+	}
+	switch {
+	case ev.Type == TypeToolExecutionStart:
+		if c, ok := call(ev.ToolCallID, ev.ToolName, ev.Args); ok {
+			return []BashCall{c}
+		}
+	case (ev.Type == TypeMessageEnd || ev.Type == "message") && ev.Message != nil && ev.Message.Role == "assistant":
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(ev.Message.Content, &blocks)
+		var calls []BashCall
+		for _, b := range blocks {
+			if c, ok := call(b.ID, b.Name, b.Arguments); ok && b.Type == "toolCall" {
+				calls = append(calls, c)
+			}
+		}
+		return calls
+	}
+	return nil
 }
 
 func referencePeek(rec []byte) (string, error) {
@@ -67,8 +109,7 @@ func checkAgainstReference(t *testing.T, rec []byte) {
 	if gotType != wantType || errText(gotErr) != errText(wantErr) {
 		t.Fatalf("Peek(%q) = %q, %v; reference %q, %v", truncated(rec), gotType, gotErr, wantType, wantErr)
 	}
-	for _, content := range []bool{false, true} {
-		opts := Options{Content: content}
+	for _, opts := range []Options{{}, {Content: true}, {BashCalls: true}, {Content: true, BashCalls: true}} {
 		want, wantErr := referenceDecode(rec, opts)
 		got, gotErr := Decode(rec, opts)
 		if errText(gotErr) != errText(wantErr) {
@@ -223,6 +264,28 @@ var oddRecords = []string{
 	`{"type":"compaction_end","result":null,"aborted":false,"willRetry":true,"errorMessage":"e\te"}`,
 	`{"type":"entry_appended","entry":{"type":"context_edit"}}`,
 	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
+	// Bash calls (Options.BashCalls), hostile ones too.
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls -l"}}`,
+	`{"type":"tool_execution_start","toolCallId":"","toolName":"bash","args":{"command":"ls"}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":5}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":null}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"COMMAND":"a","command":"b"}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"a","command":1}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"comm\u0061nd":"a\n\u00e9"}}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":"ls"}`,
+	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"Bash","args":{"command":"ls"}}`,
+	`{"type":"tool_execution_start","toolCallId":5,"toolName":"bash","args":{"command":"ls"}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}},{"type":"toolCall","id":"c2","name":"read","arguments":{"path":"x"}},{"type":"toolCall","name":"bash","arguments":{"command":"x"}},{"type":"toolCall","id":"c3","name":"bash","arguments":{"command":["x"]}},null,{"type":"toolCall","id":"c4","name":"bash","arguments":{"command":"a","command":"b"}}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"x"},"arguments":null}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"type":"t\u006folCall","id":"c1","name":"bash","arguments":{"command":"x"}}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"Type":"toolCall","ID":"c1","NAME":"bash","Arguments":{"command":"x"}}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":7,"name":"bash","arguments":{"command":"x"}},{"type":"toolCall","id":"c2","name":"bash","arguments":{"command":"y"}}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":["toolCall",{"type":"toolCall","id":"c2","name":"bash","arguments":{"command":"y"}}]}}`,
+	`{"type":"message_end","message":{"role":"assistant","content":"toolCall"}}`,
+	`{"type":"message_end","message":{"role":"user","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"x"}}]}}`,
+	`{"type":"message","id":"e1","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`,
+	`{"type":"message_start","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`,
+	`{"type":"turn_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`,
 }
 
 func TestDecodeMatchesReferenceOnOddRecords(t *testing.T) {
@@ -327,8 +390,7 @@ func TestDecodeCopiesDecoderAliases(t *testing.T) {
 // the reference.
 func checkSequence(t *testing.T, recs [][]byte) {
 	t.Helper()
-	for _, content := range []bool{false, true} {
-		opts := Options{Content: content}
+	for _, opts := range []Options{{}, {Content: true}, {BashCalls: true}} {
 		d := NewDecoder(opts)
 		for _, rec := range recs {
 			want, wantErr := referenceDecode(rec, opts)

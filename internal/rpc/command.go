@@ -153,6 +153,19 @@ type wireResponse struct {
 
 func (r *wireResponse) key() key { return key{id: jsonKey(r.ID), typ: jsonKey(r.Command)} }
 
+// bashID is the id of the bash command r answers, as a string (none: "");
+// ok is false for any other response, or an id of another kind.
+func (r *wireResponse) bashID() (id string, ok bool) {
+	var name string
+	if json.Unmarshal(r.Command, &name) != nil || name != "bash" {
+		return "", false
+	}
+	if len(r.ID) > 0 && json.Unmarshal(r.ID, &id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
 // responseData is the union of the data fields the tracker reads.
 type responseData struct {
 	Disposition string `json:"disposition"`

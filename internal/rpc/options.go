@@ -13,12 +13,13 @@ type Scrubber interface {
 }
 
 type config struct {
-	content     Scrubber
-	maxPending  int
-	maxDialogs  int
-	holdRecords int
-	holdBytes   int
-	holdFor     time.Duration
+	content      Scrubber
+	bashAnswered func(id string)
+	maxPending   int
+	maxDialogs   int
+	holdRecords  int
+	holdBytes    int
+	holdFor      time.Duration
 }
 
 // Option configures a Tracker, in the OpenTelemetry SDK's style.
@@ -28,4 +29,11 @@ type Option = option.Option[config]
 // extension error messages are recorded through s.
 func WithContent(s Scrubber) Option {
 	return option.Func[config](func(c *config) { c.content = s })
+}
+
+// WithBashAnswered has fn told the id of each controller bash command
+// Pi answers, as the response is read (before it reaches the
+// controller): the end of that command's bash.
+func WithBashAnswered(fn func(id string)) Option {
+	return option.Func[config](func(c *config) { c.bashAnswered = fn })
 }

@@ -63,6 +63,8 @@ type Stats struct {
 // RPC spans hang from.
 type Mapper interface {
 	Handle(in agentmap.Input)
+	// ReadsBashCalls asks for the bash calls of the events it handles.
+	ReadsBashCalls() bool
 	ExtensionError(ev *event.Event, at time.Time)
 	Close(end agentmap.Ending, at time.Time)
 
@@ -133,7 +135,7 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 		m:       m,
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:     cfg,
-		decode:  event.Options{Content: cfg.content != nil},
+		decode:  event.Options{Content: cfg.content != nil, BashCalls: m.ReadsBashCalls()},
 		pending: newPendingTable(),
 		dialogs: newDialogTable(),
 	}
@@ -180,6 +182,9 @@ func (t *Tracker) FromPi(rec []byte, at time.Time) {
 		var r wireResponse
 		_ = json.Unmarshal(rec, &r)
 		it.resp = &r
+		if id, ok := r.bashID(); ok && t.cfg.bashAnswered != nil {
+			t.cfg.bashAnswered(id)
+		}
 	}
 	if len(t.queue) == 0 {
 		t.handle(it)

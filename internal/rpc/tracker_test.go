@@ -506,3 +506,20 @@ func TestRecordsAfterCloseAreNotTraced(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// WithBashAnswered is told each response to a controller's bash command
+// as the tracker reads it, by the command's id; other responses, and ids
+// that are no strings, tell it nothing.
+func TestBashAnswered(t *testing.T) {
+	var got []string
+	h := newHarness(t, rpc.WithBashAnswered(func(id string) { got = append(got, id) }))
+	h.in(`{"id":"b1","type":"bash","command":"ls"}`)
+	h.out(`{"id":"b1","type":"response","command":"bash","success":true,"data":{"output":"bash\n","exitCode":0}}`)
+	h.out(`{"type":"response","command":"bash","success":true,"data":{"exitCode":0}}`)
+	h.out(`{"id":7,"type":"response","command":"bash","success":true}`)
+	h.out(`{"id":"p1","type":"response","command":"prompt","success":true,"data":{"output":"bash"}}`)
+	h.out(`{"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"command":"bash"}}`)
+	if want := []string{"b1", ""}; strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+		t.Errorf("answered %q, want %q", got, want)
+	}
+}

@@ -109,6 +109,9 @@ type message struct {
 	CustomType string    `json:"customType"`
 	Display    looseBool `json:"display"`
 
+	// bashCalls are an assistant message's bash calls, read by the decoder
+	// when Config.BashCalls asks, until FileMapper.feed hands them on.
+	bashCalls []event.BashCall
 	// callIDs and callNames are an assistant message's tool calls, read once;
 	// callSkills, when one loads a skill, the skill of each (ReadSkill).
 	callIDs, callNames, callSkills []string
@@ -238,6 +241,7 @@ func tolerable(err error) bool {
 type decoder struct {
 	ev      *event.Decoder
 	content bool // keep raw messages, for content capture
+	calls   bool // read bash calls (Config.BashCalls)
 	// sessions reads the child session files tool results name; nil
 	// leaves them unread. from is the file they are named in, and Pi's
 	// cwd once the header is read: what relative names resolve against.
@@ -245,8 +249,8 @@ type decoder struct {
 	from     nested.Origin
 }
 
-func newDecoder(content bool) *decoder {
-	return &decoder{ev: event.NewDecoder(event.Options{}), content: content}
+func newDecoder(content, calls bool) *decoder {
+	return &decoder{ev: event.NewDecoder(event.Options{BashCalls: calls}), content: content, calls: calls}
 }
 
 // decode decodes one entry line. A line that is not one JSON object (two
@@ -276,6 +280,9 @@ func (d *decoder) decode(b []byte) (*entry, error) {
 	// Fields of shapes a stream record would not have (an entry is not
 	// one), or lines of unusual shape: encoding/json decides.
 	e, err := decodeEntryWith(b, d.sessions, d.from)
+	if err == nil && d.calls && e.msg != nil && e.msg.Role == "assistant" {
+		e.msg.bashCalls = event.BashCalls(e.msg.Content)
+	}
 	if err == nil && !d.content {
 		e.RawMsg, e.Content = nil, nil
 		if e.msg != nil {
@@ -300,7 +307,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	if !ok {
 		return nil, false
 	}
-	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message}}
+	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message, bashCalls: ev.BashCalls}}
 	m := e.msg
 	m.readNested(d.sessions, d.from)
 	m.summarize()

@@ -106,7 +106,7 @@ func FuzzFastDecodeMatches(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"message","id":"a\"b","parentId":"p\u0041","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n"}],"stopReason":"toolUse"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		d := newDecoder(false)
+		d := newDecoder(false, false)
 		fast, ferr := d.decode(line)
 		slow, serr := decodeEntry(line)
 		switch {

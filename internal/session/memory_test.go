@@ -68,7 +68,7 @@ func TestDecodeKeepsNoContentWithoutCapture(t *testing.T) {
 			t.Run(fmt.Sprintf("%s slow=%v", c.name, slow), func(t *testing.T) {
 				line := messageLine(t, "m1", "p0", c.msg, slow)
 				for _, capture := range []bool{false, true} {
-					e, err := newDecoder(capture).decode(line)
+					e, err := newDecoder(capture, false).decode(line)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -92,7 +92,7 @@ func TestDecodeKeepsNoContentWithoutCapture(t *testing.T) {
 			})
 		}
 	}
-	e, err := newDecoder(false).decode([]byte(`{"type":"custom_message","id":"x","parentId":null,"timestamp":"2026-11-30T09:00:01.000Z","customType":"ext","content":[{"type":"image","data":"aGVsbG8="}]}`))
+	e, err := newDecoder(false, false).decode([]byte(`{"type":"custom_message","id":"x","parentId":null,"timestamp":"2026-11-30T09:00:01.000Z","customType":"ext","content":[{"type":"image","data":"aGVsbG8="}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

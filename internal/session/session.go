@@ -91,6 +91,10 @@ type Config struct {
 	// (A run Claims says not to count is marked so in its spans' context,
 	// spanid.WithUncounted, for the span metrics to leave it out.)
 	Claims Claims
+	// BashCalls, if set, is handed the bash calls of each assistant
+	// message entry, read by the line's decoding, once the line is fed:
+	// ToolContext then names their spans. The commands are dropped after.
+	BashCalls func(calls []event.BashCall)
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -174,7 +178,7 @@ func New(cfg Config) *FileMapper {
 	if cfg.Content != nil {
 		opts = append(opts, agentmap.WithContent(cfg.Content))
 	}
-	dec := newDecoder(cfg.Content != nil)
+	dec := newDecoder(cfg.Content != nil, cfg.BashCalls != nil)
 	dec.sessions = cfg.ChildSessions
 	dec.from.File = cfg.Path
 	return &FileMapper{
@@ -201,7 +205,7 @@ func (t *FileMapper) Line(off int64, b []byte) {
 // that calls the FileMapper's methods, before any other of them. What it
 // decodes aliases nothing of b.
 func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
-	dec := newDecoder(t.cfg.Content != nil)
+	dec := newDecoder(t.cfg.Content != nil, t.cfg.BashCalls != nil)
 	dec.sessions = t.cfg.ChildSessions
 	dec.from = t.dec.from
 	header := !t.hdrSeen
@@ -243,8 +247,19 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	return l
 }
 
-// feed maps one decoded line: Line's second half.
+// feed maps one decoded line, Line's second half, and hands on its bash
+// calls.
 func (t *FileMapper) feed(l decodedLine) {
+	t.feedLine(l)
+	if e := l.e; e != nil && e.msg != nil && e.msg.bashCalls != nil {
+		calls := e.msg.bashCalls
+		e.msg.bashCalls = nil // the run holds the entry; not its commands
+		t.cfg.BashCalls(calls)
+	}
+}
+
+// feedLine maps one decoded line.
+func (t *FileMapper) feedLine(l decodedLine) {
 	t.stats.Lines++
 	if l.blank {
 		return

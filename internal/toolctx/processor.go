@@ -7,35 +7,24 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// Processor resolves each bash call's entry when its execute_tool span
-// starts, and removes it when the span ends: in a stream (run --mode
-// json, rpc) that span starts at tool_execution_start, which Pi writes
-// before it starts bash.
-// With Done set (watch, whose spans start after a call has ended), it
-// only removes entries.
+// Processor removes each bash call's entry when its execute_tool span
+// ends, however it ends (its tool_execution_end, a run cut short, a tool
+// evicted). Done is Run.Done, or Sessions.Done for watch. Publishing is
+// not its part: the mapper names a call's span as it reads the records
+// that ask for the call (Run.Call), the one that opens the span too.
 type Processor struct {
-	Run  *Run
 	Done func(callID string)
 }
 
 var _ sdktrace.SpanProcessor = Processor{}
 
-// OnStart resolves the call of an execute_tool span.
-func (p Processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if id := toolCallID(s); id != "" && p.Run != nil {
-		p.Run.Resolve(id, s.SpanContext())
-	}
-}
+// OnStart does nothing: the span's call is published already.
+func (Processor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 // OnEnd removes the call's entry.
 func (p Processor) OnEnd(s sdktrace.ReadOnlySpan) {
-	id := toolCallID(s)
-	switch {
-	case id == "":
-	case p.Done != nil:
+	if id := toolCallID(s); id != "" {
 		p.Done(id)
-	default:
-		p.Run.Done(id)
 	}
 }
 

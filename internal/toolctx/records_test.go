@@ -1,42 +1,25 @@
 package toolctx
 
-import (
-	"reflect"
-	"testing"
-)
+import "testing"
 
-func TestCalls(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		rec  string
-		want []Call
+func TestRPCBash(t *testing.T) {
+	for _, c := range []struct {
+		rec, id, command string
+		ok               bool
 	}{
-		{"tool start", `{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls"}}`,
-			[]Call{{ID: "c1", Command: "ls"}}},
-		{"stream message end", `{"type":"message_end","message":{"role":"assistant","content":[` +
-			`{"type":"text","text":"two calls"},` +
-			`{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}},` +
-			`{"type":"toolCall","id":"c2","name":"read","arguments":{"path":"x"}},` +
-			`{"type":"toolCall","id":"c3","name":"bash","arguments":{"command":"go test"}}]}}`,
-			[]Call{{ID: "c1", Command: "make"}, {ID: "c3", Command: "go test"}}},
-		{"session entry", `{"type":"message","id":"e1","message":{"role":"assistant","content":[` +
-			`{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`,
-			[]Call{{ID: "c1", Command: "pwd"}}},
-		// Pi before 1.x repeats the message in every update: the call is
-		// published at message_end, once.
-		{"update snapshot", `{"type":"message_update","message":{"role":"assistant","content":[` +
-			`{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`, nil},
-		{"user message", `{"type":"message_end","message":{"role":"user","content":[` +
-			`{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"pwd"}}]}}`, nil},
-		{"other tool", `{"type":"tool_execution_start","toolCallId":"c1","toolName":"read","args":{"path":"x"}}`, nil},
-		{"no command", `{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{}}`, nil},
-		{"malformed", `{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall"`, nil},
-		{"no call", `{"type":"agent_start"}`, nil},
+		{`{"id":"b1","type":"bash","command":"ls -l"}`, "rpc-bash:b1", "ls -l", true},
+		{`{"type":"bash","command":""}`, "rpc-bash:", "", true},
+		{`{"id":"b1","type":"bash","command":5}`, "", "", false},
+		{`{"id":"b1","type":"bash"}`, "", "", false},
+		{`{"id":7,"type":"bash","command":"ls"}`, "", "", false},
+		// Pi's answer is the tracker's to read (rpc.WithBashAnswered).
+		{`{"id":"b1","type":"response","command":"bash","success":true}`, "", "", false},
+		{`{"id":"p1","type":"prompt","message":"run bash"}`, "", "", false},
+		{`{"type":"bash","command":"ls"`, "", "", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Calls([]byte(tc.rec)); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Calls = %+v, want %+v", got, tc.want)
-			}
-		})
+		id, command, ok := RPCBash([]byte(c.rec))
+		if id != c.id || command != c.command || ok != c.ok {
+			t.Errorf("RPCBash(%s) = %q, %q, %v; want %q, %q, %v", c.rec, id, command, ok, c.id, c.command, c.ok)
+		}
 	}
 }

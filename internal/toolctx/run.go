@@ -329,34 +329,11 @@ func writeFile(dir, name string, body []byte) error {
 	return err
 }
 
-// ContextSource names the span context a tool call's execute_tool span
-// has or will have, as soon as the assistant message that asks for the
-// call is seen.
-type ContextSource interface {
-	ToolContext(callID string) (trace.SpanContext, bool)
-}
-
-// Publish publishes those of calls whose context src already knows (a
-// session file's reader: its spans start only once a call has ended).
-func (r *Run) Publish(calls []Call, src ContextSource) {
-	for _, c := range calls {
-		if sc, ok := src.ToolContext(c.ID); ok {
-			r.Resolve(c.ID, sc)
-			r.Expect(c.ID, c.Command)
-		}
-	}
-}
-
-// Record reads one of Pi's records, after the mapper has: each bash call
-// it asks for is expected, and resolved at once when src (which may be
-// nil) knows its context.
-func (r *Run) Record(rec []byte, src ContextSource) {
-	for _, c := range Calls(rec) {
-		if src != nil {
-			if sc, ok := src.ToolContext(c.ID); ok {
-				r.Resolve(c.ID, sc)
-			}
-		}
-		r.Expect(c.ID, c.Command)
-	}
+// Call publishes bash call id, which runs command, with sc, the context
+// of its execute_tool span: the mapper names it as soon as it reads the
+// assistant message that asks for the call, and again once its span has
+// started, which may correct it. The command only keys the entry.
+func (r *Run) Call(id, command string, sc trace.SpanContext) {
+	r.Resolve(id, sc)
+	r.Expect(id, command)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Sessions publishes the bash calls of plain Pis that pi-otel watch
@@ -82,10 +84,10 @@ func (s *Sessions) session(id string) *Run {
 	return r
 }
 
-// Publish publishes the calls of session id whose context src knows.
-func (s *Sessions) Publish(id string, calls []Call, src ContextSource) {
+// Call publishes bash call callID of session id (Run.Call).
+func (s *Sessions) Call(id, callID, command string, sc trace.SpanContext) {
 	if r := s.session(id); r != nil {
-		r.Publish(calls, src)
+		r.Call(callID, command, sc)
 	}
 }
 

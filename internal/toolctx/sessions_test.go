@@ -9,13 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-type fixedSource map[string]trace.SpanContext
-
-func (f fixedSource) ToolContext(id string) (trace.SpanContext, bool) {
-	sc, ok := f[id]
-	return sc, ok
-}
-
 // TestSetupLine: a plain bash whose command starts with the setup line
 // of docs/watch.md (Pi's shellCommandPrefix) gets the context watch
 // published for its session, and its output is what it would be.
@@ -30,7 +23,7 @@ func TestSetupLine(t *testing.T) {
 	prefix := ". " + hookPath + " 2>/dev/null || :\n"
 	const cmd = "set -u; printenv TRACEPARENT; echo done"
 	sc := spanContext(t, 4, trace.FlagsSampled)
-	s.Publish("sess-1", []Call{{ID: "c1", Command: cmd}, {ID: "other", Command: "true"}}, fixedSource{"c1": sc})
+	s.Call("sess-1", "c1", cmd, sc)
 	session := filepath.Join(t.TempDir(), "s.jsonl")
 	if err := os.WriteFile(session, []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -77,7 +77,8 @@ func WithContent(on bool) Option {
 // New returns a Sink feeding m.
 func New(m *agentmap.Mapper, opts ...Option) *Sink {
 	c := option.Apply(config{clock: LiveClock{}, warn: io.Discard}, opts)
-	s := &Sink{m: m, clock: c.clock, warn: c.warn, opts: event.Options{Content: c.content}}
+	// The bash calls are read by this decode, for the mapper to hand on.
+	s := &Sink{m: m, clock: c.clock, warn: c.warn, opts: event.Options{Content: c.content, BashCalls: m.ReadsBashCalls()}}
 	s.dec = event.NewDecoder(s.opts)
 	return s
 }

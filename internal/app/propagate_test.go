@@ -1,0 +1,125 @@
+package app
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/toolctx"
+)
+
+// A session file's bash calls are published from the FileMapper's own
+// decoding, with the span the file's run will give them, and the file is
+// marked read to its end after its last line, and again once it grew:
+// not after the lines before.
+func TestSessionFileCallsAndCaughtUp(t *testing.T) {
+	r, err := toolctx.Open(toolctx.Options{Base: filepath.Join(t.TempDir(), "ctx"), Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &callContexts{run: r}
+	defer cc.close()
+	cfg := config.Default()
+	cfg.Traces.Exporter = telemetry.ExporterNone
+	cfg.Quiet = true
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.calls = cc
+	defer sp.summary(nil)
+
+	now := time.Now().UTC()
+	ts := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339Nano) }
+	const sid = "0198a2b4-1111-7000-8000-000000000001"
+	lines := []string{
+		`{"type":"session","version":3,"id":"` + sid + `","timestamp":"` + ts(0) + `","cwd":"/tmp"}`,
+		`{"type":"message","id":"u1","parentId":null,"timestamp":"` + ts(time.Millisecond) + `","message":{"role":"user","content":"go","timestamp":1}}`,
+		`{"type":"message","id":"a1","parentId":"u1","timestamp":"` + ts(2*time.Millisecond) + `","message":{"role":"assistant","stopReason":"toolUse","timestamp":2,"content":[` +
+			`{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make test"}},` +
+			`{"type":"toolCall","id":"c2","name":"read","arguments":{"path":"x","command":"not bash"}},` +
+			`{"type":"toolCall","name":"bash","arguments":{"command":"no id"}},` +
+			`{"type":"toolCall","id":"c4","name":"bash","arguments":{"command":4}}]}}`,
+		`{"type":"message","id":"r1","parentId":"a1","timestamp":"` + ts(3*time.Millisecond) + `","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[],"timestamp":3}}`,
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*countingMapper)
+	seen := filepath.Join(r.Dir(), "seen-"+sid)
+	var off int64
+	feed := func(line string) {
+		c.Line(off, []byte(line))
+		off += int64(len(line)) + 1
+	}
+	for i, l := range lines {
+		feed(l)
+		if _, err := os.Stat(seen); (err == nil) != (i == len(lines)-1) {
+			t.Fatalf("after line %d of %d: marked read: %v", i+1, len(lines), err == nil)
+		}
+		if i != 2 {
+			continue
+		}
+		sc, ok := c.FileMapper.ToolContext("c1")
+		if !ok {
+			t.Fatal("no context for c1")
+		}
+		entries := published(t, r.Dir())
+		if want := []string{traceparentOf(sc)}; strings.Join(entries, ",") != strings.Join(want, ",") {
+			t.Errorf("published %q, want %q (c1's only)", entries, want)
+		}
+	}
+	// The file grows: its new last line marks it again, at its new time.
+	more := `{"type":"message","id":"a2","parentId":"r1","timestamp":"` + ts(4*time.Millisecond) + `","message":{"role":"assistant","stopReason":"stop","timestamp":4,"content":[]}}`
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(more + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	later := time.Now().Add(time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	feed(more)
+	if fi, err := os.Stat(seen); err != nil || !fi.ModTime().Equal(later) {
+		t.Errorf("after the file grew: marked %v, %v; want at %v", fi, err, later)
+	}
+}
+
+// published is the trace context of each entry of a run's directory.
+func published(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "c.") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, _, _ := strings.Cut(string(b), "\n")
+		out = append(out, tp)
+	}
+	return out
+}
+
+func traceparentOf(sc trace.SpanContext) string {
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
