@@ -183,7 +183,12 @@ func (s *sessionCalls) caughtUp(end int64) {
 		return
 	}
 	if s.c.sessions != nil {
-		s.c.sessions.Seen(id, fi.ModTime())
+		// A file nobody wrote lately (watch's backfill) gets no directory
+		// of its own: no Pi is running its bash. Resumed, its next entry
+		// is new and makes one.
+		if time.Since(fi.ModTime()) <= historyAge {
+			s.c.sessions.Seen(id, fi.ModTime())
+		}
 		return
 	}
 	s.c.run.Seen(id, fi.ModTime())

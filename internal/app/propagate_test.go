@@ -123,3 +123,64 @@ func published(t *testing.T, dir string) []string {
 func traceparentOf(sc trace.SpanContext) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
+
+// TestWatchLeavesHistoryUnmarked: watch's backfill makes no directory for
+// a session nobody wrote lately; once Pi writes to it again, it gets one,
+// marked read to its end.
+func TestWatchLeavesHistoryUnmarked(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "ctx")
+	s, err := toolctx.OpenSessions(toolctx.Options{Base: base, Wait: time.Second}, filepath.Join(t.TempDir(), toolctx.HookName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &callContexts{sessions: s}
+	defer cc.close()
+	cfg := config.Default()
+	cfg.Traces.Exporter = telemetry.ExporterNone
+	cfg.Quiet = true
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.calls = cc
+	defer sp.summary(nil)
+
+	const sid = "0198a2b4-2222-7000-8000-000000000002"
+	then := time.Now().Add(-48 * time.Hour).UTC()
+	lines := []string{
+		`{"type":"session","version":3,"id":"` + sid + `","timestamp":"` + then.Format(time.RFC3339Nano) + `","cwd":"/tmp"}`,
+		`{"type":"message","id":"u1","parentId":null,"timestamp":"` + then.Format(time.RFC3339Nano) + `","message":{"role":"user","content":"go","timestamp":1}}`,
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, then, then); err != nil {
+		t.Fatal(err)
+	}
+	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*countingMapper)
+	var off int64
+	for _, l := range lines {
+		c.Line(off, []byte(l))
+		off += int64(len(l)) + 1
+	}
+	dir := filepath.Join(base, "s-"+sid)
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("a session last written two days ago got a directory")
+	}
+
+	now := time.Now().UTC()
+	more := `{"type":"message","id":"u2","parentId":"u1","timestamp":"` + now.Format(time.RFC3339Nano) + `","message":{"role":"user","content":"again","timestamp":2}}`
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(more + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c.Line(off, []byte(more))
+	if _, err := os.Stat(filepath.Join(dir, "seen-"+sid)); err != nil {
+		t.Errorf("resumed, the session is not marked read: %v", err)
+	}
+}

@@ -277,6 +277,13 @@ type Misses struct {
 // Total is the number of bash calls that ran without their call's context.
 func (m Misses) Total() int64 { return m.None + m.Timeout + m.Gone }
 
+func (m *Misses) add(o Misses) {
+	m.None += o.None
+	m.Timeout += o.Timeout
+	m.Gone += o.Gone
+	m.Unwritten += o.Unwritten
+}
+
 // Misses reads what the hooks have counted so far.
 func (r *Run) Misses() Misses {
 	r.mu.Lock()
@@ -308,6 +315,14 @@ func (r *Run) Close() Misses {
 }
 
 func (r *Run) remove() { _ = os.RemoveAll(r.dir) }
+
+// pending reports whether a call's entry is still published: its hook may
+// yet read it.
+func (r *Run) pending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls) > 0
+}
 
 // writeFile writes name in dir through a temporary file and a rename, with
 // mode 0600.

@@ -22,7 +22,19 @@ type Sessions struct {
 
 	mu   sync.Mutex
 	runs map[string]*Run
+	// used is when each session was last published to; one idle past
+	// idleAfter, with no call pending, has its directory removed, so a
+	// watch that runs for months holds the sessions in use, not every
+	// one it ever read. Its hooks' counts are kept in closed.
+	used   map[string]time.Time
+	closed Misses
+	now    func() time.Time
 }
+
+// idleAfter is how long a session's directory outlives its last
+// entry: far past a hook's wait, so no call that could still be
+// waiting loses it.
+const idleAfter = time.Hour
 
 // OpenSessions prepares the base directory for watch, and writes the hook
 // to hookPath (0600), where the setup line sources it.
@@ -50,7 +62,7 @@ func OpenSessions(opts Options, hookPath string) (*Sessions, error) {
 	if err := writeFile(opts.Base, "watch.pid", []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return nil, err
 	}
-	return &Sessions{base: opts.Base, wait: opts.Wait, runs: map[string]*Run{}}, nil
+	return &Sessions{base: opts.Base, wait: opts.Wait, runs: map[string]*Run{}, used: map[string]time.Time{}, now: time.Now}, nil
 }
 
 // HookPath is where watch writes the hook for the setup line:
@@ -69,9 +81,12 @@ func (s *Sessions) session(id string) *Run {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
 	if r := s.runs[id]; r != nil {
+		s.used[id] = now
 		return r
 	}
+	s.sweep(now)
 	dir := filepath.Join(s.base, "s-"+id)
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return nil
@@ -81,7 +96,23 @@ func (s *Sessions) session(id string) *Run {
 	}
 	r := &Run{dir: dir, pid: os.Getpid(), wait: s.wait, calls: map[string]*call{}}
 	s.runs[id] = r
+	s.used[id] = now
 	return r
+}
+
+// sweep removes the directories of sessions idle past idleAfter with no
+// call pending; it runs as a session is added, so the sessions held stay
+// those in use. s.mu is held.
+func (s *Sessions) sweep(now time.Time) {
+	for id, at := range s.used {
+		r := s.runs[id]
+		if now.Sub(at) <= idleAfter || r.pending() {
+			continue
+		}
+		s.closed.add(r.Close())
+		delete(s.runs, id)
+		delete(s.used, id)
+	}
 }
 
 // Call publishes bash call callID of session id (Run.Call).
@@ -116,13 +147,9 @@ func (s *Sessions) Done(callID string) {
 func (s *Sessions) Close() Misses {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var m Misses
+	m := s.closed
 	for _, r := range s.runs {
-		rm := r.Close()
-		m.None += rm.None
-		m.Timeout += rm.Timeout
-		m.Gone += rm.Gone
-		m.Unwritten += rm.Unwritten
+		m.add(r.Close())
 	}
 	_ = os.Remove(filepath.Join(s.base, "watch.pid"))
 	return m

@@ -49,3 +49,47 @@ func TestSetupLine(t *testing.T) {
 		t.Errorf("without watch: %q %q", out, errOut)
 	}
 }
+
+// TestIdleSessionsLeave: a long watch keeps the directories of the
+// sessions in use, not of every one it read; an idle session with a call
+// still pending keeps its own, and the counts of those removed stay.
+func TestIdleSessionsLeave(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "pi-otel")
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, filepath.Join(t.TempDir(), HookName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	s.Seen("idle", now)
+	s.Call("busy", "c1", "make test", spanContext(t, 4, trace.FlagsSampled))
+	if err := os.WriteFile(filepath.Join(base, "s-idle", "misses"), []byte("nt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(id string) bool { _, err := os.Stat(filepath.Join(base, "s-"+id)); return err == nil }
+
+	now = now.Add(idleAfter / 2)
+	s.Seen("new1", now)
+	if !exists("idle") || !exists("busy") || !exists("new1") {
+		t.Fatal("a session not yet idle lost its directory")
+	}
+	now = now.Add(idleAfter)
+	s.Seen("new2", now)
+	if exists("idle") {
+		t.Error("the idle session kept its directory")
+	}
+	if !exists("busy") {
+		t.Error("a session with a call pending lost its directory")
+	}
+	if !exists("new1") || !exists("new2") {
+		t.Error("sessions in use lost their directories")
+	}
+	// Used again, it comes back.
+	s.Seen("idle", now)
+	if !exists("idle") {
+		t.Error("a session used again got no directory")
+	}
+	if m := s.Close(); m.None != 1 || m.Timeout != 1 {
+		t.Errorf("misses %+v, want the removed session's 1 none and 1 timeout", m)
+	}
+}
