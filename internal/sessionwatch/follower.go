@@ -5,7 +5,8 @@
 // It keeps no file open between reads: a change (inotify through fsnotify,
 // or a poll) makes it stat the file, read what was appended up to the last
 // complete line, and close it again. A half-written last line is left for
-// the next read. A file that shrinks or is replaced under its name is read
+// the next read. A file that shrinks, is rewritten in place (the bytes
+// before the place read changed) or is replaced under its name is read
 // again from the start; a file that disappears is closed.
 //
 // A tracer exists only while its file is active. One that has been quiet
@@ -226,7 +227,8 @@ type file struct {
 	committed int64     // accepted by the exporter
 	pending   int64     // traced, waiting for a flush
 	tail      uint32
-	tailAt    int64 // the committed place tail was taken at
+	tailAt    int64  // the committed place tail was taken at
+	readTail  uint32 // checksumAt readOff: the bytes read are still there
 	// skip is TracerSpec.SkipThrough.
 	skip int64
 	// seen is the size refresh last saw (at least 1 once it looked); grew:
