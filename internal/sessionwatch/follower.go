@@ -481,11 +481,12 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 			next = earlier(next, fi.nextIdle)
 		}
 		now := f.cfg.Now()
-		if !fi.closed && !f.uncommitted[fi] {
+		if quiet := fi.active(now).Add(f.cfg.CloseAfter); !fi.closed && !f.uncommitted[fi] && (quiet.After(now) || !f.goesOn(fi, now)) {
 			// Due now, if active went back to the entries' time since due
 			// last looked. (A tracer past its close, or with runs waiting
-			// for a commit, waits for the commit.)
-			next = earlier(next, fi.active(now).Add(f.cfg.CloseAfter))
+			// for a commit, waits for the commit; one whose session goes on
+			// in another file waits for that file's deadline.)
+			next = earlier(next, quiet)
 		}
 		if probed := fi.mtime.Add(growthProbe); fi.live && probed.After(now) {
 			next = earlier(next, probed) // active may then go back to the entries' time

@@ -65,3 +65,51 @@ func TestSessionRewrittenInPlaceLarger(t *testing.T) {
 	h.finish()
 	h.check(s)
 }
+
+// runStarts are the offsets of the lines that begin runs (user messages).
+func runStarts(b []byte) []int {
+	var out []int
+	for off := 0; off < len(b); {
+		n := bytes.IndexByte(b[off:], '\n')
+		if n < 0 {
+			break
+		}
+		if bytes.Contains(b[off:off+n], []byte(`"role":"user"`)) {
+			out = append(out, off)
+		}
+		off += n + 1
+	}
+	return out
+}
+
+// A backup made with cp -a mid-run while Pi goes on with that run for
+// longer than --close-after (a long agent run, a step every few minutes):
+// the copy, quiet, must not close the run as unfinished before the file
+// Pi writes completes it. The run is traced once, whole.
+func TestSnapshotDoesNotCloseARunStillGoingOn(t *testing.T) {
+	h := newRealHarness(t, Config{})
+	s := genSessionAt(t, "long", 200<<10, 26, h.clk.t)
+	starts := runStarts(s)
+	if len(starts) < 3 {
+		t.Fatalf("%d runs", len(starts))
+	}
+	from, to := starts[1], starts[2] // the second run
+	mid := len(cut(s, from+1))       // its prompt
+	h.put("p/s.jsonl", s[:mid])
+	h.later(time.Second)
+	h.copyA("p/s.jsonl", "backup/p/s.jsonl")
+	h.later(time.Second)
+	// The rest of the run, a line every 10 minutes for 90 minutes (the
+	// harness's CloseAfter is an hour).
+	lines := bytes.SplitAfter(s[mid:to], []byte("\n"))
+	for i, l := range lines {
+		h.appendTo("p/s.jsonl", l)
+		if i < 9 {
+			h.later(10 * time.Minute)
+		}
+	}
+	h.appendTo("p/s.jsonl", s[to:])
+	h.later(time.Second)
+	h.finish()
+	h.check(s)
+}

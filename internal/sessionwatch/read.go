@@ -325,7 +325,25 @@ func (f *Follower) due(fi *file, now time.Time) bool {
 			fi.nextIdle = now.Add(f.cfg.Settle)
 		}
 	}
-	return quiet && fi.tr.Committed() < fi.readOff
+	return quiet && fi.tr.Committed() < fi.readOff && !f.goesOn(fi, now)
+}
+
+// goesOn reports whether fi's session goes on in another followed file
+// that is not quiet: fi is a copy made mid-run (cp -a into a backup
+// folder) while Pi, writing the other, is still in that run. Its open run
+// is left to that file, which holds it whole once it ends; closing the
+// copy first would claim the run as it stood when copied.
+func (f *Follower) goesOn(fi *file, now time.Time) bool {
+	if fi.session == "" {
+		return false
+	}
+	for _, o := range f.files {
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed &&
+			!o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter {
+			return true
+		}
+	}
+	return false
 }
 
 // closeQuiet traces the open run of a file due says is to be closed.
