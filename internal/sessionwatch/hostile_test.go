@@ -113,3 +113,24 @@ func TestSnapshotDoesNotCloseARunStillGoingOn(t *testing.T) {
 	h.finish()
 	h.check(s)
 }
+
+// A followed file deleted and another session written under the same
+// name at once (its inode, freed, most likely taken again), larger than
+// what watch had read: two sessions, each traced whole, once.
+func TestDeletedAndRecreatedWithAnotherSession(t *testing.T) {
+	h := newRealHarness(t, Config{})
+	a := genSessionAt(t, "a", 60<<10, 27, h.clk.t)
+	b := genSessionAt(t, "b", 200<<10, 28, h.clk.t)
+	p := h.put("p/s.jsonl", a)
+	h.later(time.Second)
+	before, err := os.Stat(p)
+	must(t, err)
+	must(t, os.Remove(p))
+	h.put("p/s.jsonl", b)
+	after, err := os.Stat(p)
+	must(t, err)
+	t.Logf("inode taken again: %v", identity(before) == identity(after))
+	h.later(time.Second)
+	h.finish()
+	h.check(a, b)
+}
