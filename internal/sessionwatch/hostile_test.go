@@ -2,7 +2,11 @@ package sessionwatch
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -133,4 +137,122 @@ func TestDeletedAndRecreatedWithAnotherSession(t *testing.T) {
 	h.later(time.Second)
 	h.finish()
 	h.check(a, b)
+}
+
+// A state written by an older pi-otel (version 2: places only, no
+// session record), with a session that grew, one moved and one copied
+// while it was down: what the old version traced is not traced again,
+// the rest is, once.
+func TestStateFromAnOlderVersion(t *testing.T) {
+	h := newRealHarness(t, Config{})
+	a := genSessionAt(t, "a", 120<<10, 31, h.clk.t)
+	b := genSessionAt(t, "b", 80<<10, 32, h.clk.t)
+	starts := runStarts(a)
+	half := starts[len(starts)/2] // between two runs
+	h.put("p/a.jsonl", a[:half])
+	h.put("p/b.jsonl", b)
+	h.finish()
+	must(t, h.f.stop())
+	raw, err := os.ReadFile(h.state)
+	must(t, err)
+	var st map[string]any
+	must(t, json.Unmarshal(raw, &st))
+	st["version"] = 2
+	delete(st, "sessions")
+	raw, err = json.Marshal(st)
+	must(t, err)
+	must(t, os.WriteFile(h.state, raw, 0o600))
+
+	h.appendTo("p/a.jsonl", a[half:])
+	must(t, os.Rename(h.path("p/b.jsonl"), h.path("q/b.jsonl")))
+	h.copyA("q/b.jsonl", "backup/b.jsonl")
+	h.start(Config{})
+	h.finish()
+	h.check(a, b)
+}
+
+// Random interleavings as in TestRandomFileOperationsTraceEachRunOnce,
+// with an exporter that goes down and comes back, in-place rewrites of a
+// file with its own session's bytes (cp over it), and long pauses
+// between appends (a run longer than --close-after): every run once.
+func TestRandomOperationsWithOutages(t *testing.T) {
+	rounds := 20
+	if testing.Short() {
+		rounds = 3
+	}
+	for round := range rounds {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(round), 7))
+			h := newRealHarness(t, Config{})
+			type sess struct {
+				full  []byte
+				wrote int
+				name  string
+			}
+			var ss []*sess
+			for i := range 3 {
+				s := genSessionAt(t, fmt.Sprintf("o%d-%d", round, i), int64(40<<10+rng.IntN(100<<10)), uint64(round*10+i+5000), h.clk.t)
+				ss = append(ss, &sess{full: s, name: fmt.Sprintf("p%d/s%d.jsonl", i%2, i)})
+			}
+			var copies []string
+			var ops []string
+			for step := 0; step < 60; step++ {
+				s := ss[rng.IntN(len(ss))]
+				pause := time.Duration(rng.IntN(3000)) * time.Millisecond
+				switch op := rng.IntN(10); {
+				case op < 4 && s.wrote < len(s.full):
+					n := min(len(s.full)-s.wrote, 1+rng.IntN(24<<10))
+					h.appendTo(s.name, s.full[s.wrote:s.wrote+n])
+					s.wrote += n
+					ops = append(ops, "append")
+				case op == 4 && s.wrote > 0:
+					to := fmt.Sprintf("backup%d/c%d.jsonl", rng.IntN(2), step)
+					h.copyA(s.name, to)
+					copies = append(copies, to)
+					ops = append(ops, "copy")
+				case op == 5 && s.wrote > 0: // the file written over in place, with more
+					n := min(len(s.full)-s.wrote, rng.IntN(16<<10))
+					s.wrote += n
+					h.overwrite(s.name, s.full[:s.wrote])
+					ops = append(ops, "overwrite")
+				case op == 6 && len(copies) > 0:
+					i := rng.IntN(len(copies))
+					must(t, os.Remove(h.path(copies[i])))
+					copies = slices.Delete(copies, i, i+1)
+					ops = append(ops, "delete copy")
+				case op == 7:
+					h.exp.mu.Lock()
+					h.exp.down = !h.exp.down
+					h.exp.mu.Unlock()
+					ops = append(ops, fmt.Sprintf("down=%v", h.exp.down))
+				case op == 8:
+					h.restart()
+					ops = append(ops, "restart")
+				case op == 9 && rng.IntN(2) == 0:
+					h.kill()
+					ops = append(ops, "kill -9")
+				}
+				h.later(pause)
+			}
+			h.exp.mu.Lock()
+			h.exp.down = false
+			h.exp.mu.Unlock()
+			for _, s := range ss {
+				if s.wrote < len(s.full) {
+					h.appendTo(s.name, s.full[s.wrote:])
+				}
+			}
+			h.step()
+			h.later(10 * time.Minute) // past the retry's backoff
+			h.finish()
+			var full [][]byte
+			for _, s := range ss {
+				full = append(full, s.full)
+			}
+			h.check(full...)
+			if t.Failed() {
+				t.Logf("operations: %v", ops)
+			}
+		})
+	}
 }
