@@ -351,6 +351,11 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	} else {
 		// Only the spans and the logs: metrics keep their own interval.
 		err = sp.tel.FlushSpans(ctx)
+		if ctx.Err() != nil {
+			// Stopping: the follower leaves the decision to the final
+			// flush, which must still see what was lost since the last.
+			return ctx.Err()
+		}
 		if err == nil {
 			// Records that failed are counted below, not an error.
 			if lerr := sp.tel.FlushLogs(ctx); lerr != nil && ctx.Err() != nil {
