@@ -256,3 +256,21 @@ func TestRandomOperationsWithOutages(t *testing.T) {
 		})
 	}
 }
+
+// A slow copy of an old session (rsync, a sync tool) under way when watch
+// restarts: the file, written to just now, is not quiet whatever its
+// entries' times say, and its run cut by the copy is traced whole once the
+// copy goes on.
+func TestRestartDuringSlowCopy(t *testing.T) {
+	h := newRealHarness(t, Config{})
+	s := genSession(t, "slow", 600<<10, 41)
+	for off := 0; off < len(s); off += 64 << 10 {
+		h.appendTo("p/s.jsonl", s[off:min(off+64<<10, len(s))])
+		if off == 4*64<<10 {
+			h.kill()
+		}
+		h.later(50 * time.Millisecond)
+	}
+	h.finish()
+	h.check(s)
+}
