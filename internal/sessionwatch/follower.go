@@ -236,6 +236,9 @@ type file struct {
 	// entries' times say.
 	seen int64
 	grew bool
+	// live: it may be being written, whatever its entries' times say: it
+	// appeared after the first scan, or a restart's first scan found it.
+	live bool
 	tr   Tracer
 	// nextIdle is when Idle is due: settle after the last line, then
 	// again every settle while a run stays open (Pi's entry times and
@@ -486,7 +489,7 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 			// in another file waits for that file's deadline.)
 			next = earlier(next, quiet)
 		}
-		if probed := fi.mtime.Add(growthProbe); probed.After(now) {
+		if probed := fi.mtime.Add(growthProbe); fi.live && probed.After(now) {
 			next = earlier(next, probed) // active may then go back to the entries' time
 		}
 	}

@@ -183,13 +183,14 @@ func (f *Follower) readAhead(fh *os.File, fi *file, decode func(off int64, b []b
 // active is when the file was last written to: its modification time,
 // or the time of its newest entry when that is older (a copy of an old
 // session, cp without -p, is new to the file system only), but only for
-// a file that has not grown under watch's eyes and has not been written
-// to for growthProbe. A file copied into the session folder is history to
-// close; a file still being copied, however old its entries, is not, also
-// when the first scan finds it so (watch restarted mid-copy). The first
-// scan takes the other files on disk as they stand, as replay would.
+// a file that has not grown under watch's eyes and, unless the first
+// start's scan found it, has not been written to for growthProbe. A file
+// copied into the session folder is history to close; a file still being
+// copied, however old its entries, is not, also when a restart finds it
+// so. The first start's scan takes the files on disk as they stand, as
+// replay would.
 func (fi *file) active(now time.Time) time.Time {
-	if fi.grew || fi.lastEntry.IsZero() || !fi.lastEntry.Before(fi.mtime) || now.Sub(fi.mtime) < growthProbe {
+	if fi.grew || fi.lastEntry.IsZero() || !fi.lastEntry.Before(fi.mtime) || (fi.live && now.Sub(fi.mtime) < growthProbe) {
 		return fi.mtime
 	}
 	return fi.lastEntry
