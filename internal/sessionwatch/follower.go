@@ -552,25 +552,6 @@ func (f *Follower) event(ev fsnotify.Event) {
 	}
 }
 
-// unwatchBelow forgets the watches of the directories below a directory
-// whose name went away. Removed, inotify dropped them; moved, they went
-// with it, and fsnotify drops only the moved directory's own watch: one
-// moved out of the tree would be watched for good, and its old names
-// would stay taken, so that a folder made again there went unwatched.
-// Moved within the tree, the walk of its new name watches them again.
-func (f *Follower) unwatchBelow(prefix string, moved bool) {
-	for p := range f.watched {
-		if !strings.HasPrefix(p, prefix) {
-			continue
-		}
-		delete(f.watched, p)
-		f.forgetWatch(p)
-		if moved && f.watcher != nil {
-			_ = f.watcher.Remove(p)
-		}
-	}
-}
-
 // missingGrace is how long a file whose name went away is kept, open,
 // waiting to be found under a new name, before it is closed as gone.
 const missingGrace = 2 * time.Second
