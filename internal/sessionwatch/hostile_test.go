@@ -274,3 +274,19 @@ func TestRestartDuringSlowCopy(t *testing.T) {
 	h.finish()
 	h.check(s)
 }
+
+// A writer that stops just before a line's LF for longer than the settle
+// time (the line, whole JSON, is read without it), then writes the LF and
+// goes on: every run once, as replay traces the whole file.
+func TestLineFinishedAfterItWasReadWithoutItsLF(t *testing.T) {
+	h := newRealHarness(t, Config{})
+	s := genSessionAt(t, "lf", 120<<10, 42, h.clk.t)
+	starts := runStarts(s)
+	at := starts[len(starts)/2] - 1 // the LF before a run's prompt
+	h.put("p/s.jsonl", s[:at])
+	h.later(time.Minute) // settled: the last line is read without its LF
+	h.appendTo("p/s.jsonl", s[at:])
+	h.later(time.Second)
+	h.finish()
+	h.check(s)
+}
