@@ -350,6 +350,11 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 	} else {
 		// Only the spans and the logs: metrics keep their own interval.
 		err = sp.tel.FlushSpans(ctx)
+		if ctx.Err() != nil {
+			// Stopping: the follower leaves the decision to the final
+			// flush, which must still see what was lost since the last.
+			return ctx.Err()
+		}
 		if err == nil {
 			// Records that failed are counted below, not an error.
 			if lerr := sp.tel.FlushLogs(ctx); lerr != nil && ctx.Err() != nil {
@@ -371,7 +376,10 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 		fmt.Fprintf(sp.stderr, "pi-otel: %d log records were not exported; their runs are not traced again (their spans were delivered): the summary counts every record lost\n", lostLogs)
 	}
 	switch {
-	case err != nil:
+	case err != nil && !(final && lost == 0 && s.Pending() == 0):
+		// The last flush ran out of --flush-timeout (a collector down)
+		// yet every span was exported or spooled: that is a delivery, or
+		// the next start would trace the runs again beside the spool.
 		return err
 	case lost > 0:
 		return fmt.Errorf("%d spans were not exported", lost)

@@ -73,7 +73,8 @@ func (f *Follower) work(ctx context.Context) {
 // dropQuiet frees the tracer of a file quiet for CloseAfter whose runs are
 // committed, until the file grows again.
 func (f *Follower) dropQuiet(fi *file, now time.Time) {
-	if fi.tr != nil && now.Sub(fi.active(now)) >= f.cfg.CloseAfter && !f.uncommitted[fi] {
+	if fi.tr != nil && now.Sub(fi.active(now)) >= f.cfg.CloseAfter && !f.uncommitted[fi] &&
+		(fi.closed || fi.tr.Committed() >= fi.readOff) { // an open run left to another file (goesOn) waits
 		f.dropTracer(fi)
 		f.refresh(fi) // unless it grew while closed
 	}

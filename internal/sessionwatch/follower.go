@@ -5,7 +5,8 @@
 // It keeps no file open between reads: a change (inotify through fsnotify,
 // or a poll) makes it stat the file, read what was appended up to the last
 // complete line, and close it again. A half-written last line is left for
-// the next read. A file that shrinks or is replaced under its name is read
+// the next read. A file that shrinks, is rewritten in place (the bytes
+// before the place read changed) or is replaced under its name is read
 // again from the start; a file that disappears is closed.
 //
 // A tracer exists only while its file is active. One that has been quiet
@@ -226,7 +227,8 @@ type file struct {
 	committed int64     // accepted by the exporter
 	pending   int64     // traced, waiting for a flush
 	tail      uint32
-	tailAt    int64 // the committed place tail was taken at
+	tailAt    int64  // the committed place tail was taken at
+	readTail  uint32 // checksumAt readOff: the bytes read are still there
 	// skip is TracerSpec.SkipThrough.
 	skip int64
 	// seen is the size refresh last saw (at least 1 once it looked); grew:
@@ -234,7 +236,8 @@ type file struct {
 	// entries' times say.
 	seen int64
 	grew bool
-	// live: it appeared after the first scan.
+	// live: it may be being written, whatever its entries' times say: it
+	// appeared after the first scan, or a restart's first scan found it.
 	live bool
 	tr   Tracer
 	// nextIdle is when Idle is due: settle after the last line, then
@@ -479,11 +482,12 @@ func (f *Follower) nextWake(lastScan time.Time) time.Time {
 			next = earlier(next, fi.nextIdle)
 		}
 		now := f.cfg.Now()
-		if !fi.closed && !f.uncommitted[fi] {
+		if quiet := fi.active(now).Add(f.cfg.CloseAfter); !fi.closed && !f.uncommitted[fi] && (quiet.After(now) || !f.goesOn(fi, now)) {
 			// Due now, if active went back to the entries' time since due
 			// last looked. (A tracer past its close, or with runs waiting
-			// for a commit, waits for the commit.)
-			next = earlier(next, fi.active(now).Add(f.cfg.CloseAfter))
+			// for a commit, waits for the commit; one whose session goes on
+			// in another file waits for that file's deadline.)
+			next = earlier(next, quiet)
 		}
 		if probed := fi.mtime.Add(growthProbe); fi.live && probed.After(now) {
 			next = earlier(next, probed) // active may then go back to the entries' time
@@ -543,6 +547,7 @@ func (f *Follower) event(ev fsnotify.Event) {
 					f.vanished(fi)
 				}
 			}
+			f.unwatchBelow(prefix, ev.Has(fsnotify.Rename))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -30,12 +31,7 @@ func (f *Follower) refresh(fi *file) {
 	}
 	size := st.Size()
 	if size < fi.size || (fi.tr != nil && size < fi.readOff) {
-		// Rewritten in place (Pi migrates old files so): read it again
-		// from the start; the claims keep what was traced from being
-		// traced again, and offsets before no longer mean anything.
-		f.dropTracer(fi)
-		fi.committed, fi.pending, fi.size, fi.tailAt, fi.skip = 0, 0, 0, -1, 0
-		delete(f.uncommitted, fi)
+		f.rewritten(fi) // shrunk: the bytes read are no longer there
 	}
 	if fi.seen > 0 && size > fi.seen {
 		fi.grew = true
@@ -81,6 +77,11 @@ func (f *Follower) read(fi *file) {
 		return
 	}
 	defer fh.Close()
+	if fi.tr != nil && fi.readOff > 0 && checksumAt(fh, fi.readOff) != fi.readTail {
+		// Rewritten in place and grown past where it was read (cp or >
+		// over it, an editor's save): the bytes read are another file's.
+		f.rewritten(fi)
+	}
 	if fi.tr == nil && !f.newTracer(fi, fh) {
 		return
 	}
@@ -95,6 +96,7 @@ func (f *Follower) read(fi *file) {
 			f.fed(fi, n)
 		})
 	}
+	fi.readTail = checksumAt(fh, fi.readOff)
 	if t := fi.tr.LastEntry(); !t.IsZero() {
 		fi.lastEntry = t
 	}
@@ -181,11 +183,12 @@ func (f *Follower) readAhead(fh *os.File, fi *file, decode func(off int64, b []b
 // active is when the file was last written to: its modification time,
 // or the time of its newest entry when that is older (a copy of an old
 // session, cp without -p, is new to the file system only), but only for
-// a file that has not grown under watch's eyes and, if it appeared after
-// the first scan, has not been written to for growthProbe. A file copied
-// into the session folder is history to close; a file still being
-// copied, however old its entries, is not. The first scan takes the files
-// on disk as they stand, as replay would.
+// a file that has not grown under watch's eyes and, unless the first
+// start's scan found it, has not been written to for growthProbe. A file
+// copied into the session folder is history to close; a file still being
+// copied, however old its entries, is not, also when a restart finds it
+// so. The first start's scan takes the files on disk as they stand, as
+// replay would.
 func (fi *file) active(now time.Time) time.Time {
 	if fi.grew || fi.lastEntry.IsZero() || !fi.lastEntry.Before(fi.mtime) || (fi.live && now.Sub(fi.mtime) < growthProbe) {
 		return fi.mtime
@@ -223,6 +226,34 @@ func (f *Follower) readLast(fi *file) {
 	f.stats.Lines++
 	f.stats.Bytes += int64(len(b))
 	fi.readOff = fi.size
+	fi.readTail = checksumAt(fh, fi.readOff)
+}
+
+// rewritten starts fi again from its start: its bytes were rewritten in
+// place (Pi migrates old files so; cp or a shell's > writes another file
+// over it). The claims keep what was traced from being traced again, and
+// offsets before no longer mean anything. A run the old bytes held open
+// is traced, as for a file gone, unless the new bytes hold the same
+// session (read again, the run goes on) or another file does.
+func (f *Follower) rewritten(fi *file) {
+	if fi.tr != nil && !fi.closed && headerSession(fi.path) != fi.session && !f.sessionFollowed(fi) {
+		fi.tr.Close(false)
+		f.progress(fi) // its claims commit with the next flush
+	}
+	f.dropTracer(fi)
+	fi.committed, fi.pending, fi.size, fi.tailAt, fi.skip = 0, 0, 0, -1, 0
+	fi.lastEntry, fi.lastTried = time.Time{}, 0
+	delete(f.uncommitted, fi)
+}
+
+// checksumAt is the checksum of the tailLen bytes before off in fh.
+func checksumAt(fh *os.File, off int64) uint32 {
+	start := max(0, off-tailLen)
+	b := make([]byte, off-start)
+	if n, err := fh.ReadAt(b, start); err != nil && n < len(b) {
+		return 0
+	}
+	return crc32.ChecksumIEEE(b)
 }
 
 // newTracer builds fi's tracer once its first line is whole. A tracer
@@ -295,7 +326,25 @@ func (f *Follower) due(fi *file, now time.Time) bool {
 			fi.nextIdle = now.Add(f.cfg.Settle)
 		}
 	}
-	return quiet && fi.tr.Committed() < fi.readOff
+	return quiet && fi.tr.Committed() < fi.readOff && !f.goesOn(fi, now)
+}
+
+// goesOn reports whether fi's session goes on in another followed file
+// that is not quiet: fi is a copy made mid-run (cp -a into a backup
+// folder) while Pi, writing the other, is still in that run. Its open run
+// is left to that file, which holds it whole once it ends; closing the
+// copy first would claim the run as it stood when copied.
+func (f *Follower) goesOn(fi *file, now time.Time) bool {
+	if fi.session == "" {
+		return false
+	}
+	for _, o := range f.files {
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed &&
+			!o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter {
+			return true
+		}
+	}
+	return false
 }
 
 // closeQuiet traces the open run of a file due says is to be closed.

@@ -274,7 +274,7 @@ func (f *Follower) replaced(fi *file) {
 // their history bound (Since), and files older than it are placed at
 // their end, not read.
 func (f *Follower) place(path string, st os.FileInfo, id fileID, initial bool) *file {
-	fi := &file{path: path, id: id, mtime: st.ModTime(), tailAt: -1, live: !initial}
+	fi := &file{path: path, id: id, mtime: st.ModTime(), tailAt: -1, live: !initial || !f.first}
 	if sid, ok := f.headers[path]; ok {
 		fi.session = sid
 		delete(f.headers, path)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // walkTree walks root as filepath.WalkDir does, with three differences
@@ -163,6 +164,25 @@ func (f *Follower) forgetWatch(name string) {
 	for id, p := range f.watchedAs {
 		if p == name {
 			delete(f.watchedAs, id)
+		}
+	}
+}
+
+// unwatchBelow forgets the watches of the directories below a directory
+// whose name went away. Removed, inotify dropped them; moved, they went
+// with it, and fsnotify drops only the moved directory's own watch: one
+// moved out of the tree would be watched for good, and its old names
+// would stay taken, so that a folder made again there went unwatched.
+// Moved within the tree, the walk of its new name watches them again.
+func (f *Follower) unwatchBelow(prefix string, moved bool) {
+	for p := range f.watched {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		delete(f.watched, p)
+		f.forgetWatch(p)
+		if moved && f.watcher != nil {
+			_ = f.watcher.Remove(p)
 		}
 	}
 }

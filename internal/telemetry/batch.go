@@ -168,6 +168,12 @@ type batcher struct {
 	inflight context.CancelFunc
 	kicked   bool
 
+	// held are spans that ended, waiting for room, as block ended (a
+	// signal): the run being traced then is exported or spooled whole with
+	// the rest at the last flush, not cut short.
+	heldMu sync.Mutex
+	held   []sdktrace.ReadOnlySpan
+
 	stopped  atomic.Bool
 	stopOnce sync.Once
 	stopErr  error
@@ -272,10 +278,34 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 		case b.queue <- s:
 			return
 		case <-b.block.Done():
+			if b.hold(s) {
+				return
+			}
 		case <-b.stopc:
 		}
 	}
 	b.c.add(0, 0, 1)
+}
+
+// hold keeps s for the next drain, up to a queue's worth, and reports
+// whether it did.
+func (b *batcher) hold(s sdktrace.ReadOnlySpan) bool {
+	b.heldMu.Lock()
+	defer b.heldMu.Unlock()
+	if len(b.held) >= b.cfg.MaxQueueSize || b.stopped.Load() {
+		return false
+	}
+	b.held = append(b.held, s)
+	return true
+}
+
+// takeHeld returns the held spans and forgets them.
+func (b *batcher) takeHeld() []sdktrace.ReadOnlySpan {
+	b.heldMu.Lock()
+	defer b.heldMu.Unlock()
+	h := b.held
+	b.held = nil
+	return h
 }
 
 // ForceFlush exports everything queued so far.
@@ -354,6 +384,9 @@ func (b *batcher) run() {
 	drain := func() {
 		for n := len(b.queue); n > 0; n-- {
 			add(<-b.queue)
+		}
+		for _, s := range b.takeHeld() {
+			add(s)
 		}
 		flush()
 	}

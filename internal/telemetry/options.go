@@ -42,8 +42,11 @@ type options struct {
 // WithBackpressure makes span export hold up the producer instead of
 // dropping spans when the queue is full, while ctx is live: replay and
 // watch have no live Pi to protect, so they must lose nothing. Once ctx
-// is done (a signal), a full queue drops and counts again, so nothing
-// can keep pi-otel from exiting. run and rpc never use it: Pi comes first.
+// is done (a signal), spans that find the queue full are held for the
+// last flush, up to a queue's worth (the rest of the run being traced,
+// which watch would otherwise record as delivered with spans missing),
+// then dropped and counted, so nothing can keep pi-otel from exiting.
+// run and rpc never use it: Pi comes first.
 func WithBackpressure(ctx context.Context) Option {
 	return option.Func[options](func(o *options) { o.backpressure = ctx })
 }
