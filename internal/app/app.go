@@ -244,7 +244,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 			SpoolExpired:     sp.Expired,
 			SpoolCorrupt:     sp.Corrupt,
 		}
-	})
+	}, metricOpts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -31,12 +32,15 @@ var (
 )
 
 // RegisterHealth registers observable counters that report read() at each collection. read is
-// called from the MeterProvider's collection goroutine and must be safe for that.
-func RegisterHealth(mp metric.MeterProvider, read func() Health) error {
+// called from the MeterProvider's collection goroutine and must be safe for that. opts are
+// NewSpanMetrics' own: the counters share its scope, schema URL included. (One scope name
+// with two schema URLs in a process is two scopes, which a Collector's Prometheus exporter
+// can mix up into two series of one counter.)
+func RegisterHealth(mp metric.MeterProvider, read func() Health, opts ...Option) error {
 	if read == nil {
 		return errors.New("metrics: RegisterHealth needs a read function")
 	}
-	m := mp.Meter(ScopeName, metric.WithSchemaURL(vocab.SchemaURL))
+	m := mp.Meter(ScopeName, metric.WithSchemaURL(option.Apply(config{}, opts).schemaURL()))
 	type def struct {
 		name, unit, desc string
 		value            func(Health) int64

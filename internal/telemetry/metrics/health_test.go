@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -95,4 +96,45 @@ func TestDroppedHasSeriesByReason(t *testing.T) {
 		}
 	}
 	wantEqual(t, "spans.dropped by error.type", got, map[string]int64{"": 2, "refused": 3, "spool_expired": 4})
+}
+
+// TestHealthSharesTheSpanMetricsScope: in either mode the health counters
+// and the span metrics are one scope, schema URL included. In the latest
+// mode they once declared two schema URLs under one name, and a
+// Collector's Prometheus exporter then showed a long process's counters
+// as two series each, doubling their sums.
+func TestHealthSharesTheSpanMetricsScope(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   []metrics.Option
+		schema string
+	}{
+		{"v1.41", nil, vocab.SchemaURL},
+		{"latest", []metrics.Option{metrics.WithGenAILatest()}, vocab.LatestSchemaURL},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			defer mp.Shutdown(context.Background())
+			sm, err := metrics.NewSpanMetrics(mp, c.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := metrics.RegisterHealth(mp, func() metrics.Health { return metrics.Health{SpansEnded: 3} }, c.opts...); err != nil {
+				t.Fatal(err)
+			}
+			sm.OutputChunk(context.Background(), time.Second, "anthropic", "claude-x")
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			var scopes []string
+			for _, sm := range rm.ScopeMetrics {
+				scopes = append(scopes, sm.Scope.Name+" "+sm.Scope.SchemaURL)
+			}
+			if want := metrics.ScopeName + " " + c.schema; len(scopes) != 1 || scopes[0] != want {
+				t.Errorf("scopes %q, want one: %q", scopes, want)
+			}
+		})
+	}
 }

@@ -85,6 +85,15 @@ type config struct{ latest bool }
 // run and tool metrics, which both modes record.
 func WithGenAILatest() Option { return option.Func[config](func(c *config) { c.latest = true }) }
 
+// schemaURL is the schema the package's meter declares: the latest's in
+// that mode, whose names it records.
+func (c config) schemaURL() string {
+	if c.latest {
+		return vocab.LatestSchemaURL
+	}
+	return vocab.SchemaURL
+}
+
 // SpanMetrics records metrics for every span that ends. It implements sdktrace.SpanProcessor;
 // register it on the TracerProvider next to the exporting processor.
 type SpanMetrics struct {
@@ -117,11 +126,7 @@ var _ sdktrace.SpanProcessor = (*SpanMetrics)(nil)
 // NewSpanMetrics creates the instruments on mp's meter for this package's scope.
 func NewSpanMetrics(mp metric.MeterProvider, opts ...Option) (*SpanMetrics, error) {
 	cfg := option.Apply(config{}, opts)
-	schema := vocab.SchemaURL
-	if cfg.latest {
-		schema = vocab.LatestSchemaURL // the names it records are the latest's
-	}
-	in := &instruments{m: mp.Meter(ScopeName, metric.WithSchemaURL(schema))}
+	in := &instruments{m: mp.Meter(ScopeName, metric.WithSchemaURL(cfg.schemaURL()))}
 	var s SpanMetrics
 	if cfg.latest {
 		s.latest = newLatestInstruments(in)
