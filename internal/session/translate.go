@@ -32,6 +32,7 @@ type translator struct {
 	uncounted bool
 
 	agentOpen, turnOpen bool
+	turnStart           time.Time // when the open turn began, as emitted
 	turnHasAssistant    bool
 	errHeld             *message // an errored attempt: a retry may follow
 	errEnd              time.Time
@@ -226,7 +227,7 @@ func (x *translator) message(e *entry) {
 		x.ensureAgent(at)
 		x.endTurn()
 		x.emit(&event.Event{Type: event.TypeTurnStart}, at)
-		x.turnOpen, x.turnHasAssistant = true, false
+		x.turnOpen, x.turnHasAssistant, x.turnStart = true, false, x.now
 		if msg.images > 0 {
 			x.rootEvent(vocab.EventUserImages, at, vocab.MessageImagesKey.Int(msg.images))
 		}
@@ -330,7 +331,17 @@ func (x *translator) assistant(e *entry) {
 	if !x.turnOpen || x.turnHasAssistant {
 		x.endTurn()
 		x.emit(&event.Event{Type: event.TypeTurnStart}, start)
-		x.turnOpen = true
+		x.turnOpen, x.turnStart = true, x.now
+	}
+	// A turn starts no earlier than what came before it, and its call
+	// within it: an entry written later than the call began (Pi writes a
+	// new session's first entries once its first answer is in) may have
+	// moved the turn past the message's own start.
+	if start.Before(x.turnStart) {
+		start = x.turnStart
+		if end.Before(start) {
+			end = start
+		}
 	}
 	x.turnHasAssistant = true
 	x.emit(&event.Event{Type: event.TypeMessageStart, Message: &msg.Message, RawMessage: msg.Raw}, start)
