@@ -216,6 +216,8 @@ type sessionPipeline struct {
 	badLogs  int64
 	saidLogs bool
 	stopped  bool
+	// signals end the final flush early (see flush).
+	signals *Signals
 	// calls, if set, hands the bash calls of the Pi under run its own
 	// trace context.
 	calls *callContexts
@@ -226,7 +228,8 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 	if err != nil {
 		return nil, err
 	}
-	sp := &sessionPipeline{parents: session.NewParentTools(parentFileMax), cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env)}
+	sp := &sessionPipeline{parents: session.NewParentTools(parentFileMax), cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env),
+		signals: env.Signals}
 	// Trace and span ids derive from the session and entry ids (package
 	// spanid), so a run traced again (after a failed export) keeps its ids.
 	tel, _, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() }, opts...)
@@ -344,7 +347,12 @@ func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
 				out = sp.stderr
 			}
 			stop := exitNotice(out, sp.cfg, sp.tel)
-			err = sp.tel.Shutdown(context.Background()) // bounded by --flush-timeout
+			// A signal while it waits ends the wait, as the notice says,
+			// not pi-otel: the summary still comes. The signal that ended
+			// watch came before, and is not one.
+			fctx, cancel := sp.signals.stopContext(context.Background())
+			err = sp.tel.Shutdown(fctx) // bounded by --flush-timeout
+			cancel()
 			stop()
 		}
 	} else {

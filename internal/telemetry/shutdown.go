@@ -64,7 +64,11 @@ func (t *Pipeline) shutdown(ctx context.Context) error {
 	if t.traceWatch != nil && t.batcher != nil {
 		// A collector found missing during the flush will not appear in
 		// the seconds left: give up instead of sitting out the backoff.
-		if t.traceWatch.beginShutdown(t.batcher.abort) {
+		// That goes for the spool's send too, which holds the exporter
+		// open while it waits to retry; what it holds stays spooled.
+		giveUp := func() { t.batcher.abort(); t.abortSpool() }
+		if t.traceWatch.beginShutdown(giveUp) {
+			t.abortSpool()
 			t.traceWatch.reconnect(ctx)
 			t.batcher.kick()
 		}

@@ -116,6 +116,15 @@ func (t *Pipeline) stopSpool(ctx context.Context) {
 	<-t.spoolDone
 }
 
+// abortSpool ends the spool's send in progress at once, at an exit that
+// finds no collector: the file being sent goes back to the spool, for
+// the next process.
+func (t *Pipeline) abortSpool() {
+	if t.spoolStop != nil {
+		t.spoolStop()
+	}
+}
+
 // keep spools a batch the collector could not take now. A batch it
 // refused outright would be refused again, so it is not kept. A batch the
 // spool cannot take (full, or not writable) stays failed: in watch its

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
+	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
@@ -252,4 +254,45 @@ func TestExpiredSpoolIsSaidAndCounted(t *testing.T) {
 	if sum := tel.Summary(); !strings.Contains(sum, "5 spooled spans dropped (older than --spool-max-age; not sent)") {
 		t.Errorf("summary = %q", sum)
 	}
+}
+
+// A collector known to be down at exit does not hold the exit for the
+// spool's send: a send of earlier processes' spans, asleep in the
+// exporter's backoff, used to keep the exporter from shutting down for
+// the whole flush timeout (10 s here), where an empty spool let it go at
+// once. The spool keeps what it held, and the exit's batch, for the next
+// process. "Within a second" is the rule for a signal; 3 s leaves room
+// for a loaded machine, far from the 10 s the fault costs.
+func TestSpoolSendDoesNotHoldExitWhenCollectorIsDown(t *testing.T) {
+	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
+		dir := filepath.Join(t.TempDir(), "spool")
+		spoolEarlier(t, dir, 1)
+		earlier := spoolHolds(t, dir)
+		cfg := loadConfig(t, map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + freeport.Addr(t),
+			"OTEL_METRICS_EXPORTER":       "none",
+		})
+		cfg.Spool = telemetry.Spool{Dir: dir, MaxBytes: 1 << 20, MaxAge: time.Hour}
+		cfg.FlushTimeout = 10 * time.Second
+		tel, stderr := setup(t, cfg, telemetry.WithSpoolRetry(time.Hour))
+		// The spool's send found no collector, and waits to try again.
+		wait.For(t, time.Minute, func() bool { return ctx.Err() != nil || strings.Contains(stderr.String(), "no collector at") },
+			func() string { return "no failure reported: " + stderr.String() })
+		makeTrace(tel.TracerProvider())
+		start := time.Now()
+		_ = tel.Shutdown(ctx)
+		took := time.Since(start)
+		t.Logf("shutdown took %v with the flush timeout at 10s", took.Round(time.Millisecond))
+		if took > 3*time.Second {
+			t.Errorf("shutdown took %v with the collector down: it waited for the spool's send", took)
+		}
+		held := spoolHolds(t, dir)
+		if len(held) != 2 || !slices.Contains(held, earlier[0]) {
+			t.Errorf("spool holds %v, want %v and the exit's batch", held, earlier)
+		}
+		if s, sp := tel.Stats(), tel.SpoolStats(); s.Spooled != 3 || s.Failed != 0 || sp.Late != 0 || sp.Resent != 0 {
+			t.Errorf("stats %+v, spool %+v; want the exit's 3 spans spooled, nothing sent", s, sp)
+		}
+	})
 }
