@@ -82,53 +82,15 @@ func bashCalls(content []byte) (calls []BashCall, ok bool) {
 		// reports the kind, and there are no blocks either.
 		return nil, true
 	}
-	i = skipSpace(content, i+1)
-	for content[i] != ']' {
-		switch content[i] {
-		case 'n': // null: a block with no fields
-			i += len("null")
-		case '{':
-			var typ, id, name string
-			var args []byte
-			it := iterObject(content, i)
-			for {
-				k, vs, ve, more := it.next()
-				if !more {
-					break
-				}
-				var dst *string
-				switch {
-				case string(k) == "type":
-					dst = &typ
-				case string(k) == "id":
-					dst = &id
-				case string(k) == "name":
-					dst = &name
-				case string(k) == "arguments":
-					args = content[vs:ve] // the last one wins
-					continue
-				case !plainKey(k) || foldsToAny(k, []string{"type", "id", "name", "arguments"}):
-					return nil, false
-				default:
-					continue
-				}
-				if !decodeString(content[vs:ve], dst) {
-					return nil, false
-				}
+	ok = eachBlock(content, i, func(typ, id, name string, args []byte) {
+		if typ == "toolCall" && name == BashTool && id != "" {
+			if cmd, ok := BashCommand(args); ok {
+				calls = append(calls, BashCall{ID: id, Command: cmd})
 			}
-			if typ == "toolCall" && name == BashTool && id != "" {
-				if cmd, ok := BashCommand(args); ok {
-					calls = append(calls, BashCall{ID: id, Command: cmd})
-				}
-			}
-			i = skipValue(content, i)
-		default:
-			return nil, false
 		}
-		i = skipSpace(content, i)
-		if content[i] == ',' {
-			i = skipSpace(content, i+1)
-		}
+	})
+	if !ok {
+		return nil, false
 	}
 	return calls, true
 }

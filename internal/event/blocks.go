@@ -22,6 +22,29 @@ func ToolCalls(content []byte) (ids, names []string, ok bool) {
 	if i >= len(content) || content[i] != '[' {
 		return nil, nil, false
 	}
+	ok = eachBlock(content, i, func(typ, id, name string, _ []byte) {
+		if typ == "toolCall" {
+			ids, names = append(ids, id), append(names, name)
+		}
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	return ids, names, true
+}
+
+// blockKeys are the keys eachBlock reads; one that folds to them (a case
+// that encoding/json would match too) is not read exactly.
+var blockKeys = []string{"type", "id", "name", "arguments"}
+
+// eachBlock hands fn the type, id, name and raw arguments of each block of
+// the array content opens at i (valid JSON, as the Decoder returns it), as
+// decoding it into []struct{ Type, ID, Name string; Arguments
+// json.RawMessage } with encoding/json would. It reports false, at once,
+// for a shape it does not read exactly so: an element that is not an
+// object or null, an escaped or case-folded key, a value of type, id or
+// name that is not a string.
+func eachBlock(content []byte, i int, fn func(typ, id, name string, args []byte)) bool {
 	i = skipSpace(content, i+1)
 	for content[i] != ']' {
 		switch content[i] {
@@ -29,6 +52,7 @@ func ToolCalls(content []byte) (ids, names []string, ok bool) {
 			i += len("null")
 		case '{':
 			var typ, id, name string
+			var args []byte
 			it := iterObject(content, i)
 			for {
 				k, vs, ve, more := it.next()
@@ -43,28 +67,29 @@ func ToolCalls(content []byte) (ids, names []string, ok bool) {
 					dst = &id
 				case string(k) == "name":
 					dst = &name
-				case !plainKey(k) || foldsToAny(k, []string{"type", "id", "name"}):
-					return nil, nil, false
+				case string(k) == "arguments":
+					args = content[vs:ve] // the last one wins
+					continue
+				case !plainKey(k) || foldsToAny(k, blockKeys):
+					return false
 				default:
 					continue
 				}
 				if !decodeString(content[vs:ve], dst) {
-					return nil, nil, false
+					return false
 				}
 			}
-			if typ == "toolCall" {
-				ids, names = append(ids, id), append(names, name)
-			}
+			fn(typ, id, name, args)
 			i = skipValue(content, i)
 		default:
-			return nil, nil, false
+			return false
 		}
 		i = skipSpace(content, i)
 		if content[i] == ',' {
 			i = skipSpace(content, i+1)
 		}
 	}
-	return ids, names, true
+	return true
 }
 
 // ContentChars counts the characters of a message's text: the runes of
