@@ -25,17 +25,7 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := &callContexts{run: r}
-	defer cc.close()
-	cfg := config.Default()
-	cfg.Traces.Exporter = telemetry.ExporterNone
-	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.calls = cc
-	defer sp.summary(nil)
+	sp := quietSessionPipeline(t, &callContexts{run: r})
 
 	now := time.Now().UTC()
 	ts := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339Nano) }
@@ -98,6 +88,22 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 	}
 }
 
+// quietSessionPipeline is watch's pipeline, exporting nothing, that
+// publishes bash calls through cc; both close with the test.
+func quietSessionPipeline(t *testing.T, cc *callContexts) *sessionPipeline {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Traces.Exporter = telemetry.ExporterNone
+	cfg.Quiet = true
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.calls = cc
+	t.Cleanup(func() { sp.summary(nil); cc.close() })
+	return sp
+}
+
 // published is the trace context of each entry of a run's directory.
 func published(t *testing.T, dir string) []string {
 	t.Helper()
@@ -133,17 +139,7 @@ func TestWatchLeavesHistoryUnmarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := &callContexts{sessions: s}
-	defer cc.close()
-	cfg := config.Default()
-	cfg.Traces.Exporter = telemetry.ExporterNone
-	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.calls = cc
-	defer sp.summary(nil)
+	sp := quietSessionPipeline(t, &callContexts{sessions: s})
 
 	const sid = "0198a2b4-2222-7000-8000-000000000002"
 	then := time.Now().Add(-48 * time.Hour).UTC()
