@@ -184,15 +184,10 @@ func TestRandomOperationsWithOutages(t *testing.T) {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(round), 7))
 			h := newRealHarness(t, Config{})
-			type sess struct {
-				full  []byte
-				wrote int
-				name  string
-			}
-			var ss []*sess
+			var ss []*liveSession
 			for i := range 3 {
 				s := genSessionAt(t, fmt.Sprintf("o%d-%d", round, i), int64(40<<10+rng.IntN(100<<10)), uint64(round*10+i+5000), h.clk.t)
-				ss = append(ss, &sess{full: s, name: fmt.Sprintf("p%d/s%d.jsonl", i%2, i)})
+				ss = append(ss, &liveSession{full: s, name: fmt.Sprintf("p%d/s%d.jsonl", i%2, i)})
 			}
 			var copies []string
 			var ops []string
@@ -237,22 +232,10 @@ func TestRandomOperationsWithOutages(t *testing.T) {
 			h.exp.mu.Lock()
 			h.exp.down = false
 			h.exp.mu.Unlock()
-			for _, s := range ss {
-				if s.wrote < len(s.full) {
-					h.appendTo(s.name, s.full[s.wrote:])
-				}
-			}
+			h.writeRest(ss)
 			h.step()
 			h.later(10 * time.Minute) // past the retry's backoff
-			h.finish()
-			var full [][]byte
-			for _, s := range ss {
-				full = append(full, s.full)
-			}
-			h.check(full...)
-			if t.Failed() {
-				t.Logf("operations: %v", ops)
-			}
+			h.finishAndCheck(ss, ops)
 		})
 	}
 }

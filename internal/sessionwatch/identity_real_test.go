@@ -444,6 +444,37 @@ func TestKillBeforeTheFirstCommit(t *testing.T) {
 	h.check(s)
 }
 
+// liveSession is a session file a test writes piece by piece.
+type liveSession struct {
+	full  []byte
+	wrote int
+	name  string
+}
+
+// writeRest writes what is left of each session.
+func (h *realHarness) writeRest(ss []*liveSession) {
+	for _, s := range ss {
+		if s.wrote < len(s.full) {
+			h.appendTo(s.name, s.full[s.wrote:])
+		}
+	}
+}
+
+// finishAndCheck ends watch and checks that every run of the sessions
+// was traced once; a failure names the operations that led to it.
+func (h *realHarness) finishAndCheck(ss []*liveSession, ops []string) {
+	h.t.Helper()
+	h.finish()
+	var full [][]byte
+	for _, s := range ss {
+		full = append(full, s.full)
+	}
+	h.check(full...)
+	if h.t.Failed() {
+		h.t.Logf("operations: %v", ops)
+	}
+}
+
 // Random interleavings of appends, renames, copies, temp-file updates,
 // deletions of copies, restarts and kill -9 over a few sessions end with
 // every run traced exactly once, as replay traces the sessions.
@@ -456,17 +487,12 @@ func TestRandomFileOperationsTraceEachRunOnce(t *testing.T) {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(round), 99))
 			h := newRealHarness(t, Config{})
-			type sess struct {
-				full  []byte
-				wrote int
-				name  string
-			}
-			var ss []*sess
+			var ss []*liveSession
 			for i := range 3 {
 				// Written as Pi writes it: entries of now, appended as they
 				// come, at any pace.
 				s := genSessionAt(t, fmt.Sprintf("r%d-%d", round, i), int64(40<<10+rng.IntN(120<<10)), uint64(round*10+i), h.clk.t)
-				ss = append(ss, &sess{full: s, name: fmt.Sprintf("p%d/s%d.jsonl", i%2, i)})
+				ss = append(ss, &liveSession{full: s, name: fmt.Sprintf("p%d/s%d.jsonl", i%2, i)})
 			}
 			var copies []string
 			var ops []string
@@ -507,21 +533,9 @@ func TestRandomFileOperationsTraceEachRunOnce(t *testing.T) {
 				}
 				h.later(time.Duration(rng.IntN(3000)) * time.Millisecond)
 			}
-			for _, s := range ss {
-				if s.wrote < len(s.full) {
-					h.appendTo(s.name, s.full[s.wrote:])
-				}
-			}
+			h.writeRest(ss)
 			h.step()
-			h.finish()
-			var full [][]byte
-			for _, s := range ss {
-				full = append(full, s.full)
-			}
-			h.check(full...)
-			if t.Failed() {
-				t.Logf("operations: %v", ops)
-			}
+			h.finishAndCheck(ss, ops)
 		})
 	}
 }
