@@ -482,11 +482,21 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 		t.Errorf("%d files left in the spool while the collector answered", len(left))
 	}
 
-	// Only the history waited in the spool: the new run went straight.
+	// The whole history waited in the spool, and the same watch sent it:
+	// none is said to wait for another pi-otel. The new run goes straight
+	// once gRPC has reconnected; an export in the second or so before
+	// that (a loaded machine) is spooled and sent too, not lost. (The
+	// protocol-mismatch bug above kept the new run from Jaeger.)
 	history := historytest.Replay(t, h.Paths)
-	// The same watch sent them: none is said to wait for another pi-otel.
-	if m := regexp.MustCompile(`(\d+) spans? delivered late, from the spool`).FindStringSubmatch(w.stderr.String()); m == nil || m[1] != strconv.Itoa(len(history.Spans)) {
-		t.Errorf("spans spooled and sent: %v, want the history's %d, not the new run's", m, len(history.Spans))
+	m := regexp.MustCompile(`(\d+) spans? delivered late, from the spool`).FindStringSubmatch(w.stderr.String())
+	late := -1
+	if m != nil {
+		late, _ = strconv.Atoi(m[1])
+	}
+	if late < len(history.Spans) || late > len(history.Spans)+len(freshRun.Spans) {
+		t.Errorf("spans spooled and sent: %v, want the history's %d and at most the new run's %d more", m, len(history.Spans), len(freshRun.Spans))
+	} else if late > len(history.Spans) {
+		t.Logf("%d of the new run's spans went through the spool, exported before gRPC reconnected", late-len(history.Spans))
 	}
 	if strings.Contains(w.stderr.String(), " kept in ") {
 		t.Errorf("the summary says spans wait in the spool, which is empty:\n%s", w.stderr)
