@@ -1,7 +1,6 @@
 package agentmap_test
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
-	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
@@ -62,15 +60,7 @@ func live(t *testing.T, stream []byte, clock ingest.Clock, opts ...agentmap.Opti
 	var log chunkLog
 	rec := spantree.NewRecorder()
 	m := agentmap.New(rec, append(opts, agentmap.WithChunkObserver(&log))...)
-	sink := ingest.New(m, ingest.WithClock(clock))
-	r := framing.NewReader(bytes.NewReader(stream))
-	for {
-		b, err := r.Next()
-		if err != nil {
-			break
-		}
-		sink.Record(b)
-	}
+	replaytest.Feed(m, stream, clock)
 	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, time.Now())
 	return rec.Forest(t), log
 }

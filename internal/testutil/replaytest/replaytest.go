@@ -33,6 +33,14 @@ func Capture(t testing.TB, version, name string) []byte {
 // stats.
 func Map(m *agentmap.Mapper, stream []byte, end agentmap.Ending) ingest.Stats {
 	clock := ingest.NewStreamClock(Start)
+	st := Feed(m, stream, clock)
+	m.Close(end, clock.Now())
+	return st
+}
+
+// Feed gives m the records of stream through an ingest sink on clock,
+// leaving m open, and returns the sink's stats.
+func Feed(m *agentmap.Mapper, stream []byte, clock ingest.Clock) ingest.Stats {
 	sink := ingest.New(m, ingest.WithClock(clock))
 	r := framing.NewReader(bytes.NewReader(stream))
 	for {
@@ -42,6 +50,5 @@ func Map(m *agentmap.Mapper, stream []byte, end agentmap.Ending) ingest.Stats {
 		}
 		sink.Record(b)
 	}
-	m.Close(end, clock.Now())
 	return sink.Stats()
 }
