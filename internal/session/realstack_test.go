@@ -172,8 +172,9 @@ func TestInjectCorpusIntoJaeger(t *testing.T) {
 		}
 		var spans int
 		fmt.Sscan(m[2], &spans)
-		// The file's own times, a day at most before now.
-		traces := j.WaitService(t, ctx, service, time.Now().Add(-24*time.Hour), spans)
+		// The spans carry the file's own times, whatever day this runs
+		// on; the service name alone picks them out.
+		traces := j.WaitService(t, ctx, service, time.Unix(0, 0), spans)
 		if len(traces) != 4 {
 			t.Fatalf("%s: Jaeger holds %d traces, want 4", v, len(traces))
 		}
