@@ -206,7 +206,7 @@ func (f fault) check(t *testing.T) {
 	if !strings.Contains(line, says) || strings.Count(line, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line with %q", line, says)
 	}
-	// What the exporter finally returns is what the batcher and the spool
+	// What the exporter finally returns is what the span queue and the spool
 	// judge, so it must keep what matters to them, not only the attempt
 	// watched.
 	if w.isDown() != f.down || futile(err) != f.futile || refused(err) != f.refused {
