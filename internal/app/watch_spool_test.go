@@ -1,16 +1,12 @@
 package app
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,62 +14,29 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
-	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
-// troubledCollector is an OTLP/HTTP trace receiver that, while failing,
-// answers every export with 500 (not retried by the exporter, not a
-// refusal of the data: the batch goes to the spool), and otherwise counts
-// each span id it takes, and the spans called "earlier".
-type troubledCollector struct {
-	failing atomic.Bool
-	mu      sync.Mutex
-	got     map[string]int
-	earlier int
-}
-
-func (c *troubledCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if c.failing.Load() {
-		http.Error(w, "collector failing", http.StatusInternalServerError)
-		return
-	}
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	req := &coltracepb.ExportTraceServiceRequest{}
-	if err == nil {
-		err = proto.Unmarshal(raw, req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	for s := range otlpwalk.Spans(req) {
+// taken counts the spans the collector took by span id, and apart the
+// spooled ones of an earlier process, called "earlier" (they share an id).
+func taken(col *otlptest.Receiver) (got map[string]int, earlier int) {
+	got = map[string]int{}
+	for _, s := range col.Spans() {
 		if s.GetName() == "earlier" {
-			c.earlier++
+			earlier++
 			continue
 		}
-		c.got[hex.EncodeToString(s.GetSpanId())]++
+		got[hex.EncodeToString(s.GetSpanId())]++
 	}
-	c.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	return got, earlier
 }
 
 // A full spool under watch: a batch the collector does not take and the
@@ -84,15 +47,18 @@ func (c *troubledCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 	h := historytest.Write(t, 2, 60_000)
 	want := historytest.Replay(t, h.Paths)
-	col := &troubledCollector{got: map[string]int{}}
-	col.failing.Store(true)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: col, ReadHeaderTimeout: time.Minute}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	// While failing, the collector answers every export with 500: not
+	// retried by the exporter, not a refusal of the data, so the batch
+	// goes to the spool.
+	var failing atomic.Bool
+	failing.Store(true)
+	col := &otlptest.Receiver{Answer: func(context.Context, otlptest.Export) error {
+		if failing.Load() {
+			return status.Error(codes.Internal, "collector failing")
+		}
+		return nil
+	}}
+	addr := col.StartHTTP(t, nil)
 
 	// An earlier process left 5 spans of 4 KiB, which fill the spool.
 	spoolDir := filepath.Join(t.TempDir(), "spool")
@@ -123,7 +89,7 @@ func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 
 	vars := map[string]string{
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(),
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr,
 		"OTEL_METRICS_EXPORTER":       "none",
 		"PI_OTEL_SPOOL_DIR":           spoolDir,
 		"PI_OTEL_QUIET":               "true",
@@ -154,20 +120,19 @@ func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 					committedAtFailure += fs.Committed
 				}
 			}
-			col.failing.Store(false)
+			failing.Store(false)
 		}
 		return err
 	}
 	f := sessionwatch.New(fc)
 	delivered := func() bool { // every span is delivered and the spool is sent
-		col.mu.Lock()
+		got, _ := taken(col)
 		n := 0
 		for id := range want.Spans {
-			if col.got[id] > 0 {
+			if got[id] > 0 {
 				n++
 			}
 		}
-		col.mu.Unlock()
 		return n == len(want.Spans) && spooled() == 0
 	}
 	go func() {
@@ -184,16 +149,15 @@ func TestWatchFullSpoolKeepsTheState(t *testing.T) {
 		t.Errorf("at the failure the spool held %d bytes (had %d) and the state had committed %d bytes, want both unmoved",
 			heldAtFailure, held, committedAtFailure)
 	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	got, late := taken(col)
 	missing := 0
 	for id := range want.Spans {
-		if col.got[id] == 0 {
+		if got[id] == 0 {
 			missing++
 		}
 	}
-	if missing > 0 || col.earlier != 5 {
-		t.Errorf("%d of %d spans never delivered, %d of the 5 spooled ones delivered", missing, len(want.Spans), col.earlier)
+	if missing > 0 || late != 5 {
+		t.Errorf("%d of %d spans never delivered, %d of the 5 spooled ones delivered", missing, len(want.Spans), late)
 	}
 	if n := spooled(); n != 0 {
 		t.Errorf("the spool still holds %d bytes", n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
@@ -67,29 +67,25 @@ func TestWatchStoppedDuringOutageDeliversEachSpanOnce(t *testing.T) {
 	// (2048), the defaults.
 	start("grpc", func(ended int64) bool { return ended > 512+2048 })
 
-	col := &troubledCollector{got: map[string]int{}}
+	col := &otlptest.Receiver{}
 	lis, err = net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: col, ReadHeaderTimeout: time.Minute}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	col.ServeHTTPOn(t, lis, nil)
 	delivered := func() bool {
-		col.mu.Lock()
-		defer col.mu.Unlock()
+		got := col.SpanIDs()
 		for id := range want.Spans {
-			if col.got[id] == 0 {
+			if got[id] == 0 {
 				return false
 			}
 		}
 		return true
 	}
 	start("http/protobuf", func(int64) bool { return delivered() })
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	got := col.SpanIDs()
 	twice := 0
-	for id, n := range col.got {
+	for id, n := range got {
 		if n > 1 {
 			twice++
 		}
@@ -99,7 +95,7 @@ func TestWatchStoppedDuringOutageDeliversEachSpanOnce(t *testing.T) {
 	}
 	missing := 0
 	for id := range want.Spans {
-		if col.got[id] == 0 {
+		if got[id] == 0 {
 			missing++
 		}
 	}

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 )
 
 // failure class tests: each class from a real failing server in this
@@ -206,7 +206,7 @@ func (f fault) check(t *testing.T) {
 	if !strings.Contains(line, says) || strings.Count(line, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line with %q", line, says)
 	}
-	// What the exporter finally returns is what the batcher and the spool
+	// What the exporter finally returns is what the span queue and the spool
 	// judge, so it must keep what matters to them, not only the attempt
 	// watched.
 	if w.isDown() != f.down || futile(err) != f.futile || refused(err) != f.refused {
@@ -239,7 +239,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// serveTraces is a gRPC trace receiver that answers every export with
+// serveTraces is a gRPC OTLP receiver that answers every export with
 // answer (nil: success), and counts the exports. With cert it speaks TLS.
 func serveTraces(t *testing.T, cert *tls.Certificate, tries *atomic.Int64, answer error) string {
 	t.Helper()
@@ -247,23 +247,11 @@ func serveTraces(t *testing.T, cert *tls.Certificate, tries *atomic.Int64, answe
 	if cert != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{*cert}})))
 	}
-	srv := grpc.NewServer(opts...)
-	coltracepb.RegisterTraceServiceServer(srv, answering{tries: tries, answer: answer})
-	lis := listenLocal(t)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
-}
-
-type answering struct {
-	coltracepb.UnimplementedTraceServiceServer
-	tries  *atomic.Int64
-	answer error
-}
-
-func (a answering) Export(context.Context, *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	a.tries.Add(1)
-	return &coltracepb.ExportTraceServiceResponse{}, a.answer
+	r := &otlptest.Receiver{Answer: func(context.Context, otlptest.Export) error {
+		tries.Add(1)
+		return answer
+	}}
+	return r.StartGRPC(t, opts...)
 }
 
 // serveNothing is a gRPC server without a trace service.

@@ -78,10 +78,10 @@ func testBatch() Batch {
 	return Batch{MaxQueueSize: 4, MaxExportBatchSize: 2, ScheduleDelay: time.Hour, ExportTimeout: time.Hour}
 }
 
-func TestBatcherDropsWhenFullAndCounts(t *testing.T) {
+func TestSpanQueueDropsWhenFullAndCounts(t *testing.T) {
 	g := newGate()
 	c := newCounters()
-	b := newBatcher(g, testBatch(), c, nil)
+	b := newSpanQueue(g, testBatch(), c, nil, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 
 	// Two spans fill a batch, whose export then blocks at the gate.
@@ -116,10 +116,10 @@ func TestBatcherDropsWhenFullAndCounts(t *testing.T) {
 	}
 }
 
-func TestBatcherShutdownTimeout(t *testing.T) {
+func TestSpanQueueShutdownTimeout(t *testing.T) {
 	g := newGate() // never opens
 	c := newCounters()
-	b := newBatcher(g, testBatch(), c, nil)
+	b := newSpanQueue(g, testBatch(), c, nil, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 5)
 	<-g.entered
@@ -138,13 +138,13 @@ func TestBatcherShutdownTimeout(t *testing.T) {
 	}
 }
 
-func TestBatcherScheduleAndFlush(t *testing.T) {
+func TestSpanQueueScheduleAndFlush(t *testing.T) {
 	g := newGate()
 	close(g.gate)
 	c := newCounters()
 	cfg := testBatch()
 	cfg.MaxExportBatchSize = 100
-	b := newBatcher(g, cfg, c, nil)
+	b := newSpanQueue(g, cfg, c, nil, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 3)
 	// The schedule delay is an hour, so only ForceFlush exports these.
@@ -160,7 +160,7 @@ func TestBatcherScheduleAndFlush(t *testing.T) {
 	close(g2.gate)
 	cfg.ScheduleDelay = time.Millisecond
 	c2 := newCounters()
-	b2 := newBatcher(g2, cfg, c2, nil)
+	b2 := newSpanQueue(g2, cfg, c2, nil, nil)
 	tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b2))
 	endSpans(tp2, 1)
 	<-g2.entered
@@ -171,17 +171,17 @@ func TestBatcherScheduleAndFlush(t *testing.T) {
 	_ = tp.Shutdown(context.Background())
 }
 
-func TestBatcherFailuresAndKick(t *testing.T) {
+func TestSpanQueueFailuresAndKick(t *testing.T) {
 	g := newGate()
 	g.fail = errors.New("boom")
 	var got []error
 	c := newCounters()
-	b := newBatcher(g, testBatch(), c, func(err error) { got = append(got, err) })
+	b := newSpanQueue(g, testBatch(), c, func(err error) { got = append(got, err) }, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
 	<-g.entered
 	// A kick cancels the attempt in flight and tries again at once.
-	b.kick()
+	b.exp.kick()
 	<-g.entered
 	close(g.gate)
 	_ = tp.Shutdown(context.Background())
@@ -330,7 +330,7 @@ func TestTemporality(t *testing.T) {
 func BenchmarkOnEndExporterStuck(b *testing.B) {
 	g := newGate()
 	c := newCounters()
-	bt := newBatcher(g, Defaults().Batch, c, nil)
+	bt := newSpanQueue(g, Defaults().Batch, c, nil, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bt))
 	tr := tp.Tracer("bench")
 	ctx := context.Background()

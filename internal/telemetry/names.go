@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/pi-otel/pi-otel/internal/content/redact"
@@ -200,7 +201,11 @@ func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
 	events, e := p.n.events(s.Events())
 	links, l := p.n.links(s.Links())
 	if a || e || l || name != s.Name() {
-		s = scrubbedSpan{ReadOnlySpan: s, name: name, attrs: attrs, events: events, links: links}
+		// Rebuilt through the SDK's own SpanStub: the processors share
+		// its slices, as they would the SDK's, and none modifies them.
+		stub := tracetest.SpanStubFromReadOnlySpan(s)
+		stub.Name, stub.Attributes, stub.Events, stub.Links = name, attrs, events, links
+		s = stub.Snapshot()
 	}
 	for _, q := range p.procs {
 		q.OnEnd(s)
@@ -227,19 +232,3 @@ func (p scrubbing) each(ctx context.Context, f func(sdktrace.SpanProcessor, cont
 	}
 	return errors.Join(errs...)
 }
-
-// scrubbedSpan is a finished span with another name, attributes, events
-// and links; everything else is the original's. The processors share its
-// slices, as they would the SDK's: none modifies what it is handed.
-type scrubbedSpan struct {
-	sdktrace.ReadOnlySpan
-	name   string
-	attrs  []attribute.KeyValue
-	events []sdktrace.Event
-	links  []sdktrace.Link
-}
-
-func (s scrubbedSpan) Name() string                     { return s.name }
-func (s scrubbedSpan) Attributes() []attribute.KeyValue { return s.attrs }
-func (s scrubbedSpan) Events() []sdktrace.Event         { return s.events }
-func (s scrubbedSpan) Links() []sdktrace.Link           { return s.links }

@@ -32,7 +32,7 @@ import (
 )
 
 // watch sees every attempt of an OTLP exporter, the exporter's own retries
-// included, which the batcher never sees: that is how the first failure is
+// included, which the span queue never sees: that is how the first failure is
 // reported at once instead of after a minute of retries, and how Shutdown
 // learns that waiting for the collector is pointless.
 type watch struct {

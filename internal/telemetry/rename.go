@@ -2,8 +2,8 @@ package telemetry
 
 import (
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pi-otel/pi-otel/internal/option"
 )
@@ -26,7 +26,9 @@ func WithExportedSchemaURL(url string) Option {
 }
 
 // renaming hands the exporting processor spans with rewritten attributes,
-// and the schema those follow.
+// and the schema those follow. A changed span is rebuilt through the SDK's
+// own SpanStub, so nothing here depends on how the SDK implements
+// ReadOnlySpan.
 type renaming struct {
 	sdktrace.SpanProcessor
 	f      func([]attribute.KeyValue) []attribute.KeyValue // nil: the attributes stay
@@ -34,18 +36,20 @@ type renaming struct {
 }
 
 func (r renaming) OnEnd(s sdktrace.ReadOnlySpan) {
-	out := renamedSpan{ReadOnlySpan: s, attrs: s.Attributes(), scope: s.InstrumentationScope()}
+	attrs, scope := s.Attributes(), s.InstrumentationScope()
 	changed := false
 	if r.f != nil {
-		if a := r.f(out.attrs); !same(a, out.attrs) {
-			out.attrs, changed = a, true
+		if a := r.f(attrs); !same(a, attrs) {
+			attrs, changed = a, true
 		}
 	}
-	if r.schema != "" && out.scope.SchemaURL != r.schema {
-		out.scope.SchemaURL, changed = r.schema, true
+	if r.schema != "" && scope.SchemaURL != r.schema {
+		scope.SchemaURL, changed = r.schema, true
 	}
 	if changed {
-		s = out
+		stub := tracetest.SpanStubFromReadOnlySpan(s)
+		stub.Attributes, stub.InstrumentationScope = attrs, scope
+		s = stub.Snapshot()
 	}
 	r.SpanProcessor.OnEnd(s)
 }
@@ -54,15 +58,3 @@ func (r renaming) OnEnd(s sdktrace.ReadOnlySpan) {
 func same(a, b []attribute.KeyValue) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
-
-// renamedSpan is a finished span with other attributes or another schema;
-// everything else is the original's.
-type renamedSpan struct {
-	sdktrace.ReadOnlySpan
-	attrs []attribute.KeyValue
-	scope instrumentation.Scope
-}
-
-func (s renamedSpan) Attributes() []attribute.KeyValue { return s.attrs }
-
-func (s renamedSpan) InstrumentationScope() instrumentation.Scope { return s.scope }

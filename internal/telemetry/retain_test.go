@@ -66,11 +66,11 @@ func retainBatch() Batch {
 // A batch that failed because the collector is down is kept and tried
 // again; once the collector is back it goes through, and nothing counts as
 // failed. Spans ending meanwhile wait in the queue, the overflow is dropped.
-func TestBatcherRetainsWhileDown(t *testing.T) {
+func TestSpanQueueRetainsWhileDown(t *testing.T) {
 	exp := newDownExporter(true)
 	c := newCounters()
 	var reported int
-	b := newBatcher(exp, retainBatch(), c, func(error) { reported++ }, retainWhile(exp.isDown, time.Millisecond))
+	b := newSpanQueue(exp, retainBatch(), c, func(error) { reported++ }, nil, retainWhile(exp.isDown, time.Millisecond))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
 	for range 3 { // the first attempt and two retries of the same batch
@@ -97,11 +97,11 @@ func TestBatcherRetainsWhileDown(t *testing.T) {
 }
 
 // Failures while the collector is reachable (refused credentials, a
-// timeout) are not retried by the batcher.
-func TestBatcherFailsWhenNotDown(t *testing.T) {
+// timeout) are not retried by the span queue.
+func TestSpanQueueFailsWhenNotDown(t *testing.T) {
 	exp := newDownExporter(true)
 	c := newCounters()
-	b := newBatcher(exp, retainBatch(), c, nil, retainWhile(func() bool { return false }, time.Millisecond))
+	b := newSpanQueue(exp, retainBatch(), c, nil, nil, retainWhile(func() bool { return false }, time.Millisecond))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
 	if err := tp.Shutdown(context.Background()); err != nil {
@@ -114,13 +114,13 @@ func TestBatcherFailsWhenNotDown(t *testing.T) {
 
 // Shutdown ends the retention: one last attempt, then the batch fails,
 // even with a flush timeout of an hour.
-func TestBatcherRetentionEndsAtShutdown(t *testing.T) {
+func TestSpanQueueRetentionEndsAtShutdown(t *testing.T) {
 	exp := newDownExporter(true)
 	c := newCounters()
-	b := newBatcher(exp, retainBatch(), c, nil, retainWhile(exp.isDown, time.Hour))
+	b := newSpanQueue(exp, retainBatch(), c, nil, nil, retainWhile(exp.isDown, time.Hour))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
-	<-exp.called // the batcher now pauses for an hour before retrying
+	<-exp.called // the span queue now pauses for an hour before retrying
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	if err := tp.Shutdown(ctx); err != nil {

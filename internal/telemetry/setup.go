@@ -30,10 +30,10 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	t := &Pipeline{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
 	defer func() {
 		if err != nil {
-			if t.batcher != nil {
+			if t.queue != nil {
 				stopped, cancel := context.WithCancel(context.Background())
 				cancel()
-				_ = t.batcher.Shutdown(stopped)
+				_ = t.queue.Shutdown(stopped)
 			}
 			if t.lp != nil {
 				stopped, cancel := context.WithCancel(context.Background())
@@ -149,10 +149,7 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 	default:
 		return nil, fmt.Errorf("unknown exporter %q", cfg.Traces.Exporter)
 	}
-	var bopts []batcherOption
-	if o.backpressure != nil {
-		bopts = append(bopts, blockWhile(o.backpressure))
-	}
+	var bopts []durableOption
 	if t.traceWatch != nil {
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause), refusedWhen(refused))
 	}
@@ -160,8 +157,8 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 		bopts = append(bopts, keepFailed(t.keep), onDelivered(t.spoolDelivered))
 	}
 	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
-	t.batcher = newBatcher(exp, cfg.Batch, t.counters, onError, bopts...)
-	return t.batcher, nil
+	t.queue = newSpanQueue(exp, cfg.Batch, t.counters, onError, o.backpressure, bopts...)
+	return t.queue, nil
 }
 
 func (t *Pipeline) setupMetrics(ctx context.Context, cfg Config, o options) (sdkmetric.Reader, error) {

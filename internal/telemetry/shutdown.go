@@ -61,24 +61,24 @@ func (t *Pipeline) shutdown(ctx context.Context) error {
 	}
 	var errs []error
 
-	if t.traceWatch != nil && t.batcher != nil {
+	if t.traceWatch != nil && t.queue != nil {
 		// A collector found missing during the flush will not appear in
 		// the seconds left: give up instead of sitting out the backoff.
 		// That goes for the spool's send too, which holds the exporter
 		// open while it waits to retry; what it holds stays spooled.
-		giveUp := func() { t.batcher.abort(); t.abortSpool() }
+		giveUp := func() { t.queue.exp.abort(); t.abortSpool() }
 		if t.traceWatch.beginShutdown(giveUp) {
 			t.abortSpool()
 			t.traceWatch.reconnect(ctx)
-			t.batcher.kick()
+			t.queue.exp.kick()
 		}
 	}
 	errs = append(errs, t.tp.Shutdown(ctx))
-	if t.batcher != nil {
+	if t.queue != nil {
 		// The provider skips its processors when ctx has already ended.
-		errs = append(errs, t.batcher.Shutdown(ctx))
+		errs = append(errs, t.queue.Shutdown(ctx))
 	}
-	t.counters.freeze(t.batcher != nil)
+	t.counters.freeze(t.queue != nil)
 	t.stopSpool(ctx)
 
 	// Log records come from spans as they end, so they are flushed after

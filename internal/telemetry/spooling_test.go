@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spool"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
@@ -42,18 +43,12 @@ func spoolHolds(t *testing.T, dir string) []string {
 }
 
 // spansNamed counts the spans called name the receiver got.
-func spansNamed(name string, n int) func(r *receiver) bool {
-	return func(r *receiver) bool {
+func spansNamed(name string, n int) func(r *otlptest.Receiver) bool {
+	return func(r *otlptest.Receiver) bool {
 		c := 0
-		for _, req := range r.traces {
-			for _, rs := range req.ResourceSpans {
-				for _, ss := range rs.ScopeSpans {
-					for _, s := range ss.Spans {
-						if s.Name == name {
-							c++
-						}
-					}
-				}
+		for _, s := range r.Spans() {
+			if s.Name == name {
+				c++
 			}
 		}
 		return c >= n
@@ -87,7 +82,9 @@ func TestFullSpoolRefusesThenDrains(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
 		lis := listen(t)
 		rcv := newReceiver()
-		rcv.failing.Store(true)
+		var failing atomic.Bool
+		failing.Store(true)
+		rcv.Answer = failingWhile(&failing)
 		if protocol == "grpc" {
 			serveGRPC(t, rcv, lis, nil)
 		} else {
@@ -131,18 +128,18 @@ func TestFullSpoolRefusesThenDrains(t *testing.T) {
 		}
 
 		// The collector takes batches again: the new one, then the spool.
-		rcv.failing.Store(false)
+		failing.Store(false)
 		makeTrace(tel.TracerProvider())
 		if err := tel.FlushSpans(ctx); err != nil {
 			t.Fatal(err)
 		}
-		rcv.waitFor(t, ctx, "the spooled spans", spansNamed("earlier", 5))
+		waitFor(t, ctx, rcv, "the spooled spans", spansNamed("earlier", 5))
 		wait.For(t, time.Minute, func() bool { return ctx.Err() != nil || len(spoolHolds(t, dir)) == 0 }, func() string { return "" })
 		if held := spoolHolds(t, dir); len(held) > 0 {
 			t.Fatalf("spool not empty: %v", held)
 		}
 		// And it has room again for a batch the collector does not take.
-		rcv.failing.Store(true)
+		failing.Store(true)
 		makeTrace(tel.TracerProvider())
 		if err := tel.FlushSpans(ctx); err != nil {
 			t.Fatal(err)
@@ -168,8 +165,8 @@ func TestSpoolSentAgainWhenABatchGoesThroughDuringItsSend(t *testing.T) {
 	rcv := newReceiver()
 	sending, release := make(chan struct{}), make(chan struct{})
 	var held sync.Once
-	rcv.answer = func(m proto.Message) error {
-		req, ok := m.(*coltracepb.ExportTraceServiceRequest)
+	rcv.Answer = func(_ context.Context, e otlptest.Export) error {
+		req, ok := e.Request.(*coltracepb.ExportTraceServiceRequest)
 		if !ok || req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0].GetName() != "earlier" {
 			return nil
 		}
@@ -211,7 +208,7 @@ func TestSpoolSentAgainWhenABatchGoesThroughDuringItsSend(t *testing.T) {
 		t.Fatalf("stats %+v, want the batch exported", s)
 	}
 	releaseOnce.Do(func() { close(release) }) // the spool's send fails now
-	rcv.waitFor(t, ctx, "the spooled spans", spansNamed("earlier", 1))
+	waitFor(t, ctx, rcv, "the spooled spans", spansNamed("earlier", 1))
 }
 
 // Spans spooled longer ago than --spool-max-age are not sent once the
@@ -241,9 +238,7 @@ func TestExpiredSpoolIsSaidAndCounted(t *testing.T) {
 	if sp := tel.SpoolStats(); sp.Expired != 5 || sp.Late != 0 {
 		t.Errorf("spool stats %+v, want 5 expired, none delivered", sp)
 	}
-	rcv.mu.Lock()
 	sent := spansNamed("earlier", 1)(rcv)
-	rcv.mu.Unlock()
 	if sent {
 		t.Error("expired spans were sent")
 	}

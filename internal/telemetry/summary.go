@@ -42,7 +42,7 @@ func (t *Pipeline) Summary() string {
 	if n := t.Refused(); n > 0 {
 		problems = append(problems, plural(n, "span")+" dropped (refused by the collector as invalid; not sent again)")
 	}
-	if p := s.Pending(); p > 0 && t.batcher != nil {
+	if p := s.Pending(); p > 0 && t.queue != nil {
 		problems = append(problems, fmt.Sprintf("%d pending", p))
 	}
 	// What this process spooled and then sent itself (a watch that saw

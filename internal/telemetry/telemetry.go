@@ -59,10 +59,10 @@ type Pipeline struct {
 	lp  *sdklog.LoggerProvider // nil when logs are off
 
 	counters    *counters
-	batcher     *batcher // nil when spans are not exported
-	traceWatch  *watch   // nil unless traces go to OTLP
-	metricWatch *watch   // nil unless metrics go to OTLP
-	logWatch    *watch   // nil unless logs go to OTLP
+	queue       *spanQueue // nil when spans are not exported
+	traceWatch  *watch     // nil unless traces go to OTLP
+	metricWatch *watch     // nil unless metrics go to OTLP
+	logWatch    *watch     // nil unless logs go to OTLP
 	traceDest   string
 	logDest     string
 	metricDest  string       // "" when metrics are off

@@ -23,13 +23,16 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -352,7 +355,7 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	ctx := testCtx(t)
 	p := newPKI(t)
 	rcv := newReceiver()
-	rcv.requireKey, rcv.requireValue = "Authorization", "Bearer t0k,en"
+	rcv.Answer = otlptest.RequireHeader("Authorization", "Bearer t0k,en")
 	lis := listen(t)
 	scheme := "http"
 	env := map[string]string{
@@ -403,9 +406,9 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v (stderr %q)", err, stderr.String())
 	}
-	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
-	rcv.waitFor(t, ctx, "metrics", hasMetrics)
-	rcv.waitFor(t, ctx, "logs", hasLogs)
+	waitFor(t, ctx, rcv, "3 spans", spanCount(3))
+	waitFor(t, ctx, rcv, "metrics", hasMetrics)
+	waitFor(t, ctx, rcv, "logs", hasLogs)
 
 	if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
 		t.Errorf("stats = %+v", s)
@@ -413,34 +416,35 @@ func testOTLPRoundTrip(t *testing.T, tc otlpCase) {
 	if stderr.String() != "" {
 		t.Errorf("stderr = %q", stderr.String())
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	for _, h := range rcv.headers {
-		if got := h.Get("Authorization"); got != "Bearer t0k,en" {
+	exports := rcv.Exports()
+	var paths []string
+	for _, e := range exports {
+		if got := e.Header.Get("Authorization"); got != "Bearer t0k,en" {
 			t.Errorf("authorization header = %q", got)
 		}
+		paths = append(paths, e.Path)
 	}
 	if tc.protocol != "grpc" {
 		// The generic endpoint got the signal paths appended.
-		paths := slices.Sorted(slices.Values(rcv.paths))
+		slices.Sort(paths)
 		if strings.Join(paths, " ") != "/v1/logs /v1/metrics /v1/traces" {
-			t.Errorf("paths = %v", rcv.paths)
+			t.Errorf("paths = %v", paths)
 		}
-		if tc.gzip && rcv.headers[0].Get("Content-Encoding") != "gzip" {
-			t.Errorf("not gzipped: %v", rcv.headers[0])
+		if tc.gzip && exports[0].Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("not gzipped: %v", exports[0].Header)
 		}
 	}
-	got := rcv.traces[0].ResourceSpans[0]
+	got := rcv.Traces()[0].ResourceSpans[0]
 	if trace.TraceID(got.ScopeSpans[0].Spans[0].TraceId) != tid {
 		t.Errorf("trace id %x, want %s", got.ScopeSpans[0].Spans[0].TraceId, tid)
 	}
 	// The root, ended without settling, is a run cut short; its record
 	// carries the root's ids.
-	lr := rcv.logs[0].ResourceLogs[0].ScopeLogs[0].LogRecords[0]
+	lr := rcv.Logs()[0].ResourceLogs[0].ScopeLogs[0].LogRecords[0]
 	if lr.EventName != "pi.run.cut" || trace.TraceID(lr.TraceId) != tid || trace.SpanID(lr.SpanId) != trace.SpanID(got.ScopeSpans[0].Spans[2].SpanId) {
 		t.Errorf("log record = %v", lr)
 	}
-	m := rcv.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
+	m := rcv.Metrics()[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0]
 	if m.Name != "pi.test.count" || m.GetSum().AggregationTemporality != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE ||
 		m.GetSum().DataPoints[0].GetAsInt() != 3 {
 		t.Errorf("metric = %v", m)
@@ -464,9 +468,9 @@ func TestHTTPSignalEndpointUsedAsIs(t *testing.T) {
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rcv.waitFor(t, ctx, "3 spans", spanCount(3))
-	if rcv.paths[0] != "/custom/traces" {
-		t.Errorf("path = %q", rcv.paths[0])
+	waitFor(t, ctx, rcv, "3 spans", spanCount(3))
+	if p := rcv.Exports()[0].Path; p != "/custom/traces" {
+		t.Errorf("path = %q", p)
 	}
 }
 
@@ -475,7 +479,7 @@ func TestRefusedCredentials(t *testing.T) {
 	// at --headers, and the spans count as failed.
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
 		rcv := newReceiver()
-		rcv.requireKey, rcv.requireValue = "Authorization", "secret"
+		rcv.Answer = otlptest.RequireHeader("Authorization", "secret")
 		lis := listen(t)
 		if protocol == "grpc" {
 			serveGRPC(t, rcv, lis, nil)
@@ -513,7 +517,9 @@ func TestRefusedCredentials(t *testing.T) {
 func TestRefusedAsInvalid(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ctx context.Context, protocol string) {
 		rcv := newReceiver()
-		rcv.invalid = true
+		rcv.Answer = func(context.Context, otlptest.Export) error {
+			return status.Error(grpccodes.InvalidArgument, "invalid spans")
+		}
 		lis := listen(t)
 		if protocol == "grpc" {
 			serveGRPC(t, rcv, lis, nil)
@@ -656,14 +662,14 @@ func TestCollectorComesUpLate(t *testing.T) {
 		} else {
 			serveHTTP(t, rcv, lis, nil)
 		}
-		rcv.waitFor(t, ctx, "3 spans", spanCount(3))
+		waitFor(t, ctx, rcv, "3 spans", spanCount(3))
 		if err := tel.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
 		if s := tel.Stats(); s != (telemetry.Stats{Traces: 1, Ended: 3, Exported: 3}) {
 			t.Errorf("stats = %+v", s)
 		}
-		if got := rcv.traces[0].ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId; trace.TraceID(got) != tid {
+		if got := rcv.Traces()[0].ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId; trace.TraceID(got) != tid {
 			t.Errorf("trace id %x", got)
 		}
 		if strings.Count(stderr.String(), "\n") != 1 {

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,13 +24,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
@@ -39,6 +34,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
@@ -551,40 +547,33 @@ func faultMetrics(t *testing.T, path string) map[string]int64 {
 // faultCollector is an OTLP/gRPC trace receiver that takes delay to
 // answer each export and counts the spans it accepted.
 type faultCollector struct {
-	coltracepb.UnimplementedTraceServiceServer
-	addr    string
-	delay   time.Duration
-	spans   atomic.Int64
-	exports atomic.Int64
+	addr string
+	r    *otlptest.Receiver
 }
 
 func startFaultCollector(tb testing.TB, delay time.Duration) *faultCollector {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := &faultCollector{addr: ln.Addr().String(), delay: delay}
-	srv := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(srv, c)
-	go func() { _ = srv.Serve(ln) }()
-	tb.Cleanup(srv.Stop)
-	return c
+	r := &otlptest.Receiver{CountOnly: true, Answer: func(ctx context.Context, _ otlptest.Export) error {
+		select {
+		case <-time.After(delay):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	return &faultCollector{addr: r.StartGRPC(tb), r: r}
 }
 
-func (c *faultCollector) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	select {
-	case <-time.After(c.delay):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	var n int64
-	for range otlpwalk.Spans(req) {
-		n++
-	}
-	c.spans.Add(n)
-	c.exports.Add(1)
-	return &coltracepb.ExportTraceServiceResponse{}, nil
+// spans is how many spans the collector accepted.
+func (c *faultCollector) spans() int {
+	_, n := c.r.Counts()
+	return n
+}
+
+// exports is how many exports the collector accepted.
+func (c *faultCollector) exports() int {
+	n, _ := c.r.Counts()
+	return n
 }
 
 // faultCaptures is every Pi 1.6.0 json-mode capture in testdata, one after
@@ -704,13 +693,13 @@ func TestCollectorSlow(t *testing.T) {
 	if sum.Spans != base.sum.Spans || sum.Traces != base.sum.Traces {
 		t.Errorf("ended %d spans in %d traces, without export %d in %d", sum.Spans, sum.Traces, base.sum.Spans, base.sum.Traces)
 	}
-	got := int(slow.spans.Load())
+	got := slow.spans()
 	if got+sum.dropped+sum.failed != sum.Spans {
 		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
 	t.Logf("%d MB: all bytes out after %v (no export: %v), exit after %v; sent %d, delivered %d in %d exports, dropped %d, failed %d",
 		len(want)/1e6, r.toData.Round(time.Millisecond), base.toData.Round(time.Millisecond), r.toExit.Round(time.Millisecond),
-		sum.Spans, got, slow.exports.Load(), sum.dropped, sum.failed)
+		sum.Spans, got, slow.exports(), sum.dropped, sum.failed)
 }
 
 // TestCollectorBlackHole: the collector accepts connections and never

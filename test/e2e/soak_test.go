@@ -232,7 +232,7 @@ func TestSoakReplay(t *testing.T) {
 	if want := one.sum.Spans + int(passes-1)*spansPerPass; sum.Spans != want {
 		t.Errorf("%d spans for %d passes, want %d", sum.Spans, passes, want)
 	}
-	got := int(col.spans.Load())
+	got := col.spans()
 	if got+sum.dropped+sum.failed != sum.Spans {
 		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}
@@ -302,7 +302,7 @@ func TestSoakGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines before %d rounds, %d after:\n%s", before, rounds, after, dump.Bytes())
 	}
 	t.Logf("goroutines: %d before %d rounds of run, replay and rpc, %d after; collector got %d spans",
-		before, rounds, after, col.spans.Load())
+		before, rounds, after, col.spans())
 }
 
 // soakSpans counts started and ended spans.
@@ -465,7 +465,7 @@ func TestSoakRPCPi(t *testing.T) {
 	if sum.Traces != n {
 		t.Errorf("%d traces for %d prompts: %s", sum.Traces, n, sum.Line)
 	}
-	got := int(col.spans.Load())
+	got := col.spans()
 	if got+sum.dropped+sum.failed != sum.Spans {
 		t.Errorf("collector got %d spans; %s", got, sum.Line)
 	}

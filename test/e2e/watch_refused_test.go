@@ -6,9 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,14 +15,13 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 )
 
@@ -33,15 +29,18 @@ import (
 // InvalidArgument, HTTP 400) and takes the others; it counts how often it
 // saw each span id, refused or taken.
 type refusingCollector struct {
-	coltracepb.UnimplementedTraceServiceServer
 	mu              sync.Mutex
 	n               int
 	seen            map[string]int
 	taken, refusedN int
 }
 
-// receive counts req and says whether to refuse it.
-func (c *refusingCollector) receive(req *coltracepb.ExportTraceServiceRequest) bool {
+// answer counts an export's spans, and refuses every other one.
+func (c *refusingCollector) answer(_ context.Context, e otlptest.Export) error {
+	req, ok := e.Request.(*coltracepb.ExportTraceServiceRequest)
+	if !ok {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++
@@ -54,30 +53,10 @@ func (c *refusingCollector) receive(req *coltracepb.ExportTraceServiceRequest) b
 			c.taken++
 		}
 	}
-	return refuse
-}
-
-func (c *refusingCollector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	if c.receive(req) {
-		return nil, status.Error(codes.InvalidArgument, "span refused by the test")
+	if refuse {
+		return status.Error(codes.InvalidArgument, "span refused by the test")
 	}
-	return &coltracepb.ExportTraceServiceResponse{}, nil
-}
-
-func (c *refusingCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var req coltracepb.ExportTraceServiceRequest
-	if r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
-		http.Error(w, "not a trace export", http.StatusNotFound)
-		return
-	}
-	if c.receive(&req) {
-		http.Error(w, "span refused by the test", http.StatusBadRequest)
-		return
-	}
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	return nil
 }
 
 // TestWatchRefusedBatchesMoveOn: a collector that refuses batches as
@@ -90,19 +69,12 @@ func TestWatchRefusedBatchesMoveOn(t *testing.T) {
 	for _, protocol := range []string{"grpc", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
 			c := &refusingCollector{seen: map[string]int{}}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := &otlptest.Receiver{CountOnly: true, Answer: c.answer}
+			var addr string
 			if protocol == "grpc" {
-				srv := grpc.NewServer()
-				coltracepb.RegisterTraceServiceServer(srv, c)
-				go func() { _ = srv.Serve(ln) }()
-				t.Cleanup(srv.Stop)
+				addr = r.StartGRPC(t)
 			} else {
-				srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
-				go func() { _ = srv.Serve(ln) }()
-				t.Cleanup(func() { _ = srv.Close() })
+				addr = r.StartHTTP(t, nil)
 			}
 
 			h := historytest.Write(t, 8, 400_000)
@@ -111,7 +83,7 @@ func TestWatchRefusedBatchesMoveOn(t *testing.T) {
 			state := filepath.Join(out, "watch.json")
 			metricsFile := filepath.Join(out, "metrics.jsonl")
 			env := []string{
-				"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr, "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
 				"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=e2e-watch-refused", "PI_OTEL_SPOOL_DIR=" + spool,
 				"OTEL_LOGS_EXPORTER=none",
 			}
@@ -198,21 +170,14 @@ func refusedMetric(t *testing.T, path string) int64 {
 // of the history once.
 func TestWatchLogsDownSpansOnce(t *testing.T) {
 	t.Parallel()
-	c := &switchCollector{got: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(srv, c)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+	c := &otlptest.Receiver{}
+	addr := c.StartGRPC(t)
 	down := freeport.Addr(t) // nothing listens there
 
 	h := historytest.Write(t, 8, 400_000)
 	state := filepath.Join(t.TempDir(), "watch.json")
 	env := []string{
-		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://" + ln.Addr().String(),
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://" + addr,
 		"OTEL_LOGS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://" + down, "OTEL_EXPORTER_OTLP_TIMEOUT=1000",
 		"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=e2e-watch-logs-down", "OTEL_METRICS_EXPORTER=none",
 	}
@@ -223,7 +188,7 @@ func TestWatchLogsDownSpansOnce(t *testing.T) {
 	w.stop(t)
 
 	want := historytest.Replay(t, h.Paths)
-	got := c.counts()
+	got := c.SpanIDs()
 	var twice, missing int
 	for id := range want.Spans {
 		switch n := got[id]; {

@@ -13,13 +13,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
 
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
@@ -27,7 +24,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
-	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
@@ -183,46 +180,16 @@ func TestWatchKill9MidBackfill(t *testing.T) {
 	}
 }
 
-// switchCollector is an OTLP/gRPC trace receiver that, while silent,
-// accepts every export and never answers it (a wedged collector), and
-// otherwise takes it and counts each span id.
-type switchCollector struct {
-	coltracepb.UnimplementedTraceServiceServer
-	mu     sync.Mutex
-	silent bool
-	got    map[string]int
-}
-
-func (c *switchCollector) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	c.mu.Lock()
-	silent := c.silent
-	c.mu.Unlock()
-	if silent {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for s := range otlpwalk.Spans(req) {
-		c.got[fmt.Sprintf("%x", s.GetSpanId())]++
-	}
-	return &coltracepb.ExportTraceServiceResponse{}, nil
-}
-
-func (c *switchCollector) set(silent bool) {
-	c.mu.Lock()
-	c.silent = silent
-	c.mu.Unlock()
-}
-
-func (c *switchCollector) counts() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.got))
-	for k, v := range c.got {
-		out[k] = v
-	}
-	return out
+// switchCollector answers no export while silent is set, as a wedged
+// collector: the export waits for its deadline. Otherwise it takes them.
+func switchCollector(silent *atomic.Bool) *otlptest.Receiver {
+	return &otlptest.Receiver{Answer: func(ctx context.Context, _ otlptest.Export) error {
+		if silent.Load() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}}
 }
 
 // TestWatchSilentCollectorThenSpoolDrains: a backfill into a collector
@@ -234,18 +201,14 @@ func (c *switchCollector) counts() map[string]int {
 func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	t.Parallel()
 	addr := freeport.Addr(t)
-	c := &switchCollector{silent: true, got: map[string]int{}}
-	serve := func() {
-		lis, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer()
-		coltracepb.RegisterTraceServiceServer(srv, c)
-		go func() { _ = srv.Serve(lis) }()
-		t.Cleanup(srv.Stop)
+	var silent atomic.Bool
+	silent.Store(true)
+	c := switchCollector(&silent)
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	serve()
+	c.ServeGRPC(t, lis)
 
 	h := historytest.Write(t, 8, 400_000)
 	spool := t.TempDir()
@@ -260,7 +223,7 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	if committed(st) == 0 {
 		t.Fatalf("the state did not move past spooled spans: %+v\n%s", st, w.stderr)
 	}
-	if n := len(c.counts()); n != 0 {
+	if n := len(c.SpanIDs()); n != 0 {
 		t.Fatalf("the silent collector took %d spans", n)
 	}
 	spooled, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
@@ -271,18 +234,18 @@ func TestWatchSilentCollectorThenSpoolDrains(t *testing.T) {
 	// The collector answers again, on the same connection (a proxy that
 	// black-holed and now forwards); a new session in the watched folder
 	// goes through, and the spool with it.
-	c.set(false)
+	silent.Store(false)
 	back := time.Now()
 	fresh := writeFresh(t, h, "fresh-after-outage")
 	want := historytest.Replay(t, append(append([]string(nil), h.Paths...), fresh))
 	// A sent file leaves the spool once the collector's answer is back,
 	// a moment after the collector counted its spans.
 	spoolFiles := func() []string { f, _ := filepath.Glob(filepath.Join(spool, "*.otlp")); return f }
-	wait.Until(time.Minute, func() bool { return len(c.counts()) >= len(want.Spans) && len(spoolFiles()) == 0 })
+	wait.Until(time.Minute, func() bool { return len(c.SpanIDs()) >= len(want.Spans) && len(spoolFiles()) == 0 })
 	took := time.Since(back)
 	left := spoolFiles()
 	w.stop(t)
-	got := c.counts()
+	got := c.SpanIDs()
 	var dups, missing int
 	for id := range want.Spans {
 		switch n := got[id]; {
