@@ -44,8 +44,7 @@ func BenchmarkHookCost(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		id := itoa(i)
-		r.Expect(id, cmd)
-		r.Resolve(id, sc)
+		r.Call(id, cmd, sc)
 		p := run(plainEnv)
 		h := run(hookEnv)
 		r.Done(id)
