@@ -110,7 +110,7 @@ func (a *asker) read() {
 }
 
 // answer waits for the question's sync, at most the hook's wait, and
-// answers. The hook looks for its answer every millisecond: a wake-up
+// answers. The hook looks for its answer every quarter millisecond: a wake-up
 // through a fifo would leave stale bytes that cut later hooks' waits short.
 func (a *asker) answer(q Question) {
 	defer a.wg.Done()

@@ -108,7 +108,7 @@ if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)); then
 			[[ -p $ask && ! -L $ask && -O $ask && -p $base/wait && ! -L $base/wait && -O $base/wait ]] || break
 			tok=$$-${EPOCHREALTIME-$SECONDS}
 			printf 'q %s %s %s %s\n' "$$" "$tok" "$sid" "$file" 1<>"$ask"
-			reason=t
+			reason=t wait=$((wait * 4))
 			while ((wait-- > 0)); do
 				if [[ -f $ans && ! -L $ans && -O $ans ]]; then
 					got=
@@ -122,7 +122,7 @@ if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)); then
 					reason=g
 					break
 				fi
-				read -r -t 0.001 <>"$base/wait"
+				read -r -t 0.00025 <>"$base/wait"
 			done 2>/dev/null
 			[[ -z $reason ]] || break
 		done
