@@ -135,7 +135,6 @@ func measure2(b *testing.B, plainCmd, hookedCmd string, plain, hooked []string, 
 	b.ReportMetric(quantile(added, 0.99), "added-p99-ms")
 }
 
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func quantile(v []float64, q float64) float64 {
