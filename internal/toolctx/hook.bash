@@ -31,6 +31,15 @@ if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)); then
 			# a session file (pi --no-session), watch follows nothing.
 			sid=$PI_SESSION_ID file=$PI_SESSION_FILE
 			[[ $sid != *[!A-Za-z0-9_-]* && $file != *$'\n'* && ${#file} -lt 3000 ]] || return 0
+			# A bash that pi-otel run started with the hook as BASH_ENV
+			# has had its call's context from that: it ran before this
+			# line, and left no mark but the environment bash started with.
+			if [[ -n ${TRACEPARENT-} && -r /proc/$$/environ ]]; then
+				local v
+				while IFS= read -r -d '' v; do
+					[[ $v == PI_OTEL_HOOK=* ]] && return 0
+				done </proc/$$/environ
+			fi
 			base=${PI_OTEL_PROPAGATION_DIR-}
 			if [[ -z $base ]]; then
 				if [[ -n ${XDG_RUNTIME_DIR-} ]]; then base=$XDG_RUNTIME_DIR/pi-otel; else base=${TMPDIR:-/tmp}; base=${base%/}/pi-otel-$UID; fi

@@ -119,3 +119,26 @@ func TestSecondWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupLineUnderRun: a bash that pi-otel run started, whose command
+// also begins with the setup line, keeps the context run's hook gave it,
+// though a watch publishes the same command too.
+func TestSetupLineUnderRun(t *testing.T) {
+	r := openRun(t, time.Minute)
+	base := filepath.Join(t.TempDir(), "pi-otel")
+	hookPath := filepath.Join(t.TempDir(), HookName)
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const cmd = "printenv TRACEPARENT"
+	prefix := ". " + hookPath + " 2>/dev/null || :\n"
+	fromRun, fromWatch := spanContext(t, 1, trace.FlagsSampled), spanContext(t, 2, trace.FlagsSampled)
+	r.Call("c", cmd, fromRun)
+	s.Call("sess-1", "c", cmd, fromWatch)
+	env := bashEnv(r, "PI_OTEL_PROPAGATION_DIR="+base, "PI_SESSION_ID=sess-1", "PI_SESSION_FILE=/x/s.jsonl")
+	if o, e, _ := runBash(t, env, prefix+cmd); o != traceparent(fromRun)+"\n" || e != "" {
+		t.Errorf("got %q %q, want run's %s", o, e, traceparent(fromRun))
+	}
+}
