@@ -1,8 +1,9 @@
 # pi-otel's BASH_ENV hook: it gives the processes of one bash call the trace
 # context (TRACEPARENT, TRACESTATE) of the Pi tool call that started it.
-# It prints nothing, forks nothing, and leaves the shell as it found it:
-# options, $?, $_ and no variable or function of its own; see
-# docs/configuration.md, Propagation. Written by pi-otel.
+# It prints nothing, forks nothing (but $(umask) where /proc is missing),
+# and leaves the shell as it found it: options, $?, $_ and no variable or
+# function of its own; see docs/configuration.md, Propagation. Written by
+# pi-otel.
 #
 # The first line hides itself from an exported SHELLOPTS=xtrace: the
 # group's trace goes to /dev/null, and xtrace is back on only at the end.

@@ -1,6 +1,7 @@
 package toolctx
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ const idleAfter = time.Hour
 
 // ErrOtherWatch says another pi-otel watch of this user publishes in the
 // base directory.
-var ErrOtherWatch = fmt.Errorf("another pi-otel watch publishes there: %w", errBusy)
+var ErrOtherWatch = errors.New("another pi-otel watch publishes there")
 
 // OpenSessions prepares the base directory for watch, and writes the hook
 // to hookPath (0600), where the setup line sources it. It returns
