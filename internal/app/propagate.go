@@ -142,11 +142,14 @@ func (c *callContexts) followStream(proc *launch.Process) {
 		return
 	}
 	f, ok := proc.Stdout().(*os.File)
-	if !ok {
-		return
+	var st *toolctx.Stream
+	var err error
+	if ok {
+		st, err = toolctx.NewStream(f)
 	}
-	st, err := toolctx.NewStream(f)
-	if err != nil {
+	if !ok || err != nil {
+		// Questions are held until a sync is set: answer them at once.
+		c.run.SetSync(func(context.Context, toolctx.Question) {})
 		return
 	}
 	proc.ReadStdoutThrough(st)

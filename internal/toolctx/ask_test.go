@@ -141,6 +141,30 @@ func TestHookAsks(t *testing.T) {
 	}
 }
 
+// TestHookWaitsForTheReader: pi-otel starts reading Pi's output after
+// Pi has started, and Pi's first bash may ask before then: its question
+// waits until pi-otel reads (SetSync), and it finds the call that reading
+// publishes.
+func TestHookWaitsForTheReader(t *testing.T) {
+	r, err := Open(Options{Base: filepath.Join(t.TempDir(), "pi-otel"), Wait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	asked := make(chan struct{})
+	tell := func(Question) { close(asked) }
+	r.ask.asked.Store(&tell)
+	const cmd = "printenv TRACEPARENT"
+	done := make(chan string)
+	go func() { o, _, _ := runBash(t, bashEnv(r), cmd); done <- o }()
+	<-asked
+	sc := spanContext(t, 4, trace.FlagsSampled)
+	r.SetSync(func(context.Context, Question) { r.Call("first", cmd, sc) })
+	if o := <-done; o != traceparent(sc)+"\n" {
+		t.Errorf("got %q, want %s", o, traceparent(sc))
+	}
+}
+
 // TestHookBoundedWait: a pi-otel that does not answer holds a bash at
 // most the wait, and the call is counted; one that has exited holds it
 // not at all.

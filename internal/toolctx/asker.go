@@ -40,12 +40,19 @@ type asker struct {
 	wait time.Duration
 	late func()
 
-	in       *os.File
+	in *os.File
+	// asked, if set (by tests), is told of each question as it arrives.
+	asked    atomic.Pointer[func(Question)]
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	timeouts atomic.Int64
 	saidLate atomic.Bool
+
+	// ready is closed once sync is set: a question waits for it (at
+	// most the hook's wait), since the process that reads Pi's output
+	// may start after Pi, whose first bash may already be asking.
+	ready chan struct{}
 
 	mu     sync.Mutex
 	sync   Sync
@@ -59,7 +66,7 @@ type asker struct {
 const answerLife = time.Minute
 
 func newAsker(dir string, wait time.Duration, late func()) (*asker, error) {
-	a := &asker{dir: dir, wait: wait, late: late, answered: map[int]time.Time{}}
+	a := &asker{dir: dir, wait: wait, late: late, answered: map[int]time.Time{}, ready: make(chan struct{})}
 	for _, name := range []string{"ask", "wait"} {
 		if err := makeFifo(filepath.Join(dir, name)); err != nil {
 			return nil, err
@@ -77,8 +84,13 @@ func newAsker(dir string, wait time.Duration, late func()) (*asker, error) {
 
 func (a *asker) setSync(f Sync) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.sync = f
-	a.mu.Unlock()
+	select {
+	case <-a.ready:
+	default:
+		close(a.ready)
+	}
 }
 
 func (a *asker) read() {
@@ -103,6 +115,9 @@ func (a *asker) read() {
 				continue
 			}
 			q := Question{PID: pid, token: f[1], Session: f[2], File: f[3]}
+			if f := a.asked.Load(); f != nil {
+				(*f)(q)
+			}
 			a.wg.Add(1)
 			go a.answer(q)
 		}
@@ -114,16 +129,20 @@ func (a *asker) read() {
 // through a fifo would leave stale bytes that cut later hooks' waits short.
 func (a *asker) answer(q Question) {
 	defer a.wg.Done()
+	ctx, cancel := context.WithTimeout(a.ctx, a.wait)
+	defer cancel()
+	select {
+	case <-a.ready:
+	case <-ctx.Done():
+	}
 	a.mu.Lock()
 	sync := a.sync
 	a.mu.Unlock()
 	if sync != nil {
-		ctx, cancel := context.WithTimeout(a.ctx, a.wait)
 		sync(ctx, q)
 		if ctx.Err() != nil && a.ctx.Err() == nil && !a.saidLate.Swap(true) && a.late != nil {
 			a.late()
 		}
-		cancel()
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

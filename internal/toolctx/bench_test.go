@@ -72,7 +72,8 @@ func BenchmarkHookCost(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			base := filepath.Join(b.TempDir(), "pi-otel")
 			hookPath := filepath.Join(b.TempDir(), HookName)
-			s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
+			// Not followed: watch answers at once (app's fileProgress).
+			s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -90,7 +91,7 @@ func BenchmarkHookCost(b *testing.B) {
 
 func benchRun(b *testing.B) *Run {
 	b.Helper()
-	r, err := Open(Options{Base: filepath.Join(b.TempDir(), "pi-otel"), Wait: time.Second})
+	r, err := Open(Options{Base: filepath.Join(b.TempDir(), "pi-otel"), Wait: time.Second, Sync: atOnce})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package toolctx
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,13 +23,16 @@ func openRun(t *testing.T, wait time.Duration) *Run {
 		t.Fatalf("this test needs bash on PATH: %v", err)
 	}
 	base := filepath.Join(t.TempDir(), "pi-otel")
-	r, err := Open(Options{Base: base, Wait: wait})
+	r, err := Open(Options{Base: base, Wait: wait, Sync: atOnce})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// atOnce answers a question at once: nothing more to read.
+func atOnce(context.Context, Question) {}
 
 // bashEnv is Pi's environment under pi-otel: the run-level TRACEPARENT and
 // the hook's variables, over a clean base.

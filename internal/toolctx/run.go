@@ -66,6 +66,9 @@ type Options struct {
 	// Late, if set, is called once when a question was answered after
 	// its hook had stopped waiting.
 	Late func()
+	// Sync is what a question waits for before its answer; until it is
+	// set (here or with SetSync), a question waits for it to be.
+	Sync Sync
 }
 
 // Open creates this process's directory below the base, with the hook,
@@ -97,6 +100,9 @@ func Open(opts Options) (*Run, error) {
 	if r.ask, err = newAsker(dir, opts.Wait, opts.Late); err != nil {
 		r.remove()
 		return nil, err
+	}
+	if opts.Sync != nil {
+		r.SetSync(opts.Sync)
 	}
 	return r, nil
 }

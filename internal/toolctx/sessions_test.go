@@ -16,7 +16,7 @@ import (
 func TestSetupLine(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	hookPath := filepath.Join(t.TempDir(), "state", "pi-otel", HookName)
-	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestSetupLineUnderRun(t *testing.T) {
 	r := openRun(t, time.Minute)
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	hookPath := filepath.Join(t.TempDir(), HookName)
-	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
 	if err != nil {
 		t.Fatal(err)
 	}
