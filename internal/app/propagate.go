@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -12,6 +16,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/launch"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/toolctx"
@@ -26,6 +31,10 @@ type callContexts struct {
 	// sessions replaces run for watch: plain Pis, a directory per session.
 	sessions *toolctx.Sessions
 	misses   toolctx.Misses
+	// files, for Pi traced from its session files (the TUI, watch), is
+	// how far each file has been mapped: a hook's question waits for its
+	// session file to be mapped up to its size when asked.
+	files *fileProgress
 }
 
 // openCallContexts opens the run's directory, or says on stderr why not.
@@ -49,6 +58,7 @@ func openCallContexts(env Env, cfg config.Config) *callContexts {
 
 // openWatchContexts prepares watch's publishing, or says on stderr why
 // not: the hook goes where the setup line of docs/watch.md sources it.
+// A second watch of the user publishes nothing, and says so.
 func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
 	if cfg.Propagation != config.PropagateCall {
 		return nil
@@ -57,7 +67,13 @@ func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
 	if base == "" {
 		base = toolctx.BaseDir(env.Getenv)
 	}
-	s, err := toolctx.OpenSessions(toolctx.Options{Base: base, Wait: cfg.PropagationWait}, toolctx.HookPath(env.Getenv, home))
+	opts := toolctx.Options{Base: base, Wait: cfg.PropagationWait}
+	if !cfg.Quiet {
+		opts.Late = func() {
+			fmt.Fprintf(env.Stderr, "pi-otel: a bash call waited --propagation-wait (%v) for pi-otel and went on without its own trace context; more such calls are counted, not said\n", cfg.PropagationWait)
+		}
+	}
+	s, err := toolctx.OpenSessions(opts, toolctx.HookPath(env.Getenv, home))
 	if err != nil {
 		if !cfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel: bash calls get no trace context of their own: %v\n", err)
@@ -108,7 +124,7 @@ func (c *callContexts) bashAnswered(id string) { c.run.Done(toolctx.RPCBashID(id
 
 // controller reads one of an RPC controller's records: a bash command
 // runs in Pi's bash, with the context Pi has, and must not wait for a
-// tool call's.
+// tool call's. It is published before the record reaches Pi.
 func (c *callContexts) controller(rec []byte) {
 	if c == nil {
 		return
@@ -118,19 +134,57 @@ func (c *callContexts) controller(rec []byte) {
 	}
 }
 
+// followStream has the hooks' questions wait for Pi's stdout to be mapped
+// up to the moment they ask (run and rpc: Pi's stream is read through
+// toolctx.Stream).
+func (c *callContexts) followStream(proc *launch.Process) {
+	if c == nil {
+		return
+	}
+	f, ok := proc.Stdout().(*os.File)
+	var st *toolctx.Stream
+	var err error
+	if ok {
+		st, err = toolctx.NewStream(f)
+	}
+	if !ok || err != nil {
+		// Questions are held until a sync is set: answer them at once.
+		c.run.SetSync(func(context.Context, toolctx.Question) {})
+		return
+	}
+	proc.ReadStdoutThrough(st)
+	c.run.SetSync(st.Sync)
+}
+
+// followFiles has the hooks' questions wait for their session file, when
+// it is below one of dirs, to be mapped up to its size when they ask
+// (the TUI under run, watch). A file elsewhere, or none (pi
+// --no-session), is answered at once.
+func (c *callContexts) followFiles(dirs []string) {
+	if c == nil {
+		return
+	}
+	c.files = newFileProgress(dirs)
+	if c.sessions != nil {
+		c.sessions.SetSync(c.files.sync)
+	} else {
+		c.run.SetSync(c.files.sync)
+	}
+}
+
 // historyAge is how old a session file's newest entry may be for its calls
 // to be published: far more than a hook waits, and than Pi takes from
 // writing a long answer's entry to starting its tools.
 const historyAge = 10 * time.Minute
 
 // sessionCalls returns what publishes the bash calls of session file
-// path, and marks it read to its end; nil with c. Its fm is to be set to
-// the file's FileMapper, whose Config.BashCalls is its calls.
+// path, and notes how far it is mapped; nil with c. Its fm is to be set
+// to the file's FileMapper, whose Config.BashCalls is its calls.
 func (c *callContexts) sessionCalls(path string) *sessionCalls {
 	if c == nil {
 		return nil
 	}
-	return &sessionCalls{c: c, path: path}
+	return &sessionCalls{c: c, path: realPath(path)}
 }
 
 // sessionCalls publishes one session file's bash calls.
@@ -138,9 +192,6 @@ type sessionCalls struct {
 	c    *callContexts
 	path string
 	fm   *session.FileMapper
-	// size is the file's size when last looked at: a line ending before
-	// it is not the last.
-	size int64
 }
 
 // calls publishes the bash calls of a line fm has just read.
@@ -162,42 +213,11 @@ func (s *sessionCalls) calls(calls []event.BashCall) {
 	}
 }
 
-// caughtUp marks the file as read when the line ending at end was its
-// last. It looks at the file only when end reaches the size seen last:
-// a file Pi appends to only grows, and one rewritten smaller is read
-// again from its start, by a new FileMapper.
+// caughtUp notes that the file is mapped up to end, the end of the line
+// just mapped.
 func (s *sessionCalls) caughtUp(end int64) {
-	if s == nil || end < s.size {
-		return
-	}
-	id := s.fm.SessionID()
-	if id == "" {
-		return
-	}
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return
-	}
-	s.size = fi.Size()
-	if end < s.size {
-		return
-	}
-	if s.c.sessions != nil {
-		// A file nobody wrote lately (watch's backfill) gets no directory
-		// of its own: no Pi is running its bash. Resumed, its next entry
-		// is new and makes one.
-		if time.Since(fi.ModTime()) <= historyAge {
-			s.c.sessions.Seen(id, fi.ModTime())
-		}
-		return
-	}
-	s.c.run.Seen(id, fi.ModTime())
-}
-
-// started names Pi's process once it runs.
-func (c *callContexts) started(pid int) {
-	if c != nil {
-		c.run.SetPi(pid)
+	if s != nil && s.c.files != nil {
+		s.c.files.reached(s.path, end)
 	}
 }
 
@@ -218,4 +238,81 @@ func (c *callContexts) close() {
 	default:
 		c.misses = c.run.Close()
 	}
+}
+
+// fileProgress is how far each session file is mapped, by its real path.
+type fileProgress struct {
+	dirs []string
+
+	mu      sync.Mutex
+	at      map[string]int64
+	changed chan struct{}
+}
+
+func newFileProgress(dirs []string) *fileProgress {
+	p := &fileProgress{at: map[string]int64{}, changed: make(chan struct{})}
+	for _, d := range dirs {
+		p.dirs = append(p.dirs, realPath(d))
+	}
+	return p
+}
+
+func (p *fileProgress) reached(path string, end int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if end > p.at[path] {
+		p.at[path] = end
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+}
+
+// sync waits until q's session file is mapped up to its size now, when
+// it is one of the files followed.
+func (p *fileProgress) sync(ctx context.Context, q toolctx.Question) {
+	if q.File == "" || !filepath.IsAbs(q.File) {
+		return
+	}
+	path := realPath(q.File)
+	if !p.follows(path) {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	size := fi.Size()
+	p.mu.Lock()
+	for p.at[path] < size {
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+}
+
+// follows reports whether path is below one of the folders followed.
+func (p *fileProgress) follows(path string) bool {
+	for _, d := range p.dirs {
+		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// realPath is path with its links resolved, or cleaned if it cannot be.
+func realPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return filepath.Clean(path)
 }

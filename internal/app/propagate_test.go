@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,15 +18,18 @@ import (
 )
 
 // A session file's bash calls are published from the FileMapper's own
-// decoding, with the span the file's run will give them, and the file is
-// marked read to its end after its last line, and again once it grew:
-// not after the lines before.
+// decoding, with the span the file's run will give them; a hook's
+// question about the file waits until it is mapped up to its size when
+// asked, and one about a file outside the folders followed does not.
 func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 	r, err := toolctx.Open(toolctx.Options{Base: filepath.Join(t.TempDir(), "ctx"), Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := quietSessionPipeline(t, &callContexts{run: r})
+	cc := &callContexts{run: r}
+	folder := t.TempDir()
+	cc.followFiles([]string{folder})
+	sp := quietSessionPipeline(t, cc)
 
 	now := time.Now().UTC()
 	ts := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339Nano) }
@@ -40,22 +44,33 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 			`{"type":"toolCall","id":"c4","name":"bash","arguments":{"command":4}}]}}`,
 		`{"type":"message","id":"r1","parentId":"a1","timestamp":"` + ts(3*time.Millisecond) + `","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[],"timestamp":3}}`,
 	}
-	path := filepath.Join(t.TempDir(), "s.jsonl")
+	path := filepath.Join(folder, "s.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	elsewhere := filepath.Join(t.TempDir(), "other.jsonl")
+	if err := os.WriteFile(elsewhere, []byte(lines[0]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cc.files.sync(context.Background(), toolctx.Question{File: elsewhere}) // returns: not followed
 	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*countingMapper)
-	seen := filepath.Join(r.Dir(), "seen-"+sid)
+	synced := make(chan struct{})
+	go func() {
+		cc.files.sync(context.Background(), toolctx.Question{File: path})
+		close(synced)
+	}()
 	var off int64
 	feed := func(line string) {
 		c.Line(off, []byte(line))
 		off += int64(len(line)) + 1
 	}
 	for i, l := range lines {
-		feed(l)
-		if _, err := os.Stat(seen); (err == nil) != (i == len(lines)-1) {
-			t.Fatalf("after line %d of %d: marked read: %v", i+1, len(lines), err == nil)
+		select {
+		case <-synced:
+			t.Fatalf("a question was answered after %d of %d lines", i, len(lines))
+		default:
 		}
+		feed(l)
 		if i != 2 {
 			continue
 		}
@@ -68,24 +83,7 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 			t.Errorf("published %q, want %q (c1's only)", entries, want)
 		}
 	}
-	// The file grows: its new last line marks it again, at its new time.
-	more := `{"type":"message","id":"a2","parentId":"r1","timestamp":"` + ts(4*time.Millisecond) + `","message":{"role":"assistant","stopReason":"stop","timestamp":4,"content":[]}}`
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(more + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	later := time.Now().Add(time.Hour).Truncate(time.Second)
-	if err := os.Chtimes(path, later, later); err != nil {
-		t.Fatal(err)
-	}
-	feed(more)
-	if fi, err := os.Stat(seen); err != nil || !fi.ModTime().Equal(later) {
-		t.Errorf("after the file grew: marked %v, %v; want at %v", fi, err, later)
-	}
+	<-synced
 }
 
 // quietSessionPipeline is watch's pipeline, exporting nothing, that
@@ -131,8 +129,8 @@ func traceparentOf(sc trace.SpanContext) string {
 }
 
 // TestWatchLeavesHistoryUnmarked: watch's backfill makes no directory for
-// a session nobody wrote lately; once Pi writes to it again, it gets one,
-// marked read to its end.
+// a session nobody wrote lately; once Pi writes to it again, its calls
+// are published.
 func TestWatchLeavesHistoryUnmarked(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "ctx")
 	s, err := toolctx.OpenSessions(toolctx.Options{Base: base, Wait: time.Second}, filepath.Join(t.TempDir(), toolctx.HookName))
@@ -165,18 +163,12 @@ func TestWatchLeavesHistoryUnmarked(t *testing.T) {
 		t.Fatal("a session last written two days ago got a directory")
 	}
 
+	// Resumed: a new call is published, in the session's directory.
 	now := time.Now().UTC()
-	more := `{"type":"message","id":"u2","parentId":"u1","timestamp":"` + now.Format(time.RFC3339Nano) + `","message":{"role":"user","content":"again","timestamp":2}}`
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(more + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	more := `{"type":"message","id":"a2","parentId":"u1","timestamp":"` + now.Format(time.RFC3339Nano) + `","message":{"role":"assistant","stopReason":"toolUse","timestamp":2,"content":[` +
+		`{"type":"toolCall","id":"c9","name":"bash","arguments":{"command":"make"}}]}}`
 	c.Line(off, []byte(more))
-	if _, err := os.Stat(filepath.Join(dir, "seen-"+sid)); err != nil {
-		t.Errorf("resumed, the session is not marked read: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "c.1")); err != nil {
+		t.Errorf("resumed, the session's call is not published: %v", err)
 	}
 }

@@ -84,10 +84,14 @@ func TestForeignOTelSettingsDoNotStopPi(t *testing.T) {
 
 // TestRunHandsEachBashCallItsSpan: under run --mode json, each bash call
 // Pi starts sees the TRACEPARENT of its own execute_tool span: two
-// parallel calls of one message, and a call of a second prompt. The calls
-// travel from the decoded records through the mapper, which names their
-// spans before Pi starts them; a read call and a bash call without a
-// command publish nothing.
+// parallel calls of one message, a call of a second prompt, and two calls
+// whose commands have one length and differ only in the middle, run in
+// the other order. The calls travel from the decoded records through the
+// mapper, which names their spans before Pi starts them; a read call and
+// a bash call without a command publish nothing. A bash that is no call
+// (a ! command, an extension's) goes on with what it inherited, and is
+// no miss. Pi starts each bash right after writing its records: the
+// hook's question makes pi-otel read them first, however slow it is.
 func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 	dir := t.TempDir()
 	traces := filepath.Join(dir, "traces.jsonl")
@@ -107,9 +111,6 @@ func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 	// Pi writes a call's records, then runs its bash (with BASH_ENV, the
 	// hook, from the environment pi-otel gave it).
 	var script strings.Builder
-	// Pi starts far slower than this script: it waits, as Pi's own start
-	// does, until pi-otel knows its pid, which its bash calls wait under.
-	script.WriteString(`until [ "$(cat "$PI_OTEL_HOOK/pi.pid" 2>/dev/null)" = "$$" ]; do sleep 0.01; done` + "\n")
 	emit := func(recs ...string) {
 		for _, r := range recs {
 			script.WriteString("printf '%s\\n' '" + r + "'\n")
@@ -129,6 +130,19 @@ func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 		`{"type":"agent_start"}`, `{"type":"turn_start"}`, assistant(call("c3", cmd3)), start("c3", cmd3))
 	run("c3", cmd3)
 	emit(end("c3"), `{"type":"turn_end"}`, `{"type":"agent_end","messages":[]}`)
+	// 133 bytes each, differing in byte 49 only, which a hash of 64
+	// evenly spaced bytes does not read.
+	cmd4 := "printenv TRACEPARENT; : pytest tests/test_module_1.py -k slow --maxfail=3 -q --tb=short"
+	for len(cmd4) < 133 {
+		cmd4 += "."
+	}
+	i := strings.IndexByte(cmd4, '1')
+	cmd5 := cmd4[:i] + "2" + cmd4[i+1:]
+	emit(`{"type":"agent_start"}`, `{"type":"turn_start"}`, assistant(call("c4", cmd4), call("c5", cmd5)), start("c4", cmd4), start("c5", cmd5))
+	run("c5", cmd5)
+	run("c4", cmd4)
+	emit(end("c4"), end("c5"), `{"type":"turn_end"}`, `{"type":"agent_end","messages":[]}`)
+	run("bang", "printenv TRACEPARENT")
 
 	base := filepath.Join(dir, "ctx")
 	var stdout, stderr bytes.Buffer
@@ -145,7 +159,7 @@ func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 		t.Errorf("calls went without their context: %s", stderr.Bytes())
 	}
 	spans := spantree.All(spantree.ReadOTLPFile(t, traces))
-	for _, id := range []string{"c1", "c2", "c3"} {
+	for _, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
 		b, err := os.ReadFile(filepath.Join(dir, id))
 		if err != nil {
 			t.Fatal(err)
@@ -163,12 +177,21 @@ func TestRunHandsEachBashCallItsSpan(t *testing.T) {
 			t.Errorf("call %s saw TRACEPARENT %q, want its span's %q", id, got, want)
 		}
 	}
+	bang, err := os.ReadFile(filepath.Join(dir, "bang"))
+	if err != nil || !strings.HasPrefix(string(bang), "00-") {
+		t.Errorf("a bash of no call saw %q, %v; want the context Pi got", bang, err)
+	}
+	for _, s := range spans {
+		if strings.Contains(string(bang), s.SpanID) && s.Str("gen_ai.operation.name") == "execute_tool" {
+			t.Errorf("a bash of no call got the context of %s", s.Name)
+		}
+	}
 	// Nothing is left behind, and no command reached a span.
 	if ents, _ := os.ReadDir(base); len(ents) != 0 {
 		t.Errorf("left in %s: %v", base, ents)
 	}
 	for _, s := range spans {
-		for _, cmd := range []string{cmd1, cmd2, cmd3} {
+		for _, cmd := range []string{cmd1, cmd2, cmd3, cmd4, cmd5} {
 			if strings.Contains(s.String(), cmd) {
 				t.Errorf("span %s holds a command", s.Name)
 			}

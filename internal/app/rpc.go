@@ -54,7 +54,7 @@ func RPC(ctx context.Context, env Env, args []string) int {
 		// Pi to shut down. If Pi exits first this goroutine stays blocked
 		// reading our stdin; the process ends without it.
 		started: func(proc *launch.Process, g *gate) {
-			cc.started(proc.Pid())
+			cc.followStream(proc)
 			go func() {
 				stdin := proc.Stdin()
 				in := newTap(stdin, func(rec []byte) {

@@ -32,7 +32,7 @@ func Run(ctx context.Context, env Env, args []string) int {
 	return tracedChild{
 		argv:    argv,
 		opts:    []launch.Option{launch.WithEnv(append(p.childEnv(), cc.env(env.Getenv)...)...)},
-		started: func(proc *launch.Process, _ *gate) { cc.started(proc.Pid()) },
+		started: func(proc *launch.Process, _ *gate) { cc.followStream(proc) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
 			_, err := framing.Forward(out, r, func(rec []byte) {
 				g.do(func() { p.record(rec) })

@@ -106,6 +106,7 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 		return 2
 	}
 	sp.calls = cc
+	cc.followFiles([]string{dir})
 	sp.exitOut = env.Stderr // the last flush comes after Pi has ended
 	// The follower takes its bearings before Pi starts, so that nothing
 	// Pi writes is mistaken for history.
@@ -158,7 +159,6 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 		return launch.ExitCodeForStartError(err)
 	}
 	owner.SetPID(proc.Pid())
-	cc.started(proc.Pid())
 	var stop func()
 	relayed, stop = superviseSignals(ctx, proc)
 	defer stop()

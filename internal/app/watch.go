@@ -100,6 +100,7 @@ func watch(ctx context.Context, env Env, args []string) int {
 
 	fcfg := sp.followerConfig(env, cfg)
 	fcfg.Dirs = dirs
+	cc.followFiles(dirs)
 	fcfg.StatePath = state
 	fcfg.Settle = wcfg.Settle
 	fcfg.CloseAfter = wcfg.CloseAfter

@@ -409,6 +409,8 @@ func TestEnvWarnings(t *testing.T) {
 			want: []string{`OTEL_BSP_MAX_QUEUE_SIZE "0": want a whole number of at least 1`}},
 		{name: "zero schedule delay", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "0"},
 			want: []string{`ignoring OTEL_BSP_SCHEDULE_DELAY "0": want a duration above 0`}},
+		{name: "zero propagation wait", env: map[string]string{"PI_OTEL_PROPAGATION_WAIT": "0"},
+			want: []string{`ignoring PI_OTEL_PROPAGATION_WAIT "0": want a duration of at least 1ms`}},
 		{name: "foreign traces exporter list", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin,jaeger"},
 			want: []string{`ignoring unknown OTEL_TRACES_EXPORTER "zipkin,jaeger"`}},
 		{name: "a list with one we know", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"},

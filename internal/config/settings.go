@@ -127,7 +127,7 @@ var settings = []setting{
 	{flag: "propagation", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION"), usage: "what trace context the processes of Pi's bash calls get: call (each call's own execute_tool span) or run (the run's root), a `MODE`", def: "call", parse: asChoice, choices: []string{PropagateCall, PropagateRun}},
 	// The wait is only for a call pi-otel has seen asked for but whose
 	// span it has not started yet: a bound, not a period.
-	{flag: "propagation-wait", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION_WAIT"), usage: "how long a bash call waits for its call's trace context before it runs with the run's, a `DURATION`", def: "500ms", parse: asDuration},
+	{flag: "propagation-wait", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION_WAIT"), usage: "how long a bash call waits for pi-otel's answer before it runs with the context it inherited, a `DURATION`", def: "500ms", parse: asPositive, floor: time.Millisecond},
 	{flag: "propagation-dir", group: GroupTuning, envs: envs("PI_OTEL_PROPAGATION_DIR"), usage: "private `DIR` (0700) where pi-otel hands each bash call its trace context", defText: "$XDG_RUNTIME_DIR/pi-otel, else $TMPDIR/pi-otel-UID", parse: asText},
 	{flag: "memory-limit", group: GroupTuning, envs: envs("PI_OTEL_MEMORY_LIMIT"), usage: "soft limit on pi-otel's own heap, a `SIZE` in B, KiB, MiB or GiB (such as 64MiB), or off", defText: "32MiB, or GOMEMLIMIT's when that is set", parse: asSize},
 }

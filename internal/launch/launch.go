@@ -43,6 +43,8 @@ type Process struct {
 	proc   *os.Process
 	stdout *os.File
 	stdin  *os.File // nil unless WithStdinPipe
+	// through, if set, is what Pump reads stdout through (ReadStdoutThrough).
+	through io.Reader
 
 	done    chan struct{}
 	status  Status
@@ -184,6 +186,11 @@ func (p *Process) Stdout() io.ReadCloser {
 	}
 	return p.stdout
 }
+
+// ReadStdoutThrough has Pump read stdout through r, which reads Stdout
+// itself: a reader that must see every read of the pipe, below any
+// buffering of the caller's. Call it before Pump.
+func (p *Process) ReadStdoutThrough(r io.Reader) { p.through = r }
 
 // Stdin is the write end of the child's stdin, or nil without
 // WithStdinPipe. Closing it gives the child EOF. It is closed when the

@@ -30,7 +30,11 @@ const orphanGrace = 500 * time.Millisecond
 // reader held up by a slow consumer is not in Read, so it never counts as
 // drained early. readErr is forward's error; waitErr is Wait's.
 func (p *Process) Pump(forward func(io.Reader) error, drained func(Status)) (s Status, readErr, waitErr error) {
-	r := &watchedReader{r: p.Stdout()}
+	var src io.Reader = p.Stdout()
+	if p.through != nil {
+		src = p.through
+	}
+	r := &watchedReader{r: src}
 	done := make(chan error, 1)
 	go func() { done <- forward(r) }()
 	called := false

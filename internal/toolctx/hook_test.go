@@ -2,13 +2,13 @@ package toolctx
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,13 +23,16 @@ func openRun(t *testing.T, wait time.Duration) *Run {
 		t.Fatalf("this test needs bash on PATH: %v", err)
 	}
 	base := filepath.Join(t.TempDir(), "pi-otel")
-	r, err := Open(Options{Base: base, Wait: wait})
+	r, err := Open(Options{Base: base, Wait: wait, Sync: atOnce})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// atOnce answers a question at once: nothing more to read.
+func atOnce(context.Context, Question) {}
 
 // bashEnv is Pi's environment under pi-otel: the run-level TRACEPARENT and
 // the hook's variables, over a clean base.
@@ -84,8 +87,7 @@ func TestHookGivesTheCallsContext(t *testing.T) {
 	r := openRun(t, time.Second)
 	const cmd = "cd / && printenv TRACEPARENT TRACESTATE"
 	sc := spanContext(t, 1, 0) // an unsampled caller stays unsampled
-	r.Expect("call-1", cmd)
-	r.Resolve("call-1", sc)
+	r.Call("call-1", cmd, sc)
 	out, errOut, code := runBash(t, bashEnv(r), cmd)
 	if want := traceparent(sc) + "\nvendor=x\n"; out != want || errOut != "" || code != 0 {
 		t.Fatalf("got %q %q %d, want %q", out, errOut, code, want)
@@ -104,8 +106,7 @@ func TestHookParallelCallsOfOneLength(t *testing.T) {
 	for i, c := range cmds {
 		id := "call-" + string(rune('0'+i))
 		sc := spanContext(t, byte(10+i), trace.FlagsSampled)
-		r.Expect(id, c)
-		r.Resolve(id, sc)
+		r.Call(id, c, sc)
 		want[traceparent(sc)+"\n"] = true
 	}
 	var wg sync.WaitGroup
@@ -134,73 +135,6 @@ func TestHookParallelCallsOfOneLength(t *testing.T) {
 	}
 }
 
-func TestHookWaitsForAnExpectedCall(t *testing.T) {
-	r := openRun(t, time.Minute)
-	const cmd = "printenv TRACEPARENT"
-	r.Expect("late", cmd)
-	sc := spanContext(t, 3, trace.FlagsSampled)
-	done := make(chan string)
-	go func() { o, _, _ := runBash(t, bashEnv(r), cmd); done <- o }()
-	// Resolve once the hook has claimed the entry, so that it waits.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(r.Dir(), "k.*"))
-		if len(m) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hook never claimed its entry")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	r.Resolve("late", sc)
-	if o := <-done; o != traceparent(sc)+"\n" {
-		t.Errorf("got %q, want %s", o, traceparent(sc))
-	}
-}
-
-func TestHookFallsThrough(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name       string
-		expect, pi bool
-		pid        string
-		want       func(Misses) int64
-	}{
-		// A bash that is not Pi's (a wrapper, a subagent's): no call
-		// of Pi's is missed.
-		{"no entry, not Pi's", false, false, "", func(m Misses) int64 { return 1 - m.Total() }},
-		{"no entry, Pi's own", false, true, "", func(m Misses) int64 { return m.None }},
-		{"pi-otel gone", true, false, "PI_OTEL_PID=" + itoa(dead.Process.Pid), func(m Misses) int64 { return m.Gone }},
-		{"timeout", true, false, "", func(m Misses) int64 { return m.Timeout }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := openRun(t, 20*time.Millisecond)
-			const cmd = "printenv TRACEPARENT"
-			if tc.expect {
-				r.Expect("never", cmd)
-			}
-			if tc.pi {
-				r.SetPi(os.Getpid())
-			}
-			env := bashEnv(r)
-			if tc.pid != "" {
-				env = append(env, tc.pid)
-			}
-			out, errOut, code := runBash(t, env, cmd)
-			if out != runLevel+"\n" || errOut != "" || code != 0 {
-				t.Errorf("got %q %q %d, want the run's context", out, errOut, code)
-			}
-			if m := r.Misses(); tc.want(m) != 1 || m.Total() > 1 {
-				t.Errorf("misses %+v", m)
-			}
-		})
-	}
-}
-
 // TestHookDoesNoHarm runs commands with and without the hook: what they
 // print, on both streams, and their exit codes are the same, the user's
 // BASH_ENV is read, and the shell's options are as bash left them.
@@ -220,8 +154,7 @@ func TestHookDoesNoHarm(t *testing.T) {
 	}
 	for i, cmd := range cmds {
 		id := "call-" + itoa(i)
-		r.Expect(id, cmd)
-		r.Resolve(id, spanContext(t, byte(i+1), trace.FlagsSampled))
+		r.Call(id, cmd, spanContext(t, byte(i+1), trace.FlagsSampled))
 		plain := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TRACEPARENT=" + runLevel, "BASH_ENV=" + userEnv}
 		o1, e1, c1 := runBash(t, plain, cmd)
 		o2, e2, c2 := runBash(t, bashEnv(r, "HOME="+home, "BASH_ENV="+userEnv), cmd)
@@ -238,28 +171,10 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func TestHookStaysForAWrapper(t *testing.T) {
 	r := openRun(t, time.Second)
 	const cmd = "printenv TRACEPARENT"
-	r.Expect("inner", cmd)
-	r.Resolve("inner", spanContext(t, 9, trace.FlagsSampled))
+	r.Call("inner", cmd, spanContext(t, 9, trace.FlagsSampled))
 	out, errOut, _ := runBash(t, bashEnv(r), "bash -c 'printenv TRACEPARENT'")
 	if want := traceparent(spanContext(t, 9, trace.FlagsSampled)) + "\n"; out != want || errOut != "" {
 		t.Errorf("the call below a wrapper got %q %q, want %q", out, errOut, want)
-	}
-}
-
-// TestHookWaitsForPisOwnCall: a bash call of Pi's own may start before
-// pi-otel has read the message that asks for it; it waits for its entry.
-func TestHookWaitsForPisOwnCall(t *testing.T) {
-	r := openRun(t, time.Minute)
-	r.SetPi(os.Getpid()) // the bash below is our child, as Pi's are Pi's
-	const cmd = "printenv TRACEPARENT"
-	done := make(chan string)
-	go func() { o, _, _ := runBash(t, bashEnv(r), cmd); done <- o }()
-	waitForHook(t, r.Dir())
-	sc := spanContext(t, 7, trace.FlagsSampled)
-	r.Expect("late", cmd)
-	r.Resolve("late", sc)
-	if o := <-done; o != traceparent(sc)+"\n" {
-		t.Errorf("got %q, want %s", o, traceparent(sc))
 	}
 }
 
@@ -267,7 +182,6 @@ func TestHookWaitsForPisOwnCall(t *testing.T) {
 // inherited context alone, and counts no miss.
 func TestHookKeepsWhatItInherits(t *testing.T) {
 	r := openRun(t, time.Second)
-	r.SetPi(os.Getpid())
 	const cmd = "printenv TRACEPARENT"
 	r.Keep("bash-1", cmd)
 	if o, _, _ := runBash(t, bashEnv(r), cmd); o != runLevel+"\n" {
@@ -275,61 +189,5 @@ func TestHookKeepsWhatItInherits(t *testing.T) {
 	}
 	if m := r.Misses(); m.Total() != 0 {
 		t.Errorf("misses %+v", m)
-	}
-}
-
-// TestHookTrustsTheSeenMark: a bash call of a session pi-otel has read to
-// the end waits for nothing (a user's ! command); one whose session file
-// is newer than the mark waits for its entry.
-func TestHookTrustsTheSeenMark(t *testing.T) {
-	r := openRun(t, time.Minute)
-	r.SetPi(os.Getpid())
-	file := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := os.WriteFile(file, []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Seen("sess-1", fi.ModTime())
-	env := bashEnv(r, "PI_SESSION_ID=sess-1", "PI_SESSION_FILE="+file)
-	if o, _, _ := runBash(t, env, "printenv TRACEPARENT"); o != runLevel+"\n" {
-		t.Errorf("got %q, want the run's context at once", o)
-	}
-	if m := r.Misses(); m.Total() != 0 {
-		t.Errorf("misses %+v, want none: no tool call was missed", m)
-	}
-	// The file grows past the mark: the hook waits, and finds its entry.
-	later := fi.ModTime().Add(time.Second)
-	if err := os.Chtimes(file, later, later); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan string)
-	go func() { o, _, _ := runBash(t, env, "printenv TRACEPARENT"); done <- o }()
-	waitForHook(t, r.Dir())
-	sc := spanContext(t, 5, trace.FlagsSampled)
-	r.Expect("c", "printenv TRACEPARENT")
-	r.Resolve("c", sc)
-	if o := <-done; o != traceparent(sc)+"\n" {
-		t.Errorf("got %q, want %s", o, traceparent(sc))
-	}
-}
-
-// waitForHook returns once a hook waits on dir's fifo: a writer can open
-// it only while a reader has it open.
-func waitForHook(t *testing.T, dir string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f, err := os.OpenFile(filepath.Join(dir, "wait"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			f.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hook never waited")
-		}
-		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -33,8 +33,7 @@ func TestKeyMatchesTheHook(t *testing.T) {
 		for j, prefix := range []string{"", "export A=1\nshopt -s expand_aliases\n"} {
 			// An entry serves one bash call: each run is a call of its own.
 			id := "k" + itoa(i) + "-" + itoa(j)
-			r.Expect(id, cmd)
-			r.Resolve(id, sc)
+			r.Call(id, cmd, sc)
 			out, errOut, _ := runBash(t, bashEnv(r, "LANG=C.UTF-8"), prefix+cmd)
 			if out != traceparent(sc)+"\n" || errOut != "" {
 				t.Errorf("command %d (%d bytes), prefix %q: got %q %q, want %s", i, len(cmd), prefix, out, errOut, traceparent(sc))
@@ -66,8 +65,7 @@ func TestOpenRefusesADirectoryOthersCanUse(t *testing.T) {
 
 func TestEntriesArePrivateAndGoAway(t *testing.T) {
 	r := openRun(t, time.Second)
-	r.Expect("a", "true")
-	r.Resolve("a", spanContext(t, 1, trace.FlagsSampled))
+	r.Call("a", "true", spanContext(t, 1, trace.FlagsSampled))
 	m, _ := filepath.Glob(filepath.Join(r.Dir(), "c.*"))
 	if len(m) != 1 {
 		t.Fatalf("entries %v", m)
@@ -86,21 +84,50 @@ func TestEntriesArePrivateAndGoAway(t *testing.T) {
 	}
 }
 
-func TestOpenRemovesWhatDeadRunsLeft(t *testing.T) {
+// TestOpenLeavesOthersAlone: a run's directory goes when its lock is
+// free (its pi-otel is gone), and stays while another process holds it,
+// whatever its pid says: one in another PID namespace, say, where the pid
+// names no process of ours.
+func TestOpenLeavesOthersAlone(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-1"), 0o700); err != nil {
+	gone := filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-1")
+	live := filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-2")
+	for _, d := range []string{gone, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "lock"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Held through a file description of its own, as another process's.
+	held, err := tryLock(filepath.Join(live, "lock"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	r, err := Open(Options{Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := os.Stat(filepath.Join(base, "run-"+itoa(dead.Process.Pid)+"-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
 		t.Errorf("a dead run's directory is left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live run's directory was removed: %v", err)
+	}
+	// And this run's own lock is held: a later pi-otel leaves it.
+	r2, err := Open(Options{Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := os.Stat(r.Dir()); err != nil {
+		t.Errorf("a second run removed the first's directory: %v", err)
 	}
 }

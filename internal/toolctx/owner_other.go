@@ -10,6 +10,14 @@ import (
 // Without a bash and POSIX permissions, nothing is published.
 func ownedByUs(os.FileInfo) bool { return false }
 
-func mkfifo(string) error { return errors.ErrUnsupported }
+func makeFifo(string) error { return errors.ErrUnsupported }
 
-func alive(int) bool { return true }
+func openFifo(string) (*os.File, error) { return nil, errors.ErrUnsupported }
+
+func openLock(string, bool) (*os.File, error) { return nil, errors.ErrUnsupported }
+
+func tryLock(string) (*os.File, error) { return nil, errors.ErrUnsupported }
+
+func createLocked(string, string) (*os.File, error) { return nil, errors.ErrUnsupported }
+
+func writeNow(*os.File, []byte) {}

@@ -3,9 +3,10 @@ package toolctx
 import (
 	"context"
 	_ "embed"
-	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,17 +23,22 @@ var hook []byte
 const HookName = "hook.bash"
 
 // Run publishes the trace context of one pi-otel process's bash calls, in
-// a directory of its own below the private base directory. Entries are
-// named c.KEY.SEQ (Key), and hold two lines: TRACEPARENT and TRACESTATE.
-// An empty entry says a call is expected but its context is not known
-// yet; the hook then waits for it, a bounded time. The hook claims an
-// entry by creating k.KEY.SEQ, so parallel calls with one key each take
-// their own, and counts a bash call it found no context for with a byte
-// in the file misses.
+// a directory of its own below the private base directory. Each call's
+// entry c.SEQ holds its TRACEPARENT and TRACESTATE lines, then the whole
+// command; index lists "LENGTH SEQ" for every entry, so that the hook
+// finds candidates without a glob and compares whole commands. The hook
+// claims an entry by creating k.SEQ, so that identical commands running
+// at once each take their own. A hook that finds no entry asks through
+// the fifo ask (see asker), and pi-otel answers once it has read what Pi
+// wrote before the question.
 type Run struct {
 	dir  string
 	pid  int
 	wait time.Duration
+	// lock is held while the run lives: another pi-otel removes the
+	// directory of a run whose lock it can take (removeStale).
+	lock *os.File
+	ask  *asker
 
 	mu    sync.Mutex
 	seq   int
@@ -44,8 +50,9 @@ type Run struct {
 }
 
 type call struct {
-	name string // c.KEY.SEQ, once the command is known
-	sc   trace.SpanContext
+	seq     int
+	command string
+	sc      trace.SpanContext
 	// keep marks a command that keeps the context its bash inherits.
 	keep bool
 }
@@ -54,13 +61,19 @@ type call struct {
 type Options struct {
 	// Base is the private base directory (BaseDir if empty).
 	Base string
-	// Wait bounds how long a hook waits for an expected call's context.
+	// Wait bounds how long a hook waits for pi-otel's answer.
 	Wait time.Duration
+	// Late, if set, is called once when a question was answered after
+	// its hook had stopped waiting.
+	Late func()
+	// Sync is what a question waits for before its answer; until it is
+	// set (here or with SetSync), a question waits for it to be.
+	Sync Sync
 }
 
-// Open creates this process's directory below the base, with the hook and
-// the wait fifo in it, and removes what pi-otel processes that are gone
-// left behind. It refuses a base directory that is not private.
+// Open creates this process's directory below the base, with the hook,
+// its lock and the fifos in it, and removes what pi-otel processes that
+// are gone left behind. It refuses a base directory that is not private.
 func Open(opts Options) (*Run, error) {
 	if err := privateDir(opts.Base); err != nil {
 		return nil, err
@@ -72,41 +85,55 @@ func Open(opts Options) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{dir: dir, pid: pid, wait: opts.Wait, calls: map[string]*call{}}
+	if r.lock, err = createLocked(dir, "lock"); err != nil {
+		r.remove()
+		return nil, err
+	}
 	if err := writeFile(dir, HookName, hook); err != nil {
 		r.remove()
 		return nil, err
 	}
-	if err := mkfifo(filepath.Join(dir, "wait")); err != nil {
+	if err := writeFile(dir, "index", nil); err != nil {
 		r.remove()
 		return nil, err
 	}
-	// No Pi yet: a bash pi-otel starts itself (a wrapper of Pi's) waits
-	// for nothing. SetPi names Pi once it runs.
-	r.SetPi(0)
+	if r.ask, err = newAsker(dir, opts.Wait, opts.Late); err != nil {
+		r.remove()
+		return nil, err
+	}
+	if opts.Sync != nil {
+		r.SetSync(opts.Sync)
+	}
 	return r, nil
 }
 
 // removeStale deletes the directories of runs whose pi-otel has exited
-// (a crash, a kill -9) without removing its own.
+// (a crash, a kill -9) without removing its own: those whose lock nobody
+// holds. A lock works across PID namespaces, where a pid does not. A
+// directory without a lock is being created, or was left by an older
+// pi-otel, and is left alone.
 func removeStale(base string) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "run-")
-		if !ok || !e.IsDir() {
+		if !strings.HasPrefix(e.Name(), "run-") || !e.IsDir() {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		if pid, err := strconv.Atoi(pidText); err == nil && pid != os.Getpid() && !alive(pid) {
-			_ = os.RemoveAll(filepath.Join(base, e.Name()))
+		dir := filepath.Join(base, e.Name())
+		if f, err := tryLock(filepath.Join(dir, "lock")); err == nil {
+			_ = os.RemoveAll(dir)
+			_ = f.Close()
 		}
 	}
 }
 
 // Dir is the run's directory.
 func (r *Run) Dir() string { return r.dir }
+
+// SetSync sets what a question waits for before its answer (Sync).
+func (r *Run) SetSync(f Sync) { r.ask.setSync(f) }
 
 // Env is what Pi's environment needs for the hook to run in every bash
 // call: BASH_ENV names the hook, which then reads the user's own BASH_ENV
@@ -117,7 +144,7 @@ func (r *Run) Env(getenv func(string) string) []string {
 		"BASH_ENV=" + filepath.Join(r.dir, HookName),
 		"PI_OTEL_HOOK=" + r.dir,
 		"PI_OTEL_PID=" + strconv.Itoa(r.pid),
-		"PI_OTEL_HOOK_WAIT_MS=" + strconv.FormatInt(r.wait.Milliseconds(), 10),
+		"PI_OTEL_HOOK_WAIT_MS=" + strconv.FormatInt(max(r.wait.Milliseconds(), 1), 10),
 	}
 	user := getenv("BASH_ENV")
 	// Under a pi-otel's bash call whose hook did not run (a plain sh in
@@ -132,86 +159,46 @@ func (r *Run) Env(getenv func(string) string) []string {
 	return env
 }
 
-// Expect says that bash call id will run command: its entry is created
-// now, empty unless its context is known, so that the hook finds it even
-// before the call's span exists.
-func (r *Run) Expect(id, command string) {
+// Call publishes bash call id, which runs command, with sc, the context
+// of its execute_tool span: the mapper names it as soon as it reads the
+// assistant message that asks for the call, and again once its span has
+// started, which may correct it.
+func (r *Run) Call(id, command string, sc trace.SpanContext) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.call(id)
-	if c.name != "" || r.closed {
+	if r.closed {
 		return
 	}
-	c.name = r.entryName(command)
+	c := r.calls[id]
+	if c != nil {
+		if c.keep || c.sc.Equal(sc) {
+			return
+		}
+		c.sc = sc
+		r.write(c)
+		return
+	}
+	r.seq++
+	c = &call{seq: r.seq, command: command, sc: sc}
+	r.calls[id] = c
 	r.write(c)
+	r.writeIndex()
 }
 
 // Keep publishes command, run by id, as one that keeps the context its
 // bash inherits (an RPC bash command, which is no tool call): its hook
-// neither waits nor counts a miss.
+// neither asks nor counts a miss.
 func (r *Run) Keep(id, command string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed || r.calls[id] != nil {
 		return
 	}
-	c := &call{name: r.entryName(command), keep: true}
+	r.seq++
+	c := &call{seq: r.seq, command: command, keep: true}
 	r.calls[id] = c
 	r.write(c)
-}
-
-// SetPi names Pi's process: its own bash calls, and no other bash, wait
-// for an entry not published yet, since Pi starts them right after
-// writing the records that ask for them, which pi-otel may not have read.
-func (r *Run) SetPi(pid int) {
-	if err := writeFile(r.dir, "pi.pid", []byte(strconv.Itoa(pid)+"\n")); err != nil {
-		r.mu.Lock()
-		r.failed++
-		r.mu.Unlock()
-	}
-}
-
-// Seen says that pi-otel has read session file sessionID up to its end,
-// as it was at mtime: a bash call of that session whose file is no newer
-// finds every entry there will be, and waits for none.
-func (r *Run) Seen(sessionID string, mtime time.Time) {
-	if !safeName(sessionID) {
-		return
-	}
-	name := filepath.Join(r.dir, "seen-"+sessionID)
-	if err := os.Chtimes(name, mtime, mtime); err == nil {
-		return
-	}
-	if err := writeFile(r.dir, "seen-"+sessionID, nil); err == nil {
-		_ = os.Chtimes(name, mtime, mtime)
-	}
-}
-
-// safeName accepts the ids Pi gives sessions (UUIDs) as file names.
-func safeName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-// Resolve gives call id's trace context, which its processes get.
-func (r *Run) Resolve(id string, sc trace.SpanContext) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.call(id)
-	if c.sc.Equal(sc) || r.closed {
-		return
-	}
-	c.sc = sc
-	if c.name != "" {
-		r.write(c)
-	}
+	r.writeIndex()
 }
 
 // Done removes call id's entry: its bash has long read it.
@@ -223,64 +210,68 @@ func (r *Run) Done(id string) {
 		return
 	}
 	delete(r.calls, id)
-	if c.name != "" && !r.closed {
-		_ = os.Remove(filepath.Join(r.dir, c.name))
-		_ = os.Remove(filepath.Join(r.dir, "k"+strings.TrimPrefix(c.name, "c")))
+	if r.closed {
+		return
 	}
-}
-
-// entryName names the next entry, for command: c.KEY.SEQ; r.mu is held.
-func (r *Run) entryName(command string) string {
-	r.seq++
-	return fmt.Sprintf("c.%s.%08d", Key(command), r.seq)
-}
-
-// call is call id's record, new if need be; r.mu is held.
-func (r *Run) call(id string) *call {
-	c := r.calls[id]
-	if c == nil {
-		c = &call{}
-		r.calls[id] = c
-	}
-	return c
+	r.writeIndex()
+	seq := strconv.Itoa(c.seq)
+	_ = os.Remove(filepath.Join(r.dir, "c."+seq))
+	_ = os.Remove(filepath.Join(r.dir, "k."+seq))
 }
 
 // write publishes c's entry atomically: the hook reads a whole entry or
-// none.
+// none. r.mu is held.
 func (r *Run) write(c *call) {
-	var body []byte
-	if c.keep {
-		body = []byte("-\n\n")
-	} else if c.sc.IsValid() {
+	var b strings.Builder
+	switch {
+	case c.keep:
+		b.WriteString("-\n\n")
+	case c.sc.IsValid():
 		carrier := propagation.MapCarrier{}
 		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), c.sc), carrier)
-		body = []byte(carrier["traceparent"] + "\n" + carrier["tracestate"] + "\n")
+		b.WriteString(carrier["traceparent"] + "\n" + carrier["tracestate"] + "\n")
+	default:
+		b.WriteString("\n\n")
 	}
-	if err := writeFile(r.dir, c.name, body); err != nil {
+	b.WriteString(c.command)
+	if err := writeFile(r.dir, "c."+strconv.Itoa(c.seq), []byte(b.String())); err != nil {
 		r.failed++
 	}
 }
 
-// Misses counts the bash calls whose hook found no context, by reason.
+// writeIndex lists the entries, in the order published. r.mu is held.
+func (r *Run) writeIndex() {
+	calls := make([]*call, 0, len(r.calls))
+	for _, c := range r.calls {
+		calls = append(calls, c)
+	}
+	slices.SortFunc(calls, func(a, b *call) int { return a.seq - b.seq })
+	var b []byte
+	for _, c := range calls {
+		b = strconv.AppendInt(b, int64(len(c.command)), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(c.seq), 10)
+		b = append(b, '\n')
+	}
+	if err := writeFile(r.dir, "index", b); err != nil {
+		r.failed++
+	}
+}
+
+// Misses counts the bash calls that went on without pi-otel's answer.
 type Misses struct {
-	// None found no entry for their command: not a tool call pi-otel
-	// saw (a user's ! command), or one it had not read yet.
-	None int64
-	// Timeout waited for an expected call's context in vain.
+	// Timeout waited for pi-otel's answer in vain (--propagation-wait).
 	Timeout int64
-	// Gone found pi-otel exited.
-	Gone int64
 	// Unwritten entries could not be written.
 	Unwritten int64
 }
 
-// Total is the number of bash calls that ran without their call's context.
-func (m Misses) Total() int64 { return m.None + m.Timeout + m.Gone }
+// Total is the number of bash calls that ran without being sure of their
+// call's context.
+func (m Misses) Total() int64 { return m.Timeout }
 
 func (m *Misses) add(o Misses) {
-	m.None += o.None
 	m.Timeout += o.Timeout
-	m.Gone += o.Gone
 	m.Unwritten += o.Unwritten
 }
 
@@ -289,16 +280,8 @@ func (r *Run) Misses() Misses {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := Misses{Unwritten: r.failed}
-	b, _ := os.ReadFile(filepath.Join(r.dir, "misses"))
-	for _, c := range b {
-		switch c {
-		case 'n':
-			m.None++
-		case 't':
-			m.Timeout++
-		case 'g':
-			m.Gone++
-		}
+	if r.ask != nil {
+		m.Timeout = r.ask.timeouts.Load()
 	}
 	return m
 }
@@ -306,6 +289,9 @@ func (r *Run) Misses() Misses {
 // Close stops publishing and removes the run's directory; the counts of
 // Misses stay.
 func (r *Run) Close() Misses {
+	if r.ask != nil {
+		r.ask.close()
+	}
 	m := r.Misses()
 	r.mu.Lock()
 	r.closed = true
@@ -314,7 +300,13 @@ func (r *Run) Close() Misses {
 	return m
 }
 
-func (r *Run) remove() { _ = os.RemoveAll(r.dir) }
+// remove deletes the directory, then gives up its lock.
+func (r *Run) remove() {
+	_ = os.RemoveAll(r.dir)
+	if r.lock != nil {
+		_ = r.lock.Close()
+	}
+}
 
 // pending reports whether a call's entry is still published: its hook may
 // yet read it.
@@ -324,8 +316,9 @@ func (r *Run) pending() bool {
 	return len(r.calls) > 0
 }
 
-// writeFile writes name in dir through a temporary file and a rename, with
-// mode 0600.
+// writeFile writes name in dir through a temporary file, created
+// exclusively and 0600, and a rename, which replaces a link rather than
+// following it.
 func writeFile(dir, name string, body []byte) error {
 	f, err := os.CreateTemp(dir, "t.")
 	if err != nil {
@@ -344,11 +337,5 @@ func writeFile(dir, name string, body []byte) error {
 	return err
 }
 
-// Call publishes bash call id, which runs command, with sc, the context
-// of its execute_tool span: the mapper names it as soon as it reads the
-// assistant message that asks for the call, and again once its span has
-// started, which may correct it. The command only keys the entry.
-func (r *Run) Call(id, command string, sc trace.SpanContext) {
-	r.Resolve(id, sc)
-	r.Expect(id, command)
-}
+// errBusy says a lock is held by another process.
+var errBusy = errors.New("held by another process")
