@@ -44,6 +44,15 @@ goreleaser() {
 
 command -v npm >/dev/null || die "npm is needed to pack the npm packages"
 
+# GoReleaser reads the remote's URL and, without one (a local clone), builds a
+# snapshot as of no commit, at the current time. Name the project's for this
+# run only, through git's environment; the repository is left as it is.
+if ! git ls-remote --get-url >/dev/null 2>&1; then
+	n="${GIT_CONFIG_COUNT:-0}"
+	export "GIT_CONFIG_KEY_$n=remote.origin.url" "GIT_CONFIG_VALUE_$n=https://github.com/pi-otel/pi-otel.git"
+	export GIT_CONFIG_COUNT=$((n + 1))
+fi
+
 if $snapshot; then
 	goreleaser release --snapshot --clean
 else

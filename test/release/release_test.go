@@ -22,10 +22,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 var platforms = []struct{ goos, goarch, npmCPU string }{
@@ -50,10 +54,29 @@ func dist(t *testing.T) build {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &meta); err != nil || meta.Version == "" || meta.Commit == "" {
+	if err := json.Unmarshal(b, &meta); err != nil || meta.Version == "" {
 		t.Fatalf("dist/metadata.json: %v %+v", err, meta)
 	}
+	// GoReleaser builds a snapshot as of commit "none", dated now, when it
+	// cannot read the repository.
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(meta.Commit) {
+		t.Fatalf("dist/metadata.json names commit %q: built without the repository's state", meta.Commit)
+	}
 	return build{dir: dir, version: meta.Version, commit: meta.Commit}
+}
+
+// commitDate is the commit's time as git has it, or zero when this clone
+// lacks the commit.
+func (b build) commitDate(t *testing.T) time.Time {
+	out, err := exec.Command("git", "-C", repo.Root(), "log", "-1", "--format=%cI", b.commit).Output()
+	if err != nil {
+		return time.Time{}
+	}
+	d, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func (b build) archive(goos, goarch string) string {
@@ -228,6 +251,10 @@ func checkRuns(t *testing.T, b build, env []string, bin string, args ...string) 
 	v := run("--version")
 	if !strings.HasPrefix(v, "pi-otel v"+b.version+"\ncommit:    "+b.commit+"\n") {
 		t.Errorf("--version does not name version %s and commit %s:\n%s", b.version, b.commit, v)
+	}
+	// The date is the commit's: two builds of a commit are the same bytes.
+	if d := b.commitDate(t); !d.IsZero() && !strings.Contains(v, "\nbuilt:     "+d.UTC().Format(time.RFC3339)+"\n") {
+		t.Errorf("--version's date is not the commit's, %s:\n%s", d.UTC().Format(time.RFC3339), v)
 	}
 	if demo := run("demo"); !strings.Contains(demo, "invoke_agent pi") || !strings.Contains(demo, "execute_tool") {
 		t.Errorf("demo printed no trace:\n%s", demo)
