@@ -63,7 +63,7 @@ func helper() {
 }
 
 // launcher extracts the npm launcher, bin/pi-otel, from the main package.
-func launcher(t *testing.T, b build) []byte {
+func launcher(t testing.TB, b build) []byte {
 	main, _ := npmTarballs(t, b)
 	f, err := os.Open(main)
 	if err != nil {
@@ -93,7 +93,7 @@ func launcher(t *testing.T, b build) []byte {
 	}
 }
 
-func write(t *testing.T, path string, data []byte, mode os.FileMode) {
+func write(t testing.TB, path string, data []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -143,12 +143,28 @@ func TestLauncher(t *testing.T) {
 			"node_modules/.pnpm/pi-otel@1.0.0/node_modules/" + plat + "/bin/pi-otel",
 			"node_modules/.bin/pi-otel", "../.pnpm/pi-otel@1.0.0/node_modules/pi-otel/bin/pi-otel"},
 		{"absolute link", "opt/pi-otel", "opt/pi-otel/node_modules/" + plat + "/bin/pi-otel", "usr/bin/pi-otel", "ABS"},
+		{"no link", "node_modules/pi-otel", "node_modules/" + plat + "/bin/pi-otel", "", ""},
+		// A node_modules installed for several platforms (npm install
+		// --os --cpu): the launcher asks uname which is this one's.
+		{"several platforms", "node_modules/pi-otel", "node_modules/" + plat + "/bin/pi-otel",
+			"node_modules/.bin/pi-otel", "../pi-otel/bin/pi-otel"},
 	}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			root := t.TempDir()
 			write(t, filepath.Join(root, l.pkg, "bin/pi-otel"), script, 0o755)
 			write(t, filepath.Join(root, l.bin), helperBin, 0o755)
+			if l.name == "several platforms" {
+				for _, other := range []string{"pi-otel-linux-x64", "pi-otel-linux-arm64", "pi-otel-darwin-arm64"} {
+					if other != plat {
+						write(t, filepath.Join(root, "node_modules", other, "bin/pi-otel"), []byte("#!/bin/sh\nexit 99\n"), 0o755)
+					}
+				}
+			}
+			if l.link == "" {
+				checkExec(t, filepath.Join(root, l.pkg, "bin/pi-otel"))
+				return
+			}
 			target := l.target
 			if target == "ABS" {
 				target = filepath.Join(root, l.pkg, "bin/pi-otel")
@@ -260,4 +276,39 @@ func groupMembers(t *testing.T, pgid int) []int {
 		}
 	}
 	return pids
+}
+
+// BenchmarkStart: `pi-otel --version` run directly and through the npm
+// launcher, in a global install's layout (a link in bin, the platform
+// package beside pi-otel). The difference is what the launcher costs each
+// pi-otel run -- pi.
+func BenchmarkStart(b *testing.B) {
+	t := b
+	d := dist(t)
+	root := b.TempDir()
+	modules := filepath.Join(root, "lib/node_modules")
+	bin := hostBinary(t, d, b.TempDir())
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plat := "pi-otel-linux-" + map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	write(t, filepath.Join(modules, plat, "bin/pi-otel"), data, 0o755)
+	write(t, filepath.Join(modules, "pi-otel/bin/pi-otel"), launcher(t, d), 0o755)
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	link := filepath.Join(root, "bin/pi-otel")
+	if err := os.Symlink("../lib/node_modules/pi-otel/bin/pi-otel", link); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, path string }{{"direct", filepath.Join(modules, plat, "bin/pi-otel")}, {"launcher", link}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := exec.Command(c.path, "--version").Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

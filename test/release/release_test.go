@@ -43,7 +43,7 @@ type build struct {
 	commit  string
 }
 
-func dist(t *testing.T) build {
+func dist(t testing.TB) build {
 	t.Helper()
 	dir := os.Getenv("PI_OTEL_DIST")
 	if dir == "" {
@@ -67,7 +67,7 @@ func dist(t *testing.T) build {
 
 // commitDate is the commit's time as git has it, or zero when this clone
 // lacks the commit.
-func (b build) commitDate(t *testing.T) time.Time {
+func (b build) commitDate(t testing.TB) time.Time {
 	out, err := exec.Command("git", "-C", repo.Root(), "log", "-1", "--format=%cI", b.commit).Output()
 	if err != nil {
 		return time.Time{}
@@ -84,7 +84,7 @@ func (b build) archive(goos, goarch string) string {
 }
 
 // untar returns the regular files of a .tar.gz by name.
-func untar(t *testing.T, path string) map[string][]byte {
+func untar(t testing.TB, path string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -205,7 +205,7 @@ func TestBinaries(t *testing.T) {
 }
 
 // hostBinary writes this machine's binary from its archive into dir.
-func hostBinary(t *testing.T, b build, dir string) string {
+func hostBinary(t testing.TB, b build, dir string) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skipf("runs the linux binaries; this is %s", runtime.GOOS)
@@ -225,7 +225,7 @@ func hostBinary(t *testing.T, b build, dir string) string {
 // bareEnv is a user's environment without Go: PATH has only the system's
 // directories (and extra, first), HOME is empty, no OTEL_ setting.
 func bareEnv(t *testing.T, extra ...string) []string {
-	path := strings.Join(append(extra, "/usr/local/sbin", "/usr/sbin", "/sbin", "/bin"), ":")
+	path := strings.Join(append(extra, "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"), ":")
 	for _, d := range filepath.SplitList(path) {
 		if _, err := os.Stat(filepath.Join(d, "go")); err == nil {
 			t.Fatalf("go is in %s, on the bare PATH", d)
@@ -268,20 +268,32 @@ func TestArchiveRuns(t *testing.T) {
 	checkRuns(t, b, bareEnv(t), hostBinary(t, b, t.TempDir()))
 }
 
-// node is the directory of the node and npm the tests install with:
-// Node 22 from scripts/deps.sh, else the one on PATH.
+// node is the directory of the node the tests install with, put first on
+// PATH: Node 22 from scripts/deps.sh (what Pi needs), else the system's.
 func node(t *testing.T) string {
 	if d := os.Getenv("PI_OTEL_NODE_DIR"); d != "" {
 		return d
 	}
-	npm, err := exec.LookPath("npm")
+	n, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatal("no npm: run scripts/deps.sh or install Node")
+		t.Fatal("no node: run scripts/deps.sh or install Node")
 	}
-	return filepath.Dir(npm)
+	return filepath.Dir(n)
 }
 
-func npmTarballs(t *testing.T, b build) (main, host string) {
+// tool is npm or npx on env's PATH.
+func tool(t *testing.T, env []string, name string) string {
+	t.Helper()
+	for _, d := range filepath.SplitList(strings.TrimPrefix(env[0], "PATH=")) {
+		if p := filepath.Join(d, name); exec.Command("test", "-x", p).Run() == nil {
+			return p
+		}
+	}
+	t.Fatalf("no %s on %s", name, env[0])
+	return ""
+}
+
+func npmTarballs(t testing.TB, b build) (main, host string) {
 	main = filepath.Join(b.dir, "npm", "pi-otel-"+b.version+".tgz")
 	cpu := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	host = filepath.Join(b.dir, "npm", "pi-otel-"+runtime.GOOS+"-"+cpu+"-"+b.version+".tgz")
@@ -299,7 +311,7 @@ func npmTarballs(t *testing.T, b build) (main, host string) {
 
 func npm(t *testing.T, env []string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("npm", args...)
+	cmd := exec.Command(tool(t, env, "npm"), args...)
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -312,11 +324,14 @@ func TestNPM(t *testing.T) {
 	b := dist(t)
 	main, host := npmTarballs(t, b)
 	nodeDir := node(t)
-	out, _ := exec.Command(filepath.Join(nodeDir, "node"), "--version").Output()
-	t.Logf("installing with node %s from %s", strings.TrimSpace(string(out)), nodeDir)
 	// An empty cache: nothing comes from an earlier install.
 	env := append(bareEnv(t, nodeDir), "npm_config_cache="+t.TempDir(), "npm_config_update_notifier=false",
 		"npm_config_fund=false", "npm_config_audit=false")
+	nodeV, _ := exec.Command(filepath.Join(nodeDir, "node"), "--version").Output()
+	npmCmd := exec.Command(tool(t, env, "npm"), "--version")
+	npmCmd.Env = env
+	npmV, _ := npmCmd.Output()
+	t.Logf("installing with npm %s on node %s (%s)", bytes.TrimSpace(npmV), bytes.TrimSpace(nodeV), nodeDir)
 
 	t.Run("global", func(t *testing.T) {
 		prefix := t.TempDir()
@@ -330,8 +345,7 @@ func TestNPM(t *testing.T) {
 		npm(t, env, "install", "--offline", "--prefix", prefix, main, host)
 		checkRuns(t, b, bareEnv(t), filepath.Join(prefix, "node_modules", ".bin", "pi-otel"))
 		// npx finds the project's install, as in `npx pi-otel demo`.
-		checkRuns(t, b, append(env, "npm_config_prefix="+prefix), filepath.Join(nodeDir, "npx"),
-			"--offline", "--prefix", prefix, "pi-otel")
+		checkRuns(t, b, env, tool(t, env, "npx"), "--offline", "--prefix", prefix, "pi-otel")
 	})
 }
 
@@ -359,10 +373,23 @@ func TestDeb(t *testing.T) {
 		t.Log("no systemd-analyze here: the unit is not verified")
 		return
 	}
-	// --root resolves the unit's ExecStart inside the unpacked package,
-	// where /usr/bin/pi-otel exists.
-	unit := filepath.Join(root, "usr/lib/systemd/user/pi-otel-watch.service")
-	cmd := exec.Command("systemd-analyze", "verify", "--user", "--root="+root, unit)
+	// verify checks that ExecStart's binary exists, and --root does not
+	// work with --user: the copy verified runs the unpacked package's
+	// binary, and is otherwise the unit. Any line it prints (an unknown
+	// key, a bad value) fails.
+	unit, err := os.ReadFile(filepath.Join(root, "usr/lib/systemd/user/pi-otel-watch.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exec0 = "\nExecStart=/usr/bin/pi-otel "
+	if !bytes.Contains(unit, []byte(exec0)) {
+		t.Fatalf("the unit does not run /usr/bin/pi-otel:\n%s", unit)
+	}
+	dir := t.TempDir()
+	copied := filepath.Join(dir, "pi-otel-watch.service")
+	write(t, copied, bytes.Replace(unit, []byte(exec0), []byte("\nExecStart="+root+"/usr/bin/pi-otel "), 1), 0o644)
+	cmd := exec.Command("systemd-analyze", "verify", "--user", copied)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir) // --user needs one
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
