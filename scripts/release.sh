@@ -136,9 +136,8 @@ cat >"$main/package.json" <<EOF
 }
 EOF
 
-for src in "$npm_dir"/src/*/; do
-	(cd "$src" && npm pack --silent --pack-destination "$ROOT/$npm_dir" >/dev/null) || die "npm pack in $src"
-done
+# One npm for all five: each start of npm costs seconds.
+npm pack --silent --pack-destination "$npm_dir" "$npm_dir"/src/*/ >/dev/null || die "npm pack"
 rm -rf "$npm_dir/src"
 
 echo

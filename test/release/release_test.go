@@ -169,7 +169,7 @@ func TestBinaries(t *testing.T) {
 		t.Run(p.goos+"_"+p.goarch, func(t *testing.T) {
 			dir := "pi-otel_" + b.version + "_" + p.goos + "_" + p.goarch + "/"
 			files := untar(t, b.archive(p.goos, p.goarch))
-			for _, name := range []string{"pi-otel", "LICENSE", "README.md", "CHANGELOG.md", "packaging/pi-otel-watch.service"} {
+			for _, name := range []string{"pi-otel", "LICENSE", "README.md", "CHANGELOG.md", "pi-otel-watch.service"} {
 				if _, ok := files[dir+name]; !ok {
 					t.Errorf("the archive lacks %s%s", dir, name)
 				}
