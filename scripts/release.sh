@@ -157,7 +157,11 @@ Nothing is published yet. To publish $tag (docs/releasing.md):
          dist/*.tar.gz dist/*.deb dist/*.rpm dist/pi-otel_${version}_checksums.txt
   3. npm, the platform packages first, then pi-otel, which depends on them:
 EOF
+# A prerelease must not become what `npm install pi-otel` gets.
+npm_tag=""
+[[ "$version" == *-* ]] && npm_tag=" --tag next"
 for t in "$npm_dir"/pi-otel-linux-*.tgz "$npm_dir"/pi-otel-darwin-*.tgz; do
-	echo "       npm publish $t"
+	echo "       npm publish$npm_tag $t"
 done
-echo "       npm publish $npm_dir/pi-otel-$version.tgz"
+echo "       npm publish$npm_tag $npm_dir/pi-otel-$version.tgz"
+echo "  4. the .deb and .rpm are release assets above; an apt or yum repository takes the same files."

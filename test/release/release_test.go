@@ -262,10 +262,22 @@ func checkRuns(t *testing.T, b build, env []string, bin string, args ...string) 
 }
 
 // TestArchiveRuns: this machine's archive binary runs demo with nothing
-// but the system on PATH.
+// but the system on PATH, and its spans carry the version it prints.
 func TestArchiveRuns(t *testing.T) {
 	b := dist(t)
-	checkRuns(t, b, bareEnv(t), hostBinary(t, b, t.TempDir()))
+	bin := hostBinary(t, b, t.TempDir())
+	checkRuns(t, b, bareEnv(t), bin)
+
+	spans := filepath.Join(t.TempDir(), "spans.jsonl")
+	cmd := exec.Command(bin, "demo", "--traces-file", spans)
+	cmd.Env = bareEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("demo --traces-file: %v\n%s", err, out)
+	}
+	want := `{"key":"service.version","value":{"stringValue":"v` + b.version + `"}}`
+	if data, err := os.ReadFile(spans); err != nil || !bytes.Contains(data, []byte(want)) {
+		t.Errorf("the spans' resource lacks %s (%v)", want, err)
+	}
 }
 
 // node is the directory of the node the tests install with, put first on
