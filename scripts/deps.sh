@@ -3,7 +3,8 @@
 # Node 22, Pi 1.6.0 and two older Pi releases, a Jaeger v2 binary built from
 # tools/jaeger, the project's Collector distribution (pi-otel-collector, built
 # by the Collector Builder pinned in tools/collector from
-# collector/builder-config.yaml), promtool and tmux. Idempotent: a warm cache only checks versions.
+# collector/builder-config.yaml), GoReleaser (pinned in tools/goreleaser, for
+# scripts/release.sh), promtool, tmux and rpm. Idempotent: a warm cache only checks versions.
 # Writes $CACHE/env.sh, which exports the PI_OTEL_* variables the tests read;
 # source it (scripts/test.sh does).
 set -euo pipefail
@@ -120,6 +121,18 @@ if [[ ! -x "$COLLECTOR" ]]; then
 	rm -rf "$work"
 fi
 
+# --- GoReleaser ---------------------------------------------------------------
+# scripts/release.sh builds the release artifacts with it; the tests check a
+# snapshot. Keyed by the tools module, as Jaeger is: a change of pin rebuilds.
+GORELEASER_KEY="$(cat "$ROOT/tools/goreleaser/go.mod" "$ROOT/tools/goreleaser/go.sum" | sha256sum | cut -c1-16)"
+GORELEASER="$CACHE/goreleaser-$GORELEASER_KEY"
+if [[ ! -x "$GORELEASER" ]]; then
+	log "building goreleaser into $GORELEASER (cold: about 5 min and 1.9 GB of modules; warm Go caches: seconds)"
+	(cd "$ROOT/tools/goreleaser" && go build -o "$GORELEASER.tmp" github.com/goreleaser/goreleaser/v2) ||
+		die "goreleaser build"
+	mv "$GORELEASER.tmp" "$GORELEASER"
+fi
+
 # --- promtool ---------------------------------------------------------------
 if ! command -v promtool >/dev/null; then
 	log "installing prometheus (for promtool)"
@@ -137,6 +150,14 @@ if ! command -v tmux >/dev/null; then
 		die "apt-get install tmux"
 fi
 
+# --- rpm (rpm -qlp lists the release's .rpm; dpkg-deb comes with Debian) -----
+if ! command -v rpm >/dev/null; then
+	log "installing rpm (for the release tests)"
+	export DEBIAN_FRONTEND=noninteractive
+	{ apt-get update && apt-get install -y --no-install-recommends rpm; } >&2 ||
+		die "apt-get install rpm"
+fi
+
 # --- env.sh -----------------------------------------------------------------
 cat >"$CACHE/env.sh.tmp" <<EOF
 # Written by scripts/deps.sh; source it before go test.
@@ -148,6 +169,7 @@ export PI_OTEL_PI_0_73="$CACHE/pi-$PI_073_VERSION/node_modules/.bin/pi"
 export PI_OTEL_JAEGER="$JAEGER"
 export PI_OTEL_COLLECTOR="$COLLECTOR"
 export PI_OTEL_PROMTOOL="$PROMTOOL"
+export PI_OTEL_GORELEASER="$GORELEASER"
 EOF
 mv "$CACHE/env.sh.tmp" "$CACHE/env.sh"
 cat "$CACHE/env.sh"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs the real tools (scripts/deps.sh), then
-# gofmt, goimports, go vet (also for darwin), staticcheck, go build and
+# gofmt, goimports, go vet (also for darwin), staticcheck, go build, a
+# snapshot release checked as users get it (when its inputs changed), and
 # go test over the whole module.
 set -euo pipefail
 
@@ -36,6 +37,7 @@ fi
 
 echo "== go vet"
 go vet -tags realstack ./...
+go vet -tags release ./test/release
 # The tests build off Linux too: Linux-only process control lives in
 # _linux.go files.
 GOOS=darwin go vet -tags realstack ./...
@@ -45,9 +47,40 @@ echo "== staticcheck"
 # editor's staticcheck runs without the realstack tag.
 go tool staticcheck ./...
 go tool staticcheck -tags realstack ./...
+go tool staticcheck -tags release ./test/release
 
 echo "== go build"
 go build -tags realstack ./...
+
+echo "== release"
+# scripts/release.sh --snapshot, then test/release on what it built (the
+# archives, the binaries of all four platforms, the npm, deb and rpm
+# packages). Cold it costs minutes (three more platforms to compile), so it
+# runs only when what goes into a release changed since a passing check:
+# the key hashes those files as they are on disk (tracked or new), the Go
+# toolchain and the GoReleaser build. PI_OTEL_RELEASE_CHECK=always forces it.
+release_key="$(
+	{
+		go version
+		echo "$PI_OTEL_GORELEASER"
+		git ls-files -z --cached --others --exclude-standard -- \
+			cmd internal mapper go.mod go.sum .goreleaser.yaml packaging scripts/release.sh tools/goreleaser \
+			LICENSE README.md CHANGELOG.md docs examples/watch-systemd/README.md test/release |
+			grep -zv -e '_test\.go$' -e '/testdata/' -e '^internal/testutil/' |
+			xargs -0 sha256sum 2>&1 || true # a file deleted but not yet from git: its error line
+		sha256sum test/release/*.go
+	} | sha256sum | cut -c1-16
+)"
+release_ok="$CACHE/release-ok/$release_key"
+if [[ -e "$release_ok" && "${PI_OTEL_RELEASE_CHECK:-}" != always ]]; then
+	echo "release inputs unchanged since a passing check ($release_key): skipped"
+else
+	./scripts/release.sh --snapshot >"$CACHE/release.log" 2>&1 ||
+		{ tail -n 40 "$CACHE/release.log" >&2; echo "release.sh --snapshot failed (log: $CACHE/release.log)" >&2; exit 1; }
+	PI_OTEL_DIST="$ROOT/dist" go test -tags release -count=1 ./test/release
+	mkdir -p "$CACHE/release-ok"
+	touch "$release_ok"
+fi
 
 echo "== go test"
 # Real Pi runs and a real Jaeger make the e2e packages slow-ish; the timeout

@@ -10,13 +10,53 @@ import (
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
-// TestUnitExecStart parses the unit's ExecStart with pi-otel watch's own
+// The unit the .deb and .rpm install; it runs the packaged binary.
+const packaged = "packaging/pi-otel-watch.service"
+
+// TestUnitExecStart parses the units' ExecStart with pi-otel watch's own
 // flag set: every flag must exist and take its value, and the command
 // must be "pi-otel watch".
 func TestUnitExecStart(t *testing.T) {
-	f, err := os.Open("pi-otel-watch.service")
+	for _, path := range []string{"pi-otel-watch.service", repo.Path(packaged)} {
+		t.Run(path, func(t *testing.T) { checkExecStart(t, path) })
+	}
+}
+
+// TestPackagedUnit: the packages' unit is this example but for its
+// opening comment and the binary it runs, /usr/bin/pi-otel.
+func TestPackagedUnit(t *testing.T) {
+	body := func(b []byte) []string {
+		var out []string
+		for i, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "#") && len(out) == 0 && i < 5 {
+				continue // the opening comment
+			}
+			if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
+				bin, args, _ := strings.Cut(v, " ")
+				l = "ExecStart=BIN " + args
+				if bin != "%h/go/bin/pi-otel" && bin != "/usr/bin/pi-otel" {
+					t.Errorf("ExecStart runs %s", bin)
+				}
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	example, pkg := body(repo.Read(t, "examples/watch-systemd/pi-otel-watch.service")), body(repo.Read(t, packaged))
+	if strings.Join(example, "\n") != strings.Join(pkg, "\n") {
+		t.Errorf("%s differs from the example beyond its comment and binary:\n%s\n---\n%s", packaged,
+			strings.Join(pkg, "\n"), strings.Join(example, "\n"))
+	}
+	if !strings.Contains(string(repo.Read(t, packaged)), "ExecStart=/usr/bin/pi-otel watch ") {
+		t.Errorf("%s does not run /usr/bin/pi-otel, where the packages install it", packaged)
+	}
+}
+
+func checkExecStart(t *testing.T, path string) {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/buildinfo"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
 	"github.com/pi-otel/pi-otel/internal/spanid"
@@ -74,9 +75,6 @@ Every flag is also an environment variable (OTEL_* or PI_OTEL_*); see
 docs/configuration.md.
 `
 
-// Version is set at build time with -ldflags "-X github.com/pi-otel/pi-otel/internal/app.Version=…".
-var Version = "dev"
-
 // Main runs one command and returns the process exit code. The command
 // ends when ctx does as at a signal: replay, watch and demo stop and
 // flush; run and rpc ask Pi to stop (SIGTERM), then flush.
@@ -104,10 +102,9 @@ func Main(ctx context.Context, env Env) int {
 	case "demo":
 		return Demo(ctx, env, args)
 	case "version", "--version":
-		fmt.Fprintln(env.Stdout, "pi-otel", Version)
-		return 0
+		return printVersion(env, args)
 	case "help", "-h", "--help":
-		if len(args) == 1 && args[0] != "version" { // "pi-otel help replay"
+		if len(args) == 1 { // "pi-otel help replay"
 			return Main(ctx, Env{Args: []string{args[0], "--help"}, Stdin: env.Stdin, Stdout: env.Stdout,
 				Stderr: env.Stderr, Getenv: env.Getenv})
 		}
@@ -116,6 +113,21 @@ func Main(ctx context.Context, env Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "pi-otel: unknown command %q; see pi-otel --help\n", cmd)
 	return 2
+}
+
+// printVersion prints what ran: version, commit, date, Go and the Pi
+// releases this build is tested with (internal/buildinfo).
+func printVersion(env Env, args []string) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(env.Stdout, "Usage: pi-otel version\n\nPrints pi-otel's version, the commit it was built from and when, its Go\nversion and platform, and the Pi releases it is tested with. --version is the same.\n")
+		return 0
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(env.Stderr, "pi-otel: version takes no arguments, got %q; see pi-otel version --help\n", strings.Join(args, " "))
+		return 2
+	}
+	fmt.Fprint(env.Stdout, buildinfo.Read())
+	return 0
 }
 
 // parse reads a command's flags and settings. It returns the arguments
@@ -209,7 +221,7 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 		topts = append(topts, telemetry.WithExportedAttributes(vocab.Latest), telemetry.WithExportedSchemaURL(vocab.LatestSchemaURL))
 	}
 	tcfg := cfg.Config
-	tcfg.ServiceVersion = Version
+	tcfg.ServiceVersion = buildinfo.Read().ServiceVersion()
 	tcfg.ResourceAttributes = append(slices.Clip(tcfg.ResourceAttributes), who.PseudoAttribute(cfg.User, cfg.UserPseudonymKey)...)
 	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
 		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {

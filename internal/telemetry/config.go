@@ -18,8 +18,8 @@ type Config struct {
 	// ServiceName is service.name; it wins over a service.name in
 	// ResourceAttributes.
 	ServiceName string
-	// ServiceVersion is pi-otel's service.version; empty or "dev" takes
-	// the module's version from the build, if any.
+	// ServiceVersion is pi-otel's service.version (internal/buildinfo);
+	// empty leaves it out.
 	ServiceVersion string
 	// ResourceAttributes are the other resource attributes, sorted by key.
 	// They hold enduser.id and pi.team when the user and team are set.

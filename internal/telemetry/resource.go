@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"runtime/debug"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -23,8 +22,8 @@ import (
 func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*resource.Resource, error) {
 	attrs := detected(ctx)
 	attrs = append(attrs, semconv.ServiceName(cfg.ServiceName))
-	if v := serviceVersion(cfg.ServiceVersion); v != "" {
-		attrs = append(attrs, semconv.ServiceVersion(v))
+	if cfg.ServiceVersion != "" {
+		attrs = append(attrs, semconv.ServiceVersion(cfg.ServiceVersion))
 	}
 	attrs = append(attrs, cfg.ResourceAttributes...)
 	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
@@ -70,18 +69,6 @@ func detected(ctx context.Context) []attribute.KeyValue {
 		}
 	}
 	return out
-}
-
-// serviceVersion is pi-otel's version: the one set at build time, else
-// the module's version when go install built it, else none.
-func serviceVersion(set string) string {
-	if set != "" && set != "dev" {
-		return set
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return ""
 }
 
 func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
