@@ -23,9 +23,15 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // translator replays one run's entries as the events the stream mapper
 // reads, with the times the file gives.
 type translator struct {
-	t   *FileMapper
-	m   *agentmap.Mapper
-	now time.Time // the latest time emitted
+	t *FileMapper
+	m *agentmap.Mapper
+	// now is the latest time of the run's own work (messages, tools,
+	// turns), the floor of what follows; last is the latest time of
+	// anything emitted, entries beside that work too (a session_info, a
+	// thinking level, a system message), where the run ends. Pi writes
+	// those when it gets to it, often while a model call runs, so they
+	// must not move the turn that call starts.
+	now, last time.Time
 	// key and uncounted are the run's identity, on every input
 	// (agentmap.Input).
 	key       string
@@ -50,17 +56,24 @@ type call struct {
 	args            json.RawMessage
 }
 
-func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false) }
+func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, false) }
+
+// emitAside emits an entry beside the run's work: it moves the run's
+// end, not its clock (see translator.now).
+func (x *translator) emitAside(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, true) }
 
 // handle gives the mapper ev, with the run's identity and what a tool
 // result held (nested, read), at a time no earlier than the last (but
 // for starts, which the file times apart).
-func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read bool) {
+func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read, aside bool) {
 	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
 		at = x.now
 	}
-	if at.After(x.now) {
+	if at.After(x.now) && !aside {
 		x.now = at
+	}
+	if at.After(x.last) {
+		x.last = at
 	}
 	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, NestedRead: read, Key: x.key, Uncounted: x.uncounted})
 }
@@ -77,7 +90,7 @@ func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, unc
 	x := &translator{t: t, m: t.m, answered: t.answered[:0], key: r.key, uncounted: uncounted}
 	first := r.entries[0]
 	start := runStart(first)
-	x.now = start
+	x.now, x.last = start, start
 	x.emit(&event.Event{Type: event.TypeAgentStart}, start)
 	x.agentOpen = true
 	t.rootAttributes(r, trace.SpanFromContext(t.m.RootContext()))
@@ -164,9 +177,9 @@ func (x *translator) entry(e *entry) {
 		x.rootEvent(vocab.EventModelChange, at,
 			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
 	case typeThinking:
-		x.emit(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
+		x.emitAside(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
 	case typeSessionInfo:
-		x.emit(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
+		x.emitAside(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
 	case typeLabel:
 		attrs := []attribute.KeyValue{
 			vocab.LabelTargetIDKey.String(e.TargetID),
@@ -237,7 +250,7 @@ func (x *translator) message(e *entry) {
 	case "toolResult":
 		x.toolResult(e)
 	case "system":
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
+		x.emitAside(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
 		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false)
 	case "custom":
@@ -333,10 +346,11 @@ func (x *translator) assistant(e *entry) {
 		x.emit(&event.Event{Type: event.TypeTurnStart}, start)
 		x.turnOpen, x.turnStart = true, x.now
 	}
-	// A turn starts no earlier than what came before it, and its call
-	// within it: an entry written later than the call began (Pi writes a
-	// new session's first entries once its first answer is in) may have
-	// moved the turn past the message's own start.
+	// A turn starts no earlier than the work before it, and its call
+	// within it. Entries beside the work do not move the turn (see
+	// translator.now), so this holds the message's own start but where
+	// its timestamp is earlier than the work before it (clocks that
+	// disagree): the call then starts with its turn.
 	if start.Before(x.turnStart) {
 		start = x.turnStart
 		if end.Before(start) {
@@ -415,7 +429,7 @@ func (x *translator) toolResult(e *entry) {
 		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
 		x.noteChildren(msg)
 	}
-	x.handle(ev, end, msg.nested, true)
+	x.handle(ev, end, msg.nested, true, false)
 }
 
 type compactionResult struct {
@@ -458,14 +472,14 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 		if end.Reason == "" {
 			end.Reason = vocab.EndEOF
 		}
-		x.m.Close(end, x.now)
+		x.m.Close(end, x.last)
 		return
 	}
 	x.resolveError()
 	x.missingResults()
 	x.endAgent(false)
 	aborted := x.lastStop == "aborted"
-	x.emit(&event.Event{Type: event.TypeAgentSettled, Aborted: &aborted}, x.now)
+	x.emit(&event.Event{Type: event.TypeAgentSettled, Aborted: &aborted}, x.last)
 }
 
 // bashSpan traces a command the user ran with ! (bashExecution): user
