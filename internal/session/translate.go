@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -44,9 +43,9 @@ type translator struct {
 	errEnd              time.Time
 	retryOpen           bool
 	attempt             int
-	calls               []call   // tool calls of the last assistant message still without a result
-	answered            []string // ids of its tool calls that have their result
-	missing             []string // ids of open tool spans whose result never came
+	calls               []call         // tool calls of the last assistant message still without a result
+	results             *event.Results // the run's tool calls with their result, for repeats
+	missing             []string       // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
 }
@@ -87,7 +86,8 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, uncounted bool) {
-	x := &translator{t: t, m: t.m, answered: t.answered[:0], key: r.key, uncounted: uncounted}
+	t.results.Reset() // reused: a long file has many runs
+	x := &translator{t: t, m: t.m, results: &t.results, key: r.key, uncounted: uncounted}
 	first := r.entries[0]
 	start := runStart(first)
 	x.now, x.last = start, start
@@ -101,7 +101,6 @@ func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, unc
 		x.entry(e)
 	}
 	x.finish(settled, end)
-	t.answered = x.answered // reused: a long file has many runs
 }
 
 // rootAttributes are what only the file tells: the project, the branch
@@ -371,8 +370,8 @@ func (x *translator) assistant(e *entry) {
 		x.errHeld, x.errEnd = msg, end
 	}
 	ids, names := msg.callIDs, msg.callNames
-	x.answered = x.answered[:0]
 	for i, id := range ids {
+		x.results.Ask(id)
 		c := call{id: id, name: names[i]}
 		if i < len(msg.callSkills) {
 			c.skill = msg.callSkills[i]
@@ -409,14 +408,14 @@ func (x *translator) toolResult(e *entry) {
 			break
 		}
 	}
-	if !open && slices.Contains(x.answered, msg.ToolCallID) {
+	if x.results.Answer(msg.ToolCallID) && !open {
 		// A second result for a call that has one (persisted again under
-		// another entry id): one tool execution, one span. A call id the
-		// model uses again in a later message is a new call, and opens.
+		// another entry id, or after the next model call): one tool
+		// execution, one span. A call id the model asks for again in a
+		// later message is a new call, and opens.
 		x.t.stats.Repeated++
 		return
 	}
-	x.answered = append(x.answered, msg.ToolCallID)
 	x.ensureAgent(start)
 	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args, Skill: skill}, start)
 	ev := &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name,
