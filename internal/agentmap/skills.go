@@ -48,12 +48,13 @@ func (s *runSkills) list() []attribute.KeyValue {
 	return []attribute.KeyValue{vocab.SkillsKey.StringSlice(s.loaded)}
 }
 
-// toolSkill marks a tool call that loads a skill with pi.skill, and the
-// run with the skill.
-func toolSkill(r *run, skill string, attrs []attribute.KeyValue) []attribute.KeyValue {
-	if skill == "" {
+// toolSkill marks a tool call that loaded a skill with pi.skill, and the
+// run with the skill: only once the call succeeded, as a read that
+// failed (no such SKILL.md) loads nothing.
+func toolSkill(r *run, t *tool, failed bool, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if t.skill == "" || failed {
 		return attrs
 	}
-	r.skills.load(skill)
-	return append(attrs, vocab.SkillKey.String(skill))
+	r.skills.load(t.skill)
+	return append(attrs, vocab.SkillKey.String(t.skill))
 }

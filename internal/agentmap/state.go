@@ -51,6 +51,7 @@ type compaction struct {
 type tool struct {
 	span
 	id         string
+	skill      string // the skill the call loads if it succeeds (event.ReadSkill)
 	updates    int
 	prev, next *tool // neighbours in start order
 }

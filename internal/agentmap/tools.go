@@ -35,7 +35,6 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
 	}
 	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
-	attrs = toolSkill(r, ev.Skill, attrs)
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
@@ -48,7 +47,7 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 	}
 	n := r.toolSeen[ev.ToolCallID]
 	r.toolSeen[ev.ToolCallID] = n + 1
-	t := &tool{span: m.start(parent, ToolPath(ev.ToolCallID, n), vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID}
+	t := &tool{span: m.start(parent, ToolPath(ev.ToolCallID, n), vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID, skill: ev.Skill}
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++
@@ -117,6 +116,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result, read
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
+	attrs = toolSkill(r, t, ev.IsError, attrs)
 	attrs, at = m.nestedTool(t, ev, at, attrs, res, read)
 	m.endTool(t, at, attrs...)
 }

@@ -2,7 +2,6 @@ package nested
 
 import (
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
@@ -55,10 +54,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 	var prev, lastChatEnd time.Time
 	var lastStop, lastErr string
 	names := map[string]string{} // tool call id → name, from the assistant's calls
-	// The calls of the last model call still waiting for their results,
-	// and the ids answered since it, for repeats; on the stack, as a model
-	// call asks for a few tools at most.
-	waiting, answered := make([]string, 0, 8), make([]string, 0, 8)
+	var results event.Results    // for repeats, read as the top level reads them
 	defer func() {
 		// The entry says how the child stopped; else its last model call.
 		if run.StopReason == "" {
@@ -81,29 +77,25 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			p.dropped.UnknownRoles++
 			continue
 		}
-		// A result for a call that has one already, before the next model
-		// call, is that result given again (a child's messages collected
-		// twice), as the top level reads a session's own
-		// (internal/session); a call id that a later model call uses
-		// again is a new call.
+		// A result for a call that has one already, and that no model
+		// call asked for again since, is that result given again (a
+		// child's messages collected twice, its last result repeated
+		// after its final answer), as the top level reads a session's
+		// own (internal/session).
 		switch m.Role {
 		case "assistant":
-			waiting, answered = waiting[:0], answered[:0]
 			for _, b := range m.Content {
 				if b.Type == "toolCall" {
-					waiting = append(waiting, b.ID)
+					results.Ask(b.ID)
 				}
 			}
 		case "toolResult":
-			if i := slices.Index(waiting, m.ToolCallID); i >= 0 {
-				waiting = slices.Delete(waiting, i, i+1)
-			} else if slices.Contains(answered, m.ToolCallID) {
+			if results.Answer(m.ToolCallID) {
 				// One execution, one span: the copy adds nothing, not
 				// even its time to the run's.
 				p.dropped.Repeated++
 				continue
 			}
-			answered = append(answered, m.ToolCallID)
 		}
 		ts := msTime(m.Timestamp)
 		if !ts.IsZero() {

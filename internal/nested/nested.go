@@ -68,7 +68,8 @@ type Dropped struct {
 	// result's copy of the messages, if any, was used): not a loss.
 	UnreadFiles int
 	// Repeated are tool results a child's messages hold twice (one
-	// toolCallId, no model call between): traced once, not a loss.
+	// toolCallId, no model call asking for it again between; see
+	// event.Results): traced once, not a loss.
 	Repeated int
 }
 

@@ -405,6 +405,8 @@ func TestRepeatedToolResult(t *testing.T) {
 		{"among parallel calls", []any{ask(1000, "c1", "c2"), answer(1020, "c1"), answer(1021, "c2"), answer(1022, "c1"), answer(1023, "c2"), assistant(1040, 10, 0.1, "stop")}, 2, 2},
 		{"the id asked again", []any{ask(1000, "c1"), answer(1020, "c1"), ask(1030, "c1"), answer(1040, "c1"), assistant(1050, 10, 0.1, "stop")}, 2, 0},
 		{"asked for by no call", []any{answer(1020, "x"), answer(1030, "x"), assistant(1040, 10, 0.1, "stop")}, 1, 1},
+		{"given again after the answer", []any{ask(1000, "c1"), answer(1020, "c1"), assistant(1040, 10, 0.1, "stop"), answer(1020, "c1")}, 1, 1},
+		{"given again after another call", []any{ask(1000, "c1"), answer(1020, "c1"), ask(1030, "c2"), answer(1040, "c2"), answer(1020, "c1"), assistant(1050, 10, 0.1, "stop")}, 2, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Parse(result(map[string]any{"agent": "kid", "messages": c.msgs}), Limits{})

@@ -130,3 +130,27 @@ func TestFileMapperToolContext(t *testing.T) {
 		t.Fatalf("%d tool spans", tools)
 	}
 }
+
+// Call ids x, then x again, then x#1: three calls, three span ids (the
+// second x is x's second span, which must not be x#1's first).
+func TestCallIDsLikeASecondSpanKeepTheirOwnID(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	for _, id := range []string{"x", "x", "x#1"} {
+		f.assistant("toolUse", usage{10, 1}, "bash:"+id)
+		f.result(id, false)
+	}
+	f.assistant("stop", usage{10, 1})
+	tools := runs(t, traceBytes(t, f.bytes(), Config{}), 1)[0].find("execute_tool bash")
+	if len(tools) != 3 {
+		t.Fatalf("%d tool spans, want 3", len(tools))
+	}
+	seen := map[string]bool{}
+	for _, s := range tools {
+		id := s.s.SpanContext().SpanID().String()
+		if seen[id] {
+			t.Errorf("two tool spans share span id %s", id)
+		}
+		seen[id] = true
+	}
+}

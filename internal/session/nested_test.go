@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -324,5 +325,96 @@ func TestRepeatedNestedToolResult(t *testing.T) {
 		if got := agents[0].str("pi.tool_calls"); got != "1" {
 			t.Errorf("%s: the child's pi.tool_calls %s, want 1", name, got)
 		}
+	}
+}
+
+// withChildResultReissued is a real Pi file (subagent-single: a child
+// that runs bash and answers) with the child's last tool result given
+// again after its final answer, as four real files hold it (a batch call
+// traced as 1.90 s and then 0 s).
+func withChildResultReissued(t *testing.T) []byte {
+	t.Helper()
+	var out [][]byte
+	found := false
+	for line := range bytes.Lines(readCapture(t, "pi-1.6.0", "subagent-single.jsonl")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := e["message"].(map[string]any)
+		details, _ := msg["details"].(map[string]any)
+		results, _ := details["results"].([]any)
+		for _, r := range results {
+			run := r.(map[string]any)
+			msgs := run["messages"].([]any)
+			last := -1
+			for i, m := range msgs {
+				if m.(map[string]any)["role"] == "toolResult" {
+					last = i
+				}
+			}
+			if last < 0 || msgs[len(msgs)-1].(map[string]any)["stopReason"] != "stop" {
+				t.Fatal("the capture's child no longer ends with a tool result and then its answer")
+			}
+			run["messages"] = append(msgs, msgs[last])
+			found = true
+		}
+		if found && len(results) > 0 {
+			b, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = append(b, '\n')
+		}
+		out = append(out, line)
+	}
+	if !found {
+		t.Fatal("no child messages in the capture")
+	}
+	return bytes.Join(out, nil)
+}
+
+// A child's last tool result given again after its final answer is the
+// same result: one execute_tool span below the child, in the session
+// file and in the stream alike (one rule at every depth).
+func TestChildResultReissuedAfterItsAnswer(t *testing.T) {
+	file := withChildResultReissued(t)
+	tr := traceBytes(t, file, Config{})
+	agents := tr.roots[0].find("invoke_agent")
+	var child *node
+	for _, a := range agents {
+		if a != tr.roots[0] {
+			child = a
+		}
+	}
+	if child == nil {
+		t.Fatalf("no child run:\n%s", tr.roots[0].shape())
+	}
+	if n := len(child.find("execute_tool bash")); n != 1 {
+		t.Errorf("%d execute_tool bash spans below the child, want 1:\n%s", n, child.shape())
+	}
+	if got := child.str("pi.tool_calls"); got != "1" {
+		t.Errorf("the child's pi.tool_calls %s, want 1", got)
+	}
+	if got := tr.tracer.Stats().Repeated; got != 1 {
+		t.Errorf("%d repeated, want 1", got)
+	}
+}
+
+// At the top level the same: a tool result written again after the model
+// call that followed it is the result given again, not a new call.
+func TestResultReissuedAfterTheNextCall(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	f.assistant("toolUse", usage{100, 10}, "bash:c1")
+	f.result("c1", false)
+	f.assistant("stop", usage{200, 20})
+	f.result("c1", false)
+	tr := traceBytes(t, f.bytes(), Config{})
+	if n := len(tr.roots[0].find("execute_tool bash")); n != 1 {
+		t.Errorf("%d execute_tool bash spans, want 1:\n%s", n, tr.roots[0].shape())
+	}
+	if got := tr.tracer.Stats().Repeated; got != 1 {
+		t.Errorf("%d repeated, want 1", got)
 	}
 }

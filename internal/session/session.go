@@ -163,7 +163,7 @@ type FileMapper struct {
 
 	committed int64
 	stats     Stats
-	answered  []string // the translators' buffer, see translator.answered
+	results   event.Results // the translators' (translator.results)
 	// last is the newest entry time seen.
 	last time.Time
 }

@@ -98,3 +98,25 @@ func TestNoFalseSkills(t *testing.T) {
 		t.Errorf("only %d spans checked", checked)
 	}
 }
+
+// TestFailedSkillReadLoadsNothing: a read of a SKILL.md that fails (no
+// such file) loads no skill: no pi.skill on the call or the model calls
+// after it, no pi.skills on the root; a read that succeeds then does.
+func TestFailedSkillReadLoadsNothing(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	f.readCall("c1", "/home/me/.pi/agent/skills/pdf-tools/SKILL.md")
+	f.message(map[string]any{"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+		"content": []any{map[string]any{"type": "text", "text": "ENOENT: no such file or directory, access '/home/me/.pi/agent/skills/pdf-tools/SKILL.md'"}},
+		"isError": true, "timestamp": ms(f.now.Add(100 * time.Millisecond))})
+	f.assistant("stop", usage{200, 20})
+	r := runs(t, traceBytes(t, f.bytes(), Config{}), 1)[0]
+	if got := r.str("pi.skills"); got != "<none>" {
+		t.Errorf("root pi.skills = %s after a failed read", got)
+	}
+	for _, n := range append(r.find("execute_tool"), r.find("chat")...) {
+		if got := n.str("pi.skill"); got != "<none>" {
+			t.Errorf("%s has pi.skill %s after a failed read", n.name(), got)
+		}
+	}
+}

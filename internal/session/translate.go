@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -23,9 +22,15 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // translator replays one run's entries as the events the stream mapper
 // reads, with the times the file gives.
 type translator struct {
-	t   *FileMapper
-	m   *agentmap.Mapper
-	now time.Time // the latest time emitted
+	t *FileMapper
+	m *agentmap.Mapper
+	// now is the latest time of the run's own work (messages, tools,
+	// turns), the floor of what follows; last is the latest time of
+	// anything emitted, entries beside that work too (a session_info, a
+	// thinking level, a system message), where the run ends. Pi writes
+	// those when it gets to it, often while a model call runs, so they
+	// must not move the turn that call starts.
+	now, last time.Time
 	// key and uncounted are the run's identity, on every input
 	// (agentmap.Input).
 	key       string
@@ -38,9 +43,9 @@ type translator struct {
 	errEnd              time.Time
 	retryOpen           bool
 	attempt             int
-	calls               []call   // tool calls of the last assistant message still without a result
-	answered            []string // ids of its tool calls that have their result
-	missing             []string // ids of open tool spans whose result never came
+	calls               []call         // tool calls of the last assistant message still without a result
+	results             *event.Results // the run's tool calls with their result, for repeats
+	missing             []string       // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
 }
@@ -50,17 +55,24 @@ type call struct {
 	args            json.RawMessage
 }
 
-func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false) }
+func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, false) }
+
+// emitAside emits an entry beside the run's work: it moves the run's
+// end, not its clock (see translator.now).
+func (x *translator) emitAside(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, true) }
 
 // handle gives the mapper ev, with the run's identity and what a tool
 // result held (nested, read), at a time no earlier than the last (but
 // for starts, which the file times apart).
-func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read bool) {
+func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read, aside bool) {
 	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
 		at = x.now
 	}
-	if at.After(x.now) {
+	if at.After(x.now) && !aside {
 		x.now = at
+	}
+	if at.After(x.last) {
+		x.last = at
 	}
 	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, NestedRead: read, Key: x.key, Uncounted: x.uncounted})
 }
@@ -74,10 +86,11 @@ func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.Key
 
 // translate traces run r.
 func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, uncounted bool) {
-	x := &translator{t: t, m: t.m, answered: t.answered[:0], key: r.key, uncounted: uncounted}
+	t.results.Reset() // reused: a long file has many runs
+	x := &translator{t: t, m: t.m, results: &t.results, key: r.key, uncounted: uncounted}
 	first := r.entries[0]
 	start := runStart(first)
-	x.now = start
+	x.now, x.last = start, start
 	x.emit(&event.Event{Type: event.TypeAgentStart}, start)
 	x.agentOpen = true
 	t.rootAttributes(r, trace.SpanFromContext(t.m.RootContext()))
@@ -88,7 +101,6 @@ func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, unc
 		x.entry(e)
 	}
 	x.finish(settled, end)
-	t.answered = x.answered // reused: a long file has many runs
 }
 
 // rootAttributes are what only the file tells: the project, the branch
@@ -164,9 +176,9 @@ func (x *translator) entry(e *entry) {
 		x.rootEvent(vocab.EventModelChange, at,
 			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
 	case typeThinking:
-		x.emit(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
+		x.emitAside(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
 	case typeSessionInfo:
-		x.emit(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
+		x.emitAside(&event.Event{Type: event.TypeSessionInfoChanged, Name: e.Name}, at)
 	case typeLabel:
 		attrs := []attribute.KeyValue{
 			vocab.LabelTargetIDKey.String(e.TargetID),
@@ -237,7 +249,7 @@ func (x *translator) message(e *entry) {
 	case "toolResult":
 		x.toolResult(e)
 	case "system":
-		x.emit(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
+		x.emitAside(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
 		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false)
 	case "custom":
@@ -333,10 +345,11 @@ func (x *translator) assistant(e *entry) {
 		x.emit(&event.Event{Type: event.TypeTurnStart}, start)
 		x.turnOpen, x.turnStart = true, x.now
 	}
-	// A turn starts no earlier than what came before it, and its call
-	// within it: an entry written later than the call began (Pi writes a
-	// new session's first entries once its first answer is in) may have
-	// moved the turn past the message's own start.
+	// A turn starts no earlier than the work before it, and its call
+	// within it. Entries beside the work do not move the turn (see
+	// translator.now), so this holds the message's own start but where
+	// its timestamp is earlier than the work before it (clocks that
+	// disagree): the call then starts with its turn.
 	if start.Before(x.turnStart) {
 		start = x.turnStart
 		if end.Before(start) {
@@ -357,8 +370,8 @@ func (x *translator) assistant(e *entry) {
 		x.errHeld, x.errEnd = msg, end
 	}
 	ids, names := msg.callIDs, msg.callNames
-	x.answered = x.answered[:0]
 	for i, id := range ids {
+		x.results.Ask(id)
 		c := call{id: id, name: names[i]}
 		if i < len(msg.callSkills) {
 			c.skill = msg.callSkills[i]
@@ -395,14 +408,14 @@ func (x *translator) toolResult(e *entry) {
 			break
 		}
 	}
-	if !open && slices.Contains(x.answered, msg.ToolCallID) {
+	if x.results.Answer(msg.ToolCallID) && !open {
 		// A second result for a call that has one (persisted again under
-		// another entry id): one tool execution, one span. A call id the
-		// model uses again in a later message is a new call, and opens.
+		// another entry id, or after the next model call): one tool
+		// execution, one span. A call id the model asks for again in a
+		// later message is a new call, and opens.
 		x.t.stats.Repeated++
 		return
 	}
-	x.answered = append(x.answered, msg.ToolCallID)
 	x.ensureAgent(start)
 	x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: msg.ToolCallID, ToolName: name, Args: args, Skill: skill}, start)
 	ev := &event.Event{Type: event.TypeToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name,
@@ -415,7 +428,7 @@ func (x *translator) toolResult(e *entry) {
 		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
 		x.noteChildren(msg)
 	}
-	x.handle(ev, end, msg.nested, true)
+	x.handle(ev, end, msg.nested, true, false)
 }
 
 type compactionResult struct {
@@ -458,14 +471,14 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 		if end.Reason == "" {
 			end.Reason = vocab.EndEOF
 		}
-		x.m.Close(end, x.now)
+		x.m.Close(end, x.last)
 		return
 	}
 	x.resolveError()
 	x.missingResults()
 	x.endAgent(false)
 	aborted := x.lastStop == "aborted"
-	x.emit(&event.Event{Type: event.TypeAgentSettled, Aborted: &aborted}, x.now)
+	x.emit(&event.Event{Type: event.TypeAgentSettled, Aborted: &aborted}, x.last)
 }
 
 // bashSpan traces a command the user ran with ! (bashExecution): user

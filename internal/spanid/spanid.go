@@ -38,7 +38,8 @@ func TraceID(key string) trace.TraceID {
 
 // Path names a span by its place in its run: Kind and then ID or N
 // ("turn/2", "tool/call_1", "tool/call_1#1" for a call id given a second
-// time), below Base, the path of the span it sits under when that is not
+// time; an ID is written so that no other path reads alike, see
+// appendID), below Base, the path of the span it sits under when that is not
 // the run's top ("tool/call_1/agent/0/chat/3"). The zero Path is the root.
 // A struct, not a string, so that naming a span allocates nothing.
 type Path struct {
@@ -61,9 +62,41 @@ func (p Path) append(b []byte) []byte {
 	if p.ID == "" {
 		return strconv.AppendInt(b, int64(p.N), 10)
 	}
-	b = append(b, p.ID...)
+	b = appendID(b, p.ID)
 	if p.N > 0 {
 		b = strconv.AppendInt(append(b, '#'), int64(p.N), 10)
+	}
+	return b
+}
+
+// appendID appends id so that no two paths read alike whatever ids they
+// hold: '%', '#' and '/' percent-encoded (a call id "x#1" is not the
+// second span of "x", nor "c/agent/0" a span below call "c"), and the
+// first digit of an id of digits only (id "0" is not the N form "0" of
+// an empty id). Any other id is written as it is, so its span keeps the
+// id it always had.
+func appendID(b []byte, id string) []byte {
+	digits := true
+	plain := true
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c == '%' || c == '#' || c == '/':
+			plain, digits = false, false
+		case c < '0' || c > '9':
+			digits = false
+		}
+	}
+	if plain && !digits {
+		return append(b, id...)
+	}
+	const hexDigits = "0123456789ABCDEF"
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c == '%' || c == '#' || c == '/' || digits && i == 0 {
+			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+			continue
+		}
+		b = append(b, c)
 	}
 	return b
 }

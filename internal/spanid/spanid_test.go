@@ -34,6 +34,32 @@ func TestPathsNameDistinctSpans(t *testing.T) {
 	}
 }
 
+// Call ids are whatever Pi gives: "x" twice and then "x#1", an id that
+// reads as a path below another, an id of digits beside an empty one;
+// each span still gets its own id.
+func TestAnyCallIDsNameDistinctSpans(t *testing.T) {
+	paths := []Path{
+		{Kind: "tool", ID: "x"}, {Kind: "tool", ID: "x", N: 1}, {Kind: "tool", ID: "x#1"}, {Kind: "tool", ID: "x#1", N: 1},
+		{Kind: "tool", ID: "x%231"}, {Kind: "tool", ID: "%"}, {Kind: "tool", ID: "%25"},
+		{Kind: "tool", ID: "c/agent/0"}, {Base: "tool/c", Kind: "agent"},
+		{Kind: "tool"}, {Kind: "tool", N: 1}, {Kind: "tool", ID: "0"}, {Kind: "tool", ID: "1"}, {Kind: "tool", ID: "%30"},
+	}
+	seen := map[string]Path{}
+	for _, p := range paths {
+		if prev, ok := seen[p.String()]; ok {
+			t.Errorf("%#v and %#v both read %q", p, prev, p.String())
+		}
+		seen[p.String()] = p
+	}
+}
+
+// An id that needs no escaping keeps the span id it always had.
+func TestPlainCallIDsKeepTheirSpanIDs(t *testing.T) {
+	if got := SpanID("sess-1/e1", Path{Kind: "tool", ID: "call_1", N: 1}).String(); got != "ea6a30629ad60220" {
+		t.Errorf("span id %s", got)
+	}
+}
+
 func TestPathString(t *testing.T) {
 	for p, want := range map[Path]string{
 		{Kind: "turn", N: 2}:                   "turn/2",
@@ -41,6 +67,10 @@ func TestPathString(t *testing.T) {
 		{Kind: "tool", ID: "c1", N: 1}:         "tool/c1#1",
 		{Base: "tool/c1", Kind: "agent", N: 0}: "tool/c1/agent/0",
 		{Kind: "bash", ID: "e7"}:               "bash/e7",
+		{Kind: "tool", ID: "x#1"}:              "tool/x%231",
+		{Kind: "tool", ID: "c/agent/0", N: 2}:  "tool/c%2Fagent%2F0#2",
+		{Kind: "tool", ID: "100%"}:             "tool/100%25",
+		{Kind: "tool", ID: "7"}:                "tool/%37",
 	} {
 		if got := p.String(); got != want {
 			t.Errorf("%+v: %q, want %q", p, got, want)

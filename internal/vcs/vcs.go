@@ -116,7 +116,7 @@ func Read(ctx context.Context, dir string, opts ...Option) (Info, error) {
 	}
 	if u := CleanURL(strings.TrimSpace(string(remote))); u != "" {
 		info.URL = u
-		if n := base(strings.TrimSuffix(strings.TrimRight(u, "/"), ".git")); n != "" {
+		if n := remoteName(u); n != "" {
 			info.Name = n
 		}
 	}
@@ -163,6 +163,20 @@ func base(p string) string {
 		p = p[i+1:]
 	}
 	return p
+}
+
+// remoteName is the last element of a cleaned remote URL's path, without
+// .git; "" when the URL has no path (what is left of one that did not
+// parse is its scheme and host, and neither the host nor its port names
+// a repository).
+func remoteName(u string) string {
+	p := u
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		if _, p, ok = strings.Cut(rest, "/"); !ok {
+			return ""
+		}
+	}
+	return base(strings.TrimSuffix(strings.TrimRight(p, `/\`), ".git"))
 }
 
 // CleanURL takes credentials out of a remote's URL: the user and password

@@ -77,6 +77,25 @@ func TestReadTokenNeverAppears(t *testing.T) {
 	}
 }
 
+// A remote URL that does not parse, or has no path, names no repository:
+// not its host, nor its port; the folder does, as with no remote.
+func TestReadRemoteWithoutAName(t *testing.T) {
+	for origin, url := range map[string]string{
+		"https://us%zzer:tok@git.example.com:8443/acme/widget-x.git": "https://git.example.com:8443",
+		"https://git.example.com:8443/":                              "https://git.example.com:8443/",
+		"https://git.example.com":                                    "https://git.example.com",
+	} {
+		dir := repo(t, origin)
+		info, err := vcs.Read(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.URL != url || info.Name != "widget" {
+			t.Errorf("%s: URL %q, name %q; want %q, the folder's name widget", origin, info.URL, info.Name, url)
+		}
+	}
+}
+
 func TestReadDetachedHead(t *testing.T) {
 	dir := repo(t, "")
 	rev := head(t, dir)

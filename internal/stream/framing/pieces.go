@@ -1,5 +1,7 @@
 package framing
 
+import "bytes"
+
 // pieces holds the start of a record that outgrew the buffer kept for
 // reuse, as the filled buffers it was read into. They are never grown or
 // copied while the record goes on; once its end is known, whole copies
@@ -22,19 +24,13 @@ func (p *pieces) add(b []byte) {
 func (p *pieces) empty() bool { return p.n == 0 }
 
 // whole returns the pieces followed by the tails, in one new buffer of the
-// exact size, and forgets the pieces so they can be collected.
+// exact size, and forgets the pieces so they can be collected. bytes.Join
+// makes that buffer without zeroing it first, which every byte of it is
+// about to overwrite: for records of megabytes, clearing was a tenth of
+// a replay's CPU.
 func (p *pieces) whole(tails ...[]byte) []byte {
-	n := p.n
-	for _, t := range tails {
-		n += len(t)
-	}
-	b := make([]byte, 0, n)
-	for _, q := range p.list {
-		b = append(b, q...)
-	}
-	for _, t := range tails {
-		b = append(b, t...)
-	}
+	p.list = append(p.list, tails...)
+	b := bytes.Join(p.list, nil)
 	p.reset()
 	return b
 }
