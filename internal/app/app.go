@@ -51,6 +51,8 @@ type Env struct {
 	// main installs once; each command routes it to its pipeline. Nil
 	// leaves the SDK's errors to whatever handler the process has.
 	SDKErrors *telemetry.ErrorRoute
+	// stderrTTY: Stderr, before Main wrapped it, is a terminal.
+	stderrTTY bool
 }
 
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
@@ -60,6 +62,7 @@ Usage:
   pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
   pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
+  pi-otel report [flags] [PATH...]              cost, tokens and runs by day, model, project...; no backend
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
@@ -83,6 +86,9 @@ var Version = "dev"
 func Main(ctx context.Context, env Env) int {
 	// Our stderr may stall (a suspended terminal, a full pipe): writes to
 	// it then give up at a deadline instead of keeping us from exiting.
+	if f, ok := env.Stderr.(*os.File); ok {
+		env.stderrTTY = isTerminal(f)
+	}
 	stderr := outfile.Wrap(env.Stderr)
 	defer stderr.Close()
 	env.Stderr = stderr
@@ -103,6 +109,8 @@ func Main(ctx context.Context, env Env) int {
 		return Watch(ctx, env, args)
 	case "demo":
 		return Demo(ctx, env, args)
+	case "report":
+		return Report(ctx, env, args)
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "pi-otel", Version)
 		return 0
