@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,12 +53,28 @@ func plain(t Totals) []string {
 // headings are the table's column titles.
 var headings = []string{"input", "output", "cache read", "cache write", "cost", "runs", "errors"}
 
-// minKey is the narrowest the key column is cut to.
-const minKey = 8
+// keyWidth is the narrowest the key column is cut to before columns are
+// left out; minKey after.
+const (
+	keyWidth = 16
+	minKey   = 8
+)
+
+// shrinkKey cuts the key column as far as the table is too wide, to no
+// less than least.
+func shrinkKey(grid [][]string, width, least int) {
+	if over := tableWidth(grid) - width; over > 0 {
+		cut := max(least, colWidth(grid, 0)-over)
+		for _, row := range grid {
+			row[0] = elide(row[0], cut)
+		}
+	}
+}
 
 // WriteTable writes t as a table of at most width columns where it can:
-// numbers grouped by thousands, then, if that is too wide, in k, M and
-// B; then the key column cut, with an ellipsis, down to minKey.
+// numbers grouped by thousands; if that is too wide, in k, M and B; then
+// the key column cut, with an ellipsis, down to minKey; then the columns
+// that matter least left out, and said so under the table.
 func WriteTable(w io.Writer, t Table, width int) error {
 	cells := func(compact bool) [][]string {
 		out := [][]string{append([]string{string(t.By)}, headings...)}
@@ -70,47 +87,63 @@ func WriteTable(w io.Writer, t Table, width int) error {
 	if tableWidth(grid) > width {
 		grid = cells(true)
 	}
-	if over := tableWidth(grid) - width; over > 0 {
-		keyW := colWidth(grid, 0)
-		cut := max(minKey, keyW-over)
-		for _, row := range grid {
-			row[0] = elide(row[0], cut)
+	shrinkKey(grid, width, keyWidth)
+	var left []string
+	for _, h := range dropOrder {
+		if tableWidth(grid) <= width {
+			break
 		}
+		i := slices.Index(grid[0], h)
+		for r := range grid {
+			grid[r] = slices.Delete(grid[r], i, i+1)
+		}
+		left = append(left, h)
 	}
+	shrinkKey(grid, width, minKey)
 	var b strings.Builder
 	widths := make([]int, len(grid[0]))
 	for i := range widths {
 		widths[i] = colWidth(grid, i)
 	}
-	rule := func() {
-		n := 0
-		for _, w := range widths {
-			n += w
-		}
-		b.WriteString(strings.Repeat("─", n+2*(len(widths)-1)))
-		b.WriteByte('\n')
-	}
+	rule := strings.Repeat("─", tableWidth(grid)) + "\n"
 	for i, row := range grid {
 		if i == len(grid)-1 {
-			rule()
+			b.WriteString(rule)
 		}
 		for j, c := range row {
 			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
-			switch {
-			case j == 0:
+			if j == 0 {
 				b.WriteString(c + pad)
-			default:
+			} else {
 				b.WriteString("  " + pad + c)
 			}
 		}
 		b.WriteByte('\n')
 		if i == 0 {
-			rule()
+			b.WriteString(rule)
 		}
+	}
+	if len(left) > 0 {
+		// Said within the width too, a word wrap.
+		line := ""
+		for _, word := range strings.Fields("not shown: " + strings.Join(left, ", ")) {
+			if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+				b.WriteString(line + "\n")
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// dropOrder is the order columns are left out of a table too wide.
+var dropOrder = []string{"cache write", "errors", "cache read", "runs"}
 
 func tableWidth(grid [][]string) int {
 	n := 0
@@ -128,13 +161,17 @@ func colWidth(grid [][]string, i int) int {
 	return n
 }
 
-// elide cuts s to n runes, the last of them an ellipsis.
+// elide cuts s to n runes by its middle, an ellipsis standing for what
+// is left out: session ids share their start (the time) and differ at
+// their end.
 func elide(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	head := (n - 1) / 2
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 func human(t Totals, compact bool) []string {
