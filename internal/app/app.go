@@ -201,7 +201,7 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 }
 
 // newTelemetry sets up what every command exports through: the span
-// metrics, Pi's events as log records, the conventions' naming, and the
+// metrics (when metrics are exported), Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
 // the defaults (an id generator, backpressure). A run traced again after a
 // failed export says so in its spans' context, and the span metrics leave
@@ -219,15 +219,19 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	tcfg := cfg.Config
 	tcfg.ServiceVersion = Version
 	tcfg.ResourceAttributes = append(slices.Clip(tcfg.ResourceAttributes), who.PseudoAttribute(cfg.User, cfg.UserPseudonymKey)...)
-	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
-		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+	// Metrics exported nowhere have no reader: the span metrics would be
+	// work for nothing (a report, a replay with the default exporters).
+	if cfg.Metrics.Exporter != telemetry.ExporterNone {
+		topts = append(topts, telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
 			if err != nil {
 				return nil, err
 			}
 			chunks = countedChunks{sm}
 			return &skipUncounted{SpanProcessor: sm, skip: map[trace.SpanID]struct{}{}}, nil
-		}),
+		}))
+	}
+	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
 		})), opts...)...)
