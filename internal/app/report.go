@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,10 +78,28 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 		return code
 	}
 
+	// The rest is read as watch reads it, so that the spans summed are
+	// the ones watch would export: pi.team above all (--team,
+	// PI_OTEL_TEAM, else OTEL_RESOURCE_ATTRIBUTES), and the attribute
+	// limits. Its flags here are only --team and --quiet.
+	cfg, err := config.Load(fs, env.Getenv)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", line)
+		}
+		return 2
+	}
+	if !rcfg.Quiet {
+		for _, w := range cfg.Warnings {
+			if !slices.Contains(rcfg.Warnings, w) {
+				fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", w)
+			}
+		}
+	}
 	col := report.NewCollector(opts)
-	cfg := config.Default()
 	cfg.Traces.Exporter, cfg.Metrics.Exporter, cfg.Logs.Exporter = telemetry.ExporterNone, telemetry.ExporterNone, telemetry.ExporterNone
-	cfg.Team, cfg.Quiet = rcfg.Team, true
+	// Content is never summed; Quiet: the notes are the report's.
+	cfg.CaptureContent, cfg.Quiet = false, true
 	// watch --since all's pipeline, with nothing exported: the collector
 	// takes the spans where the exporter would.
 	sp, err := newSessionPipeline(env, cfg, telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -417,5 +418,50 @@ func TestReportHelp(t *testing.T) {
 				t.Errorf("docs/report.md does not name %s", v)
 			}
 		}
+	}
+}
+
+// pi.team is the reporting process's, read as watch reads it: --team,
+// else PI_OTEL_TEAM, else pi.team in OTEL_RESOURCE_ATTRIBUTES. The report
+// by team names the team watch puts on the roots, with their cost.
+func TestReportTeamIsTheTraces(t *testing.T) {
+	dir := captureTree(t)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"resource attributes", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "pi.team=platform,deployment.environment=ci"}, nil, "platform"},
+		{"variable over attributes", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "pi.team=platform", "PI_OTEL_TEAM": "payments"}, nil, "payments"},
+		{"flag over both", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "pi.team=platform", "PI_OTEL_TEAM": "payments"}, []string{"--team", " search "}, "search"},
+		{"none", nil, nil, "(none)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+			config.RegisterFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(fs, func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Quiet = true
+			cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
+			backfill(t, dir, cfg, 0)
+			roots := exportedRoots(t, cfg.Traces.File)
+			for _, s := range roots {
+				if got := attr(s, string(vocab.TeamKey)).GetStringValue(); got != strings.TrimPrefix(tc.want, "(none)") {
+					t.Fatalf("watch's root has pi.team %q, want %q", got, tc.want)
+				}
+			}
+			want := rootTotals(roots)
+
+			got := runReport(t, tc.env, append(append([]string{"--by", "team"}, tc.args...), dir)...)
+			if len(got.Rows) != 1 || got.Rows[0].Key != tc.want || got.Rows[0].Totals != want {
+				t.Errorf("report --by team: %+v, want one row %q with the traces' %+v", got.Rows, tc.want, want)
+			}
+		})
 	}
 }

@@ -17,9 +17,7 @@ type Report struct {
 	// an IANA zone name.
 	Since, Until, TZ string
 	JSON, CSV        bool
-	// Team is pi.team on the runs, as watch puts it there.
-	Team  string
-	Quiet bool
+	Quiet            bool
 }
 
 // reportSettings are the settings of pi-otel report alone; it shares
@@ -35,7 +33,8 @@ var reportSettings = []setting{
 }
 
 // RegisterReportFlags defines the flags of pi-otel report on fs: its own,
-// and the shared --team and --quiet.
+// and the shared --team and --quiet. --team is read by Load, as for the
+// other commands: pi.team comes from one place.
 func RegisterReportFlags(fs *flag.FlagSet) {
 	register(fs, reportSettings)
 	register(fs, []setting{*tableRow(settings, "team"), *tableRow(settings, "quiet")})
@@ -58,9 +57,6 @@ func LoadReport(fs *flag.FlagSet, getenv func(string) string) (Report, error) {
 	}
 	l.boolean(&r.JSON, tableRow(reportSettings, "json"))
 	l.boolean(&r.CSV, tableRow(reportSettings, "csv"))
-	if v, _, ok := l.get(tableRow(settings, "team")); ok {
-		r.Team = v
-	}
 	l.boolean(&r.Quiet, tableRow(settings, "quiet"))
 	if r.JSON && r.CSV {
 		l.fail("--json and --csv: choose one")
