@@ -180,21 +180,26 @@ type pipeline struct {
 	// records counts what was read from Pi, for the health metrics; rpc
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
-	records   func() (read, malformed int64)
+	records   func() recordCounts
 	// tooLong, if set, counts the lines replay skipped for their length.
 	tooLong func() int64
 	// calls, if set, hands Pi's bash calls their own trace context.
 	calls *callContexts
 }
 
+// recordCounts are what was read from Pi, for the health metrics:
+// records, those that did not decode, and lines that held several records
+// (event.SplitLine).
+type recordCounts struct{ read, malformed, repaired int64 }
+
 // countRecordsWith replaces where the health metrics read record counts.
-func (p *pipeline) countRecordsWith(f func() (read, malformed int64)) {
+func (p *pipeline) countRecordsWith(f func() recordCounts) {
 	p.recordsMu.Lock()
 	p.records = f
 	p.recordsMu.Unlock()
 }
 
-func (p *pipeline) loadRecords() func() (int64, int64) {
+func (p *pipeline) loadRecords() func() recordCounts {
 	p.recordsMu.Lock()
 	defer p.recordsMu.Unlock()
 	return p.records
@@ -208,7 +213,7 @@ func (p *pipeline) loadRecords() func() (int64, int64) {
 // it out: it was counted (skipUncounted). The span metrics also take the
 // gaps between a live call's output chunks, which the mapper hands them
 // (chunks, for agentmap.WithChunkObserver).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
+func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := append([]telemetry.Option{telemetry.WithStderr(env.Stderr)}, teamOnSpans(cfg)...)
@@ -243,11 +248,12 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	// under --quiet.
 	env.SDKErrors.Route(tel)
 	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
-		read, malformed := records()
+		rc := records()
 		t, sp := tel.Stats(), tel.SpoolStats()
 		return metrics.Health{
-			RecordsRead:      read,
-			RecordsMalformed: malformed,
+			RecordsRead:      rc.read,
+			RecordsMalformed: rc.malformed,
+			RecordsRepaired:  rc.repaired,
 			SpansEnded:       t.Ended,
 			SpansExported:    t.Exported,
 			SpansDropped:     t.Dropped,
@@ -273,7 +279,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 		return nil, err
 	}
 	var p *pipeline
-	tel, chunks, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
+	tel, chunks, err := newTelemetry(env, cfg, func() recordCounts { return p.loadRecords()() },
 		append(append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...), calls.option()...)...)
 	if err != nil {
 		return nil, err
@@ -309,9 +315,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 		signals:   env.Signals,
 		calls:     calls,
 	}
-	p.records = func() (int64, int64) {
+	p.records = func() recordCounts {
 		s := p.sink.Stats()
-		return s.Records, s.Malformed
+		return recordCounts{s.Records, s.Malformed, s.Repaired}
 	}
 	return p, nil
 }
@@ -395,6 +401,7 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	add(in.Repaired, "line of several records read as such", "lines of several records read as such")
 	if p.tooLong != nil {
 		add(p.tooLong(), "line over --max-line-size skipped", "lines over --max-line-size skipped")
 	}

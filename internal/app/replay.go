@@ -326,16 +326,17 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		ParentTools:   session.NewParentTools(parentFileMax),
 		Path:          path})
-	var lines, damaged atomic.Int64
-	p.countRecordsWith(func() (int64, int64) {
+	var lines, damaged, repaired atomic.Int64
+	p.countRecordsWith(func() recordCounts {
 		long := r.tooLong.Load()
-		return lines.Load() + long, damaged.Load() + long
+		return recordCounts{lines.Load() + long, damaged.Load() + long, repaired.Load()}
 	})
 	next := records(r, head, herr)
 	counted := func() {
 		st := tr.Stats()
 		lines.Store(st.Lines)
 		damaged.Store(st.Damaged)
+		repaired.Store(st.Repaired)
 	}
 	var off int64
 	var rerr error
@@ -363,6 +364,9 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 			over = fmt.Sprintf(" (%d of them over --max-line-size)", long)
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped%s, %d entries of unknown types kept as events\n", name, st.Damaged+long, over, st.Unknown)
+	}
+	if st.Repaired > 0 && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %s of several entries with no line end between them read as those entries\n", name, plural(st.Repaired, "line"))
 	}
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
@@ -413,9 +417,9 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 		return 2
 	}
 	p.tooLong = r.tooLong.Load
-	p.countRecordsWith(func() (int64, int64) {
+	p.countRecordsWith(func() recordCounts {
 		s, long := p.sink.Stats(), r.tooLong.Load()
-		return s.Records + long, s.Malformed + long
+		return recordCounts{s.Records + long, s.Malformed + long, s.Repaired}
 	})
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	rerr := each(next, in.Record)

@@ -152,7 +152,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 		return 1
 	}
 	if !rcfg.Quiet {
-		skipped.say(env.Stderr, f.Stats().Files, sp.damaged.Load(), col.Stats())
+		skipped.say(env.Stderr, f.Stats().Files, sp.damaged.Load(), sp.repaired.Load(), col.Stats())
 	}
 	return 0
 }
@@ -258,7 +258,7 @@ func (s *reportSkips) logf(format string, args ...any) {
 const reportSaid = 5
 
 // say writes what was not counted, on stderr.
-func (s *reportSkips) say(w io.Writer, files int, damaged int64, st report.Stats) {
+func (s *reportSkips) say(w io.Writer, files int, damaged, repaired int64, st report.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, l := range s.lines {
@@ -270,6 +270,9 @@ func (s *reportSkips) say(w io.Writer, files int, damaged int64, st report.Stats
 	}
 	if damaged > 0 {
 		fmt.Fprintf(w, "pi-otel report: %s skipped: not JSON, or not an entry Pi writes\n", plural(damaged, "damaged line"))
+	}
+	if repaired > 0 {
+		fmt.Fprintf(w, "pi-otel report: %s of several entries with no line end between them read as those entries\n", plural(repaired, "line"))
 	}
 	if st.Loose > 0 {
 		fmt.Fprintf(w, "pi-otel report: %s outside any run not counted\n", plural(st.Loose, "model call"))

@@ -465,3 +465,38 @@ func TestReportTeamIsTheTraces(t *testing.T) {
 		})
 	}
 }
+
+// Two entries on one line (Pi's writes met, with no LF between them) are
+// both counted, and the line said as repaired.
+func TestReportEntriesOnOneLine(t *testing.T) {
+	dir := captureTree(t)
+	want := runReport(t, nil, dir).Total
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.jsonl"))
+	joined := 0
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each assistant message with its usage joins the line before it.
+		b = bytes.ReplaceAll(b, []byte("\n"+`{"type":"message"`), []byte(`{"type":"message"`))
+		joined += bytes.Count(b, []byte(`}{"type":"message"`))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := mainWith(nil, "report", "--json", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got reportJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Total != want {
+		t.Errorf("with entries joined: %+v, want %+v", got.Total, want)
+	}
+	if joined < 50 || !strings.Contains(errs, "of several entries with no line end between them read as those entries") {
+		t.Errorf("%d lines joined; stderr:\n%s", joined, errs)
+	}
+}
