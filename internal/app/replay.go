@@ -275,8 +275,9 @@ func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
 		}
 		head = append(head, bytes.Clone(rec))
 		joined = append(append(joined, rec...), '\n')
-		switch k := session.Classify(joined); {
-		case k == session.KindStream, k == session.KindSession && len(head) > 1:
+		// A header alone does not decide: oh-my-pi's stream has a record
+		// of neither kind after it.
+		if k, sure := session.ClassifyHead(joined); sure {
 			return head, k, nil
 		}
 	}

@@ -201,11 +201,21 @@ func reportPaths(env Env, rcfg config.Report, args []string) ([]string, int) {
 		if err != nil && !rcfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
 		}
-		if _, err := os.Stat(root); err != nil {
-			fmt.Fprintf(env.Stderr, "pi-otel report: no Pi sessions at %s (%v); give the folders or files to read\n", root, bareError(err))
+		_, rootErr := os.Stat(root)
+		if rootErr == nil {
+			args = []string{root}
+		}
+		// oh-my-pi, Pi's fork, keeps its sessions in a folder of its own.
+		if home := homeDir(env); home != "" {
+			omp := filepath.Join(home, ".omp", "agent", "sessions")
+			if st, err := os.Stat(omp); err == nil && st.IsDir() && omp != root {
+				args = append(args, omp)
+			}
+		}
+		if len(args) == 0 {
+			fmt.Fprintf(env.Stderr, "pi-otel report: no Pi sessions at %s (%v); give the folders or files to read\n", root, bareError(rootErr))
 			return nil, 1
 		}
-		args = []string{root}
 	}
 	var bad bool
 	out := make([]string, 0, len(args))

@@ -353,12 +353,16 @@ func TestReportHostileFiles(t *testing.T) {
 // --since and --until in a time zone, relative ones from an injected now.
 func TestReportBoundsAndZone(t *testing.T) {
 	dir := captureTree(t)
+	// The Pi captures' runs all begin on one day in UTC; oh-my-pi's, on
+	// another.
+	if err := os.RemoveAll(filepath.Join(dir, "--omp-18.2.3--")); err != nil {
+		t.Fatal(err)
+	}
 	all := runReport(t, nil, "--by", "day", "--tz", "UTC", dir)
 	if len(all.Rows) == 0 || all.Total.Runs == 0 {
 		t.Fatal("no runs in the captures")
 	}
 	day := all.Rows[0].Key
-	// The captures' runs all begin on one day in UTC.
 	if got := runReport(t, nil, "--tz", "UTC", "--since", day, "--until", day, dir).Total; got != all.Total {
 		t.Errorf("since and until %s: %+v, want everything %+v", day, got, all.Total)
 	}
@@ -498,5 +502,32 @@ func TestReportEntriesOnOneLine(t *testing.T) {
 	}
 	if joined < 50 || !strings.Contains(errs, "of several entries with no line end between them read as those entries") {
 		t.Errorf("%d lines joined; stderr:\n%s", joined, errs)
+	}
+}
+
+// Without paths, the report reads Pi's session folder and oh-my-pi's
+// (~/.omp/agent/sessions), either alone or both.
+func TestReportDefaultFolders(t *testing.T) {
+	home := t.TempDir()
+	put := func(dir, version, name string) {
+		p := filepath.Join(home, dir, "agent", "sessions", "--proj--", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, repo.Read(t, "testdata/sessions/"+version+"/"+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"HOME": home}
+	if code, _, errs := mainWith(env, "report"); code == 0 || !strings.Contains(errs, "no Pi sessions at") {
+		t.Errorf("no folder: exit %d, %s", code, errs)
+	}
+	put(".omp", "omp-18.2.3", "bash-tool.jsonl")
+	if got := runReport(t, env); got.Total.Runs != 1 || got.Total.Input != 33632 {
+		t.Errorf("oh-my-pi's folder alone: %+v", got.Total)
+	}
+	put(".pi", "pi-1.6.0", "text.jsonl")
+	if got := runReport(t, env); got.Total.Runs != 2 {
+		t.Errorf("both folders: %+v, want 2 runs", got.Total)
 	}
 }

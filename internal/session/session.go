@@ -232,6 +232,7 @@ type decodedLine struct {
 	// pieces, when set, are the entries (and the damaged bytes between
 	// them) of a line that held several: e, hdr and err are unset.
 	pieces []decodedLine
+	piece  bool // one of a line's pieces
 }
 
 // line decodes one line; header says it is the first non-blank line, to
@@ -239,7 +240,9 @@ type decodedLine struct {
 func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	l := decodedLine{off: off, end: off + int64(len(b)) + 1}
 	b = bytes.TrimRight(b, "\r")
-	if len(bytes.TrimSpace(b)) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 || header && isTitle(b) {
+		// Blank, or oh-my-pi's title line before the header: the header
+		// is still to come.
 		l.blank = true
 		return l
 	}
@@ -254,18 +257,23 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	}
 	l.err, l.pieces = nil, make([]decodedLine, len(pieces))
 	for i, p := range pieces {
+		piece := b[p.Start:p.End]
 		// Each its own place in the file: version 1 ids and a restart's
 		// offsets tell them apart. The last one ends with the line.
 		pl := &l.pieces[i]
-		pl.off, pl.end = off+int64(p.Start), off+int64(p.End)
+		pl.off, pl.end, pl.piece = off+int64(p.Start), off+int64(p.End), true
 		if i == len(pieces)-1 {
 			pl.end = l.end
 		}
-		if !p.Value {
+		switch {
+		case !p.Value:
 			pl.err = errDamaged
-			continue
+		case header && isTitle(piece):
+			pl.blank = true // the header may come next
+		default:
+			d.record(pl, piece, header)
+			header = false
 		}
-		d.record(pl, b[p.Start:p.End], header && i == 0)
 	}
 	return l
 }
@@ -312,7 +320,9 @@ func (t *FileMapper) feedLine(l decodedLine) {
 		return
 	}
 	off, end := l.off, l.end
-	if !t.hdrSeen {
+	if !t.hdrSeen && !(l.piece && l.err == errDamaged) {
+		// (Bytes between a title line and the header on one line are
+		// damage, not the file's first line.)
 		t.hdrSeen = true
 		if h := l.hdr; h != nil {
 			t.hdr = *h
