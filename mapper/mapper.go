@@ -44,7 +44,10 @@ func New(tp trace.TracerProvider, opts ...Option) *Mapper {
 // A record that is not a Pi record (not JSON, not an object, no type) is
 // ignored and its error returned. A record of a known type with a field
 // of an unexpected shape is still applied, since it marks its place in
-// the lifecycle, and the error says which field was dropped.
+// the lifecycle, and the error says which field was dropped. A line that
+// holds several records, written with no LF between them, is applied as
+// those records; the error is then the first of theirs, or of the bytes
+// between them that are none.
 func (m *Mapper) Record(line []byte, at time.Time) error { return m.m.Record(line, at) }
 
 // Ending says why a stream stopped without settling.

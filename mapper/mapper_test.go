@@ -27,8 +27,8 @@ func TestRecordAndClose(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	for _, r := range []string{
 		`{"type":"session","version":3,"id":"sess-1","timestamp":"2026-01-01T00:00:00Z","cwd":"/home/u/proj"}`,
-		`{"type":"agent_start"}`,
-		`{"type":"turn_start"}`,
+		// Two records written with no LF between them: read as both.
+		`{"type":"agent_start"}{"type":"turn_start"}`,
 		`{"type":"tool_execution_start","toolCallId":"t1","toolName":"bash","args":{}}`,
 	} {
 		at = at.Add(time.Millisecond)

@@ -280,6 +280,9 @@ func (w *nestedWriter) run(parent *span, base string, j int, run *nested.Run, lo
 	if run.Session != "" {
 		attrs = append(attrs, vocab.NestedSessionIDKey.String(shortName(run.Session)))
 	}
+	if run.FromSummary {
+		attrs = append(attrs, vocab.NestedUsageFromKey.String(vocab.NestedUsageFromSummary))
+	}
 	if c := m.cfg.content; c != nil && run.Task != "" {
 		attrs = append(attrs, vocab.NestedTaskKey.String(c.Scrub(run.Task)))
 	}

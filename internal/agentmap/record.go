@@ -1,6 +1,8 @@
 package agentmap
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
@@ -14,12 +16,42 @@ import (
 // A record that is not a Pi record (not JSON, not an object, no type) is
 // ignored and its error returned. A record of a known type with a field
 // of an unexpected shape is still applied, since it marks its place in
-// the lifecycle, and the error says which field was dropped.
+// the lifecycle, and the error says which field was dropped. A line that
+// holds several records, written with no LF between them, is applied as
+// those records (event.SplitLine); the error is then the first of theirs,
+// or of the bytes between them that are none.
 func (m *Mapper) Record(line []byte, at time.Time) error {
 	if m.dec == nil {
 		m.dec = event.NewDecoder(event.Options{Content: m.cfg.content != nil})
 	}
 	ev, err := m.dec.Decode(line)
+	if err != nil && ev.Type == "" {
+		if !errors.Is(err, event.ErrInvalidJSON) && !errors.Is(err, event.ErrInvalidUTF8) {
+			return err
+		}
+		pieces := event.SplitLine(line)
+		if pieces == nil {
+			return err
+		}
+		var first error
+		for _, p := range pieces {
+			err := fmt.Errorf("%w: %d bytes between records", event.ErrInvalidJSON, p.End-p.Start)
+			if p.Value {
+				err = m.record(line[p.Start:p.End], at)
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	m.Handle(Input{Event: ev, At: at})
+	return err
+}
+
+// record applies one record of a line taken apart.
+func (m *Mapper) record(rec []byte, at time.Time) error {
+	ev, err := m.dec.Decode(rec)
 	if err != nil && ev.Type == "" {
 		return err
 	}

@@ -96,6 +96,12 @@ func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
 	}
 	m.endAgentRun(at, false)
 	r.lastEnd = at
+	if ev.IsTerminal != nil && *ev.IsTerminal {
+		// oh-my-pi: no agent_settled follows a run's last agent_end,
+		// which says so itself.
+		m.legacy = false
+		m.closeRoot(at, vocab.EndSettled, true)
+	}
 }
 
 // endAgentRun closes the open run and everything inside it.

@@ -52,6 +52,8 @@ type Env struct {
 	// main installs once; each command routes it to its pipeline. Nil
 	// leaves the SDK's errors to whatever handler the process has.
 	SDKErrors *telemetry.ErrorRoute
+	// stderrTTY: Stderr, before Main wrapped it, is a terminal.
+	stderrTTY bool
 }
 
 const usage = `pi-otel: OpenTelemetry traces and metrics for the Pi coding agent
@@ -61,6 +63,7 @@ Usage:
   pi-otel watch [flags] [DIR...]                trace every session Pi writes, from its session files
   pi-otel rpc [flags] -- pi --mode rpc ...      trace an RPC session as a transparent proxy
   pi-otel replay [flags] FILE|-                 trace a Pi session file or a captured JSONL stream
+  pi-otel report [flags] [PATH...]              cost, tokens and runs by day, model, project...; no backend
   pi-otel demo [flags]                          trace two real Pi runs shipped inside pi-otel
   pi-otel version
 
@@ -81,6 +84,9 @@ docs/configuration.md.
 func Main(ctx context.Context, env Env) int {
 	// Our stderr may stall (a suspended terminal, a full pipe): writes to
 	// it then give up at a deadline instead of keeping us from exiting.
+	if f, ok := env.Stderr.(*os.File); ok {
+		env.stderrTTY = isTerminal(f)
+	}
 	stderr := outfile.Wrap(env.Stderr)
 	defer stderr.Close()
 	env.Stderr = stderr
@@ -101,6 +107,8 @@ func Main(ctx context.Context, env Env) int {
 		return Watch(ctx, env, args)
 	case "demo":
 		return Demo(ctx, env, args)
+	case "report":
+		return Report(ctx, env, args)
 	case "version", "--version":
 		return printVersion(env, args)
 	case "help", "-h", "--help":
@@ -184,35 +192,40 @@ type pipeline struct {
 	// records counts what was read from Pi, for the health metrics; rpc
 	// mode reads through its tracker instead of the sink.
 	recordsMu sync.Mutex
-	records   func() (read, malformed int64)
+	records   func() recordCounts
 	// tooLong, if set, counts the lines replay skipped for their length.
 	tooLong func() int64
 	// calls, if set, hands Pi's bash calls their own trace context.
 	calls *callContexts
 }
 
+// recordCounts are what was read from Pi, for the health metrics:
+// records, those that did not decode, and lines that held several records
+// (event.SplitLine).
+type recordCounts struct{ read, malformed, repaired int64 }
+
 // countRecordsWith replaces where the health metrics read record counts.
-func (p *pipeline) countRecordsWith(f func() (read, malformed int64)) {
+func (p *pipeline) countRecordsWith(f func() recordCounts) {
 	p.recordsMu.Lock()
 	p.records = f
 	p.recordsMu.Unlock()
 }
 
-func (p *pipeline) loadRecords() func() (int64, int64) {
+func (p *pipeline) loadRecords() func() recordCounts {
 	p.recordsMu.Lock()
 	defer p.recordsMu.Unlock()
 	return p.records
 }
 
 // newTelemetry sets up what every command exports through: the span
-// metrics, Pi's events as log records, the conventions' naming, and the
+// metrics (when metrics are exported), Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
 // the defaults (an id generator, backpressure). A run traced again after a
 // failed export says so in its spans' context, and the span metrics leave
 // it out: it was counted (skipUncounted). The span metrics also take the
 // gaps between a live call's output chunks, which the mapper hands them
 // (chunks, for agentmap.WithChunkObserver).
-func newTelemetry(env Env, cfg config.Config, records func() (read, malformed int64), opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
+func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
 	topts := append([]telemetry.Option{telemetry.WithStderr(env.Stderr)}, teamOnSpans(cfg)...)
@@ -223,15 +236,19 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	tcfg := cfg.Config
 	tcfg.ServiceVersion = buildinfo.Read().ServiceVersion()
 	tcfg.ResourceAttributes = append(slices.Clip(tcfg.ResourceAttributes), who.PseudoAttribute(cfg.User, cfg.UserPseudonymKey)...)
-	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
-		telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+	// Metrics exported nowhere have no reader: the span metrics would be
+	// work for nothing (a report, a replay with the default exporters).
+	if cfg.Metrics.Exporter != telemetry.ExporterNone {
+		topts = append(topts, telemetry.WithSpanProcessor(func(mp metric.MeterProvider) (sdktrace.SpanProcessor, error) {
 			sm, err := metrics.NewSpanMetrics(mp, metricOpts...)
 			if err != nil {
 				return nil, err
 			}
 			chunks = countedChunks{sm}
 			return &skipUncounted{SpanProcessor: sm, skip: map[trace.SpanID]struct{}{}}, nil
-		}),
+		}))
+	}
+	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
 		telemetry.WithLogProcessor(func(lp otellog.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, lcfg), nil
 		})), opts...)...)
@@ -243,11 +260,12 @@ func newTelemetry(env Env, cfg config.Config, records func() (read, malformed in
 	// under --quiet.
 	env.SDKErrors.Route(tel)
 	err = metrics.RegisterHealth(tel.MeterProvider(), func() metrics.Health {
-		read, malformed := records()
+		rc := records()
 		t, sp := tel.Stats(), tel.SpoolStats()
 		return metrics.Health{
-			RecordsRead:      read,
-			RecordsMalformed: malformed,
+			RecordsRead:      rc.read,
+			RecordsMalformed: rc.malformed,
+			RecordsRepaired:  rc.repaired,
 			SpansEnded:       t.Ended,
 			SpansExported:    t.Exported,
 			SpansDropped:     t.Dropped,
@@ -273,7 +291,7 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 		return nil, err
 	}
 	var p *pipeline
-	tel, chunks, err := newTelemetry(env, cfg, func() (int64, int64) { return p.loadRecords()() },
+	tel, chunks, err := newTelemetry(env, cfg, func() recordCounts { return p.loadRecords()() },
 		append(append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...), calls.option()...)...)
 	if err != nil {
 		return nil, err
@@ -309,9 +327,9 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 		signals:   env.Signals,
 		calls:     calls,
 	}
-	p.records = func() (int64, int64) {
+	p.records = func() recordCounts {
 		s := p.sink.Stats()
-		return s.Records, s.Malformed
+		return recordCounts{s.Records, s.Malformed, s.Repaired}
 	}
 	return p, nil
 }
@@ -395,6 +413,7 @@ func (p *pipeline) inputSummary() string {
 	}
 	in := p.sink.Stats()
 	add(in.Malformed, "malformed record", "malformed records")
+	add(in.Repaired, "line of several records read as such", "lines of several records read as such")
 	if p.tooLong != nil {
 		add(p.tooLong(), "line over --max-line-size skipped", "lines over --max-line-size skipped")
 	}

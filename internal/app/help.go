@@ -67,6 +67,23 @@ file, so a restart traces nothing twice and loses nothing.`,
 			"# turn months of history into metrics, once",
 		},
 	},
+	"report": {
+		about: `Totals what Pi spent: cost, tokens (input, output, cache read and write),
+runs and runs that ended in error, by day, week, month, session, model,
+project, team or skill. It reads Pi's session files (default: Pi's own
+session folder, as watch finds it; or the folders and files given) with
+watch's own pipeline and nothing exported, so its numbers are the ones the
+traces and the pi.cost metric carry: forks' copied entries, subagents and
+compaction summaries counted once.`,
+		examples: []string{
+			"pi-otel report",
+			"# a row a day, in the local time zone, with a total",
+			"pi-otel report --by model --since 7d",
+			"# the last week's spend by model",
+			"pi-otel report --by month --tz UTC --json ~/backup/pi-sessions",
+			"# months of a backup, as JSON",
+		},
+	},
 	"demo": {
 		about: `Traces two real Pi runs shipped inside pi-otel (four parallel tools, two of
 them failing; a model error and its retry), so you can see the traces with
@@ -102,7 +119,9 @@ func printHelp(w io.Writer, name, synopsis string, fs *flag.FlagSet) {
 	byGroup := map[string][]config.FlagDoc{}
 	for _, d := range config.Flags() {
 		shared[d.Name] = true
-		byGroup[d.Group] = append(byGroup[d.Group], d)
+		if fs.Lookup(d.Name) != nil { // report takes only a few
+			byGroup[d.Group] = append(byGroup[d.Group], d)
+		}
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if !shared[f.Name] {

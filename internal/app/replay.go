@@ -280,8 +280,9 @@ func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
 		}
 		head = append(head, bytes.Clone(rec))
 		joined = append(append(joined, rec...), '\n')
-		switch k := session.Classify(joined); {
-		case k == session.KindStream, k == session.KindSession && len(head) > 1:
+		// A header alone does not decide: oh-my-pi's stream has a record
+		// of neither kind after it.
+		if k, sure := session.ClassifyHead(joined); sure {
 			return head, k, nil
 		}
 	}
@@ -331,16 +332,17 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		ParentTools:   session.NewParentTools(parentFileMax),
 		Path:          path})
-	var lines, damaged atomic.Int64
-	p.countRecordsWith(func() (int64, int64) {
+	var lines, damaged, repaired atomic.Int64
+	p.countRecordsWith(func() recordCounts {
 		long := r.tooLong.Load()
-		return lines.Load() + long, damaged.Load() + long
+		return recordCounts{lines.Load() + long, damaged.Load() + long, repaired.Load()}
 	})
 	next := records(r, head, herr)
 	counted := func() {
 		st := tr.Stats()
 		lines.Store(st.Lines)
 		damaged.Store(st.Damaged)
+		repaired.Store(st.Repaired)
 	}
 	var off int64
 	var rerr error
@@ -368,6 +370,9 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 			over = fmt.Sprintf(" (%d of them over --max-line-size)", long)
 		}
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: %d damaged lines skipped%s, %d entries of unknown types kept as events\n", name, st.Damaged+long, over, st.Unknown)
+	}
+	if st.Repaired > 0 && !cfg.Quiet {
+		fmt.Fprintf(env.Stderr, "pi-otel: %s: %s of several entries with no line end between them read as those entries\n", name, plural(st.Repaired, "line"))
 	}
 	if st.Runs == 0 && st.Skipped == 0 && !cfg.Quiet {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
@@ -418,9 +423,9 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 		return 2
 	}
 	p.tooLong = r.tooLong.Load
-	p.countRecordsWith(func() (int64, int64) {
+	p.countRecordsWith(func() recordCounts {
 		s, long := p.sink.Stats(), r.tooLong.Load()
-		return s.Records + long, s.Malformed + long
+		return recordCounts{s.Records + long, s.Malformed + long, s.Repaired}
 	})
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
 	rerr := each(next, in.Record)

@@ -38,9 +38,9 @@ func RPC(ctx context.Context, env Env, args []string) int {
 		opts = append(opts, rpc.WithBashAnswered(cc.bashAnswered))
 	}
 	tr := rpc.New(p.mapper, p.tel.TracerProvider(), opts...)
-	p.countRecordsWith(func() (int64, int64) {
+	p.countRecordsWith(func() recordCounts {
 		s := tr.Stats()
-		return s.PiRecords, s.PiMalformed
+		return recordCounts{read: s.PiRecords, malformed: s.PiMalformed}
 	})
 
 	// No TRACEPARENT is reserved for Pi here: one RPC process serves many

@@ -207,8 +207,9 @@ type sessionPipeline struct {
 	exit func() agentmap.Ending
 
 	// lines and damaged count every file's lines, and those that did not
-	// decode, for the health metrics.
-	lines, damaged atomic.Int64
+	// decode, for the health metrics; repaired, the lines that held
+	// several entries, read as such.
+	lines, damaged, repaired atomic.Int64
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
 	bad int64
@@ -233,7 +234,9 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 		signals: env.Signals}
 	// Trace and span ids derive from the session and entry ids (package
 	// spanid), so a run traced again (after a failed export) keeps its ids.
-	tel, _, err := newTelemetry(env, cfg, func() (int64, int64) { return sp.lines.Load(), sp.damaged.Load() }, opts...)
+	tel, _, err := newTelemetry(env, cfg, func() recordCounts {
+		return recordCounts{sp.lines.Load(), sp.damaged.Load(), sp.repaired.Load()}
+	}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -286,8 +289,9 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 // pipeline's totals for the health metrics.
 type countingMapper struct {
 	*session.FileMapper
-	sp      *sessionPipeline
-	damaged int64 // this file's damaged lines already counted
+	sp *sessionPipeline
+	// this file's damaged and repaired lines already counted
+	damaged, repaired int64
 	// calls publishes the file's bash calls, with propagation.
 	calls *sessionCalls
 }
@@ -324,9 +328,14 @@ func (c *countingMapper) Close(exited bool) {
 func (c *countingMapper) line(mapLine func()) {
 	c.sp.lines.Add(1)
 	mapLine()
-	if d := c.FileMapper.Stats().Damaged; d > c.damaged {
+	st := c.FileMapper.Stats()
+	if d := st.Damaged; d > c.damaged {
 		c.sp.damaged.Add(d - c.damaged)
 		c.damaged = d
+	}
+	if r := st.Repaired; r > c.repaired {
+		c.sp.repaired.Add(r - c.repaired)
+		c.repaired = r
 	}
 }
 

@@ -72,6 +72,9 @@ type Event struct {
 	Messages  []json.RawMessage `json:"messages"`
 	WillRetry *bool             `json:"willRetry"`
 	Aborted   *bool             `json:"aborted"`
+	// IsTerminal is oh-my-pi's: its agent_end says whether the run is
+	// over, and no agent_settled follows.
+	IsTerminal *bool `json:"isTerminal"`
 
 	// message_*, turn_end
 	RawMessage            json.RawMessage        `json:"message"`
@@ -380,6 +383,8 @@ func (ev *Event) clearPointer(field string) {
 		ev.DurationMs = nil
 	case "willRetry":
 		ev.WillRetry = nil
+	case "isTerminal":
+		ev.IsTerminal = nil
 	case "aborted":
 		ev.Aborted = nil
 	case "success":

@@ -16,7 +16,8 @@ var (
 		"message", "toolResults", "assistantMessageEvent", "usage", "toolCallId", "toolName", "args",
 		"partialResult", "result", "isError", "durationMs", "steering", "followUp", "entry", "name", "level",
 		"reason", "errorMessage", "attempt", "maxAttempts", "delayMs", "success", "finalError", "source",
-		"delta", "extensionPath", "event", "error", "method", "command", "data", "timeout", "parentToolCallId"}
+		"delta", "extensionPath", "event", "error", "method", "command", "data", "timeout", "parentToolCallId",
+		"isTerminal"}
 	liteNames    = []string{"assistantMessageEvent", "message"}
 	messageNames = []string{"role", "content", "api", "provider", "model", "responseModel", "responseId",
 		"usage", "stopReason", "errorMessage", "rawStopReason", "durationMs", "timestamp", "thinkingLevel",
@@ -275,6 +276,8 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 			good = sn.first(39) && decodeFloat(v, &ev.TimeoutMs)
 		case "parentToolCallId":
 			good = sn.first(40) && decodeString(v, &ev.ParentToolCallID)
+		case "isTerminal":
+			good = sn.first(41) && decodePtr(v, &ev.IsTerminal, decodeBool)
 		default:
 			good = plainKey(key) && !foldsToAny(key, eventNames)
 		}

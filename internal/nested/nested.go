@@ -129,6 +129,10 @@ type Run struct {
 	// were read from it (see SessionReader); "" when they are the
 	// result's copy.
 	Session string
+	// FromSummary is set when the entry holds no messages, nor names a
+	// file that could be read: Usage is the entry's summed usage, and
+	// the run has no items.
+	FromSummary bool
 }
 
 // Failed reports whether the child failed: a non-zero exit, a stop reason
@@ -457,9 +461,15 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		if !deep {
 			child, cycle = p.child(&e)
 		}
+		summary := false
 		switch named := e.SessionFile != "" && p.sessions != nil; {
 		case e.Messages == nil && cycle:
 			continue // counted once, as a cycle
+		case e.Messages == nil && e.Usage != nil && !deep:
+			// No messages, here or in a file (the child's session file
+			// is gone): the entry's summed usage is what the child
+			// spent, a run without items.
+			summary = true
 		case e.Messages == nil && !(deep && named): // absent, or not an array
 			if counted {
 				p.dropped.NoMessages++
@@ -481,6 +491,7 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 		}
 		run.Index = i
 		run.Session = child
+		run.FromSummary = summary
 		r.Runs = append(r.Runs, run)
 	}
 }

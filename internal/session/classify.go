@@ -16,11 +16,12 @@ func Sniff(first []byte) bool {
 }
 
 // Starts reports whether first, the first line of a file, starts a
-// session file: a header (Sniff), or an entry of a file without one, which
-// Pi would not load but replay and watch trace by its entries.
+// session file: a header (Sniff), oh-my-pi's title line before its header,
+// or an entry of a file without one, which Pi would not load but replay
+// and watch trace by its entries.
 func Starts(first []byte) bool {
 	first = bytes.TrimRight(first, "\r\n")
-	if Sniff(first) {
+	if Sniff(first) || isTitle(first) {
 		return true
 	}
 	var rec struct {
@@ -64,6 +65,14 @@ var streamTypes = map[string]bool{
 // is decides: a session header followed by an entry, or a header alone, is
 // a session file; any record only streams have is a stream.
 func Classify(head []byte) Kind {
+	k, _ := ClassifyHead(head)
+	return k
+}
+
+// ClassifyHead is Classify, and whether a record decided it: a header
+// alone, or followed only by records of neither kind (oh-my-pi's stream
+// starts with advisor_cost_changed), is a session file so far, unsure.
+func ClassifyHead(head []byte) (Kind, bool) {
 	lines := bytes.Split(head, []byte("\n"))
 	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
 	sawHeader := false
@@ -79,13 +88,22 @@ func Classify(head []byte) Kind {
 		case rec.Type == typeSession && Sniff(l):
 			sawHeader = true
 		case streamTypes[rec.Type]:
-			return KindStream
+			return KindStream, true
 		case knownEntry[rec.Type]:
-			return KindSession
+			return KindSession, true
 		}
 	}
 	if sawHeader {
-		return KindSession
+		return KindSession, false
 	}
-	return KindUnknown
+	return KindUnknown, false
+}
+
+// isTitle reports whether b is oh-my-pi's title line, which its session
+// files hold before the header: {"type":"title","v":1,"title":…}.
+func isTitle(b []byte) bool {
+	var rec struct {
+		Type string `json:"type"`
+	}
+	return isObject(b) && bytes.Contains(b, []byte(`"title"`)) && json.Unmarshal(b, &rec) == nil && rec.Type == typeTitle
 }

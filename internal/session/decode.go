@@ -27,6 +27,8 @@ const (
 	typeCustomMessage = "custom_message"
 	typeLabel         = "label"
 	typeSessionInfo   = "session_info"
+	// oh-my-pi's: a title slot before the header.
+	typeTitle = "title"
 )
 
 // knownEntry lists the entry types this version understands; others are

@@ -102,8 +102,12 @@ type Config struct {
 // the file holds a second time, traced once.
 type Stats struct {
 	Lines, Entries, Damaged, Unknown int64
-	Mistyped, Repeated               int64
-	Runs, Skipped                    int64
+	// Repaired are lines that held several entries, written with no LF
+	// between them, read as those entries (event.SplitLine); what lay
+	// between them that was none is in Damaged.
+	Repaired           int64
+	Mistyped, Repeated int64
+	Runs, Skipped      int64
 	// Nested are runs of a child session not traced on their own: the
 	// parent's trace holds them (Config.NestedOnce).
 	Nested int64
@@ -225,6 +229,10 @@ type decodedLine struct {
 	hdr      *header // the line is a header, and the first non-blank one
 	e        *entry
 	err      error
+	// pieces, when set, are the entries (and the damaged bytes between
+	// them) of a line that held several: e, hdr and err are unset.
+	pieces []decodedLine
+	piece  bool // one of a line's pieces
 }
 
 // line decodes one line; header says it is the first non-blank line, to
@@ -232,24 +240,72 @@ type decodedLine struct {
 func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 	l := decodedLine{off: off, end: off + int64(len(b)) + 1}
 	b = bytes.TrimRight(b, "\r")
-	if len(bytes.TrimSpace(b)) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 || header && isTitle(b) {
+		// Blank, or oh-my-pi's title line before the header: the header
+		// is still to come.
 		l.blank = true
 		return l
 	}
+	d.record(&l, b, header)
+	if l.err != errDamaged {
+		return l
+	}
+	// Pi's writes can meet on a line: read each entry of it.
+	pieces := event.SplitLine(b)
+	if pieces == nil {
+		return l
+	}
+	l.err, l.pieces = nil, make([]decodedLine, len(pieces))
+	for i, p := range pieces {
+		piece := b[p.Start:p.End]
+		// Each its own place in the file: version 1 ids and a restart's
+		// offsets tell them apart. The last one ends with the line.
+		pl := &l.pieces[i]
+		pl.off, pl.end, pl.piece = off+int64(p.Start), off+int64(p.End), true
+		if i == len(pieces)-1 {
+			pl.end = l.end
+		}
+		switch {
+		case !p.Value:
+			pl.err = errDamaged
+		case header && isTitle(piece):
+			pl.blank = true // the header may come next
+		default:
+			d.record(pl, piece, header)
+			header = false
+		}
+	}
+	return l
+}
+
+// record decodes one record of a line into l.
+func (d *decoder) record(l *decodedLine, b []byte, header bool) {
 	if header {
 		if h, ok := decodeHeader(b); ok {
 			l.hdr = &h
 			d.from.Cwd = h.Cwd
-			return l
+			return
 		}
 	}
 	l.e, l.err = d.decode(b)
-	return l
 }
 
 // feed maps one decoded line, Line's second half, and hands on its bash
 // calls.
 func (t *FileMapper) feed(l decodedLine) {
+	t.stats.Lines++
+	if l.pieces == nil {
+		t.feedRecord(l)
+		return
+	}
+	t.stats.Repaired++
+	for _, p := range l.pieces {
+		t.feedRecord(p)
+	}
+}
+
+// feedRecord maps one decoded record and hands on its bash calls.
+func (t *FileMapper) feedRecord(l decodedLine) {
 	t.feedLine(l)
 	if e := l.e; e != nil && e.msg != nil && e.msg.bashCalls != nil {
 		calls := e.msg.bashCalls
@@ -258,14 +314,15 @@ func (t *FileMapper) feed(l decodedLine) {
 	}
 }
 
-// feedLine maps one decoded line.
+// feedLine maps one decoded record: a line, or a piece of one.
 func (t *FileMapper) feedLine(l decodedLine) {
-	t.stats.Lines++
 	if l.blank {
 		return
 	}
 	off, end := l.off, l.end
-	if !t.hdrSeen {
+	if !t.hdrSeen && !(l.piece && l.err == errDamaged) {
+		// (Bytes between a title line and the header on one line are
+		// damage, not the file's first line.)
 		t.hdrSeen = true
 		if h := l.hdr; h != nil {
 			t.hdr = *h

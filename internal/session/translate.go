@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -173,8 +174,16 @@ func (x *translator) entry(e *entry) {
 		attrs = append(attrs, x.addUsage(e.Usage)...)
 		x.rootEvent(vocab.EventBranchSummary, at, attrs...)
 	case typeModelChange:
+		provider, model := e.Provider, e.ModelID
+		if provider == "" && model == "" {
+			// oh-my-pi's: one "model" field, "provider/model".
+			provider, model, _ = strings.Cut(e.Model, "/")
+			if model == "" {
+				provider, model = "", e.Model
+			}
+		}
 		x.rootEvent(vocab.EventModelChange, at,
-			semconv.GenAIProviderNameKey.String(e.Provider), semconv.GenAIRequestModel(e.ModelID))
+			semconv.GenAIProviderNameKey.String(provider), semconv.GenAIRequestModel(model))
 	case typeThinking:
 		x.emitAside(&event.Event{Type: event.TypeThinkingLevelChanged, Level: e.ThinkingLevel}, at)
 	case typeSessionInfo:

@@ -278,21 +278,36 @@ func (f *Follower) newTracer(fi *file, fh *os.File) bool {
 	return true
 }
 
-// firstLine reads the first complete line of fh.
+// firstLine reads the first complete line of fh: its header. oh-my-pi
+// writes a title line before the header (a slot it rewrites in place,
+// {"type":"title",…}); its header is the line after it.
 func firstLine(fh *os.File) ([]byte, bool) {
 	var b []byte
 	chunk := make([]byte, 4096)
+	start := 0
 	for {
 		n, err := fh.Read(chunk)
 		b = append(b, chunk[:n]...)
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			return bytes.TrimSuffix(b[:i], []byte{'\r'}), true
+		for {
+			i := bytes.IndexByte(b[start:], '\n')
+			if i < 0 {
+				break
+			}
+			line := bytes.TrimSuffix(b[start:start+i], []byte{'\r'})
+			if start == 0 && bytes.HasPrefix(line, titlePrefix) {
+				start = i + 1
+				continue
+			}
+			return line, true
 		}
 		if err != nil || n == 0 {
 			return nil, false
 		}
 	}
 }
+
+// titlePrefix starts oh-my-pi's title line.
+var titlePrefix = []byte(`{"type":"title"`)
 
 // progress notes runs the tracer has traced since the last look.
 func (f *Follower) progress(fi *file) {

@@ -51,7 +51,7 @@ func Keys() []attribute.Key {
 		BashChunksKey, BashBytesKey, BashExitCodeKey, BashCancelledKey, BashTruncatedKey,
 		UIIDKey, UIMethodKey, UITimeoutMsKey, UIOutcomeKey, UIConfirmedKey, UINotifyTypeKey,
 		QueueKindKey, LinkKey,
-		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey, NestedSessionIDKey,
+		NestedDepthKey, NestedIndexKey, NestedModeKey, NestedTaskKey, NestedExitCodeKey, NestedSessionIDKey, NestedUsageFromKey,
 		NestedCallKey, NestedCallStatusKey, NestedRunsKey, NestedFailedRunsKey,
 		NestedCostTotalKey, NestedDroppedKey, NestedClampedKey,
 		ContentOmittedMessagesKey, ContentOverBudgetKey, ContentBytesKey, CompactionSummaryCallKey,
@@ -78,6 +78,8 @@ func Values(key attribute.Key) []string {
 		return strs(QueueSteer, QueueFollowUp)
 	case LinkKey:
 		return []string{LinkPreviousRun, LinkParentTool, LinkBranchParent, LinkForkOrigin}
+	case NestedUsageFromKey:
+		return []string{NestedUsageFromSummary}
 	}
 	return nil
 }

@@ -53,6 +53,7 @@ const (
 const (
 	MetricRecordsRead      = "pi_otel.records.read"
 	MetricRecordsMalformed = "pi_otel.records.malformed"
+	MetricRecordsRepaired  = "pi_otel.records.repaired"
 	MetricSpansEnded       = "pi_otel.spans.ended"
 	MetricSpansExported    = "pi_otel.spans.exported"
 	MetricSpansDropped     = "pi_otel.spans.dropped"
@@ -73,7 +74,7 @@ func Metrics() []string {
 		MetricRuns, MetricRunDuration, MetricTurns, MetricToolCalls, MetricToolDuration, MetricRetries,
 		MetricCompactions, MetricCost, MetricExtensionUIWait, MetricRPCCommands,
 		MetricSubagentRuns, MetricSubagentDuration,
-		MetricRecordsRead, MetricRecordsMalformed, MetricSpansEnded, MetricSpansExported,
+		MetricRecordsRead, MetricRecordsMalformed, MetricRecordsRepaired, MetricSpansEnded, MetricSpansExported,
 		MetricSpansDropped, MetricExportFailures, MetricSpoolCorrupt,
 	}
 }

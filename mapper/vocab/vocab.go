@@ -140,6 +140,7 @@ const (
 	NestedTaskKey       = attribute.Key("pi.nested.task")       // content: only with capture
 	NestedExitCodeKey   = attribute.Key("pi.nested.exit_code")  // the child process's
 	NestedSessionIDKey  = attribute.Key("pi.nested.session_id") // the child's session, when read from its file
+	NestedUsageFromKey  = attribute.Key("pi.nested.usage_from") // summary: the usage is the result entry's sum, its messages unknown
 	NestedCallKey       = attribute.Key("pi.nested.call")       // a call another tool made (ctx.executeTool)
 	NestedCallStatusKey = attribute.Key("pi.nested.call.status")
 	NestedRunsKey       = attribute.Key("pi.nested.runs")        // tool span and root: nested runs, all depths
@@ -235,6 +236,9 @@ const (
 	ToolTypeFunction = "function"     // gen_ai.tool.type of every execute_tool
 	ToolErrorType    = "tool_error"   // error.type of a failed execute_tool
 	LinkPreviousRun  = "previous_run" // pi.link on a command outside a run
+	// NestedUsageFromSummary is pi.nested.usage_from on a nested run known
+	// only by the usage its result entry sums (its session file is gone).
+	NestedUsageFromSummary = "summary"
 )
 
 // Outcome is pi.outcome: how a settled (or abandoned) run ended.

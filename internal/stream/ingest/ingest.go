@@ -31,6 +31,11 @@ func (LiveClock) Time(*event.Event) time.Time { return time.Now() }
 // Stats counts records. It is safe to read while records flow.
 type Stats struct {
 	Records, Malformed, InvalidUTF8, NotObject, NoType int64
+	// Repaired counts lines that held several records (writes that met
+	// on one line) and were read as such (event.SplitLine); each of
+	// their records is in Records, and what lay between them that was
+	// none in Malformed.
+	Repaired int64
 	// FieldsDropped counts records traced without a field whose value
 	// did not fit (a number out of range such as 1e999); they are not
 	// in Malformed.
@@ -47,7 +52,7 @@ type Sink struct {
 	limiter warnLimiter
 	dec     *event.Decoder // reused: a message_update allocates nothing
 
-	records, malformed, invalidUTF8, notObject, noType, fieldsDropped atomic.Int64
+	records, malformed, invalidUTF8, notObject, noType, fieldsDropped, repaired atomic.Int64
 }
 
 type config struct {
@@ -84,9 +89,36 @@ func New(m *agentmap.Mapper, opts ...Option) *Sink {
 }
 
 // Record handles one framed record. It reads rec only during the call.
+// A line that holds several records, written with no LF between them, is
+// read as those records.
 func (s *Sink) Record(rec []byte) {
 	n := s.records.Add(1)
 	ev, err := s.dec.Decode(rec)
+	if err != nil && ev.Type == "" && (errors.Is(err, event.ErrInvalidJSON) || errors.Is(err, event.ErrInvalidUTF8)) {
+		if pieces := event.SplitLine(rec); pieces != nil {
+			s.repaired.Add(1)
+			s.records.Add(-1)
+			for _, p := range pieces {
+				if p.Value {
+					s.record(rec[p.Start:p.End])
+					continue
+				}
+				s.bad(s.records.Add(1), "", fmt.Errorf("%w: %d bytes between records", event.ErrInvalidJSON, p.End-p.Start))
+			}
+			return
+		}
+	}
+	s.handle(n, ev, err)
+}
+
+// record handles one record of a line taken apart.
+func (s *Sink) record(rec []byte) {
+	n := s.records.Add(1)
+	ev, err := s.dec.Decode(rec)
+	s.handle(n, ev, err)
+}
+
+func (s *Sink) handle(n int64, ev *event.Event, err error) {
 	if err != nil {
 		s.bad(n, ev.Type, err)
 		if ev.Type == "" {
@@ -142,6 +174,7 @@ func (s *Sink) Stats() Stats {
 		InvalidUTF8: s.invalidUTF8.Load(),
 		NotObject:   s.notObject.Load(),
 		NoType:      s.noType.Load(),
+		Repaired:    s.repaired.Load(),
 
 		FieldsDropped: s.fieldsDropped.Load(),
 	}

@@ -164,3 +164,27 @@ func TestModelCallAfterAToolStartsAtItsTimestamp(t *testing.T) {
 		t.Fatalf("next model call starts at %v, want its timestamp %v (%v ms late)", got.UnixMilli(), int64(next), got.UnixMilli()-int64(next))
 	}
 }
+
+// Records that met on one line are read as those records: counted as
+// repaired, with what lay between them that was none as malformed.
+func TestRecordsOnOneLine(t *testing.T) {
+	s, m, rec, _ := recorded()
+	s.Record([]byte(`{"type":"agent_start"}{"type":"turn_start"}`))
+	s.Record([]byte(`{"type":"turn_end","mess` + "\x00\x00" + `{"type":"agent_end","messages":[]} `))
+	s.Record([]byte(`{"type":"agent_settled"`)) // cut short: damaged, as before
+	st := s.Stats()
+	if st.Records != 5 || st.Repaired != 2 || st.Malformed != 2 {
+		t.Fatalf("stats %+v, want 5 records, 2 repaired, 2 malformed", st)
+	}
+	s.Record([]byte(`{"type":"agent_settled"}`))
+	if m.Active() {
+		t.Fatal("the run did not close")
+	}
+	var names []string
+	for _, sp := range rec.Spans.Ended() {
+		names = append(names, sp.Name())
+	}
+	if len(names) != 3 { // the root, its agent run and the turn
+		t.Fatalf("spans %q", names)
+	}
+}

@@ -15,6 +15,7 @@ import (
 type Health struct {
 	RecordsRead      int64 // JSONL records read from Pi
 	RecordsMalformed int64 // records that were not valid JSON or not a known shape
+	RecordsRepaired  int64 // lines that held several records, read as such
 	SpansEnded       int64 // spans the mapper ended
 	SpansExported    int64 // spans the exporter accepted
 	SpansDropped     int64 // spans lost (queue full, export gave up)
@@ -48,6 +49,7 @@ func RegisterHealth(mp metric.MeterProvider, read func() Health, opts ...Option)
 	defs := []def{
 		{vocab.MetricRecordsRead, "{record}", "JSONL records read from Pi's stream.", func(h Health) int64 { return h.RecordsRead }},
 		{vocab.MetricRecordsMalformed, "{record}", "Records that could not be decoded.", func(h Health) int64 { return h.RecordsMalformed }},
+		{vocab.MetricRecordsRepaired, "{line}", "Lines that held several records with no line end between them, read as those records.", func(h Health) int64 { return h.RecordsRepaired }},
 		{vocab.MetricSpansEnded, "{span}", "Spans ended by the mapper.", func(h Health) int64 { return h.SpansEnded }},
 		{vocab.MetricSpansExported, "{span}", "Spans accepted by the trace exporter.", func(h Health) int64 { return h.SpansExported }},
 		{vocab.MetricSpansDropped, "{span}", "Spans lost before export.", func(h Health) int64 { return h.SpansDropped }},

@@ -19,7 +19,7 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 	defer mp.Shutdown(context.Background())
 
 	var calls atomic.Int64
-	h := metrics.Health{RecordsRead: 10, RecordsMalformed: 1, SpansEnded: 7, SpansExported: 5, SpansDropped: 2, ExportFailures: 3, SpoolCorrupt: 1}
+	h := metrics.Health{RecordsRead: 10, RecordsMalformed: 1, RecordsRepaired: 4, SpansEnded: 7, SpansExported: 5, SpansDropped: 2, ExportFailures: 3, SpoolCorrupt: 1}
 	if err := metrics.RegisterHealth(mp, func() metrics.Health { calls.Add(1); return h }); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestHealthCountersReportSnapshots(t *testing.T) {
 	wantEqual(t, "health", read(), map[string]int64{
 		vocab.MetricRecordsRead: 10, vocab.MetricRecordsMalformed: 1, vocab.MetricSpansEnded: 7,
 		vocab.MetricSpansExported: 5, vocab.MetricSpansDropped: 2, vocab.MetricExportFailures: 3,
-		vocab.MetricSpoolCorrupt: 1,
+		vocab.MetricSpoolCorrupt: 1, vocab.MetricRecordsRepaired: 4,
 	})
 	h.SpansExported, h.SpansDropped = 9, 4
 	got := read()

@@ -159,8 +159,14 @@ func Write(tb testing.TB, files int, total int64) History {
 	return h
 }
 
-// WithSessionID gives a captured session file's header another id.
+// WithSessionID gives a captured session file's header another id. An
+// oh-my-pi file's header follows its title line.
 func WithSessionID(tb testing.TB, src []byte, id string) []byte {
+	var title []byte
+	if bytes.HasPrefix(src, []byte(`{"type":"title"`)) {
+		i := bytes.IndexByte(src, '\n') + 1
+		title, src = src[:i], src[i:]
+	}
 	first, rest, _ := bytes.Cut(src, []byte("\n"))
 	var hdr map[string]any
 	if err := json.Unmarshal(first, &hdr); err != nil {
@@ -168,7 +174,7 @@ func WithSessionID(tb testing.TB, src []byte, id string) []byte {
 	}
 	hdr["id"] = id
 	b, _ := json.Marshal(hdr)
-	return append(append(b, '\n'), rest...)
+	return append(append(append(title, b...), '\n'), rest...)
 }
 
 // Expected is what replaying every file gives.

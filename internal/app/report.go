@@ -1,0 +1,343 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/report"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
+
+// Report totals what Pi spent, from its session files, with the pipeline
+// watch traces them with: the report's numbers are the traces'.
+func Report(ctx context.Context, env Env, args []string) int {
+	ctx, stop := env.Signals.stopContext(ctx)
+	defer stop()
+	return reportCommand(ctx, env, args, reportTerm{})
+}
+
+// reportTerm is what report knows of the terminal: whether stderr is one
+// (for progress), and stdout's width. The zero value asks the process's.
+type reportTerm struct {
+	progress bool // stderr is a terminal
+	width    int  // of stdout; 0 when it is not a terminal
+	now      time.Time
+	// every is how often progress is drawn, after the first second.
+	every time.Duration
+}
+
+// reportSynopsis is report's usage line.
+const reportSynopsis = "[flags] [PATH...]"
+
+func reportCommand(ctx context.Context, env Env, args []string, term reportTerm) int {
+	fs := flag.NewFlagSet("pi-otel report", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	config.RegisterReportFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(env.Stdout, "report", reportSynopsis, fs)
+			return 0
+		}
+		fmt.Fprintln(env.Stderr, flagError("report", fs, err))
+		return 2
+	}
+	rcfg, err := config.LoadReport(fs, env.Getenv)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", line)
+		}
+		return 2
+	}
+	if !rcfg.Quiet {
+		for _, w := range rcfg.Warnings {
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", w)
+		}
+	}
+	opts, code := reportOptions(env, rcfg, term.now)
+	if code >= 0 {
+		return code
+	}
+	paths, code := reportPaths(env, rcfg, fs.Args())
+	if code >= 0 {
+		return code
+	}
+
+	// The rest is read as watch reads it, so that the spans summed are
+	// the ones watch would export: pi.team above all (--team,
+	// PI_OTEL_TEAM, else OTEL_RESOURCE_ATTRIBUTES), and the attribute
+	// limits. Its flags here are only --team and --quiet.
+	cfg, err := config.Load(fs, env.Getenv)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", line)
+		}
+		return 2
+	}
+	if !rcfg.Quiet {
+		for _, w := range cfg.Warnings {
+			if !slices.Contains(rcfg.Warnings, w) {
+				fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", w)
+			}
+		}
+	}
+	col := report.NewCollector(opts)
+	cfg.Traces.Exporter, cfg.Metrics.Exporter, cfg.Logs.Exporter = telemetry.ExporterNone, telemetry.ExporterNone, telemetry.ExporterNone
+	// Content is never summed; Quiet: the notes are the report's.
+	cfg.CaptureContent, cfg.Quiet = false, true
+	// watch --since all's pipeline, with nothing exported: the collector
+	// takes the spans where the exporter would.
+	sp, err := newSessionPipeline(env, cfg, telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {
+		return col, nil
+	}))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
+		return 1
+	}
+	var skipped reportSkips
+	fcfg := sp.followerConfig(env, cfg)
+	fcfg.Dirs = paths
+	fcfg.Since = sessionwatch.SinceAll
+	fcfg.Poll = time.Hour // one scan, no inotify
+	fcfg.Logf = skipped.logf
+	done, finished := context.WithCancel(ctx)
+	defer finished()
+	fcfg.Ready = finished // the history is read: stop, and close what is open
+	// Runs still open (a session being written now) are counted as they
+	// stand, as replay counts them; ended by the user, nothing is.
+	fcfg.Exited = func() bool { return ctx.Err() == nil }
+	f := sessionwatch.New(fcfg)
+
+	stopProgress := reportProgress(env, term, sp, col)
+	runErr := f.Run(done)
+	stopProgress()
+	if ctx.Err() != nil {
+		fmt.Fprintln(env.Stderr, "pi-otel report: interrupted: no report")
+		return 1
+	}
+	if runErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", runErr)
+		return 1
+	}
+	t := col.Table()
+	switch {
+	case rcfg.JSON:
+		err = report.WriteJSON(env.Stdout, t)
+	case rcfg.CSV:
+		err = report.WriteCSV(env.Stdout, t)
+	default:
+		width := term.width
+		if width == 0 {
+			width = terminalWidth(env)
+		}
+		err = report.WriteTable(env.Stdout, t, width)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel report: writing the report: %v\n", err)
+		return 1
+	}
+	if !rcfg.Quiet {
+		skipped.say(env.Stderr, f.Stats().Files, sp.damaged.Load(), sp.repaired.Load(), col.Stats())
+	}
+	return 0
+}
+
+// reportOptions reads the grouping, zone and bounds; a bad one is said
+// and its exit code returned.
+func reportOptions(env Env, rcfg config.Report, now time.Time) (report.Options, int) {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	by, err := report.ParseGrouping(rcfg.By)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel report: --by %q: %v\n", rcfg.By, err)
+		return report.Options{}, 2
+	}
+	loc, err := report.ParseZone(rcfg.TZ)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel report: --tz %q: %v\n", rcfg.TZ, err)
+		return report.Options{}, 2
+	}
+	opts := report.Options{By: by, Loc: loc}
+	for _, b := range []struct {
+		name, v string
+		dst     *time.Time
+		until   bool
+	}{{"since", rcfg.Since, &opts.Since, false}, {"until", rcfg.Until, &opts.Until, true}} {
+		if *b.dst, err = report.ParseBound(b.v, now, loc, b.until); err != nil {
+			fmt.Fprintf(env.Stderr, "pi-otel report: --%s %q: %v\n", b.name, b.v, err)
+			return report.Options{}, 2
+		}
+	}
+	if !opts.Since.IsZero() && !opts.Until.IsZero() && !opts.Since.Before(opts.Until) {
+		fmt.Fprintf(env.Stderr, "pi-otel report: --since (%s) is not before --until (%s): no run could count\n",
+			opts.Since.Format(time.RFC3339), opts.Until.Format(time.RFC3339))
+		return report.Options{}, 2
+	}
+	return opts, -1
+}
+
+// reportPaths are the folders and files to read: those given, else Pi's
+// session folder, found as watch finds it.
+func reportPaths(env Env, rcfg config.Report, args []string) ([]string, int) {
+	if len(args) == 0 {
+		cwd, _ := os.Getwd()
+		root, _, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: homeDir(env), Cwd: cwd}.SessionRoot()
+		if err != nil && !rcfg.Quiet {
+			fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
+		}
+		_, rootErr := os.Stat(root)
+		if rootErr == nil {
+			args = []string{root}
+		}
+		// oh-my-pi, Pi's fork, keeps its sessions in a folder of its own.
+		if home := homeDir(env); home != "" {
+			omp := filepath.Join(home, ".omp", "agent", "sessions")
+			if st, err := os.Stat(omp); err == nil && st.IsDir() && omp != root {
+				args = append(args, omp)
+			}
+		}
+		if len(args) == 0 {
+			fmt.Fprintf(env.Stderr, "pi-otel report: no Pi sessions at %s (%v); give the folders or files to read\n", root, bareError(rootErr))
+			return nil, 1
+		}
+	}
+	var bad bool
+	out := make([]string, 0, len(args))
+	for _, p := range args {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s: %v\n", p, bareError(err))
+			bad = true
+			continue
+		case !st.IsDir() && !strings.HasSuffix(p, ".jsonl"):
+			fmt.Fprintf(env.Stderr, "pi-otel report: %s is neither a folder nor a Pi session file (*.jsonl)\n", p)
+			bad = true
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
+	}
+	if bad {
+		return nil, 2
+	}
+	return out, -1
+}
+
+// bareError is err without the path an *os.PathError repeats.
+func bareError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// reportSkips gathers what the follower passed over, said once at the
+// end instead of a line each.
+type reportSkips struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *reportSkips) logf(format string, args ...any) {
+	s.mu.Lock()
+	s.lines = append(s.lines, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
+}
+
+// reportSaid is how many of the follower's lines are said one by one.
+const reportSaid = 5
+
+// say writes what was not counted, on stderr.
+func (s *reportSkips) say(w io.Writer, files int, damaged, repaired int64, st report.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.lines {
+		if i == reportSaid {
+			fmt.Fprintf(w, "pi-otel report: %d more notes like these\n", len(s.lines)-reportSaid)
+			break
+		}
+		fmt.Fprintf(w, "pi-otel report: %s\n", l)
+	}
+	if damaged > 0 {
+		fmt.Fprintf(w, "pi-otel report: %s skipped: not JSON, or not an entry Pi writes\n", plural(damaged, "damaged line"))
+	}
+	if repaired > 0 {
+		fmt.Fprintf(w, "pi-otel report: %s of several entries with no line end between them read as those entries\n", plural(repaired, "line"))
+	}
+	if st.Loose > 0 {
+		fmt.Fprintf(w, "pi-otel report: %s outside any run not counted\n", plural(st.Loose, "model call"))
+	}
+	if files == 0 {
+		fmt.Fprintln(w, "pi-otel report: no session files found")
+	}
+}
+
+func plural(n int64, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + one + "s"
+}
+
+// progressAfter is how long report works in silence before it says how
+// far it got.
+const progressAfter = time.Second
+
+// reportProgress draws, on a terminal's stderr, how many lines and runs
+// have been read, once the report has taken progressAfter; the returned
+// function stops it and clears the line.
+func reportProgress(env Env, term reportTerm, sp *sessionPipeline, col *report.Collector) func() {
+	if !term.progress && !stderrIsTerminal(env) {
+		return func() {}
+	}
+	every := term.every
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTimer(progressAfter)
+		defer t.Stop()
+		drawn := false
+		for {
+			select {
+			case <-stop:
+				if drawn {
+					fmt.Fprint(env.Stderr, "\r\x1b[K")
+				}
+				return
+			case <-t.C:
+			}
+			fmt.Fprintf(env.Stderr, "\r\x1b[Kpi-otel report: %d lines, %d runs read…", sp.lines.Load(), col.Stats().Runs)
+			drawn = true
+			t.Reset(every)
+		}
+	}()
+	return func() {
+		close(stop)
+		wg.Wait()
+	}
+}

@@ -1,0 +1,516 @@
+// Package report totals what Pi spent from the spans pi-otel makes of it:
+// cost, tokens, runs and errors, by day, week, month, session, model,
+// project, team or skill.
+//
+// It parses nothing of Pi's. A Collector is a span processor: put it on the
+// tracer provider of the pipeline that traces session files (pi-otel watch
+// --since all, without an exporter), and it adds up the finished runs as
+// their root spans state them, pi.cost.total and the gen_ai usage tokens.
+// So the report's totals are the traces' own numbers, by construction.
+package report
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pi-otel/pi-otel/internal/spanid"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// Grouping is what a report's rows are: a period, or an attribute of the
+// runs.
+type Grouping string
+
+// Groupings.
+const (
+	ByDay     Grouping = "day"
+	ByWeek    Grouping = "week"
+	ByMonth   Grouping = "month"
+	BySession Grouping = "session"
+	ByModel   Grouping = "model"
+	ByProject Grouping = "project"
+	ByTeam    Grouping = "team"
+	BySkill   Grouping = "skill"
+)
+
+// Groupings lists every grouping, in the order help names them.
+func Groupings() []Grouping {
+	return []Grouping{ByDay, ByWeek, ByMonth, BySession, ByModel, ByProject, ByTeam, BySkill}
+}
+
+// split reports whether g splits a run's spend over several rows: a run
+// may call several models, and load several skills.
+func (g Grouping) split() bool { return g == ByModel || g == BySkill }
+
+// None is the key of a run (or a model call) without a value for the
+// grouping: no project, no team, no skill, no model named.
+const None = "(none)"
+
+// Totals are one row's numbers. Input is what Pi calls input: the prompt
+// tokens that were neither read from nor written to the cache.
+type Totals struct {
+	Input      int64   `json:"input"`
+	Output     int64   `json:"output"`
+	CacheRead  int64   `json:"cacheRead"`
+	CacheWrite int64   `json:"cacheWrite"`
+	Cost       float64 `json:"cost"`
+	Runs       int64   `json:"runs"`
+	Errors     int64   `json:"errors"`
+}
+
+// Row is one group's totals.
+type Row struct {
+	Key string `json:"key"`
+	Totals
+}
+
+// Table is a finished report.
+type Table struct {
+	By    Grouping
+	Rows  []Row
+	Total Totals
+}
+
+// Options say what a Collector counts and how it groups.
+type Options struct {
+	By Grouping
+	// Loc is the time zone of days, weeks and months; nil is UTC.
+	Loc *time.Location
+	// Since and Until bound the runs counted by their start: Since
+	// included, Until not. Zero leaves that side open.
+	Since, Until time.Time
+}
+
+// Stats say what a Collector saw besides the runs it counted.
+type Stats struct {
+	// Runs are the runs seen, Outside those before Since or from Until on.
+	Runs, Outside int64
+	// Loose are model calls in traces that are not a run of Pi's (none in
+	// session files, where every entry belongs to a run); not counted.
+	Loose int64
+}
+
+// Collector is a span processor that totals runs. Safe for concurrent use.
+type Collector struct {
+	opts Options
+
+	mu sync.Mutex
+	// runOf is the root span of every open span's run; runs holds the
+	// model calls of each open run, by (model, skill).
+	runOf map[trace.SpanID]trace.SpanID
+	runs  map[trace.SpanID]*openRun
+	// skip are spans of runs traced again (spanid.WithUncounted): counted
+	// the first time, as the span metrics count them.
+	skip  map[trace.SpanID]struct{}
+	rows  map[string]*acc
+	total acc
+	stats Stats
+}
+
+var _ sdktrace.SpanProcessor = (*Collector)(nil)
+
+// NewCollector returns a Collector.
+func NewCollector(opts Options) *Collector {
+	if opts.Loc == nil {
+		opts.Loc = time.UTC
+	}
+	if opts.By == "" {
+		opts.By = ByDay
+	}
+	return &Collector{
+		opts:  opts,
+		runOf: map[trace.SpanID]trace.SpanID{},
+		runs:  map[trace.SpanID]*openRun{},
+		skip:  map[trace.SpanID]struct{}{},
+		rows:  map[string]*acc{},
+		total: newAcc(),
+	}
+}
+
+// openRun is what a run's model calls spent so far, by (model, skill).
+type openRun struct {
+	calls []call
+}
+
+type call struct {
+	model, skill string
+	usage
+}
+
+// usage is spend as spans state it.
+type usage struct {
+	input, output, cacheRead, cacheWrite int64
+	cost                                 float64
+}
+
+// usageOf reads the gen_ai usage and pi.cost.total of a span.
+// gen_ai.usage.input_tokens counts the cached tokens too (the
+// conventions' meaning); Pi's input is what is left.
+func usageOf(a attrs) usage {
+	u := usage{
+		output:     a.int(vocab.GenAIUsageOutputTokensKey),
+		cacheRead:  a.int(vocab.GenAIUsageCacheReadKey),
+		cacheWrite: a.int(vocab.GenAIUsageCacheCreationKey),
+		cost:       a.float(vocab.CostTotalKey),
+	}
+	u.input = a.int(vocab.GenAIUsageInputTokensKey) - u.cacheRead - u.cacheWrite
+	return u
+}
+
+// OnStart notes which run a span belongs to.
+func (c *Collector) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	id := s.SpanContext().SpanID()
+	parent := s.Parent()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if spanid.Uncounted(ctx) {
+		c.skip[id] = struct{}{}
+		return
+	}
+	if !parent.IsValid() || parent.IsRemote() {
+		c.runOf[id] = id // a root: its own run, if it is one
+		return
+	}
+	if run, ok := c.runOf[parent.SpanID()]; ok {
+		c.runOf[id] = run
+	}
+}
+
+// OnEnd counts a model call into its run, and a run's root into the rows.
+func (c *Collector) OnEnd(s sdktrace.ReadOnlySpan) {
+	id := s.SpanContext().SpanID()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.skip[id]; ok {
+		delete(c.skip, id)
+		return
+	}
+	run, ok := c.runOf[id]
+	delete(c.runOf, id)
+	a := attrs(s.Attributes())
+	op := a.str(vocab.GenAIOperationNameKey)
+	if op == "chat" {
+		if !ok || run == id {
+			c.stats.Loose++
+			return
+		}
+		r := c.runs[run]
+		if r == nil {
+			r = &openRun{}
+			c.runs[run] = r
+		}
+		r.add(call{model: a.str(vocab.GenAIRequestModelKey), skill: a.str(vocab.SkillKey), usage: usageOf(a)})
+		return
+	}
+	if !ok || run != id {
+		return
+	}
+	r := c.runs[id]
+	delete(c.runs, id)
+	// The span metrics' test for a run of Pi's: a root, not a nested run.
+	if _, nested := a.get(vocab.NestedDepthKey); nested || (s.Name() != vocab.SpanRoot && op != "invoke_agent") {
+		if r != nil {
+			c.stats.Loose += int64(len(r.calls))
+		}
+		return
+	}
+	c.stats.Runs++
+	start := s.StartTime()
+	if (!c.opts.Since.IsZero() && start.Before(c.opts.Since)) || (!c.opts.Until.IsZero() && !start.Before(c.opts.Until)) {
+		c.stats.Outside++
+		return
+	}
+	failed := a.str(vocab.OutcomeKey) == string(vocab.OutcomeError) ||
+		(a.str(vocab.OutcomeKey) == "" && s.Status().Code == codes.Error)
+	c.count(s, a, r, failed)
+}
+
+// add merges a call into the run's calls of the same model and skill: a
+// run makes hundreds of calls to one or two models.
+func (r *openRun) add(c call) {
+	for i := range r.calls {
+		if x := &r.calls[i]; x.model == c.model && x.skill == c.skill {
+			x.input += c.input
+			x.output += c.output
+			x.cacheRead += c.cacheRead
+			x.cacheWrite += c.cacheWrite
+			x.cost += c.cost
+			return
+		}
+	}
+	r.calls = append(r.calls, c)
+}
+
+// count adds a finished run to the rows. The total takes the root's own
+// numbers. A grouping that splits a run (model, skill) gives each of its
+// calls' keys what those calls spent, and the root's key what no call
+// states (a usage entry, a subagent known only by its sum), so that the
+// rows add up to the root exactly.
+func (c *Collector) count(s sdktrace.ReadOnlySpan, a attrs, r *openRun, failed bool) {
+	root := usageOf(a)
+	c.total.add(root)
+	c.total.run(failed)
+	if !c.opts.By.split() {
+		k := c.key(s, a)
+		c.row(k, s.StartTime()).add(root)
+		c.row(k, s.StartTime()).run(failed)
+		return
+	}
+	rest := exactUsage(root)
+	touched := map[string]bool{}
+	if r != nil {
+		for _, x := range r.calls {
+			k := x.skill
+			if c.opts.By == ByModel {
+				k = x.model
+			}
+			if k == "" {
+				k = None
+			}
+			c.row(k, s.StartTime()).add(x.usage)
+			rest.sub(x.usage)
+			touched[k] = true
+		}
+	}
+	k := None
+	if c.opts.By == ByModel {
+		k = orNone(a.str(vocab.GenAIRequestModelKey))
+	}
+	if !rest.zero() || len(touched) == 0 {
+		c.row(k, s.StartTime()).addExact(rest)
+		touched[k] = true
+	}
+	for k := range touched {
+		c.row(k, s.StartTime()).run(failed)
+	}
+}
+
+// key is a run's row for a grouping that does not split it.
+func (c *Collector) key(s sdktrace.ReadOnlySpan, a attrs) string {
+	t := s.StartTime().In(c.opts.Loc)
+	switch c.opts.By {
+	case ByWeek:
+		// Weeks start on Monday (ISO 8601); the row is that Monday.
+		back := (int(t.Weekday()) + 6) % 7
+		return time.Date(t.Year(), t.Month(), t.Day()-back, 0, 0, 0, 0, c.opts.Loc).Format(time.DateOnly)
+	case ByMonth:
+		return t.Format("2006-01")
+	case BySession:
+		return orNone(a.str(vocab.GenAIConversationIDKey))
+	case ByProject:
+		return orNone(a.str(vocab.ProjectKey))
+	case ByTeam:
+		return orNone(a.str(vocab.TeamKey))
+	}
+	return t.Format(time.DateOnly)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return None
+	}
+	return s
+}
+
+func (c *Collector) row(k string, start time.Time) *acc {
+	a := c.rows[k]
+	if a == nil {
+		x := newAcc()
+		a = &x
+		a.first = start
+		c.rows[k] = a
+	}
+	if start.Before(a.first) {
+		a.first = start
+	}
+	return a
+}
+
+// Shutdown and ForceFlush have nothing to do: every span is counted as it
+// ends.
+func (*Collector) Shutdown(context.Context) error   { return nil }
+func (*Collector) ForceFlush(context.Context) error { return nil }
+
+// Stats returns what the Collector saw.
+func (c *Collector) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Table returns the report so far. Rows of periods come in time order,
+// sessions by their first run; the others by cost, the largest first.
+func (c *Collector) Table() Table {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := Table{By: c.opts.By, Total: c.total.totals(), Rows: make([]Row, 0, len(c.rows))}
+	first := map[string]time.Time{}
+	for k, a := range c.rows {
+		t.Rows = append(t.Rows, Row{Key: k, Totals: a.totals()})
+		first[k] = a.first
+	}
+	sort.Slice(t.Rows, func(i, j int) bool {
+		a, b := t.Rows[i], t.Rows[j]
+		switch c.opts.By {
+		case ByDay, ByWeek, ByMonth:
+			return a.Key < b.Key
+		case BySession:
+			if !first[a.Key].Equal(first[b.Key]) {
+				return first[a.Key].Before(first[b.Key])
+			}
+			return a.Key < b.Key
+		}
+		if a.Cost != b.Cost {
+			return a.Cost > b.Cost
+		}
+		return a.Key < b.Key
+	})
+	return t
+}
+
+// acc adds up one row. Costs are added exactly (package big), so that the
+// total is the exact sum of the roots' pi.cost.total, rounded once: the
+// same number whatever order the runs came in, and whatever the grouping.
+type acc struct {
+	input, output, cacheRead, cacheWrite int64
+	cost                                 *big.Float
+	runs, errors                         int64
+	first                                time.Time
+}
+
+// exactPrec holds any sum of float64 values exactly: their exponents
+// span 2,098 bits, plus room for carries.
+const exactPrec = 2200
+
+func newAcc() acc { return acc{cost: new(big.Float).SetPrec(exactPrec)} }
+
+func (a *acc) add(u usage) {
+	a.input += u.input
+	a.output += u.output
+	a.cacheRead += u.cacheRead
+	a.cacheWrite += u.cacheWrite
+	a.cost.Add(a.cost, exactFloat(u.cost))
+}
+
+func (a *acc) addExact(u exact) {
+	a.input += u.input
+	a.output += u.output
+	a.cacheRead += u.cacheRead
+	a.cacheWrite += u.cacheWrite
+	a.cost.Add(a.cost, u.cost)
+}
+
+func (a *acc) run(failed bool) {
+	a.runs++
+	if failed {
+		a.errors++
+	}
+}
+
+func (a *acc) totals() Totals {
+	cost, _ := a.cost.Float64()
+	return Totals{Input: a.input, Output: a.output, CacheRead: a.cacheRead, CacheWrite: a.cacheWrite,
+		Cost: cost, Runs: a.runs, Errors: a.errors}
+}
+
+// exact is usage with its cost held exactly: what a run's calls leave of
+// its root's total.
+type exact struct {
+	input, output, cacheRead, cacheWrite int64
+	cost                                 *big.Float
+}
+
+func exactUsage(u usage) exact {
+	return exact{u.input, u.output, u.cacheRead, u.cacheWrite, exactFloat(u.cost)}
+}
+
+func (e *exact) sub(u usage) {
+	e.input -= u.input
+	e.output -= u.output
+	e.cacheRead -= u.cacheRead
+	e.cacheWrite -= u.cacheWrite
+	e.cost.Sub(e.cost, exactFloat(u.cost))
+}
+
+func (e *exact) zero() bool {
+	return e.input == 0 && e.output == 0 && e.cacheRead == 0 && e.cacheWrite == 0 && e.cost.Sign() == 0
+}
+
+func exactFloat(v float64) *big.Float { return new(big.Float).SetPrec(exactPrec).SetFloat64(v) }
+
+// ExactSum is the sum of vs, computed exactly and rounded once to the
+// nearest float64: what a report's cost is of the roots it counted.
+func ExactSum(vs []float64) float64 {
+	s := new(big.Float).SetPrec(exactPrec)
+	for _, v := range vs {
+		s.Add(s, exactFloat(v))
+	}
+	f, _ := s.Float64()
+	return f
+}
+
+// attrs are a span's attributes, looked up by key: a few dozen at most,
+// so a scan beats a map.
+type attrs []attribute.KeyValue
+
+func (a attrs) get(k attribute.Key) (attribute.Value, bool) {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i].Key == k {
+			return a[i].Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func (a attrs) str(k attribute.Key) string {
+	if v, ok := a.get(k); ok && v.Type() == attribute.STRING {
+		return v.AsString()
+	}
+	return ""
+}
+
+func (a attrs) int(k attribute.Key) int64 {
+	v, _ := a.get(k)
+	switch v.Type() {
+	case attribute.INT64:
+		return v.AsInt64()
+	case attribute.FLOAT64:
+		return int64(v.AsFloat64())
+	}
+	return 0
+}
+
+func (a attrs) float(k attribute.Key) float64 {
+	v, _ := a.get(k)
+	switch v.Type() {
+	case attribute.FLOAT64:
+		return v.AsFloat64()
+	case attribute.INT64:
+		return float64(v.AsInt64())
+	}
+	return 0
+}
+
+// ParseGrouping reads a --by value.
+func ParseGrouping(s string) (Grouping, error) {
+	for _, g := range Groupings() {
+		if strings.EqualFold(s, string(g)) {
+			return g, nil
+		}
+	}
+	names := make([]string, 0, 8)
+	for _, g := range Groupings() {
+		names = append(names, string(g))
+	}
+	return "", fmt.Errorf("want one of %s", strings.Join(names, ", "))
+}

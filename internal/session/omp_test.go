@@ -1,0 +1,48 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/pi-otel/pi-otel/mapper/vocab"
+)
+
+// oh-my-pi 18.2.3, captured against the fake model: its session file (a
+// title line before the header, model_change as "provider/model") and its
+// stream (advisor_cost_changed after the header, a run ending at agent_end
+// with isTerminal and no agent_settled) trace as Pi's do: one settled run,
+// the session's id and project on it, the same cost and tokens both ways.
+func TestOhMyPi(t *testing.T) {
+	file := runs(t, traceBytes(t, readCapture(t, "omp-18.2.3", "bash-tool.jsonl"), Config{}), 1)[0]
+	if got := file.str("gen_ai.conversation.id"); got != "01a244b3-a5bf-7517-b3db-648564ce45d0" {
+		t.Errorf("gen_ai.conversation.id %q, want the header's", got)
+	}
+	if got := file.str(string(vocab.ProjectKey)); got != "proj" {
+		t.Errorf("pi.project %q", got)
+	}
+	if p, _ := eventAttr(file, vocab.EventModelChange, "gen_ai.provider.name"); p != "fakellm" {
+		t.Errorf("model_change provider %q, want fakellm", p)
+	}
+	if m, _ := eventAttr(file, vocab.EventModelChange, "gen_ai.request.model"); m != "fake-model" {
+		t.Errorf("model_change model %q, want fake-model", m)
+	}
+	streams := traceStream(t, readCapture(t, "omp-18.2.3", "bash-tool.stream.jsonl"))
+	if len(streams) != 1 {
+		t.Fatalf("%d roots from the stream, want 1", len(streams))
+	}
+	stream := streams[0]
+	for _, r := range []*node{file, stream} {
+		if got := r.str(string(vocab.EndReasonKey)); got != string(vocab.EndSettled) {
+			t.Errorf("end reason %q, want settled", got)
+		}
+	}
+	for _, key := range []string{string(vocab.CostTotalKey), "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
+		f, _ := file.attr(key)
+		s, _ := stream.attr(key)
+		if f != s || f.String() == "" {
+			t.Errorf("%s: file %v, stream %v", key, f.String(), s.String())
+		}
+	}
+	if got, want := stream.shape(), file.shape(); got != want {
+		t.Errorf("the stream's trace\n%s\nthe file's\n%s", got, want)
+	}
+}
