@@ -1,8 +1,13 @@
 package session
 
 import (
+	"bytes"
+	"encoding/json"
+	"math"
 	"testing"
+	"time"
 
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -44,5 +49,48 @@ func TestOhMyPi(t *testing.T) {
 	}
 	if got, want := stream.shape(), file.shape(); got != want {
 		t.Errorf("the stream's trace\n%s\nthe file's\n%s", got, want)
+	}
+}
+
+// oh-my-pi times a call with duration, ttft and completedAt, not Pi's
+// durationMs: a chat span from its session file lasts the message's
+// duration and ends at completedAt, and both ways record its ttft as the
+// time to first chunk.
+func TestOhMyPiChatTiming(t *testing.T) {
+	b := readCapture(t, "omp-18.2.3", "bash-tool.jsonl")
+	var want []event.Message
+	for line := range bytes.Lines(b) {
+		var e struct{ Message *event.Message }
+		if json.Unmarshal(line, &e) == nil && e.Message != nil && e.Message.Role == "assistant" {
+			want = append(want, *e.Message)
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("%d assistant messages in the capture, want 2", len(want))
+	}
+	file := runs(t, traceBytes(t, b, Config{}), 1)[0]
+	stream := traceStream(t, readCapture(t, "omp-18.2.3", "bash-tool.stream.jsonl"))[0]
+	for way, root := range map[string]*node{"file": file, "stream": stream} {
+		chats := root.find("chat fake-model")
+		if len(chats) != len(want) {
+			t.Fatalf("%s: %d chat spans, want %d", way, len(chats), len(want))
+		}
+		for i, c := range chats {
+			m := want[i]
+			end := time.UnixMilli(int64(m.CompletedAt))
+			if got := c.s.EndTime(); !got.Equal(end) {
+				t.Errorf("%s chat %d ends %v, want completedAt %v", way, i, got, end)
+			}
+			if got, ok := c.attr("gen_ai.response.time_to_first_chunk"); !ok || math.Abs(got.AsFloat64()-*m.TTFT/1000) > 1e-9 {
+				t.Errorf("%s chat %d: time to first chunk %v, want ttft %v ms", way, i, got.AsFloat64(), *m.TTFT)
+			}
+			if way != "file" {
+				continue
+			}
+			d := c.s.EndTime().Sub(c.s.StartTime())
+			if math.Abs(d.Seconds()*1000-*m.Duration) > 1e-3 {
+				t.Errorf("file chat %d lasts %v, want duration %v ms", i, d, *m.Duration)
+			}
+		}
 	}
 }

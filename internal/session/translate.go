@@ -333,8 +333,11 @@ func (x *translator) assistant(e *entry) {
 	msg := e.msg
 	start := at(msg, e)
 	end := e.persist
-	if msg.DurationMs != nil {
-		end = start.Add(durMs(*msg.DurationMs))
+	if s, d, ok := msg.CallTime(); ok {
+		if !s.IsZero() {
+			start = s
+		}
+		end = start.Add(d)
 	}
 	if end.Before(start) {
 		end = start
