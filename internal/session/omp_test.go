@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -92,5 +94,48 @@ func TestOhMyPiChatTiming(t *testing.T) {
 				t.Errorf("file chat %d lasts %v, want duration %v ms", i, d, *m.Duration)
 			}
 		}
+	}
+}
+
+// oh-my-pi records the spend of a side call (a title, a summary) in a
+// model_usage entry, where Pi writes a usage entry: it counts in the run's
+// totals the same way, and is a pi.usage event of its purpose.
+func TestOhMyPiModelUsage(t *testing.T) {
+	b := readCapture(t, "omp-18.2.3", "bash-tool.jsonl")
+	base := runs(t, traceBytes(t, b, Config{}), 1)[0]
+	var last struct{ ID string }
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last.ID == "" {
+		t.Fatalf("last entry: %v", err)
+	}
+	// The shape of oh-my-pi 18.2.3's ModelUsageEntry.
+	side := `{"type":"model_usage","id":"side0001","parentId":"` + last.ID + `","timestamp":"2026-12-05T05:35:55.000Z",` +
+		`"purpose":"title","role":"smol","api":"openai-completions","provider":"fakellm","model":"fake-model",` +
+		`"usage":{"input":500,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":520,` +
+		`"cost":{"input":0.0015,"output":0.0003,"cacheRead":0,"cacheWrite":0,"total":0.0018}},"stopReason":"stop"}` + "\n"
+	tr := traceBytes(t, append(bytes.Clone(b), side...), Config{})
+	got := runs(t, tr, 1)[0]
+	in := func(n *node, key string) float64 {
+		v, ok := n.attr(key)
+		if !ok {
+			t.Fatalf("no %s on the root", key)
+		}
+		if v.Type() == attribute.FLOAT64 {
+			return v.AsFloat64()
+		}
+		return float64(v.AsInt64())
+	}
+	if d := in(got, "gen_ai.usage.input_tokens") - in(base, "gen_ai.usage.input_tokens"); d != 500 {
+		t.Errorf("input tokens grew by %v, want the side call's 500", d)
+	}
+	if d := in(got, "gen_ai.usage.output_tokens") - in(base, "gen_ai.usage.output_tokens"); d != 20 {
+		t.Errorf("output tokens grew by %v, want 20", d)
+	}
+	key := string(vocab.CostTotalKey)
+	if d := in(got, key) - in(base, key); math.Abs(d-0.0018) > 1e-12 {
+		t.Errorf("cost grew by %v, want 0.0018", d)
+	}
+	if kind, _ := eventAttr(got, vocab.EventUsage, string(vocab.UsageKindKey)); kind != "title" {
+		t.Errorf("pi.usage kind %q, want the purpose, title", kind)
 	}
 }

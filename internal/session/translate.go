@@ -159,8 +159,12 @@ func (x *translator) entry(e *entry) {
 		x.compaction(e)
 	case typeContextEdit:
 		// Marks a retry; the next attempt says so.
-	case typeUsage:
-		attrs := []attribute.KeyValue{vocab.UsageKindKey.String(e.Kind)}
+	case typeUsage, typeModelUsage:
+		kind := e.Kind
+		if e.Type == typeModelUsage {
+			kind = e.Purpose
+		}
+		attrs := []attribute.KeyValue{vocab.UsageKindKey.String(kind)}
 		if e.Provider != "" {
 			attrs = append(attrs, semconv.GenAIProviderNameKey.String(e.Provider))
 		}
