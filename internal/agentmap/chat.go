@@ -136,6 +136,14 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	}
 	if msg.DurationMs != nil {
 		attrs = append(attrs, vocab.DurationMsKey.Float64(*msg.DurationMs))
+	} else if msg.Duration != nil {
+		attrs = append(attrs, vocab.DurationMsKey.Float64(*msg.Duration))
+	}
+	if d, ok := msg.FirstToken(); ok {
+		// oh-my-pi measured it from the request; the first chunk's
+		// arrival here misses the wait before message_start, which comes
+		// with that chunk. Exact in a replay too.
+		attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(d.Seconds()))
 	}
 	if u := msg.Usage; u != nil {
 		attrs = append(attrs, usageAttrs(u)...)

@@ -197,21 +197,17 @@ func reportOptions(env Env, rcfg config.Report, now time.Time) (report.Options, 
 func reportPaths(env Env, rcfg config.Report, args []string) ([]string, int) {
 	if len(args) == 0 {
 		cwd, _ := os.Getwd()
-		root, _, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: homeDir(env), Cwd: cwd}.SessionRoot()
+		roots, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: homeDir(env), Cwd: cwd}.DefaultRoots()
 		if err != nil && !rcfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
 		}
+		// Pi's root may not be there; oh-my-pi's, the others, is.
+		root := roots[0]
 		_, rootErr := os.Stat(root)
-		if rootErr == nil {
-			args = []string{root}
+		if rootErr != nil {
+			roots = roots[1:]
 		}
-		// oh-my-pi, Pi's fork, keeps its sessions in a folder of its own.
-		if home := homeDir(env); home != "" {
-			omp := filepath.Join(home, ".omp", "agent", "sessions")
-			if st, err := os.Stat(omp); err == nil && st.IsDir() && omp != root {
-				args = append(args, omp)
-			}
-		}
+		args = roots
 		if len(args) == 0 {
 			fmt.Fprintf(env.Stderr, "pi-otel report: no Pi sessions at %s (%v); give the folders or files to read\n", root, bareError(rootErr))
 			return nil, 1

@@ -61,11 +61,13 @@ func watch(ctx context.Context, env Env, args []string) int {
 	home := homeDir(env)
 	if len(dirs) == 0 {
 		cwd, _ := os.Getwd()
-		root, _, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd}.SessionRoot()
+		// Pi's root is waited for if not there yet; oh-my-pi's is
+		// followed when it is.
+		roots, err := sessionwatch.PiDirs{Getenv: env.Getenv, Home: home, Cwd: cwd}.DefaultRoots()
 		if err != nil && !cfg.Quiet {
 			fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		}
-		dirs = []string{root}
+		dirs = roots
 	}
 	for i, d := range dirs {
 		if abs, err := filepath.Abs(d); err == nil {

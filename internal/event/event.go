@@ -146,7 +146,13 @@ type Message struct {
 	RawStopReason string          `json:"rawStopReason"`
 	DurationMs    *float64        `json:"durationMs"`
 	Timestamp     float64         `json:"timestamp"` // epoch ms
-	ThinkingLevel string          `json:"thinkingLevel"`
+	// oh-my-pi's timing of an assistant message, in place of durationMs:
+	// the call's duration and time to first token (ms), and when it
+	// completed (epoch ms). See CallTime.
+	Duration      *float64 `json:"duration"`
+	TTFT          *float64 `json:"ttft"`
+	CompletedAt   float64  `json:"completedAt"`
+	ThinkingLevel string   `json:"thinkingLevel"`
 
 	// toolResult
 	ToolCallID string `json:"toolCallId"`
@@ -350,6 +356,10 @@ func decodeSlow(rec []byte, typ string, opts Options) (Event, error) {
 			}
 		case "durationMs":
 			msg.DurationMs = nil
+		case "duration":
+			msg.Duration = nil
+		case "ttft":
+			msg.TTFT = nil
 		}
 		msg.Raw = ev.RawMessage
 		ev.Message = &msg

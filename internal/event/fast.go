@@ -21,7 +21,7 @@ var (
 	liteNames    = []string{"assistantMessageEvent", "message"}
 	messageNames = []string{"role", "content", "api", "provider", "model", "responseModel", "responseId",
 		"usage", "stopReason", "errorMessage", "rawStopReason", "durationMs", "timestamp", "thinkingLevel",
-		"toolCallId", "toolName", "isError", "sections", "toolsAdded", "tools"}
+		"toolCallId", "toolName", "isError", "sections", "toolsAdded", "tools", "duration", "ttft", "completedAt"}
 	usageNames = []string{"input", "output", "cacheRead", "cacheWrite", "reasoning", "totalTokens", "cost"}
 	costNames  = []string{"input", "output", "cacheRead", "cacheWrite", "total"}
 	ameNames   = []string{"type", "contentIndex", "delta", "id", "toolName"}
@@ -353,6 +353,12 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 			good = sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
 		case "tools":
 			good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
+		case "duration":
+			good = sn.first(20) && decodePtr(val, &msg.Duration, decodeFloat)
+		case "ttft":
+			good = sn.first(21) && decodePtr(val, &msg.TTFT, decodeFloat)
+		case "completedAt":
+			good = sn.first(22) && decodeFloat(val, &msg.CompletedAt)
 		default:
 			good = plainKey(key) && !foldsToAny(key, messageNames)
 		}

@@ -27,14 +27,16 @@ const (
 	typeCustomMessage = "custom_message"
 	typeLabel         = "label"
 	typeSessionInfo   = "session_info"
-	// oh-my-pi's: a title slot before the header.
-	typeTitle = "title"
+	// oh-my-pi's: a title slot before the header, and the spend of a side
+	// call (a title, a summary), in place of Pi's usage entry.
+	typeTitle      = "title"
+	typeModelUsage = "model_usage"
 )
 
 // knownEntry lists the entry types this version understands; others are
 // counted in Stats.Unknown and kept in the tree (they still have ids).
 var knownEntry = map[string]bool{
-	typeMessage: true, typeModelChange: true, typeThinking: true, typeUsage: true,
+	typeMessage: true, typeModelChange: true, typeThinking: true, typeUsage: true, typeModelUsage: true,
 	typeCompaction: true, typeContextEdit: true, typeBranchSummary: true, typeCustom: true,
 	typeCustomMessage: true, typeLabel: true, typeSessionInfo: true,
 }
@@ -166,11 +168,13 @@ type entry struct {
 	Timestamp string          `json:"timestamp"`
 	RawMsg    json.RawMessage `json:"message"`
 
-	// model_change, usage
+	// model_change, usage, model_usage
 	Provider string `json:"provider"`
 	ModelID  string `json:"modelId"`
 	Model    string `json:"model"`
 	Kind     string `json:"kind"`
+	Purpose  string `json:"purpose"` // model_usage's kind
+
 	// thinking_level_change
 	ThinkingLevel string `json:"thinkingLevel"`
 	// compaction, branch_summary, usage

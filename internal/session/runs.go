@@ -51,7 +51,7 @@ func (t *FileMapper) place(e *entry) {
 			return
 		}
 		t.add(e)
-	case e.Type == typeCompaction || e.Type == typeContextEdit || e.Type == typeUsage ||
+	case e.Type == typeCompaction || e.Type == typeContextEdit || e.Type == typeUsage || e.Type == typeModelUsage ||
 		e.Type == typeBranchSummary || e.Type == typeCustomMessage || role == "custom":
 		if t.cur != nil {
 			t.add(e)

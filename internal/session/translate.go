@@ -159,8 +159,12 @@ func (x *translator) entry(e *entry) {
 		x.compaction(e)
 	case typeContextEdit:
 		// Marks a retry; the next attempt says so.
-	case typeUsage:
-		attrs := []attribute.KeyValue{vocab.UsageKindKey.String(e.Kind)}
+	case typeUsage, typeModelUsage:
+		kind := e.Kind
+		if e.Type == typeModelUsage {
+			kind = e.Purpose
+		}
+		attrs := []attribute.KeyValue{vocab.UsageKindKey.String(kind)}
 		if e.Provider != "" {
 			attrs = append(attrs, semconv.GenAIProviderNameKey.String(e.Provider))
 		}
@@ -333,8 +337,11 @@ func (x *translator) assistant(e *entry) {
 	msg := e.msg
 	start := at(msg, e)
 	end := e.persist
-	if msg.DurationMs != nil {
-		end = start.Add(durMs(*msg.DurationMs))
+	if s, d, ok := msg.CallTime(); ok {
+		if !s.IsZero() {
+			start = s
+		}
+		end = start.Add(d)
 	}
 	if end.Before(start) {
 		end = start

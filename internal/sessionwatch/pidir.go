@@ -58,6 +58,29 @@ func (d PiDirs) SessionRoot() (dir string, custom bool, err error) {
 	return filepath.Join(d.AgentDir(), "sessions"), false, settingsErr
 }
 
+// OhMyPiSessions is where oh-my-pi, Pi's fork, keeps its sessions:
+// ~/.omp/agent/sessions, "" without a home.
+func (d PiDirs) OhMyPiSessions() string {
+	if d.Home == "" {
+		return ""
+	}
+	return filepath.Join(d.Home, ".omp", "agent", "sessions")
+}
+
+// DefaultRoots are the folders read when none are given: Pi's session
+// root first (SessionRoot, there or not), then oh-my-pi's when it is a
+// folder and not the same one. err is SessionRoot's.
+func (d PiDirs) DefaultRoots() ([]string, error) {
+	root, _, err := d.SessionRoot()
+	roots := []string{root}
+	if omp := d.OhMyPiSessions(); omp != "" && omp != root {
+		if st, serr := os.Stat(omp); serr == nil && st.IsDir() {
+			roots = append(roots, omp)
+		}
+	}
+	return roots, err
+}
+
 // ProjectDir is the folder Pi uses for sessions started in cwd under the
 // default root: "--" + cwd with separators and colons as "-" + "--".
 func ProjectDir(root, cwd string) string {

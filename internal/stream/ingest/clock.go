@@ -93,12 +93,15 @@ func OwnTime(ev *event.Event) (time.Time, bool) {
 			break
 		}
 		t := time.UnixMilli(int64(msg.Timestamp))
-		// An assistant message's timestamp is its start, so its end adds
-		// durationMs; a tool result's is already its end, and adding the
+		// An assistant message's call ends its duration after it starts
+		// (Pi's durationMs from its timestamp, oh-my-pi's completedAt); a
+		// tool result's timestamp is already its end, and adding the
 		// tool's durationMs again put the next model call a tool-duration
 		// late.
-		if ev.Type == event.TypeMessageEnd && msg.Role == "assistant" && msg.DurationMs != nil {
-			t = t.Add(ms(*msg.DurationMs))
+		if ev.Type == event.TypeMessageEnd && msg.Role == "assistant" {
+			if s, d, ok := msg.CallTime(); ok && !s.IsZero() {
+				t = s.Add(d)
+			}
 		}
 		return t, true
 	}
