@@ -161,9 +161,7 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 	cfg, err := config.Load(fs, env.Getenv)
 	if err != nil {
 		// Load reports every mistake at once, one a line.
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
-		}
+		sayLines(env.Stderr, "pi-otel: ", err)
 		return config.Config{}, nil, 2
 	}
 	applyMemoryFlag(cfg.MemoryLimit)
@@ -381,9 +379,7 @@ func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 	// Running out of time is no news: the summary says what it cost.
 	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(p.stderr, "pi-otel: flushing telemetry: %s\n", line)
-		}
+		sayLines(p.stderr, "pi-otel: flushing telemetry: ", err)
 	}
 	if !p.cfg.Quiet {
 		grace := summaryGrace
@@ -535,4 +531,12 @@ func (c *skipUncounted) OnEnd(s sdktrace.ReadOnlySpan) {
 		}
 	}
 	c.SpanProcessor.OnEnd(s)
+}
+
+// sayLines writes each line of err's text on stderr after prefix: Load
+// and Shutdown report every problem at once, one a line.
+func sayLines(w io.Writer, prefix string, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "%s%s\n", prefix, line)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +45,7 @@ func replayCommand(ctx context.Context, env Env, args []string) int {
 	}
 	rcfg, err := config.LoadReplay(rfs, env.Getenv)
 	if err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", line)
-		}
+		sayLines(env.Stderr, "pi-otel: ", err)
 		return 2
 	}
 	if !cfg.Quiet {

@@ -59,9 +59,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	}
 	rcfg, err := config.LoadReport(fs, env.Getenv)
 	if err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", line)
-		}
+		sayLines(env.Stderr, "pi-otel report: ", err)
 		return 2
 	}
 	if !rcfg.Quiet {
@@ -84,9 +82,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	// limits. Its flags here are only --team and --quiet.
 	cfg, err := config.Load(fs, env.Getenv)
 	if err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(env.Stderr, "pi-otel report: %s\n", line)
-		}
+		sayLines(env.Stderr, "pi-otel report: ", err)
 		return 2
 	}
 	if !rcfg.Quiet {
