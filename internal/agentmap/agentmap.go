@@ -26,6 +26,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/option"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -76,6 +77,8 @@ type Mapper struct {
 	// ident is the identity the input being handled gives a root it
 	// opens (Input.Key, Input.Uncounted).
 	ident identity
+	// nextLive is the key ReserveRoot chose for the next live root.
+	nextLive string
 	// nestedBuf is the nested writers' attribute buffer, kept between
 	// tool results (see nestedWriter.buf).
 	nestedBuf []attribute.KeyValue
@@ -98,12 +101,12 @@ type Input struct {
 	Nested     *nested.Result
 	NestedRead bool
 	// Key is the identity of the run a root opened by this input starts:
-	// its trace and span ids derive from it (package spanid). "" gives the
-	// root random ids, and the run a key made of them (spanid.LiveKey).
+	// its trace and span ids derive from it (package spanid). "" is a
+	// live run's: a random key (spanid.NewLiveKey), or ReserveRoot's.
 	Key string
 	// Uncounted marks a root opened by this input, and every span below
 	// it, as traced again after a failed export: exported again, not
-	// counted again in the span metrics (spanid.WithUncounted).
+	// counted again (vocab.RetracedKey on each span).
 	Uncounted bool
 }
 
@@ -188,11 +191,25 @@ func (m *Mapper) ParentNextIdleCompaction(ctx context.Context) { m.idleParent = 
 // LastRoot is the span context of the most recently opened root.
 func (m *Mapper) LastRoot() trace.SpanContext { return m.lastRoot }
 
+// ReserveRoot returns the span context the next live root will have,
+// under parent (the caller's TRACEPARENT, or none), before it opens:
+// pi-otel hands it to Pi as TRACEPARENT, so that what Pi's tools start
+// lands in the trace about to be written. It holds when the
+// TracerProvider's IDGenerator is a spanid.Generator.
+func (m *Mapper) ReserveRoot(parent trace.SpanContext) trace.SpanContext {
+	m.nextLive = spanid.NewLiveKey()
+	tid := parent.TraceID()
+	if !parent.IsValid() {
+		tid = spanid.TraceID(m.nextLive)
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: spanid.SpanID(m.nextLive, spanid.Path{})})
+}
+
 // Open opens a root now if none is open, before agent_start arrives. RPC
 // uses it for a prompt, whose response precedes agent_start.
 func (m *Mapper) Open(at time.Time) context.Context {
 	if m.run == nil {
-		m.ident = identity{} // a live run's: random root ids
+		m.ident = identity{} // a live run's
 		m.openRoot(at)
 	}
 	return m.run.rootCtx

@@ -40,9 +40,6 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	}
 	if r == nil {
 		// A trace of its own, named by the input as a root is.
-		if m.ident.uncounted {
-			parent = spanid.WithUncounted(parent)
-		}
 		if m.ident.key != "" {
 			parent = spanid.WithKey(parent, m.ident.key, spanid.Path{})
 		}

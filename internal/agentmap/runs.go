@@ -18,29 +18,25 @@ func (m *Mapper) openRoot(at time.Time) {
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(vocab.AgentName),
 	}
-	parent, id := m.cfg.parent, m.ident
-	if id.uncounted {
-		parent = spanid.WithUncounted(parent)
+	key := m.ident.key
+	if key == "" {
+		// A live run: a random key, or the one ReserveRoot gave out.
+		key, m.nextLive = m.nextLive, ""
+		if key == "" {
+			key = spanid.NewLiveKey()
+		}
 	}
-	if id.key != "" {
-		parent = spanid.WithKey(parent, id.key, spanid.Path{})
-	}
-	s := m.start(parent, spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	s := m.start(spanid.WithKey(m.cfg.parent, key, spanid.Path{}), spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	r := &run{
-		root:     s.Span,
-		rootCtx:  s.ctx,
-		rootSpan: s,
-		tools:    newToolSet(),
-		lastEnd:  at,
-		key:      id.key,
-		toolSeen: map[string]int{},
-	}
-	if r.key == "" {
-		// A live run: random root ids (a caller may have been handed them,
-		// see idgen), its other spans' derived from them.
-		r.key = spanid.LiveKey(s.SpanContext())
-	} else {
-		r.checked, r.derived = true, s.SpanContext().SpanID() == spanid.SpanID(r.key, spanid.Path{})
+		root:      s.Span,
+		rootCtx:   s.ctx,
+		rootSpan:  s,
+		tools:     newToolSet(),
+		lastEnd:   at,
+		key:       key,
+		toolSeen:  map[string]int{},
+		uncounted: m.ident.uncounted,
+		derived:   s.SpanContext().SpanID() == spanid.SpanID(key, spanid.Path{}),
 	}
 	m.run = r
 	m.stats.Roots++

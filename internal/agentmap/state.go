@@ -143,10 +143,13 @@ type run struct {
 
 	// key is the run's identity, from which its spans' ids derive (see
 	// Mapper.start); derived says the TracerProvider's generator derives
-	// them (checked at the first span that should), so that ToolContext
-	// can tell ids before their spans exist.
-	key              string
-	checked, derived bool
+	// them (checked at the root), so that ToolContext can tell ids before
+	// their spans exist.
+	key     string
+	derived bool
+	// uncounted: the run is traced again after a failed export; its spans
+	// say so (pi.retraced) for the span metrics to leave them out.
+	uncounted bool
 	// toolSeen counts the spans each call id had in this run: a call id
 	// given again names another span ("tool/<id>#<n>").
 	toolSeen map[string]int
@@ -206,8 +209,11 @@ func (r *run) container() *span {
 // (see spanid): its id derives from the run's key and path.
 func (m *Mapper) start(parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
 	r := m.run
-	if r != nil && r.key != "" {
+	if r != nil {
 		parent = spanid.WithKey(parent, r.key, path)
+	}
+	if r != nil && r.uncounted || r == nil && m.ident.uncounted {
+		attrs = append(attrs, vocab.RetracedKey.Bool(true))
 	}
 	if m.session != "" {
 		// On every span, not only the root: backends group spans by it.
@@ -219,10 +225,6 @@ func (m *Mapper) start(parent context.Context, path spanid.Path, name string, ki
 	}
 	ctx, s := m.tracer.Start(parent, name,
 		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	if r != nil && !r.checked && r.key != "" {
-		r.checked = true
-		r.derived = s.SpanContext().SpanID() == spanid.SpanID(r.key, path)
-	}
 	return span{Span: s, ctx: ctx, start: at, path: path}
 }
 
@@ -238,7 +240,7 @@ func ToolPath(id string, n int) spanid.Path { return spanid.Path{Kind: "tool", I
 // derive ids from keys (its IDGenerator is not a spanid.Generator).
 func (m *Mapper) ToolContext(callID string) (trace.SpanContext, bool) {
 	r := m.run
-	if r == nil || callID == "" || r.key == "" || r.checked && !r.derived {
+	if r == nil || callID == "" || !r.derived {
 		return trace.SpanContext{}, false
 	}
 	if t := r.tools.get(callID); t != nil {

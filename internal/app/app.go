@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	otellog "go.opentelemetry.io/otel/log"
@@ -25,10 +24,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/buildinfo"
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/outfile"
-	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/idgen"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/who"
@@ -176,7 +173,6 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 // pipeline is what every command shares: exporters, a mapper and a sink.
 type pipeline struct {
 	tel    *telemetry.Pipeline
-	ids    *idgen.Reserving
 	mapper *agentmap.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
@@ -218,11 +214,9 @@ func (p *pipeline) loadRecords() func() recordCounts {
 // newTelemetry sets up what every command exports through: the span
 // metrics (when metrics are exported), Pi's events as log records, the conventions' naming, and the
 // health metrics, whose record counts records reports. opts come after
-// the defaults (an id generator, backpressure). A run traced again after a
-// failed export says so in its spans' context, and the span metrics leave
-// it out: it was counted (skipUncounted). The span metrics also take the
-// gaps between a live call's output chunks, which the mapper hands them
-// (chunks, for agentmap.WithChunkObserver).
+// the defaults (backpressure, a span processor). The span metrics also
+// take the gaps between a live call's output chunks, which the mapper
+// hands them (chunks, for agentmap.WithChunkObserver).
 func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts ...telemetry.Option) (_ *telemetry.Pipeline, chunks agentmap.ChunkObserver, _ error) {
 	var metricOpts []metrics.Option
 	var lcfg spanlogs.Config
@@ -242,8 +236,8 @@ func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts 
 			if err != nil {
 				return nil, err
 			}
-			chunks = countedChunks{sm}
-			return &skipUncounted{SpanProcessor: sm, skip: map[trace.SpanID]struct{}{}}, nil
+			chunks = sm
+			return sm, nil
 		}))
 	}
 	tel, err := telemetry.Setup(context.Background(), tcfg, append(append(topts,
@@ -283,14 +277,13 @@ func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts 
 // that e.g. a session file's replay can give its own id generator, or
 // replay its backpressure.
 func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callContexts, opts ...telemetry.Option) (*pipeline, error) {
-	ids := idgen.New()
 	content, err := newContent(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var p *pipeline
 	tel, chunks, err := newTelemetry(env, cfg, func() recordCounts { return p.loadRecords()() },
-		append(append([]telemetry.Option{telemetry.WithIDGenerator(ids)}, opts...), calls.option()...)...)
+		append(opts, calls.option()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +307,6 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 	}
 	p = &pipeline{
 		tel:       tel,
-		ids:       ids,
 		mapper:    m,
 		sink:      ingest.New(m, sinkOpts...),
 		parent:    trace.SpanContextFromContext(parentCtx),
@@ -337,13 +329,13 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 // sampling decision and tracestate carry down unchanged: an unsampled
 // caller stays unsampled through Pi's own tools.
 func (p *pipeline) childEnv() []string {
-	tid, sid := p.ids.Reserve(p.parent)
+	root := p.mapper.ReserveRoot(p.parent)
 	flags := trace.FlagsSampled // a root of ours is always sampled
 	if p.parent.IsValid() {
 		flags = p.parent.TraceFlags()
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: p.parent.TraceState(),
+		TraceID: root.TraceID(), SpanID: root.SpanID(), TraceFlags: flags, TraceState: p.parent.TraceState(),
 	})
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
@@ -484,53 +476,6 @@ func (e envCarrier) Keys() []string        { return []string{"traceparent", "tra
 // OSEnv is the real process environment.
 func OSEnv() Env {
 	return Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, MemoryLimit: defaultMemoryLimit}
-}
-
-// countedChunks keeps a run traced again out of the chunk metric too, as
-// skipUncounted keeps its spans out of the others.
-type countedChunks struct{ agentmap.ChunkObserver }
-
-func (c countedChunks) OutputChunk(ctx context.Context, gap time.Duration, provider, model string) {
-	if !spanid.Uncounted(ctx) {
-		c.ChunkObserver.OutputChunk(ctx, gap, provider, model)
-	}
-}
-
-// skipUncounted keeps out of the span metrics the spans of a run traced
-// again after a failed export (spanid.WithUncounted in the context they
-// start in): they were counted the first time.
-type skipUncounted struct {
-	sdktrace.SpanProcessor
-	mu   sync.Mutex
-	skip map[trace.SpanID]struct{}
-	n    atomic.Int64 // len(skip), read without the lock
-}
-
-func (c *skipUncounted) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
-	if spanid.Uncounted(ctx) {
-		c.mu.Lock()
-		c.skip[s.SpanContext().SpanID()] = struct{}{}
-		c.n.Store(int64(len(c.skip)))
-		c.mu.Unlock()
-		return
-	}
-	c.SpanProcessor.OnStart(ctx, s)
-}
-
-func (c *skipUncounted) OnEnd(s sdktrace.ReadOnlySpan) {
-	if c.n.Load() > 0 {
-		c.mu.Lock()
-		_, skip := c.skip[s.SpanContext().SpanID()]
-		if skip {
-			delete(c.skip, s.SpanContext().SpanID())
-			c.n.Store(int64(len(c.skip)))
-		}
-		c.mu.Unlock()
-		if skip {
-			return
-		}
-	}
-	c.SpanProcessor.OnEnd(s)
 }
 
 // sayLines writes each line of err's text on stderr after prefix: Load

@@ -23,7 +23,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -109,9 +108,6 @@ type Collector struct {
 	// model calls of each open run, by (model, skill).
 	runOf map[trace.SpanID]trace.SpanID
 	runs  map[trace.SpanID]*openRun
-	// skip are spans of runs traced again (spanid.WithUncounted): counted
-	// the first time, as the span metrics count them.
-	skip  map[trace.SpanID]struct{}
 	rows  map[string]*acc
 	total acc
 	stats Stats
@@ -131,7 +127,6 @@ func NewCollector(opts Options) *Collector {
 		opts:  opts,
 		runOf: map[trace.SpanID]trace.SpanID{},
 		runs:  map[trace.SpanID]*openRun{},
-		skip:  map[trace.SpanID]struct{}{},
 		rows:  map[string]*acc{},
 		total: newAcc(),
 	}
@@ -173,10 +168,6 @@ func (c *Collector) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 	parent := s.Parent()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if spanid.Uncounted(ctx) {
-		c.skip[id] = struct{}{}
-		return
-	}
 	if !parent.IsValid() || parent.IsRemote() {
 		c.runOf[id] = id // a root: its own run, if it is one
 		return
@@ -191,13 +182,17 @@ func (c *Collector) OnEnd(s sdktrace.ReadOnlySpan) {
 	id := s.SpanContext().SpanID()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.skip[id]; ok {
-		delete(c.skip, id)
-		return
-	}
 	run, ok := c.runOf[id]
 	delete(c.runOf, id)
 	a := attrs(s.Attributes())
+	if _, again := a.get(vocab.RetracedKey); again {
+		// A run traced again after a failed export: counted the first
+		// time, as the span metrics count it.
+		if run == id {
+			delete(c.runs, id)
+		}
+		return
+	}
 	op := a.str(vocab.GenAIOperationNameKey)
 	if op == "chat" {
 		if !ok || run == id {

@@ -31,6 +31,8 @@ type runSpec struct {
 	calls            []spend
 	// extra is spend only the root states (a usage entry).
 	extra spend
+	// retraced: traced again after a failed export (pi.retraced).
+	retraced bool
 }
 
 func usageAttrs(s spend) []attribute.KeyValue {
@@ -65,6 +67,9 @@ func traceRuns(t *testing.T, opts Options, runs ...runSpec) *Collector {
 			if call.skill != "" {
 				attrs = append(attrs, vocab.SkillKey.String(call.skill))
 			}
+			if r.retraced {
+				attrs = append(attrs, vocab.RetracedKey.Bool(true))
+			}
 			chat.SetAttributes(attrs...)
 			chat.End()
 			if agent != nil {
@@ -82,6 +87,9 @@ func traceRuns(t *testing.T, opts Options, runs ...runSpec) *Collector {
 		}
 		if r.model != "" {
 			attrs = append(attrs, vocab.GenAIRequestModelKey.String(r.model))
+		}
+		if r.retraced {
+			attrs = append(attrs, vocab.RetracedKey.Bool(true))
 		}
 		root.SetAttributes(attrs...)
 		root.End()
@@ -272,6 +280,24 @@ func TestLooseCalls(t *testing.T) {
 	comp.End()
 	if tab, st := c.Table(), c.Stats(); tab.Total.Runs != 0 || tab.Total.Cost != 0 || st.Loose != 1 {
 		t.Errorf("total %+v, stats %+v", tab.Total, st)
+	}
+}
+
+// A run traced again after a failed export is counted once: its second
+// tracing's spans say pi.retraced, and the report leaves them out.
+func TestRetracedRunsCountOnce(t *testing.T) {
+	once := traceRuns(t, Options{By: ByModel}, testRuns()...).Table()
+	runs := testRuns()
+	for _, r := range testRuns() {
+		r.retraced = true
+		runs = append(runs, r)
+	}
+	twice := traceRuns(t, Options{By: ByModel}, runs...)
+	if got := twice.Table(); got.Total != once.Total || len(got.Rows) != len(once.Rows) {
+		t.Errorf("with the runs traced again: total %+v, want %+v", got.Total, once.Total)
+	}
+	if st := twice.Stats(); st.Loose != 0 {
+		t.Errorf("retraced calls counted as loose: %+v", st)
 	}
 }
 

@@ -87,8 +87,8 @@ type Config struct {
 	// Claims, if set, decides run by run what is traced, by key: a
 	// follower of many files traces each run once, whichever file holds
 	// it (a copy, a backup, a file replaced by another).
-	// (A run Claims says not to count is marked so in its spans' context,
-	// spanid.WithUncounted, for the span metrics to leave it out.)
+	// (A run Claims says not to count carries pi.retraced on its spans,
+	// for the span metrics and the report to leave it out.)
 	Claims Claims
 	// BashCalls, if set, is handed the bash calls of each assistant
 	// message entry, read by the line's decoding, once the line is fed:
@@ -498,11 +498,7 @@ func (t *FileMapper) flushBash() {
 		}
 		// A trace of its own, keyed by the entry as a run by its first.
 		if bash {
-			parent := t.cfg.Parent
-			if !count {
-				parent = spanid.WithUncounted(parent)
-			}
-			t.bashSpan(spanid.WithKey(parent, key, spanid.Path{}), e, true)
+			t.bashSpan(spanid.WithKey(t.cfg.Parent, key, spanid.Path{}), e, true, !count)
 		} else {
 			x := &translator{t: t, m: t.m, now: e.persist, key: key, uncounted: !count}
 			x.compaction(e)

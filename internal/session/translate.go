@@ -264,7 +264,7 @@ func (x *translator) message(e *entry) {
 	case "system":
 		x.emitAside(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
-		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false)
+		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false, x.uncounted)
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.images, msg.Content, at(msg, e))
 	default:
@@ -501,7 +501,7 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 // activity, not the model's, so a pi.bash span with its exit code and
 // whether it was cancelled; the command text only with content capture.
 // Pi records when it finished, not how long it ran.
-func (t *FileMapper) bashSpan(parent context.Context, e *entry, own bool) {
+func (t *FileMapper) bashSpan(parent context.Context, e *entry, own, retraced bool) {
 	msg := e.msg
 	ts := at(msg, e)
 	attrs := []attribute.KeyValue{
@@ -522,6 +522,9 @@ func (t *FileMapper) bashSpan(parent context.Context, e *entry, own bool) {
 	}
 	if own {
 		attrs = append(attrs, vocab.SourceKey.String(vocab.SourceSessionFile))
+	}
+	if retraced {
+		attrs = append(attrs, vocab.RetracedKey.Bool(true))
 	}
 	_, s := t.tracer.Start(parent, vocab.SpanBash, trace.WithTimestamp(ts), trace.WithAttributes(attrs...))
 	s.End(trace.WithTimestamp(ts))

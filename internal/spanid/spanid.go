@@ -14,6 +14,7 @@ package spanid
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -130,15 +131,12 @@ func SpanContext(t trace.TraceID, key string, path Path) trace.SpanContext {
 	})
 }
 
-// LiveKey is the key of a run with no key of its own (a live stream): its
-// root's ids, random, after which its other spans derive from it.
-func LiveKey(root trace.SpanContext) string {
-	var b [49]byte
-	t, s := root.TraceID(), root.SpanID()
-	hex.Encode(b[:32], t[:])
-	b[32] = '/'
-	hex.Encode(b[33:], s[:])
-	return string(b[:])
+// NewLiveKey returns a random key for a run with no key of its own (a
+// live stream's): its ids derive from it as a session run's from its key.
+func NewLiveKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "live/" + hex.EncodeToString(b[:])
 }
 
 type keyCtx struct{}

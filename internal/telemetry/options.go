@@ -24,7 +24,6 @@ type options struct {
 	console io.Writer
 	res     *resource.Resource
 	retry   Retry
-	ids     sdktrace.IDGenerator
 	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
 	// rename rewrites the attributes of exported spans (WithExportedAttributes).
 	rename func([]attribute.KeyValue) []attribute.KeyValue
@@ -49,13 +48,6 @@ type options struct {
 // run and rpc never use it: Pi comes first.
 func WithBackpressure(ctx context.Context) Option {
 	return option.Func[options](func(o *options) { o.backpressure = ctx })
-}
-
-// WithIDGenerator sets how the ids of spans that no key names (package
-// spanid) are made: pi-otel reserves the next root's ids to put them in
-// Pi's TRACEPARENT.
-func WithIDGenerator(g sdktrace.IDGenerator) Option {
-	return option.Func[options](func(o *options) { o.ids = g })
 }
 
 // WithSpanProcessor adds a processor built on the pipeline's meter provider,

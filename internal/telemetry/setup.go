@@ -87,8 +87,8 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
 		}),
 	}
-	// Spans named by a key get ids derived from it; the rest, o.ids'.
-	tpOpts = append(tpOpts, sdktrace.WithIDGenerator(spanid.NewGenerator(o.ids)))
+	// Spans named by a key get ids derived from it; the rest, random ones.
+	tpOpts = append(tpOpts, sdktrace.WithIDGenerator(spanid.NewGenerator(nil)))
 	for _, build := range o.procs {
 		p, err := build(t.mp)
 		if err != nil {

@@ -34,6 +34,7 @@ func Keys() []attribute.Key {
 		ToolErrorsKey, RetriesKey, CompactionsKey, ExtensionErrorsKey, ExitCodeKey, SignalKey,
 		ToolsEvictedKey, ProviderKey,
 		UnfinishedKey, CostTotalKey, ProjectKey, TeamKey, PiVersionKey, SkillKey, SkillsKey, SourceKey,
+		RetracedKey,
 		CwdKey, BranchKey, BranchParentEntryIDKey, BranchFromEntryIDKey, SessionParentIDKey,
 		UsageKindKey, LabelKey, LabelTargetIDKey, LabelClearedKey, CustomTypeKey,
 		CustomDisplayKey, CustomContentKey, MessageImagesKey, MessageRoleKey, BashExcludedKey,

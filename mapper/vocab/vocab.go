@@ -110,6 +110,10 @@ const (
 	SkillsKey = attribute.Key("pi.skills")
 	// SourceKey says a trace was rebuilt from a session file.
 	SourceKey = attribute.Key("pi.source")
+	// RetracedKey marks every span of a run traced a second time because
+	// its first export failed: sent again under the same ids, counted
+	// once (the span metrics and the report skip it).
+	RetracedKey = attribute.Key("pi.retraced")
 )
 
 // SourceSessionFile is the pi.source of traces from a session file.

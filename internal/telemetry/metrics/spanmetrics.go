@@ -176,6 +176,9 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	// leads to the trace behind it.
 	ctx := trace.ContextWithSpanContext(context.Background(), span.SpanContext())
 	a := attrsOf(span)
+	if a.has(vocab.RetracedKey) {
+		return // counted when it was first traced
+	}
 	name := span.Name()
 	switch {
 	case a.has(vocab.NestedDepthKey) && a.str(keyOperation) == semconv.GenAIOperationNameInvokeAgent.Value.AsString():
