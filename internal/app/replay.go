@@ -323,24 +323,19 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 	if name == "-" {
 		path = "" // stdin: relative child files resolve against Pi's cwd
 	}
+	var counts session.Counts
 	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), Parent: p.parentCtx, Content: p.content,
 		// A parent's file nests its children's files; a child's file,
 		// replayed on its own, links to the parent's tool.
 		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
 		ParentTools:   session.NewParentTools(parentFileMax),
-		Path:          path})
-	var lines, damaged, repaired atomic.Int64
+		Path:          path,
+		Counts:        &counts})
 	p.countRecordsWith(func() recordCounts {
 		long := r.tooLong.Load()
-		return recordCounts{lines.Load() + long, damaged.Load() + long, repaired.Load()}
+		return recordCounts{counts.Lines.Load() + long, counts.Damaged.Load() + long, counts.Repaired.Load()}
 	})
 	next := records(r, head, herr)
-	counted := func() {
-		st := tr.Stats()
-		lines.Store(st.Lines)
-		damaged.Store(st.Damaged)
-		repaired.Store(st.Repaired)
-	}
 	var off int64
 	var rerr error
 	if !follow {
@@ -351,12 +346,11 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 				emit(decode(off, rec), len(rec)+1)
 				off += int64(len(rec)) + 1
 			})
-		}, func(int) { counted() })
+		}, func(int) {})
 	} else {
 		rerr = followSession(tr, next, func(rec []byte) {
 			tr.Line(off, rec)
 			off += int64(len(rec)) + 1
-			counted()
 		})
 	}
 	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
@@ -208,10 +207,10 @@ type sessionPipeline struct {
 	// the runs still open when it exited (sessionwatch.Config.Exited).
 	exit func() agentmap.Ending
 
-	// lines and damaged count every file's lines, and those that did not
-	// decode, for the health metrics; repaired, the lines that held
-	// several entries, read as such.
-	lines, damaged, repaired atomic.Int64
+	// counts are every file's lines, those that did not decode, and
+	// those that held several entries, for the health metrics: the
+	// FileMappers add to them as they read.
+	counts session.Counts
 	// bad is Failed+Dropped at the last flush: more means some spans of
 	// the runs since were lost.
 	bad int64
@@ -237,7 +236,7 @@ func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*
 	// Trace and span ids derive from the session and entry ids (package
 	// spanid), so a run traced again (after a failed export) keeps its ids.
 	tel, _, err := newTelemetry(env, cfg, func() recordCounts {
-		return recordCounts{sp.lines.Load(), sp.damaged.Load(), sp.repaired.Load()}
+		return recordCounts{sp.counts.Lines.Load(), sp.counts.Damaged.Load(), sp.counts.Repaired.Load()}
 	}, opts...)
 	if err != nil {
 		return nil, err
@@ -263,7 +262,7 @@ func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwat
 }
 
 func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	c := &countingMapper{sp: sp, calls: sp.calls.sessionCalls(spec.Path)}
+	c := &fileTracer{sp: sp, calls: sp.calls.sessionCalls(spec.Path)}
 	cfg := session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		Parent:         sp.parent,
@@ -276,6 +275,7 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 		// its parent's trace, not again on its own.
 		ParentTools: sp.parents,
 		NestedOnce:  true,
+		Counts:      &sp.counts,
 	}
 	if c.calls != nil {
 		cfg.BashCalls = c.calls.calls
@@ -287,30 +287,29 @@ func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.
 	return c
 }
 
-// countingMapper counts one file's lines, and the damaged ones, into the
-// pipeline's totals for the health metrics.
-type countingMapper struct {
+// fileTracer is one file's FileMapper as the follower drives it: it
+// tells the bash calls' publisher how far the file is read, and closes
+// open runs as the program that wrote the file ended.
+type fileTracer struct {
 	*session.FileMapper
 	sp *sessionPipeline
-	// this file's damaged and repaired lines already counted
-	damaged, repaired int64
 	// calls publishes the file's bash calls, with propagation.
 	calls *sessionCalls
 }
 
-func (c *countingMapper) Line(off int64, b []byte) {
-	c.line(func() { c.FileMapper.Line(off, b) })
+func (c *fileTracer) Line(off int64, b []byte) {
+	c.FileMapper.Line(off, b)
 	c.calls.caughtUp(off + int64(len(b)) + 1)
 }
 
-// Predecode is the FileMapper's, counted as Line is.
-func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
+// Predecode is the FileMapper's, followed by caughtUp as Line is.
+func (c *fileTracer) Predecode() func(off int64, b []byte) func() {
 	decode := c.FileMapper.Predecode()
 	return func(off int64, b []byte) func() {
 		rest := decode(off, b)
 		end := off + int64(len(b)) + 1
 		return func() {
-			c.line(rest)
+			rest()
 			c.calls.caughtUp(end)
 		}
 	}
@@ -318,27 +317,12 @@ func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
 
 // Close closes the file's open run: ended as the program that wrote it
 // ended when it exited, else at the end of the input.
-func (c *countingMapper) Close(exited bool) {
+func (c *fileTracer) Close(exited bool) {
 	end := agentmap.Ending{Reason: vocab.EndEOF}
 	if exited && c.sp.exit != nil {
 		end = c.sp.exit()
 	}
 	c.FileMapper.Close(end)
-}
-
-// line runs one line's mapping, counted.
-func (c *countingMapper) line(mapLine func()) {
-	c.sp.lines.Add(1)
-	mapLine()
-	st := c.FileMapper.Stats()
-	if d := st.Damaged; d > c.damaged {
-		c.sp.damaged.Add(d - c.damaged)
-		c.damaged = d
-	}
-	if r := st.Repaired; r > c.repaired {
-		c.sp.repaired.Add(r - c.repaired)
-		c.repaired = r
-	}
 }
 
 // flush exports what is queued and reports whether every span ended so

@@ -198,10 +198,10 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 	}
 	feed(`{"type":"message","id":`, "not json at all")
 	feed(`{"type":`)
-	if got, want := sp.damaged.Load(), int64(3); got != want {
+	if got, want := sp.counts.Damaged.Load(), int64(3); got != want {
 		t.Errorf("damaged = %d, want %d", got, want)
 	}
-	if got, want := sp.lines.Load(), int64(2*len(src)+3); got != want {
+	if got, want := sp.counts.Lines.Load(), int64(2*len(src)+3); got != want {
 		t.Errorf("lines = %d, want %d", got, want)
 	}
 }

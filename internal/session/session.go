@@ -31,6 +31,7 @@ import (
 	"context"
 	"hash/fnv"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -94,6 +95,17 @@ type Config struct {
 	// message entry, read by the line's decoding, once the line is fed:
 	// ToolContext then names their spans. The commands are dropped after.
 	BashCalls func(calls []event.BashCall)
+	// Counts, if set, is added to as lines are fed: FileMappers that
+	// share one give the totals of every file (the health metrics), read
+	// on any goroutine while they map.
+	Counts *Counts
+}
+
+// Counts are lines fed, those that did not decode, and those that held
+// several entries (Stats' Lines, Damaged and Repaired), summed over the
+// FileMappers that share them.
+type Counts struct {
+	Lines, Damaged, Repaired atomic.Int64
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -225,11 +237,17 @@ func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
 // calls.
 func (t *FileMapper) feed(l decodedLine) {
 	t.stats.Lines++
+	if c := t.cfg.Counts; c != nil {
+		c.Lines.Add(1)
+	}
 	if l.pieces == nil {
 		t.feedRecord(l)
 		return
 	}
 	t.stats.Repaired++
+	if c := t.cfg.Counts; c != nil {
+		c.Repaired.Add(1)
+	}
 	for _, p := range l.pieces {
 		t.feedRecord(p)
 	}
@@ -272,6 +290,9 @@ func (t *FileMapper) feedLine(l decodedLine) {
 	if l.hdr != nil || err != nil || e.Type == typeSession {
 		// A second header is damage, as it always was.
 		t.stats.Damaged++
+		if c := t.cfg.Counts; c != nil {
+			c.Damaged.Add(1)
+		}
 		t.lost = true
 		return
 	}
