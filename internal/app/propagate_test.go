@@ -93,11 +93,10 @@ func quietSessionPipeline(t *testing.T, cc *callContexts) *sessionPipeline {
 	cfg := config.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{Calls: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp.calls = cc
 	t.Cleanup(func() { sp.summary(nil); cc.close() })
 	return sp
 }

@@ -98,15 +98,15 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	cfg.CaptureContent, cfg.Quiet = false, true
 	// watch --since all's pipeline, with nothing exported: the collector
 	// takes the spans where the exporter would.
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-		return col, nil
-	}))
+	sp, err := newSessionPipeline(env, cfg, sessionConfig{Telemetry: []telemetry.Option{
+		telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) { return col, nil }),
+	}})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
 		return 1
 	}
 	var skipped reportSkips
-	fcfg := sp.followerConfig(env, cfg)
+	fcfg := sp.followerConfig()
 	fcfg.Dirs = paths
 	fcfg.Since = sessionwatch.SinceAll
 	fcfg.Poll = time.Hour // one scan, no inotify

@@ -181,7 +181,7 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 	cfg := config.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestWatchFlushWithAttributeLimit(t *testing.T) {
 			cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
 			cfg.Metrics.Exporter = telemetry.ExporterNone
 			cfg.Batch.ScheduleDelay = time.Hour // only a flush exports
-			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
