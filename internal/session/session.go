@@ -188,6 +188,9 @@ func New(cfg Config) *FileMapper {
 	if cfg.Parent == nil {
 		cfg.Parent = context.Background()
 	}
+	if cfg.Counts == nil {
+		cfg.Counts = &Counts{}
+	}
 	tp := cfg.TracerProvider
 	opts := []agentmap.Option{agentmap.WithParent(cfg.Parent), agentmap.WithInexactTimes()}
 	if cfg.Content != nil {
@@ -237,17 +240,13 @@ func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
 // calls.
 func (t *FileMapper) feed(l decodedLine) {
 	t.stats.Lines++
-	if c := t.cfg.Counts; c != nil {
-		c.Lines.Add(1)
-	}
+	t.cfg.Counts.Lines.Add(1)
 	if l.pieces == nil {
 		t.feedRecord(l)
 		return
 	}
 	t.stats.Repaired++
-	if c := t.cfg.Counts; c != nil {
-		c.Repaired.Add(1)
-	}
+	t.cfg.Counts.Repaired.Add(1)
 	for _, p := range l.pieces {
 		t.feedRecord(p)
 	}
@@ -290,9 +289,7 @@ func (t *FileMapper) feedLine(l decodedLine) {
 	if l.hdr != nil || err != nil || e.Type == typeSession {
 		// A second header is damage, as it always was.
 		t.stats.Damaged++
-		if c := t.cfg.Counts; c != nil {
-			c.Damaged.Add(1)
-		}
+		t.cfg.Counts.Damaged.Add(1)
 		t.lost = true
 		return
 	}
