@@ -357,7 +357,20 @@ func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 	defer unsubscribe()
 	p.mapper.Close(end, at)
 	p.calls.close()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushTimeout)
+	defer shutdownAtExit(sigs, p.tel, p.cfg, p.stderr)()
+	if !p.cfg.Quiet {
+		if n := p.sink.Unreported(); n > 0 {
+			fmt.Fprintf(p.stderr, "pi-otel: %d more bad %s not reported one by one\n", n, map[bool]string{true: "record", false: "records"}[n == 1])
+		}
+		fmt.Fprintln(p.stderr, p.tel.Summary()+p.inputSummary())
+	}
+}
+
+// shutdownAtExit flushes and stops tel within the flush timeout, a signal
+// on sigs ending the wait, and then gives stderr a short deadline for the
+// summary. The caller stops the exit notice once the summary is written.
+func shutdownAtExit(sigs <-chan os.Signal, tel *telemetry.Pipeline, cfg config.Config, stderr io.Writer) (stopNotice func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.FlushTimeout)
 	defer cancel()
 	go func() {
 		select {
@@ -366,24 +379,21 @@ func (p *pipeline) finish(end agentmap.Ending, at time.Time) {
 		case <-ctx.Done():
 		}
 	}()
-	setDeadline(p.stderr, time.Now().Add(p.cfg.FlushTimeout))
-	defer exitNotice(p.stderr, p.cfg, p.tel)()
+	setDeadline(stderr, time.Now().Add(cfg.FlushTimeout))
+	stop := exitNotice(stderr, cfg, tel)
 	// Running out of time is no news: the summary says what it cost.
-	if err := p.tel.Shutdown(ctx); err != nil && !p.cfg.Quiet &&
+	if err := tel.Shutdown(ctx); err != nil && !cfg.Quiet &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		sayLines(p.stderr, "pi-otel: flushing telemetry: ", err)
+		sayLines(stderr, "pi-otel: flushing telemetry: ", err)
 	}
-	if !p.cfg.Quiet {
+	if !cfg.Quiet {
 		grace := summaryGrace
-		if s, ok := p.stderr.(interface{ Stalled() bool }); ok && s.Stalled() {
+		if s, ok := stderr.(interface{ Stalled() bool }); ok && s.Stalled() {
 			grace = 0 // its reader has stopped: do not wait for it again
 		}
-		setDeadline(p.stderr, time.Now().Add(grace))
-		if n := p.sink.Unreported(); n > 0 {
-			fmt.Fprintf(p.stderr, "pi-otel: %d more bad %s not reported one by one\n", n, map[bool]string{true: "record", false: "records"}[n == 1])
-		}
-		fmt.Fprintln(p.stderr, p.tel.Summary()+p.inputSummary())
+		setDeadline(stderr, time.Now().Add(grace))
 	}
+	return stop
 }
 
 // inputSummary says what of the input was not traced as it should be:

@@ -53,7 +53,7 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc.files.sync(context.Background(), toolctx.Question{File: elsewhere}) // returns: not followed
-	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*countingMapper)
+	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*fileTracer)
 	synced := make(chan struct{})
 	go func() {
 		cc.files.sync(context.Background(), toolctx.Question{File: path})
@@ -93,11 +93,10 @@ func quietSessionPipeline(t *testing.T, cc *callContexts) *sessionPipeline {
 	cfg := config.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{Calls: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp.calls = cc
 	t.Cleanup(func() { sp.summary(nil); cc.close() })
 	return sp
 }
@@ -152,7 +151,7 @@ func TestWatchLeavesHistoryUnmarked(t *testing.T) {
 	if err := os.Chtimes(path, then, then); err != nil {
 		t.Fatal(err)
 	}
-	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*countingMapper)
+	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*fileTracer)
 	var off int64
 	for _, l := range lines {
 		c.Line(off, []byte(l))

@@ -14,9 +14,9 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
-	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/readahead"
 	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/stream/follow"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 	"github.com/pi-otel/pi-otel/internal/stream/ingest"
@@ -302,19 +302,19 @@ func records(r *lineReader, head [][]byte, err error) func() ([]byte, error) {
 	}
 }
 
-// parentFileMax bounds the parent session file read to link a child
-// session to the tool that ran it.
-const parentFileMax int64 = 1 << 30
-
 // followSettle is how long a followed session file must be quiet after a
 // final answer before its run is traced (the next prompt traces it sooner).
 const followSettle = 30 * time.Second
 
-// replaySession traces a session file through internal/session.
+// replaySession traces a session file through the session pipeline.
 func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
 	// Ids derive from the runs' keys (package spanid); and no live Pi to
 	// protect, so no drops either.
-	p, err := newPipeline(env, cfg, nil, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
+	sp, err := newSessionPipeline(env, cfg, sessionConfig{
+		Telemetry: []telemetry.Option{telemetry.WithBackpressure(ctx), consoleToStdout(env)},
+		OneFile:   true,
+		TooLong:   r.tooLong.Load,
+	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -323,43 +323,27 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 	if name == "-" {
 		path = "" // stdin: relative child files resolve against Pi's cwd
 	}
-	tr := session.New(session.Config{TracerProvider: p.tel.TracerProvider(), Parent: p.parentCtx, Content: p.content,
-		// A parent's file nests its children's files; a child's file,
-		// replayed on its own, links to the parent's tool.
-		ChildSessions: nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
-		ParentTools:   session.NewParentTools(parentFileMax),
-		Path:          path})
-	var lines, damaged, repaired atomic.Int64
-	p.countRecordsWith(func() recordCounts {
-		long := r.tooLong.Load()
-		return recordCounts{lines.Load() + long, damaged.Load() + long, repaired.Load()}
-	})
+	ft := sp.file(sessionwatch.TracerSpec{Path: path})
+	tr := ft.FileMapper
 	next := records(r, head, herr)
-	counted := func() {
-		st := tr.Stats()
-		lines.Store(st.Lines)
-		damaged.Store(st.Damaged)
-		repaired.Store(st.Repaired)
-	}
 	var off int64
 	var rerr error
 	if !follow {
 		// Decoding on a goroutine of its own, ahead of the mapping.
-		decode := tr.Predecode()
+		decode := ft.Predecode()
 		readahead.Run(func(emit func(func(), int)) {
 			rerr = each(next, func(rec []byte) {
 				emit(decode(off, rec), len(rec)+1)
 				off += int64(len(rec)) + 1
 			})
-		}, func(int) { counted() })
+		}, func(int) {})
 	} else {
 		rerr = followSession(tr, next, func(rec []byte) {
-			tr.Line(off, rec)
+			ft.Line(off, rec)
 			off += int64(len(rec)) + 1
-			counted()
 		})
 	}
-	tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
+	ft.Close(false)
 	st := tr.Stats()
 	if long := r.tooLong.Load(); (st.Damaged > 0 || st.Unknown > 0 || long > 0) && !cfg.Quiet {
 		over := ""
@@ -375,7 +359,7 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 		fmt.Fprintf(env.Stderr, "pi-otel: %s: a Pi session file with no prompt in it: nothing to trace\n", name)
 	}
 	failed := readFailed(ctx, env, name, rerr)
-	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, time.Now())
+	sp.finish()
 	return failed
 }
 

@@ -98,15 +98,15 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	cfg.CaptureContent, cfg.Quiet = false, true
 	// watch --since all's pipeline, with nothing exported: the collector
 	// takes the spans where the exporter would.
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) {
-		return col, nil
-	}))
+	sp, err := newSessionPipeline(env, cfg, sessionConfig{Telemetry: []telemetry.Option{
+		telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) { return col, nil }),
+	}})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
 		return 1
 	}
 	var skipped reportSkips
-	fcfg := sp.followerConfig(env, cfg)
+	fcfg := sp.followerConfig()
 	fcfg.Dirs = paths
 	fcfg.Since = sessionwatch.SinceAll
 	fcfg.Poll = time.Hour // one scan, no inotify
@@ -148,7 +148,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 		return 1
 	}
 	if !rcfg.Quiet {
-		skipped.say(env.Stderr, f.Stats().Files, sp.damaged.Load(), sp.repaired.Load(), col.Stats())
+		skipped.say(env.Stderr, f.Stats().Files, sp.counts.Damaged.Load(), sp.counts.Repaired.Load(), col.Stats())
 	}
 	return 0
 }
@@ -323,7 +323,7 @@ func reportProgress(env Env, term reportTerm, sp *sessionPipeline, col *report.C
 				return
 			case <-t.C:
 			}
-			fmt.Fprintf(env.Stderr, "\r\x1b[Kpi-otel report: %d lines, %d runs read…", sp.lines.Load(), col.Stats().Runs)
+			fmt.Fprintf(env.Stderr, "\r\x1b[Kpi-otel report: %d lines, %d runs read…", sp.counts.Lines.Load(), col.Stats().Runs)
 			drawn = true
 			t.Reset(every)
 		}

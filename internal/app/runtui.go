@@ -99,20 +99,23 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	// Each bash call gets its own call's context: the session file's
 	// reader names a call's span before the call ends.
 	cc := openCallContexts(quietEnv, cfg)
-	sp, err := newSessionPipeline(quietEnv, cfg, append(liveFacts(argv, cwd), cc.option()...)...)
+	var status launch.Status
+	var relayed func() syscall.Signal
+	sp, err := newSessionPipeline(quietEnv, cfg, sessionConfig{
+		Telemetry: liveFacts(argv, cwd),
+		Calls:     cc,
+		Exit:      func() agentmap.Ending { return ending(status, relayed()) },
+		ExitOut:   env.Stderr, // the last flush comes after Pi has ended
+	})
 	if err != nil {
 		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	sp.calls = cc
 	cc.followFiles([]string{dir})
-	sp.exitOut = env.Stderr // the last flush comes after Pi has ended
 	// The follower takes its bearings before Pi starts, so that nothing
 	// Pi writes is mistaken for history.
-	var status launch.Status
-	var relayed func() syscall.Signal
-	fcfg := sp.followerConfig(quietEnv, cfg)
+	fcfg := sp.followerConfig()
 	// What the first scan says of the folder itself (it does not exist
 	// yet, it holds no session yet) is how Pi finds it before its first
 	// message, and would come out only after Pi has exited, when it is
@@ -132,7 +135,6 @@ func runTUI(ctx context.Context, env Env, cfg config.Config, argv []string) int 
 	fcfg.Settle = config.DefaultSettle
 	fcfg.CloseAfter = config.DefaultCloseAfter
 	fcfg.Exited = func() bool { return relayed != nil } // else Pi never started
-	sp.exit = func() agentmap.Ending { return ending(status, relayed()) }
 	ready := make(chan struct{})
 	fcfg.Ready = func() {
 		started.Store(true)

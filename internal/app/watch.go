@@ -5,20 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
-	"github.com/pi-otel/pi-otel/internal/nested"
-	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // Watch follows Pi's session directories and traces every run as it
@@ -91,16 +85,15 @@ func watch(ctx context.Context, env Env, args []string) int {
 	// takes spans, and nothing is dropped to be traced again (until a
 	// signal, when a full queue drops and the state stays put).
 	cc := openWatchContexts(env, cfg, home)
-	sp, err := newSessionPipeline(env, cfg, append(cc.option(), telemetry.WithBackpressure(ctx))...)
+	sp, err := newSessionPipeline(env, cfg, sessionConfig{Telemetry: []telemetry.Option{telemetry.WithBackpressure(ctx)}, Calls: cc})
 	if err != nil {
 		cc.close()
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
 	}
-	sp.calls = cc
 	defer cc.close()
 
-	fcfg := sp.followerConfig(env, cfg)
+	fcfg := sp.followerConfig()
 	fcfg.Dirs = dirs
 	cc.followFiles(dirs)
 	fcfg.StatePath = state
@@ -185,242 +178,4 @@ func homeDir(env Env) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-// sessionPipeline is the telemetry of the commands that trace session
-// files: deterministic ids from internal/session, the span metrics and the
-// health metrics, and a gate that tells the follower whether the exporter
-// took every span.
-type sessionPipeline struct {
-	tel *telemetry.Pipeline
-	// parents finds the tool spans that ran child sessions, noted as
-	// their parents are traced.
-	parents *session.ParentTools
-	cfg     config.Config
-	stderr  io.Writer
-	// exitOut gets the line about a slow final flush (stderr if nil): the
-	// terminal itself under the TUI, whose other lines are held until the
-	// end.
-	exitOut io.Writer
-	content agentmap.Content
-	parent  context.Context
-	// exit, if set, says how the program that wrote the files ended, for
-	// the runs still open when it exited (sessionwatch.Config.Exited).
-	exit func() agentmap.Ending
-
-	// lines and damaged count every file's lines, and those that did not
-	// decode, for the health metrics; repaired, the lines that held
-	// several entries, read as such.
-	lines, damaged, repaired atomic.Int64
-	// bad is Failed+Dropped at the last flush: more means some spans of
-	// the runs since were lost.
-	bad int64
-	// badLogs is the same for log records; their loss is said, not
-	// retried (see flush).
-	badLogs  int64
-	saidLogs bool
-	stopped  bool
-	// signals end the final flush early (see flush).
-	signals *Signals
-	// calls, if set, hands the bash calls of the Pi under run its own
-	// trace context.
-	calls *callContexts
-}
-
-func newSessionPipeline(env Env, cfg config.Config, opts ...telemetry.Option) (*sessionPipeline, error) {
-	content, err := newContent(cfg)
-	if err != nil {
-		return nil, err
-	}
-	sp := &sessionPipeline{parents: session.NewParentTools(parentFileMax), cfg: cfg, stderr: env.Stderr, content: content, parent: callerContext(env),
-		signals: env.Signals}
-	// Trace and span ids derive from the session and entry ids (package
-	// spanid), so a run traced again (after a failed export) keeps its ids.
-	tel, _, err := newTelemetry(env, cfg, func() recordCounts {
-		return recordCounts{sp.lines.Load(), sp.damaged.Load(), sp.repaired.Load()}
-	}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	sp.tel = tel
-	return sp, nil
-}
-
-// followerConfig is the part of a follower's configuration that wires it
-// to this pipeline.
-func (sp *sessionPipeline) followerConfig(env Env, cfg config.Config) sessionwatch.Config {
-	fc := sessionwatch.Config{
-		NewTracer: sp.newTracer,
-		IsSession: session.Starts,
-		Flush:     sp.flush,
-	}
-	if !cfg.Quiet {
-		fc.Logf = func(format string, args ...any) {
-			fmt.Fprintf(env.Stderr, "pi-otel: "+format+"\n", args...)
-		}
-	}
-	return fc
-}
-
-func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	c := &countingMapper{sp: sp, calls: sp.calls.sessionCalls(spec.Path)}
-	cfg := session.Config{
-		TracerProvider: sp.tel.TracerProvider(),
-		Parent:         sp.parent,
-		Content:        sp.content,
-		SkipThrough:    spec.SkipThrough,
-		Claims:         spec.Claims,
-		ChildSessions:  nested.ReadSessionFile(nested.DefaultLimits.MaxBytes),
-		Path:           spec.Path,
-		// One process follows both: a child session is traced nested in
-		// its parent's trace, not again on its own.
-		ParentTools: sp.parents,
-		NestedOnce:  true,
-	}
-	if c.calls != nil {
-		cfg.BashCalls = c.calls.calls
-	}
-	c.FileMapper = session.New(cfg)
-	if c.calls != nil {
-		c.calls.fm = c.FileMapper
-	}
-	return c
-}
-
-// countingMapper counts one file's lines, and the damaged ones, into the
-// pipeline's totals for the health metrics.
-type countingMapper struct {
-	*session.FileMapper
-	sp *sessionPipeline
-	// this file's damaged and repaired lines already counted
-	damaged, repaired int64
-	// calls publishes the file's bash calls, with propagation.
-	calls *sessionCalls
-}
-
-func (c *countingMapper) Line(off int64, b []byte) {
-	c.line(func() { c.FileMapper.Line(off, b) })
-	c.calls.caughtUp(off + int64(len(b)) + 1)
-}
-
-// Predecode is the FileMapper's, counted as Line is.
-func (c *countingMapper) Predecode() func(off int64, b []byte) func() {
-	decode := c.FileMapper.Predecode()
-	return func(off int64, b []byte) func() {
-		rest := decode(off, b)
-		end := off + int64(len(b)) + 1
-		return func() {
-			c.line(rest)
-			c.calls.caughtUp(end)
-		}
-	}
-}
-
-// Close closes the file's open run: ended as the program that wrote it
-// ended when it exited, else at the end of the input.
-func (c *countingMapper) Close(exited bool) {
-	end := agentmap.Ending{Reason: vocab.EndEOF}
-	if exited && c.sp.exit != nil {
-		end = c.sp.exit()
-	}
-	c.FileMapper.Close(end)
-}
-
-// line runs one line's mapping, counted.
-func (c *countingMapper) line(mapLine func()) {
-	c.sp.lines.Add(1)
-	mapLine()
-	st := c.FileMapper.Stats()
-	if d := st.Damaged; d > c.damaged {
-		c.sp.damaged.Add(d - c.damaged)
-		c.damaged = d
-	}
-	if r := st.Repaired; r > c.repaired {
-		c.sp.repaired.Add(r - c.repaired)
-		c.repaired = r
-	}
-}
-
-// flush exports what is queued and reports whether every span ended so
-// far reached the exporter, or the spool, which counts as delivered: its
-// spans are sent later and must not be traced again. Log records are not
-// part of that answer: they repeat the spans' events, and tracing a run
-// again to send its records again would send its spans twice. Records the
-// exporter could not deliver after its retries are counted (the summary
-// line) and said once, and the state moves on. The final flush shuts the
-// pipeline down.
-func (sp *sessionPipeline) flush(ctx context.Context, final bool) error {
-	var err error
-	if final {
-		if !sp.stopped {
-			sp.stopped = true
-			out := sp.exitOut
-			if out == nil {
-				out = sp.stderr
-			}
-			stop := exitNotice(out, sp.cfg, sp.tel)
-			// A signal while it waits ends the wait, as the notice says,
-			// not pi-otel: the summary still comes. The signal that ended
-			// watch came before, and is not one.
-			fctx, cancel := sp.signals.stopContext(context.Background())
-			err = sp.tel.Shutdown(fctx) // bounded by --flush-timeout
-			cancel()
-			stop()
-		}
-	} else {
-		// Only the spans and the logs: metrics keep their own interval.
-		err = sp.tel.FlushSpans(ctx)
-		if ctx.Err() != nil {
-			// Stopping: the follower leaves the decision to the final
-			// flush, which must still see what was lost since the last.
-			return ctx.Err()
-		}
-		if err == nil {
-			// Records that failed are counted below, not an error.
-			if lerr := sp.tel.FlushLogs(ctx); lerr != nil && ctx.Err() != nil {
-				err = lerr
-			}
-		}
-	}
-	s := sp.tel.Stats()
-	bad := s.Failed + s.Dropped
-	lost := bad - sp.bad
-	sp.bad = bad
-	// After a flush every record emitted is exported, failed or dropped.
-	ls := sp.tel.LogStats()
-	badLogs := ls.Emitted - ls.Exported
-	lostLogs := badLogs - sp.badLogs
-	sp.badLogs = badLogs
-	if lostLogs > 0 && !sp.saidLogs && !sp.cfg.Quiet {
-		sp.saidLogs = true
-		fmt.Fprintf(sp.stderr, "pi-otel: %d log records were not exported; their runs are not traced again (their spans were delivered): the summary counts every record lost\n", lostLogs)
-	}
-	switch {
-	case err != nil && !(final && lost == 0 && s.Pending() == 0):
-		// The last flush ran out of --flush-timeout (a collector down)
-		// yet every span was exported or spooled: that is a delivery, or
-		// the next start would trace the runs again beside the spool.
-		return err
-	case lost > 0:
-		return fmt.Errorf("%d spans were not exported", lost)
-	case s.Pending() > 0 && sp.cfg.Traces.Exporter != telemetry.ExporterNone: // none exports nothing, loses nothing
-		return errors.New("spans are still waiting for the exporter")
-	}
-	return nil
-}
-
-// summary prints the one exit line; watch adds how many files it
-// followed.
-func (sp *sessionPipeline) summary(st *sessionwatch.Stats) {
-	if !sp.stopped {
-		_ = sp.flush(context.Background(), true)
-	}
-	if sp.cfg.Quiet {
-		return
-	}
-	line := sp.tel.Summary()
-	if st != nil {
-		line += fmt.Sprintf(" (%s)", st)
-	}
-	fmt.Fprintln(sp.stderr, line)
 }

@@ -64,12 +64,11 @@ func benchWatchSinceAll(b *testing.B, propagate bool) {
 		if propagate && cc == nil {
 			b.Fatal("no call contexts")
 		}
-		sp, err := newSessionPipeline(env, cfg, cc.option()...)
+		sp, err := newSessionPipeline(env, cfg, sessionConfig{Calls: cc})
 		if err != nil {
 			b.Fatal(err)
 		}
-		sp.calls = cc
-		fc := sp.followerConfig(env, cfg)
+		fc := sp.followerConfig()
 		fc.Dirs = []string{dir}
 		fc.StatePath = filepath.Join(b.TempDir(), "state.json")
 		fc.Since = sessionwatch.SinceAll

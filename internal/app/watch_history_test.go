@@ -87,11 +87,11 @@ func backfill(tb testing.TB, dir string, cfg config.Config, commitBytes int64) b
 // ends.
 func sinceAll(ctx context.Context, tb testing.TB, env Env, cfg config.Config, dir, state string) (*sessionPipeline, sessionwatch.Config) {
 	tb.Helper()
-	sp, err := newSessionPipeline(env, cfg, telemetry.WithBackpressure(ctx))
+	sp, err := newSessionPipeline(env, cfg, sessionConfig{Telemetry: []telemetry.Option{telemetry.WithBackpressure(ctx)}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fc := sp.followerConfig(env, cfg)
+	fc := sp.followerConfig()
 	fc.Dirs, fc.StatePath, fc.Since = []string{dir}, state, sessionwatch.SinceAll
 	return sp, fc
 }

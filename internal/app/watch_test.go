@@ -181,7 +181,7 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 	cfg := config.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
-	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +198,10 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 	}
 	feed(`{"type":"message","id":`, "not json at all")
 	feed(`{"type":`)
-	if got, want := sp.damaged.Load(), int64(3); got != want {
+	if got, want := sp.counts.Damaged.Load(), int64(3); got != want {
 		t.Errorf("damaged = %d, want %d", got, want)
 	}
-	if got, want := sp.lines.Load(), int64(2*len(src)+3); got != want {
+	if got, want := sp.counts.Lines.Load(), int64(2*len(src)+3); got != want {
 		t.Errorf("lines = %d, want %d", got, want)
 	}
 }
@@ -226,7 +226,7 @@ func TestWatchFlushWithAttributeLimit(t *testing.T) {
 			cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")
 			cfg.Metrics.Exporter = telemetry.ExporterNone
 			cfg.Batch.ScheduleDelay = time.Hour // only a flush exports
-			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg)
+			sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}

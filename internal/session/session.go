@@ -31,6 +31,7 @@ import (
 	"context"
 	"hash/fnv"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -94,6 +95,17 @@ type Config struct {
 	// message entry, read by the line's decoding, once the line is fed:
 	// ToolContext then names their spans. The commands are dropped after.
 	BashCalls func(calls []event.BashCall)
+	// Counts, if set, is added to as lines are fed: FileMappers that
+	// share one give the totals of every file (the health metrics), read
+	// on any goroutine while they map.
+	Counts *Counts
+}
+
+// Counts are lines fed, those that did not decode, and those that held
+// several entries (Stats' Lines, Damaged and Repaired), summed over the
+// FileMappers that share them.
+type Counts struct {
+	Lines, Damaged, Repaired atomic.Int64
 }
 
 // Stats counts what a FileMapper saw. Mistyped entries are kept, without
@@ -176,6 +188,9 @@ func New(cfg Config) *FileMapper {
 	if cfg.Parent == nil {
 		cfg.Parent = context.Background()
 	}
+	if cfg.Counts == nil {
+		cfg.Counts = &Counts{}
+	}
 	tp := cfg.TracerProvider
 	opts := []agentmap.Option{agentmap.WithParent(cfg.Parent), agentmap.WithInexactTimes()}
 	if cfg.Content != nil {
@@ -225,11 +240,13 @@ func (t *FileMapper) Predecode() func(off int64, b []byte) func() {
 // calls.
 func (t *FileMapper) feed(l decodedLine) {
 	t.stats.Lines++
+	t.cfg.Counts.Lines.Add(1)
 	if l.pieces == nil {
 		t.feedRecord(l)
 		return
 	}
 	t.stats.Repaired++
+	t.cfg.Counts.Repaired.Add(1)
 	for _, p := range l.pieces {
 		t.feedRecord(p)
 	}
@@ -272,6 +289,7 @@ func (t *FileMapper) feedLine(l decodedLine) {
 	if l.hdr != nil || err != nil || e.Type == typeSession {
 		// A second header is damage, as it always was.
 		t.stats.Damaged++
+		t.cfg.Counts.Damaged.Add(1)
 		t.lost = true
 		return
 	}

@@ -384,6 +384,38 @@ func TestDamagedLines(t *testing.T) {
 	}
 }
 
+// FileMappers that share Counts add their lines to it as they read them,
+// both through Line and through Predecode: the totals are their Stats'.
+func TestCountsAddUp(t *testing.T) {
+	f := newFile(nil)
+	f.user("go")
+	good := f.lines[len(f.lines)-1]
+	f.lines = append(f.lines, good+good, `[1,2,3]`, "\x00garbage")
+	f.assistant("stop", usage{10, 1})
+	var counts Counts
+	a := traceBytes(t, f.bytes(), Config{Counts: &counts})
+	rec, b := record(f.bytes(), Config{Counts: &counts}, func(tr *FileMapper, b []byte) {
+		decode, off := tr.Predecode(), int64(0)
+		for line := range bytes.Lines(b) {
+			decode(off, bytes.TrimSuffix(line, []byte("\n")))()
+			off += int64(len(line))
+		}
+	})
+	if len(rec.Ended()) == 0 {
+		t.Fatal("the predecoded file traced nothing")
+	}
+	sa, sb := a.tracer.Stats(), b.Stats()
+	if got, want := counts.Lines.Load(), sa.Lines+sb.Lines; got != want || sa.Lines == 0 {
+		t.Errorf("%d lines counted, want %d (%d in one file)", got, want, sa.Lines)
+	}
+	if got, want := counts.Damaged.Load(), sa.Damaged+sb.Damaged; got != want || sa.Damaged != 2 {
+		t.Errorf("%d damaged counted, want %d (%d in one file, want 2)", got, want, sa.Damaged)
+	}
+	if got, want := counts.Repaired.Load(), sa.Repaired+sb.Repaired; got != want || sa.Repaired != 1 {
+		t.Errorf("%d repaired counted, want %d (%d in one file, want 1)", got, want, sa.Repaired)
+	}
+}
+
 func TestHeaderOnly(t *testing.T) {
 	for _, b := range []string{
 		`{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T09:00:00.000Z","cwd":"/p"}` + "\n",
