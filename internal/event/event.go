@@ -267,6 +267,9 @@ type Decoder struct {
 	s    scan
 	ev   Event
 	ame  AssistantMessageEvent
+	// valid says the last record was a valid object, so s holds its
+	// members (Member).
+	valid bool
 }
 
 // NewDecoder returns a Decoder.
@@ -283,7 +286,36 @@ func NewDecoder(opts Options) *Decoder {
 func (d *Decoder) Decode(rec []byte) (*Event, error) {
 	d.ev = Event{}
 	err := decode(rec, d.opts, &d.s, &d.ev, &d.ame, true)
+	d.valid = err == nil || errors.Is(err, ErrFieldDropped)
 	return &d.ev, err
+}
+
+// Member returns the value of the top-level member name of rec, the record
+// Decode last decoded, from the offsets its scan recorded: for a field
+// Event does not carry (a session entry's parentId), without a second
+// walk. v is nil when there is no such member. ok is false when the scan
+// cannot tell as encoding/json would: the record was no valid object, had
+// more members than the scan records, or spells name twice, with escapes
+// or in another case.
+func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
+	if !d.valid || d.s.overflow {
+		return nil, false
+	}
+	names := []string{name}
+	for k := range d.s.n {
+		m := &d.s.members[k]
+		key := rec[m.keyStart:m.keyEnd]
+		switch {
+		case string(key) == name:
+			if v != nil {
+				return nil, false // a duplicate: the last one wins
+			}
+			v = rec[m.valStart:m.valEnd]
+		case !plainKey(key) || foldsToAny(key, names):
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {

@@ -124,6 +124,33 @@ func checkAgainstReference(t *testing.T, rec []byte) {
 			if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(*gp, want) {
 				t.Fatalf("Decoder.Decode(%q, %+v):\n got %s, %v\nwant %s, %v", truncated(rec), opts, dump(*gp), gotErr, dump(want), wantErr)
 			}
+			checkMember(t, d, rec, wantErr)
+		}
+	}
+}
+
+// checkMember holds Decoder.Member to encoding/json: a member it reads is
+// the value encoding/json reads for a field of that name.
+func checkMember(t *testing.T, d *Decoder, rec []byte, decodeErr error) {
+	t.Helper()
+	var ref struct {
+		ParentID json.RawMessage `json:"parentId"`
+		Message  json.RawMessage `json:"message"`
+	}
+	refErr := json.Unmarshal(rec, &ref)
+	for _, c := range []struct {
+		name string
+		want json.RawMessage
+	}{{"parentId", ref.ParentID}, {"message", ref.Message}} {
+		v, ok := d.Member(rec, c.name)
+		if !ok {
+			continue
+		}
+		if decodeErr != nil && !errors.Is(decodeErr, ErrFieldDropped) || refErr != nil {
+			t.Fatalf("Member(%q, %q) ok for a record that is no object: %v, %v", truncated(rec), c.name, decodeErr, refErr)
+		}
+		if !bytes.Equal(v, c.want) || (v == nil) != (c.want == nil) {
+			t.Fatalf("Member(%q, %q) = %q; encoding/json %q", truncated(rec), c.name, v, c.want)
 		}
 	}
 }

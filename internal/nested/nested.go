@@ -187,13 +187,13 @@ func Probe(result []byte) bool {
 		}
 		q := i + j
 		i = q + len(keyEnd)
-		if escaped(b, q) {
+		if event.Escaped(b, q) {
 			continue // a quote inside a string: tool output
 		}
 		// The key opens at the unescaped quote before it; a key of ours is
 		// short, and a longer one can only be another.
 		for k := q - 1; k >= 0 && k >= q-maxKey; k-- {
-			if b[k] == '"' && !escaped(b, k) {
+			if b[k] == '"' && !event.Escaped(b, k) {
 				if relevantKey(b[k+1 : q]) {
 					return true
 				}
@@ -224,16 +224,6 @@ var (
 func relevantKey(key []byte) bool {
 	return bytes.EqualFold(key, keyMessagesRaw) || bytes.EqualFold(key, keyUsage) ||
 		bytes.EqualFold(key, keyNestedCalls) || bytes.EqualFold(key, keySessionRaw) || bytes.IndexByte(key, '\\') >= 0
-}
-
-// escaped reports whether the quote at b[q] is escaped: an odd run of
-// backslashes precedes it.
-func escaped(b []byte, q int) bool {
-	k := q
-	for k > 0 && b[k-1] == '\\' {
-		k--
-	}
-	return (q-k)%2 == 1
 }
 
 // Parse reads what result carries. It returns nil when result is not an

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // SessionReader reads the child session file a results[] entry names in
@@ -73,7 +75,7 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 		}
 		var typ string
 		var msg []byte
-		ok := members(line, func(k, v []byte) bool {
+		ok := event.Members(line, func(k, v []byte) bool {
 			switch {
 			case key(k, "type"):
 				_ = str(v, &typ)
