@@ -262,7 +262,7 @@ func (m *Mapper) Handle(in Input) {
 		}
 		m.rootEvent(vocab.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(entryType(ev.Entry))))
+		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(ev.EntryType)))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:

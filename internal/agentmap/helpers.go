@@ -43,29 +43,3 @@ func sectionNames(sections map[string]*string) []string {
 	sort.Strings(names)
 	return names
 }
-
-// entryType names an appended entry without reading its data.
-func entryType(entry json.RawMessage) string {
-	var e struct {
-		Type       string `json:"type"`
-		CustomType string `json:"customType"`
-	}
-	if json.Unmarshal(entry, &e) != nil {
-		return ""
-	}
-	if e.CustomType != "" {
-		return e.Type + ":" + e.CustomType
-	}
-	return e.Type
-}
-
-func decodeCompaction(raw json.RawMessage) *compactionResult {
-	if len(raw) == 0 {
-		return nil
-	}
-	var r compactionResult
-	if json.Unmarshal(raw, &r) != nil {
-		return nil
-	}
-	return &r
-}

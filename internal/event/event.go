@@ -107,6 +107,11 @@ type Event struct {
 	Entry    json.RawMessage   `json:"entry"`
 	Name     *string           `json:"name"`
 	Level    string            `json:"level"`
+	// EntryType names an entry_appended's entry: its type, and its
+	// customType after a colon.
+	EntryType string `json:"-"`
+	// Compaction is a compaction_end's result, when it reads as one.
+	Compaction *Compaction `json:"-"`
 
 	// compaction_*, auto_retry_*, summarization_retry_*
 	Reason       string  `json:"reason"`
@@ -163,6 +168,9 @@ type Message struct {
 	Sections   map[string]*string `json:"sections"`
 	ToolsAdded []json.RawMessage  `json:"toolsAdded"`
 	Tools      []json.RawMessage  `json:"tools"`
+	// ToolDefs are the declarations of Tools and ToolsAdded, in that
+	// order, that name a tool (NoteTools).
+	ToolDefs []ToolDef `json:"-"`
 
 	// Raw is the message as Pi sent it, for opt-in content capture.
 	Raw json.RawMessage `json:"-"`
@@ -321,6 +329,7 @@ func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
 func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
 	err := decodeRecord(rec, opts, s, ev, ame, alias)
 	if err == nil || errors.Is(err, ErrFieldDropped) {
+		ev.noteFacts()
 		ev.noteSkills()
 		if opts.BashCalls {
 			ev.noteBashCalls()

@@ -26,10 +26,47 @@ func referenceDecode(rec []byte, opts Options) (Event, error) {
 	}
 	// decodeSlow is the encoding/json path: the reference for the fields.
 	ev, err := decodeSlow(rec, typ, opts)
+	if err == nil || errors.Is(err, ErrFieldDropped) {
+		referenceFacts(&ev)
+	}
 	if opts.BashCalls && (err == nil || errors.Is(err, ErrFieldDropped)) {
 		ev.BashCalls = referenceBashCalls(&ev)
 	}
 	return ev, err
+}
+
+// referenceFacts reads the typed fields of rare records as the mapper read
+// them from the raw ones, with encoding/json, before the decoder did.
+func referenceFacts(ev *Event) {
+	switch ev.Type {
+	case TypeEntryAppended:
+		var e struct {
+			Type       string `json:"type"`
+			CustomType string `json:"customType"`
+		}
+		if json.Unmarshal(ev.Entry, &e) == nil {
+			ev.EntryType = e.Type
+			if e.CustomType != "" {
+				ev.EntryType += ":" + e.CustomType
+			}
+		}
+	case TypeCompactionEnd:
+		var c Compaction
+		if len(ev.Result) > 0 && json.Unmarshal(ev.Result, &c) == nil {
+			ev.Compaction = &c
+		}
+	}
+	if m := ev.Message; m != nil {
+		for _, raw := range append(append([]json.RawMessage{}, m.Tools...), m.ToolsAdded...) {
+			var t struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			}
+			if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+				m.ToolDefs = append(m.ToolDefs, ToolDef{Name: t.Name, Description: t.Description})
+			}
+		}
+	}
 }
 
 // referenceBashCalls reads an event's bash calls with encoding/json alone,
@@ -290,6 +327,17 @@ var oddRecords = []string{
 	`{"type":"tool_execution_update","partialResult":{"content":[]},"args":{},"toolName":"bash"}`,
 	`{"type":"compaction_end","result":null,"aborted":false,"willRetry":true,"errorMessage":"e\te"}`,
 	`{"type":"entry_appended","entry":{"type":"context_edit"}}`,
+	// The typed facts of rare records: entry types, compaction results,
+	// tool declarations.
+	`{"type":"entry_appended","entry":{"type":"custom","customType":"x","data":[1]}}`,
+	`{"type":"entry_appended","entry":{"Type":"custom","customType":5}}`,
+	`{"type":"entry_appended","entry":"custom"}`,
+	`{"type":"compaction_end","result":{"summary":"s","tokensBefore":9,"estimatedTokensAfter":3,"usage":{"input":1,"cost":{"total":0.5}}}}`,
+	`{"type":"compaction_end","result":{"summary":"s","tokensBefore":"9"}}`,
+	`{"type":"compaction_end","result":"done"}`,
+	`{"type":"tool_execution_end","result":{"summary":"s","tokensBefore":9}}`,
+	`{"type":"message_end","message":{"role":"system","tools":[{"name":"a","description":"d"},{"name":""},5,{"NAME":"b"}],"toolsAdded":[{"name":"c","description":7}]}}`,
+	`{"type":"message","message":{"role":"system","sections":{"a":"x"},"toolsAdded":[{"name":"c"}]}}`,
 	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
 	// Bash calls (Options.BashCalls), hostile ones too.
 	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls -l"}}`,

@@ -475,7 +475,8 @@ func (x *translator) compaction(e *entry) {
 	res, _ := json.Marshal(compactionResult{TokensBefore: e.TokensBefore, Usage: e.Usage})
 	x.emit(&event.Event{Type: event.TypeCompactionStart, Reason: reason}, x.now)
 	f := false
-	x.emit(&event.Event{Type: event.TypeCompactionEnd, Reason: reason, Result: res, Aborted: &f, WillRetry: &willRetry}, e.persist)
+	x.emit(&event.Event{Type: event.TypeCompactionEnd, Reason: reason, Result: res, Aborted: &f, WillRetry: &willRetry,
+		Compaction: &event.Compaction{TokensBefore: e.TokensBefore, Usage: e.Usage}}, e.persist)
 }
 
 // finish closes the run: settled, or as the mapper closes an unfinished
