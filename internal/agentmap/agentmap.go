@@ -91,12 +91,11 @@ type Mapper struct {
 type Input struct {
 	Event *event.Event
 	At    time.Time
-	// Nested, with NestedRead, is what a tool_execution_end's result holds
-	// of nested runs, read by the caller (a session file's toolResult,
-	// whose raw bytes are not kept); nil says nothing. Without NestedRead
-	// the mapper reads Event.Result itself.
-	Nested     *nested.Result
-	NestedRead bool
+	// Nested is what a tool_execution_end's result holds of nested runs,
+	// read by the decode stage before the mapper (nested.FromEvent for a
+	// stream, the session decoder for a file's toolResult); nil says
+	// nothing. The mapper never reads Event.Result for it.
+	Nested *nested.Result
 	// Key is the identity of the run a root opened by this input starts:
 	// its trace and span ids derive from it (package spanid). "" gives the
 	// root random ids, and the run a key made of them (spanid.LiveKey).
@@ -238,7 +237,7 @@ func (m *Mapper) Handle(in Input) {
 	case event.TypeToolExecutionUpdate:
 		m.toolUpdate(ev, at)
 	case event.TypeToolExecutionEnd:
-		m.toolEnd(ev, at, in.Nested, in.NestedRead)
+		m.toolEnd(ev, at, in.Nested)
 	case event.TypeCompactionStart:
 		m.compactionStart(ev, at)
 	case event.TypeCompactionEnd:

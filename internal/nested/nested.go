@@ -226,6 +226,17 @@ func relevantKey(key []byte) bool {
 		bytes.EqualFold(key, keyNestedCalls) || bytes.EqualFold(key, keySessionRaw) || bytes.IndexByte(key, '\\') >= 0
 }
 
+// FromEvent reads what a tool_execution_end of a stream carries, for the
+// mapper's Input: nil for other records, and for results that cannot
+// carry nested work (Probe). Child session files are not read: a stream
+// has none of its own to resolve their names against.
+func FromEvent(ev *event.Event) *Result {
+	if ev.Type != event.TypeToolExecutionEnd || len(ev.Result) == 0 || !Probe(ev.Result) {
+		return nil
+	}
+	return Parse(ev.Result, DefaultLimits)
+}
+
 // Parse reads what result carries. It returns nil when result is not an
 // object with any of the fields; bad values are counted, never fatal.
 func Parse(result []byte, lim Limits) *Result {
