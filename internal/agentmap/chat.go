@@ -104,7 +104,7 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 		// with (content.go): one place.
 		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
 		m.conv.learnTools(msg)
-		m.systemContent(rawMessage(ev))
+		m.systemContent(msg, rawMessage(ev))
 	default: // toolResult, bashExecution, custom, …: sent with the next call
 		m.contentMessage(msg, rawMessage(ev))
 	}

@@ -169,8 +169,11 @@ type Message struct {
 	ToolsAdded []json.RawMessage  `json:"toolsAdded"`
 	Tools      []json.RawMessage  `json:"tools"`
 	// ToolDefs are the declarations of Tools and ToolsAdded, in that
-	// order, that name a tool (NoteTools).
+	// order, that name a tool (NoteFacts).
 	ToolDefs []ToolDef `json:"-"`
+	// Ordered are a system message's sections in the message's key
+	// order, with their raw values (NoteFacts).
+	Ordered []Section `json:"-"`
 
 	// Raw is the message as Pi sent it, for opt-in content capture.
 	Raw json.RawMessage `json:"-"`

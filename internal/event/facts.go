@@ -30,7 +30,7 @@ func (ev *Event) noteFacts() {
 		ev.Compaction = compaction(ev.Result)
 	}
 	if m := ev.Message; m != nil {
-		m.NoteTools()
+		m.NoteFacts()
 	}
 }
 
@@ -63,9 +63,44 @@ func compaction(raw json.RawMessage) *Compaction {
 	return &c
 }
 
-// NoteTools sets ToolDefs from the declarations in Tools, then ToolsAdded:
+// Section is one named section of a system message.
+type Section struct {
+	Name string
+	// Text is the section's raw value; null removes the section.
+	Text json.RawMessage
+}
+
+// NoteFacts sets the typed fields read from a decoded message's raw ones:
+// ToolDefs, and a system message's Ordered sections.
+func (m *Message) NoteFacts() {
+	m.noteTools()
+	m.Ordered = nil
+	if m.Role == "system" && len(m.Raw) > 0 {
+		m.Ordered = orderedSections(m.Raw)
+	}
+}
+
+// orderedSections reads a system message's sections in its key order, as
+// the message gives them: a later system message changes named sections,
+// and what captured content renders keeps their order.
+func orderedSections(msg json.RawMessage) []Section {
+	var f struct {
+		Sections json.RawMessage `json:"sections"`
+	}
+	if json.Unmarshal(msg, &f) != nil {
+		return nil
+	}
+	var list []Section
+	Members(f.Sections, func(k, v []byte) bool {
+		list = append(list, Section{Name: string(k), Text: v})
+		return true
+	})
+	return list
+}
+
+// noteTools sets ToolDefs from the declarations in Tools, then ToolsAdded:
 // those that read as an object with a name.
-func (m *Message) NoteTools() {
+func (m *Message) noteTools() {
 	m.ToolDefs = nil
 	for _, list := range [][]json.RawMessage{m.Tools, m.ToolsAdded} {
 		for _, raw := range list {

@@ -66,7 +66,39 @@ func referenceFacts(ev *Event) {
 				m.ToolDefs = append(m.ToolDefs, ToolDef{Name: t.Name, Description: t.Description})
 			}
 		}
+		if m.Role == "system" {
+			m.Ordered = referenceSections(m.Raw)
+		}
 	}
+}
+
+// referenceSections reads a system message's sections in key order with
+// encoding/json's tokenizer, as the mapper read them before the decoder did.
+func referenceSections(raw []byte) []Section {
+	var fields struct {
+		Sections json.RawMessage `json:"sections"`
+	}
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(fields.Sections))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var list []Section
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return list
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return list
+		}
+		list = append(list, Section{Name: name, Text: v})
+	}
+	return list
 }
 
 // referenceBashCalls reads an event's bash calls with encoding/json alone,
@@ -338,6 +370,9 @@ var oddRecords = []string{
 	`{"type":"tool_execution_end","result":{"summary":"s","tokensBefore":9}}`,
 	`{"type":"message_end","message":{"role":"system","tools":[{"name":"a","description":"d"},{"name":""},5,{"NAME":"b"}],"toolsAdded":[{"name":"c","description":7}]}}`,
 	`{"type":"message","message":{"role":"system","sections":{"a":"x"},"toolsAdded":[{"name":"c"}]}}`,
+	`{"type":"message_end","message":{"role":"system","content":"c","sections":{"b":"1","a":null,"b":{"x":[1]},"\u0063":"e"},"Sections":{"z":"last"}}}`,
+	`{"type":"message_end","message":{"role":"system","sections":[1],"content":null}}`,
+	`{"type":"message_end","message":{"role":"user","sections":{"a":"x"}}}`,
 	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
 	// Bash calls (Options.BashCalls), hostile ones too.
 	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls -l"}}`,

@@ -327,7 +327,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 		m.drop()
 		// Only the number of tool declarations is read.
 		m.ToolsAdded, m.Tools = blanks(m.ToolsAdded), blanks(m.Tools)
-		m.ToolDefs = nil
+		m.ToolDefs, m.Ordered = nil, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		e.persist = t
@@ -392,7 +392,7 @@ func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
-		m.NoteTools()
+		m.NoteFacts()
 		m.readNested(sessions, from)
 		m.summarize()
 		e.msg = m
