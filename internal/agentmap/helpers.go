@@ -13,15 +13,6 @@ import (
 // not must not be copied whole into telemetry.
 func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
 
-// contentChars counts the characters of a message's text without keeping
-// it: from Content, or what a reader that dropped Content counted of it.
-func contentChars(msg *event.Message) int {
-	if msg.Content == nil {
-		return msg.TextChars
-	}
-	return event.ContentChars(msg.Content)
-}
-
 // rawMessage is the message of a message_* event as Pi sent it.
 func rawMessage(ev *event.Event) []byte { return ev.RawMessage }
 

@@ -180,9 +180,9 @@ type Message struct {
 	// Skill is the skill a user message's /skill:name expansion loads
 	// (PromptSkill).
 	Skill string `json:"-"`
-	// TextChars is ContentChars(Content) as counted by a reader that then
-	// dropped Content, to hold the message without its text; it counts
-	// only while Content is nil.
+	// TextChars is ContentChars(Content) of a user message, counted by the
+	// decoder (NoteFacts), so that a reader may drop Content and the
+	// mapper need not scan it.
 	TextChars int `json:"-"`
 }
 

@@ -71,9 +71,13 @@ type Section struct {
 }
 
 // NoteFacts sets the typed fields read from a decoded message's raw ones:
-// ToolDefs, and a system message's Ordered sections.
+// ToolDefs, a user message's TextChars and a system message's Ordered
+// sections.
 func (m *Message) NoteFacts() {
 	m.noteTools()
+	if m.Role == "user" {
+		m.TextChars = ContentChars(m.Content)
+	}
 	m.Ordered = nil
 	if m.Role == "system" && len(m.Raw) > 0 {
 		m.Ordered = orderedSections(m.Raw)

@@ -69,6 +69,9 @@ func referenceFacts(ev *Event) {
 		if m.Role == "system" {
 			m.Ordered = referenceSections(m.Raw)
 		}
+		if m.Role == "user" {
+			m.TextChars = contentCharsJSON(m.Content) // encoding/json's count
+		}
 	}
 }
 
@@ -373,6 +376,8 @@ var oddRecords = []string{
 	`{"type":"message_end","message":{"role":"system","content":"c","sections":{"b":"1","a":null,"b":{"x":[1]},"\u0063":"e"},"Sections":{"z":"last"}}}`,
 	`{"type":"message_end","message":{"role":"system","sections":[1],"content":null}}`,
 	`{"type":"message_end","message":{"role":"user","sections":{"a":"x"}}}`,
+	`{"type":"message_end","message":{"role":"user","content":[{"type":"text","text":"h\u00e9"},{"text":"x","text":"yz"}]}}`,
+	`{"type":"message_start","message":{"role":"user","content":"hi","Content":[{"text":"abc"}]}}`,
 	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
 	// Bash calls (Options.BashCalls), hostile ones too.
 	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls -l"}}`,

@@ -146,9 +146,6 @@ func (m *message) summarize() {
 // or a tool's output can be hundreds of megabytes, and an entry is held
 // until its run is traced. A prompt keeps the length of its text.
 func (m *message) drop() {
-	if m.Role == "user" {
-		m.TextChars = event.ContentChars(m.Content)
-	}
 	m.Raw, m.Content = nil, nil
 }
 
