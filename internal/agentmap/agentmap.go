@@ -94,12 +94,11 @@ type Mapper struct {
 type Input struct {
 	Event *event.Event
 	At    time.Time
-	// Nested, with NestedRead, is what a tool_execution_end's result holds
-	// of nested runs, read by the caller (a session file's toolResult,
-	// whose raw bytes are not kept); nil says nothing. Without NestedRead
-	// the mapper reads Event.Result itself.
-	Nested     *nested.Result
-	NestedRead bool
+	// Nested is what a tool_execution_end's result holds of nested runs,
+	// read by the decode stage before the mapper (nested.FromEvent for a
+	// stream, the session decoder for a file's toolResult); nil says
+	// nothing. The mapper never reads Event.Result for it.
+	Nested *nested.Result
 	// Key is the identity of the run a root opened by this input starts:
 	// its trace and span ids derive from it (package spanid). "" is a
 	// live run's: a random key (spanid.NewLiveKey), or ReserveRoot's.
@@ -255,7 +254,7 @@ func (m *Mapper) Handle(in Input) {
 	case event.TypeToolExecutionUpdate:
 		m.toolUpdate(ev, at)
 	case event.TypeToolExecutionEnd:
-		m.toolEnd(ev, at, in.Nested, in.NestedRead)
+		m.toolEnd(ev, at, in.Nested)
 	case event.TypeCompactionStart:
 		m.compactionStart(ev, at)
 	case event.TypeCompactionEnd:
@@ -279,7 +278,7 @@ func (m *Mapper) Handle(in Input) {
 		}
 		m.rootEvent(vocab.EventSessionInfo, at, attrs...)
 	case event.TypeEntryAppended:
-		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(entryType(ev.Entry))))
+		m.rootEvent(vocab.EventEntryAppended, at, vocab.EntryTypeKey.String(shortName(ev.EntryType)))
 	case event.TypeExtensionError:
 		m.ExtensionError(ev, at)
 	case event.TypeBashExecutionUpdate, event.TypeExtensionUIRequest, event.TypeResponse:

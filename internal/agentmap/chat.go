@@ -89,7 +89,7 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 		}
 		// The event keeps the prompt too: the pi.user_prompt log record,
 		// an audit trail of what was asked, is made from it.
-		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(contentChars(msg))}
+		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(msg.TextChars)}
 		if c := m.cfg.content; c != nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
 		}
@@ -104,7 +104,7 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 		// with (content.go): one place.
 		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
 		m.conv.learnTools(msg)
-		m.systemContent(rawMessage(ev))
+		m.systemContent(msg, rawMessage(ev))
 	default: // toolResult, bashExecution, custom, …: sent with the next call
 		m.contentMessage(msg, rawMessage(ev))
 	}

@@ -56,13 +56,6 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	return c
 }
 
-type compactionResult struct {
-	Summary              string       `json:"summary"`
-	TokensBefore         *int64       `json:"tokensBefore"`
-	EstimatedTokensAfter *int64       `json:"estimatedTokensAfter"`
-	Usage                *event.Usage `json:"usage"`
-}
-
 func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	c := m.oldestCompaction()
 	if c == nil {
@@ -76,7 +69,7 @@ func (m *Mapper) compactionEnd(ev *event.Event, at time.Time) {
 	if ev.WillRetry != nil {
 		attrs = append(attrs, vocab.CompactionWillRetryKey.Bool(*ev.WillRetry))
 	}
-	if res := decodeCompaction(ev.Result); res != nil {
+	if res := ev.Compaction; res != nil {
 		if res.TokensBefore != nil {
 			attrs = append(attrs, vocab.CompactionTokensBeforeKey.Int64(*res.TokensBefore))
 		}

@@ -163,43 +163,25 @@ func (m *Mapper) contentMessage(msg *event.Message, raw []byte) {
 }
 
 // systemContent applies a system message to the prompt the next calls are
-// sent (the tools it declares are in m.conv).
-func (m *Mapper) systemContent(raw []byte) {
+// sent (the tools it declares are in m.conv); raw is the message as Pi
+// sent it, absent when content was not kept.
+func (m *Mapper) systemContent(msg *event.Message, raw []byte) {
 	c := m.cfg.content
 	if c == nil || len(raw) == 0 {
 		return
 	}
-	var fields struct {
-		Content  json.RawMessage `json:"content"`
-		Sections json.RawMessage `json:"sections"`
-	}
-	if json.Unmarshal(raw, &fields) != nil {
-		return
-	}
 	p := &m.text.system
-	if len(fields.Content) > 0 && string(fields.Content) != `""` && string(fields.Content) != "null" {
-		p.content = fields.Content
+	if len(msg.Content) > 0 && string(msg.Content) != `""` && string(msg.Content) != "null" {
+		p.content = bytes.Clone(msg.Content) // the decoder's may point into the record
 	}
-	p.apply(fields.Sections)
+	p.apply(msg.Ordered)
 	m.text.rendered = c.SystemInstructions(p.message())
 }
 
-// apply merges a sections object into the prompt, in its key order.
-func (p *systemPrompt) apply(raw json.RawMessage) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return
-		}
+// apply merges a message's sections into the prompt, in their order.
+func (p *systemPrompt) apply(sections []event.Section) {
+	for _, s := range sections {
+		name, v := s.Name, s.Text
 		i := 0
 		for i < len(p.sections) && p.sections[i].name != name {
 			i++

@@ -1,7 +1,6 @@
 package agentmap
 
 import (
-	"encoding/json"
 	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,34 +31,26 @@ type conventionState struct {
 }
 
 // learnTools remembers the tools a system message declares, and their
-// descriptions: `tools` lists them all, `toolsAdded` adds to the list.
+// descriptions: `tools` lists them all, `toolsAdded` adds to the list
+// (the decoder read both into ToolDefs).
 func (s *conventionState) learnTools(msg *event.Message) {
 	if msg.Tools != nil {
 		s.tools = s.tools[:0]
 	}
-	for _, list := range [][]json.RawMessage{msg.Tools, msg.ToolsAdded} {
-		for _, raw := range list {
-			var t struct {
-				Name        string `json:"name"`
-				Description string `json:"description"`
-			}
-			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
-				continue
-			}
-			if !slices.Contains(s.tools, t.Name) && len(s.tools) < maxToolDescriptions {
-				s.tools = append(s.tools, t.Name)
-			}
-			if t.Description == "" {
-				continue
-			}
-			if s.descriptions == nil {
-				s.descriptions = map[string]string{}
-			}
-			if _, known := s.descriptions[t.Name]; !known && len(s.descriptions) >= maxToolDescriptions {
-				continue
-			}
-			s.descriptions[t.Name] = vocab.Clip(t.Description, maxToolDescriptionLen)
+	for _, t := range msg.ToolDefs {
+		if !slices.Contains(s.tools, t.Name) && len(s.tools) < maxToolDescriptions {
+			s.tools = append(s.tools, t.Name)
 		}
+		if t.Description == "" {
+			continue
+		}
+		if s.descriptions == nil {
+			s.descriptions = map[string]string{}
+		}
+		if _, known := s.descriptions[t.Name]; !known && len(s.descriptions) >= maxToolDescriptions {
+			continue
+		}
+		s.descriptions[t.Name] = vocab.Clip(t.Description, maxToolDescriptionLen)
 	}
 }
 

@@ -19,7 +19,7 @@ func aRun(provider string) []event.Event {
 		{Type: event.TypeToolExecutionStart, ToolCallID: "a", ToolName: "bash"},
 		{Type: event.TypeToolExecutionEnd, ToolCallID: "a", ToolName: "bash"},
 		{Type: event.TypeCompactionStart, Reason: "threshold"},
-		{Type: event.TypeCompactionEnd, Reason: "threshold", Result: []byte(`{"tokensBefore":1}`)},
+		{Type: event.TypeCompactionEnd, Reason: "threshold", Result: []byte(`{"tokensBefore":1}`), Compaction: &event.Compaction{TokensBefore: new(int64(1))}},
 		{Type: event.TypeTurnEnd},
 		{Type: event.TypeAutoRetryStart, Attempt: 1, MaxAttempts: 3},
 		{Type: event.TypeAgentEnd},

@@ -13,15 +13,6 @@ import (
 // not must not be copied whole into telemetry.
 func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
 
-// contentChars counts the characters of a message's text without keeping
-// it: from Content, or what a reader that dropped Content counted of it.
-func contentChars(msg *event.Message) int {
-	if msg.Content == nil {
-		return msg.TextChars
-	}
-	return event.ContentChars(msg.Content)
-}
-
 // rawMessage is the message of a message_* event as Pi sent it.
 func rawMessage(ev *event.Event) []byte { return ev.RawMessage }
 
@@ -42,30 +33,4 @@ func sectionNames(sections map[string]*string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// entryType names an appended entry without reading its data.
-func entryType(entry json.RawMessage) string {
-	var e struct {
-		Type       string `json:"type"`
-		CustomType string `json:"customType"`
-	}
-	if json.Unmarshal(entry, &e) != nil {
-		return ""
-	}
-	if e.CustomType != "" {
-		return e.Type + ":" + e.CustomType
-	}
-	return e.Type
-}
-
-func decodeCompaction(raw json.RawMessage) *compactionResult {
-	if len(raw) == 0 {
-		return nil
-	}
-	var r compactionResult
-	if json.Unmarshal(raw, &r) != nil {
-		return nil
-	}
-	return &r
 }

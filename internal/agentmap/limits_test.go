@@ -129,7 +129,8 @@ func TestNeverEndedToolsStayBounded(t *testing.T) {
 func TestOverlappingCompactions(t *testing.T) {
 	before := func(n int64) event.Event {
 		return event.Event{Type: event.TypeCompactionEnd, Reason: "threshold",
-			Result: []byte(fmt.Sprintf(`{"tokensBefore":%d,"estimatedTokensAfter":10}`, n))}
+			Result:     []byte(fmt.Sprintf(`{"tokensBefore":%d,"estimatedTokensAfter":10}`, n)),
+			Compaction: &event.Compaction{TokensBefore: new(n), EstimatedTokensAfter: new(int64(10))}}
 	}
 	evs := []event.Event{
 		{Type: event.TypeAgentStart}, {Type: event.TypeAgentEnd},

@@ -32,12 +32,8 @@ type nestedTotals struct {
 // returns t's attributes with the nested totals, and when t ends: at, or
 // later if its children's own times end later (a replayed stream knows a
 // tool's duration but only approximates its start), so that t contains
-// them. res is what the caller read of the result, when read is set
-// (Input.Nested).
-func (m *Mapper) nestedTool(t *tool, ev *event.Event, at time.Time, attrs []attribute.KeyValue, res *nested.Result, read bool) ([]attribute.KeyValue, time.Time) {
-	if !read && len(ev.Result) > 0 && nested.Probe(ev.Result) {
-		res = nested.Parse(ev.Result, nested.DefaultLimits)
-	}
+// them. res is what the decode stage read of the result (Input.Nested).
+func (m *Mapper) nestedTool(t *tool, at time.Time, attrs []attribute.KeyValue, res *nested.Result) ([]attribute.KeyValue, time.Time) {
 	if res.Empty() {
 		return attrs, at
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/content/redact"
 	"github.com/pi-otel/pi-otel/internal/testutil/replaytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
+	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
 // subagentEnd is the subagent tool_execution_end record of a capture.
@@ -259,5 +260,24 @@ func TestRepeatedNestedToolResultLive(t *testing.T) {
 	}
 	if n := m.Stats().Anomalies["nested values dropped"]; n != 0 {
 		t.Errorf("%d nested values dropped: a repeat is no loss", n)
+	}
+}
+
+// Record, the public mapper's way in, reads the nested runs of a tool's
+// result as the stream path does: the decode stage reads them, not the
+// state machine.
+func TestRecordReadsNestedRuns(t *testing.T) {
+	stream := replaytest.Capture(t, v160, "subagent-fail")
+	want, _, _ := replay(t, stream, nil)
+	rec := spantree.NewRecorder()
+	m := agentmap.New(rec)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i, line := range bytes.Split(bytes.TrimSpace(stream), []byte("\n")) {
+		_ = m.Record(line, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
+	got := rec.Forest(t)
+	if n, w := len(spantree.Find(got, "invoke_agent scout")), len(spantree.Find(want, "invoke_agent scout")); n != w || n == 0 {
+		t.Fatalf("Record traced %d invoke_agent scout spans, the stream path %d:\n%s", n, w, spantree.Shape(got))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 )
 
 // Record decodes one record of Pi's JSON stream (a line of `pi --mode
@@ -45,7 +46,7 @@ func (m *Mapper) Record(line []byte, at time.Time) error {
 		}
 		return first
 	}
-	m.Handle(Input{Event: ev, At: at})
+	m.Handle(Input{Event: ev, At: at, Nested: nested.FromEvent(ev)})
 	return err
 }
 
@@ -55,6 +56,6 @@ func (m *Mapper) record(rec []byte, at time.Time) error {
 	if err != nil && ev.Type == "" {
 		return err
 	}
-	m.Handle(Input{Event: ev, At: at})
+	m.Handle(Input{Event: ev, At: at, Nested: nested.FromEvent(ev)})
 	return err
 }

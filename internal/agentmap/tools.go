@@ -79,7 +79,7 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 	t.updates++
 }
 
-func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result, read bool) {
+func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result) {
 	r := m.ensureRun(at, "tool_execution_end")
 	t := r.tools.get(ev.ToolCallID)
 	if t == nil && r.evicted.take(ev.ToolCallID) {
@@ -117,7 +117,7 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result, read
 		t.SetStatus(codes.Error, "tool reported an error")
 	}
 	attrs = toolSkill(r, t, ev.IsError, attrs)
-	attrs, at = m.nestedTool(t, ev, at, attrs, res, read)
+	attrs, at = m.nestedTool(t, at, attrs, res)
 	m.endTool(t, at, attrs...)
 }
 

@@ -78,3 +78,28 @@ func TestOutOfRangeNumberDropsOnlyItsField(t *testing.T) {
 		})
 	}
 }
+
+// A member the scan cannot read as encoding/json would (twice, in another
+// case, escaped) is left to encoding/json; others are read in place.
+func TestMemberDefersWhenUnsure(t *testing.T) {
+	for _, tc := range []struct {
+		rec, want string
+		ok        bool
+	}{
+		{`{"type":"message","parentId":"a","message":{}}`, `"a"`, true},
+		{`{"type":"message","message":{},"parentId":null}`, `null`, true},
+		{`{"type":"message","message":{"parentId":"x"}}`, ``, true},
+		{`{"type":"message","parentId":"a","parentId":"b"}`, ``, false},
+		{`{"type":"message","ParentId":"a"}`, ``, false},
+		{`{"type":"message","parent\u0049d":"a"}`, ``, false},
+		{`{"type":"message","parentId":"a"`, ``, false},
+	} {
+		d := NewDecoder(Options{})
+		_, _ = d.Decode([]byte(tc.rec))
+		v, ok := d.Member([]byte(tc.rec), "parentId")
+		if string(v) != tc.want || ok != tc.ok {
+			t.Errorf("Member(%s) = %q, %v; want %q, %v", tc.rec, v, ok, tc.want, tc.ok)
+		}
+		checkAgainstReference(t, []byte(tc.rec))
+	}
+}

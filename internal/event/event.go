@@ -107,6 +107,11 @@ type Event struct {
 	Entry    json.RawMessage   `json:"entry"`
 	Name     *string           `json:"name"`
 	Level    string            `json:"level"`
+	// EntryType names an entry_appended's entry: its type, and its
+	// customType after a colon.
+	EntryType string `json:"-"`
+	// Compaction is a compaction_end's result, when it reads as one.
+	Compaction *Compaction `json:"-"`
 
 	// compaction_*, auto_retry_*, summarization_retry_*
 	Reason       string  `json:"reason"`
@@ -163,15 +168,21 @@ type Message struct {
 	Sections   map[string]*string `json:"sections"`
 	ToolsAdded []json.RawMessage  `json:"toolsAdded"`
 	Tools      []json.RawMessage  `json:"tools"`
+	// ToolDefs are the declarations of Tools and ToolsAdded, in that
+	// order, that name a tool (NoteFacts).
+	ToolDefs []ToolDef `json:"-"`
+	// Ordered are a system message's sections in the message's key
+	// order, with their raw values (NoteFacts).
+	Ordered []Section `json:"-"`
 
 	// Raw is the message as Pi sent it, for opt-in content capture.
 	Raw json.RawMessage `json:"-"`
 	// Skill is the skill a user message's /skill:name expansion loads
 	// (PromptSkill).
 	Skill string `json:"-"`
-	// TextChars is ContentChars(Content) as counted by a reader that then
-	// dropped Content, to hold the message without its text; it counts
-	// only while Content is nil.
+	// TextChars is ContentChars(Content) of a user message, counted by the
+	// decoder (NoteFacts), so that a reader may drop Content and the
+	// mapper need not scan it.
 	TextChars int `json:"-"`
 }
 
@@ -267,6 +278,9 @@ type Decoder struct {
 	s    scan
 	ev   Event
 	ame  AssistantMessageEvent
+	// valid says the last record was a valid object, so s holds its
+	// members (Member).
+	valid bool
 }
 
 // NewDecoder returns a Decoder.
@@ -283,12 +297,42 @@ func NewDecoder(opts Options) *Decoder {
 func (d *Decoder) Decode(rec []byte) (*Event, error) {
 	d.ev = Event{}
 	err := decode(rec, d.opts, &d.s, &d.ev, &d.ame, true)
+	d.valid = err == nil || errors.Is(err, ErrFieldDropped)
 	return &d.ev, err
+}
+
+// Member returns the value of the top-level member name of rec, the record
+// Decode last decoded, from the offsets its scan recorded: for a field
+// Event does not carry (a session entry's parentId), without a second
+// walk. v is nil when there is no such member. ok is false when the scan
+// cannot tell as encoding/json would: the record was no valid object, had
+// more members than the scan records, or spells name twice, with escapes
+// or in another case.
+func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
+	if !d.valid || d.s.overflow {
+		return nil, false
+	}
+	names := []string{name}
+	for k := range d.s.n {
+		m := &d.s.members[k]
+		key := rec[m.keyStart:m.keyEnd]
+		switch {
+		case string(key) == name:
+			if v != nil {
+				return nil, false // a duplicate: the last one wins
+			}
+			v = rec[m.valStart:m.valEnd]
+		case !plainKey(key) || foldsToAny(key, names):
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
 	err := decodeRecord(rec, opts, s, ev, ame, alias)
 	if err == nil || errors.Is(err, ErrFieldDropped) {
+		ev.noteFacts()
 		ev.noteSkills()
 		if opts.BashCalls {
 			ev.noteBashCalls()

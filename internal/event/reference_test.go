@@ -26,10 +26,82 @@ func referenceDecode(rec []byte, opts Options) (Event, error) {
 	}
 	// decodeSlow is the encoding/json path: the reference for the fields.
 	ev, err := decodeSlow(rec, typ, opts)
+	if err == nil || errors.Is(err, ErrFieldDropped) {
+		referenceFacts(&ev)
+	}
 	if opts.BashCalls && (err == nil || errors.Is(err, ErrFieldDropped)) {
 		ev.BashCalls = referenceBashCalls(&ev)
 	}
 	return ev, err
+}
+
+// referenceFacts reads the typed fields of rare records as the mapper read
+// them from the raw ones, with encoding/json, before the decoder did.
+func referenceFacts(ev *Event) {
+	switch ev.Type {
+	case TypeEntryAppended:
+		var e struct {
+			Type       string `json:"type"`
+			CustomType string `json:"customType"`
+		}
+		if json.Unmarshal(ev.Entry, &e) == nil {
+			ev.EntryType = e.Type
+			if e.CustomType != "" {
+				ev.EntryType += ":" + e.CustomType
+			}
+		}
+	case TypeCompactionEnd:
+		var c Compaction
+		if len(ev.Result) > 0 && json.Unmarshal(ev.Result, &c) == nil {
+			ev.Compaction = &c
+		}
+	}
+	if m := ev.Message; m != nil {
+		for _, raw := range append(append([]json.RawMessage{}, m.Tools...), m.ToolsAdded...) {
+			var t struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			}
+			if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+				m.ToolDefs = append(m.ToolDefs, ToolDef{Name: t.Name, Description: t.Description})
+			}
+		}
+		if m.Role == "system" {
+			m.Ordered = referenceSections(m.Raw)
+		}
+		if m.Role == "user" {
+			m.TextChars = contentCharsJSON(m.Content) // encoding/json's count
+		}
+	}
+}
+
+// referenceSections reads a system message's sections in key order with
+// encoding/json's tokenizer, as the mapper read them before the decoder did.
+func referenceSections(raw []byte) []Section {
+	var fields struct {
+		Sections json.RawMessage `json:"sections"`
+	}
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(fields.Sections))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var list []Section
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return list
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return list
+		}
+		list = append(list, Section{Name: name, Text: v})
+	}
+	return list
 }
 
 // referenceBashCalls reads an event's bash calls with encoding/json alone,
@@ -124,6 +196,33 @@ func checkAgainstReference(t *testing.T, rec []byte) {
 			if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(*gp, want) {
 				t.Fatalf("Decoder.Decode(%q, %+v):\n got %s, %v\nwant %s, %v", truncated(rec), opts, dump(*gp), gotErr, dump(want), wantErr)
 			}
+			checkMember(t, d, rec, wantErr)
+		}
+	}
+}
+
+// checkMember holds Decoder.Member to encoding/json: a member it reads is
+// the value encoding/json reads for a field of that name.
+func checkMember(t *testing.T, d *Decoder, rec []byte, decodeErr error) {
+	t.Helper()
+	var ref struct {
+		ParentID json.RawMessage `json:"parentId"`
+		Message  json.RawMessage `json:"message"`
+	}
+	refErr := json.Unmarshal(rec, &ref)
+	for _, c := range []struct {
+		name string
+		want json.RawMessage
+	}{{"parentId", ref.ParentID}, {"message", ref.Message}} {
+		v, ok := d.Member(rec, c.name)
+		if !ok {
+			continue
+		}
+		if decodeErr != nil && !errors.Is(decodeErr, ErrFieldDropped) || refErr != nil {
+			t.Fatalf("Member(%q, %q) ok for a record that is no object: %v, %v", truncated(rec), c.name, decodeErr, refErr)
+		}
+		if !bytes.Equal(v, c.want) || (v == nil) != (c.want == nil) {
+			t.Fatalf("Member(%q, %q) = %q; encoding/json %q", truncated(rec), c.name, v, c.want)
 		}
 	}
 }
@@ -263,6 +362,22 @@ var oddRecords = []string{
 	`{"type":"tool_execution_update","partialResult":{"content":[]},"args":{},"toolName":"bash"}`,
 	`{"type":"compaction_end","result":null,"aborted":false,"willRetry":true,"errorMessage":"e\te"}`,
 	`{"type":"entry_appended","entry":{"type":"context_edit"}}`,
+	// The typed facts of rare records: entry types, compaction results,
+	// tool declarations.
+	`{"type":"entry_appended","entry":{"type":"custom","customType":"x","data":[1]}}`,
+	`{"type":"entry_appended","entry":{"Type":"custom","customType":5}}`,
+	`{"type":"entry_appended","entry":"custom"}`,
+	`{"type":"compaction_end","result":{"summary":"s","tokensBefore":9,"estimatedTokensAfter":3,"usage":{"input":1,"cost":{"total":0.5}}}}`,
+	`{"type":"compaction_end","result":{"summary":"s","tokensBefore":"9"}}`,
+	`{"type":"compaction_end","result":"done"}`,
+	`{"type":"tool_execution_end","result":{"summary":"s","tokensBefore":9}}`,
+	`{"type":"message_end","message":{"role":"system","tools":[{"name":"a","description":"d"},{"name":""},5,{"NAME":"b"}],"toolsAdded":[{"name":"c","description":7}]}}`,
+	`{"type":"message","message":{"role":"system","sections":{"a":"x"},"toolsAdded":[{"name":"c"}]}}`,
+	`{"type":"message_end","message":{"role":"system","content":"c","sections":{"b":"1","a":null,"b":{"x":[1]},"\u0063":"e"},"Sections":{"z":"last"}}}`,
+	`{"type":"message_end","message":{"role":"system","sections":[1],"content":null}}`,
+	`{"type":"message_end","message":{"role":"user","sections":{"a":"x"}}}`,
+	`{"type":"message_end","message":{"role":"user","content":[{"type":"text","text":"h\u00e9"},{"text":"x","text":"yz"}]}}`,
+	`{"type":"message_start","message":{"role":"user","content":"hi","Content":[{"text":"abc"}]}}`,
 	`{"type":"extension_error","extensionPath":"/x","event":"tool_call","error":"boom"}`,
 	// Bash calls (Options.BashCalls), hostile ones too.
 	`{"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{"command":"ls -l"}}`,

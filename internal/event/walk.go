@@ -10,10 +10,12 @@ import (
 // The helpers below read JSON that validate has already accepted, so they
 // skip without checking. Every decoding helper returns false when the value
 // is not of a shape it decodes exactly as encoding/json would; the caller
-// then falls back to encoding/json for the whole record.
+// then falls back to encoding/json for the whole record. skipString and
+// skipValue also serve Members and Elements (json.go) on JSON nobody has
+// checked, so they report -1 where a value does not end.
 
 // skipString returns the index after the closing quote of the string whose
-// content starts at b[i].
+// content starts at b[i], or -1 when it does not close.
 func skipString(b []byte, i int) int {
 	// Keys and enum values end within a few bytes: look at those one by
 	// one before paying for a call.
@@ -25,32 +27,48 @@ func skipString(b []byte, i int) int {
 			i++ // the escaped byte cannot end the string
 		}
 	}
-	for {
+	for i < len(b) {
 		j := bytes.IndexByte(b[i:], '"')
-		q := i + j
-		// The quote is escaped when an odd run of backslashes precedes it.
-		k := q
-		for b[k-1] == '\\' {
-			k--
+		if j < 0 {
+			return -1
 		}
-		if (q-k)%2 == 0 {
+		q := i + j
+		if !Escaped(b, q) {
 			return q + 1
 		}
 		i = q + 1
 	}
+	return -1
 }
 
-// skipValue returns the end of the value that starts at b[i].
+// Escaped reports whether the quote at b[q] is escaped: an odd run of
+// backslashes precedes it.
+func Escaped(b []byte, q int) bool {
+	k := q
+	for k > 0 && b[k-1] == '\\' {
+		k--
+	}
+	return (q-k)%2 == 1
+}
+
+// skipValue returns the end of the value that starts at b[i], or -1 when
+// it does not end.
 func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
 	switch b[i] {
 	case '"':
 		return skipString(b, i+1)
 	case '{', '[':
 		depth := 0
-		for {
+		for i < len(b) {
 			switch b[i] {
 			case '"':
 				i = skipString(b, i+1)
+				if i < 0 {
+					return -1
+				}
 				continue
 			case '{', '[':
 				depth++
@@ -62,10 +80,15 @@ func skipValue(b []byte, i int) int {
 			}
 			i++
 		}
+		return -1
 	}
+	start := i
 	for i < len(b) {
 		switch b[i] {
 		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			if i == start {
+				return -1
+			}
 			return i
 		}
 		i++

@@ -187,13 +187,13 @@ func Probe(result []byte) bool {
 		}
 		q := i + j
 		i = q + len(keyEnd)
-		if escaped(b, q) {
+		if event.Escaped(b, q) {
 			continue // a quote inside a string: tool output
 		}
 		// The key opens at the unescaped quote before it; a key of ours is
 		// short, and a longer one can only be another.
 		for k := q - 1; k >= 0 && k >= q-maxKey; k-- {
-			if b[k] == '"' && !escaped(b, k) {
+			if b[k] == '"' && !event.Escaped(b, k) {
 				if relevantKey(b[k+1 : q]) {
 					return true
 				}
@@ -226,14 +226,15 @@ func relevantKey(key []byte) bool {
 		bytes.EqualFold(key, keyNestedCalls) || bytes.EqualFold(key, keySessionRaw) || bytes.IndexByte(key, '\\') >= 0
 }
 
-// escaped reports whether the quote at b[q] is escaped: an odd run of
-// backslashes precedes it.
-func escaped(b []byte, q int) bool {
-	k := q
-	for k > 0 && b[k-1] == '\\' {
-		k--
+// FromEvent reads what a tool_execution_end of a stream carries, for the
+// mapper's Input: nil for other records, and for results that cannot
+// carry nested work (Probe). Child session files are not read: a stream
+// has none of its own to resolve their names against.
+func FromEvent(ev *event.Event) *Result {
+	if ev.Type != event.TypeToolExecutionEnd || len(ev.Result) == 0 || !Probe(ev.Result) {
+		return nil
 	}
-	return (q-k)%2 == 1
+	return Parse(ev.Result, DefaultLimits)
 }
 
 // Parse reads what result carries. It returns nil when result is not an

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // assistant is a child's Pi message as the subagent extension hands it back.
@@ -420,5 +422,25 @@ func TestRepeatedToolResult(t *testing.T) {
 				t.Errorf("%d tool items, dropped %+v; want %d, %d repeated, nothing lost", tools, r.Dropped, c.tools, c.repeated)
 			}
 		})
+	}
+}
+
+// TestFromEventReadsOnlyToolEnds: the stream's decode stage hands the
+// mapper a tool_execution_end's runs, and nothing for other records or
+// plain results.
+func TestFromEventReadsOnlyToolEnds(t *testing.T) {
+	raw := result(map[string]any{"agent": "scout", "messages": []any{assistant(1, 1, 0.1, "stop")}})
+	end := &event.Event{Type: event.TypeToolExecutionEnd, Result: raw}
+	if r := FromEvent(end); r == nil || len(r.Runs) != 1 || r.Runs[0].Agent != "scout" {
+		t.Fatalf("FromEvent(tool end) = %s", describe(r))
+	}
+	for _, ev := range []*event.Event{
+		{Type: event.TypeToolExecutionUpdate, PartialResult: raw, Result: raw},
+		{Type: event.TypeToolExecutionEnd, Result: []byte(`{"content":[{"type":"text","text":"plain"}]}`)},
+		{Type: event.TypeToolExecutionEnd},
+	} {
+		if r := FromEvent(ev); r != nil {
+			t.Errorf("FromEvent(%s %s) = %s, want nil", ev.Type, ev.Result, describe(r))
+		}
 	}
 }

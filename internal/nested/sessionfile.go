@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // SessionReader reads the child session file a results[] entry names in
@@ -55,25 +58,21 @@ func ReadSessionFile(maxBytes int) SessionReader {
 }
 
 // SessionMessages returns the messages of a session file's bytes and its
-// session id. The messages alias b.
+// session id. The messages alias b, but for a last line with no LF.
 func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 	var id string
 	var msgs []json.RawMessage
-	first := true
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	first, bad, tail := true, false, false
+	// framing cuts the lines as it cuts Pi's stream; the lines of b are
+	// b's own bytes, and only the unterminated last one is a copy.
+	sp := framing.NewSplitter(func(line []byte) {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
+		if bad || len(line) == 0 {
+			return
 		}
 		var typ string
 		var msg []byte
-		ok := members(line, func(k, v []byte) bool {
+		ok := event.Members(line, func(k, v []byte) bool {
 			switch {
 			case key(k, "type"):
 				_ = str(v, &typ)
@@ -85,18 +84,22 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 			return true
 		})
 		if first {
-			if !ok || typ != "session" {
-				return nil, "", ErrNotSession
-			}
+			bad = !ok || typ != "session"
 			first = false
-			continue
+			return
 		}
 		// A damaged line is skipped, as the session reader skips it.
 		if ok && typ == "message" && len(msg) > 0 && msg[0] == '{' {
+			if tail {
+				msg = bytes.Clone(msg) // the Splitter's, not b's
+			}
 			msgs = append(msgs, msg)
 		}
-	}
-	if first {
+	})
+	_, _ = sp.Write(b)
+	tail = true
+	sp.Flush()
+	if first || bad {
 		return nil, "", ErrNotSession
 	}
 	return msgs, id, nil

@@ -1,7 +1,9 @@
 package nested
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -199,6 +201,33 @@ func TestResultNamingItsOwnFile(t *testing.T) {
 		r := ParseWith(result(map[string]any{"agent": "kid", "sessionFile": name}), DefaultLimits, ReadSessionFile(1<<20), Origin{File: self})
 		if len(chain(r)) != 0 || r.Dropped.Cycles != 1 {
 			t.Errorf("%s: runs %v, dropped %+v, want one cycle and no run", name, chain(r), r.Dropped)
+		}
+	}
+}
+
+// SessionMessages cuts lines as the stream is cut: CRLF, blank and
+// damaged lines, and a last line with no LF, whose message is a copy
+// while the others are the file's own bytes.
+func TestSessionMessagesLines(t *testing.T) {
+	b := []byte("\r\n{\"type\":\"session\",\"id\":\"s1\"}\r\n  \n" +
+		`{"type":"message","message":{"role":"user"}}` + "\r\n" +
+		`{"type":"message","message":{"role":"assist` + "\n" +
+		`{"type":"model_change"}` + "\n" +
+		` {"type":"message","message":{"role":"assistant"}} `)
+	msgs, id, err := SessionMessages(b)
+	if err != nil || id != "s1" || len(msgs) != 2 {
+		t.Fatalf("SessionMessages = %q, %q, %v; want 2 messages of s1", msgs, id, err)
+	}
+	if string(msgs[0]) != `{"role":"user"}` || string(msgs[1]) != `{"role":"assistant"}` {
+		t.Fatalf("messages %q", msgs)
+	}
+	copy(b, bytes.Repeat([]byte{'x'}, len(b)))
+	if string(msgs[0]) == `{"role":"user"}` || string(msgs[1]) != `{"role":"assistant"}` {
+		t.Errorf("after b changed: %q; want the first to alias b, the last a copy", msgs)
+	}
+	for _, bad := range []string{"", "\n\n", `{"type":"message"}` + "\n" + `{"type":"session"}`, `{"type":"session"`} {
+		if _, _, err := SessionMessages([]byte(bad)); !errors.Is(err, ErrNotSession) {
+			t.Errorf("SessionMessages(%q) error %v, want ErrNotSession", bad, err)
 		}
 	}
 }

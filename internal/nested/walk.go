@@ -13,159 +13,12 @@ import (
 // A subagent result is mostly the children's tool outputs: text the parser
 // never reads. encoding/json would run every byte of it through its state
 // machine once per level (result, details, entry, message); the walker
-// below finds a value's end by searching for quotes instead, and hands
+// below walks it with event.Members and event.Elements instead, and hands
 // encoding/json only the small values it decodes (usage, nestedCalls, an
 // escaped string). It reads values as encoding/json does (keys ignoring
 // case, the last of duplicate keys), and reports input it cannot walk as
 // malformed rather than guessing; reference_test.go holds it to the
 // encoding/json decoder it replaces.
-
-// members calls fn with each key and value of the object b, as long as fn
-// returns true; it reports false when b is not a well-formed object.
-func members(b []byte, fn func(key, v []byte) bool) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		ks := i
-		kEnd := skipString(b, i+1)
-		if kEnd < 0 {
-			return false
-		}
-		key := b[i+1 : kEnd-1]
-		i = skipSpace(b, kEnd)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		vEnd := skipValue(b, i)
-		if vEnd < 0 {
-			return false
-		}
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			if json.Unmarshal(b[ks:kEnd], &k) != nil {
-				// Not reached for valid JSON; a key it cannot read is skipped.
-				k = ""
-			}
-			key = []byte(k)
-		}
-		if !fn(key, b[i:vEnd]) {
-			return true
-		}
-		i = skipSpace(b, vEnd)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		return i < len(b) && b[i] == '}' && skipSpace(b, i+1) == len(b)
-	}
-}
-
-// elements calls fn with each element of the array b, as long as fn
-// returns true; it reports false when b is not a well-formed array.
-func elements(b []byte, fn func(v []byte) bool) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		vEnd := skipValue(b, i)
-		if vEnd < 0 {
-			return false
-		}
-		if !fn(b[i:vEnd]) {
-			return true
-		}
-		i = skipSpace(b, vEnd)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		return i < len(b) && b[i] == ']' && skipSpace(b, i+1) == len(b)
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the closing quote of the string whose
-// content starts at b[i], or -1 when it does not close.
-func skipString(b []byte, i int) int {
-	for i <= len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		q := i + j
-		if !escaped(b, q) {
-			return q + 1
-		}
-		i = q + 1
-	}
-	return -1
-}
-
-// skipValue returns the end of the value that starts at b[i], or -1 when
-// it does not end.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i+1)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i+1)
-				if i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	start := i
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			if i == start {
-				return -1
-			}
-			return i
-		}
-		i++
-	}
-	return i
-}
 
 // key reports whether k names field, as encoding/json matches names.
 func key(k []byte, field string) bool {
@@ -232,7 +85,7 @@ func usage(v []byte, dst **event.Usage) bool {
 	}
 	var u event.Usage
 	ok := true
-	if !members(v, func(k, v []byte) bool {
+	if !event.Members(v, func(k, v []byte) bool {
 		switch {
 		case key(k, "input"):
 			ok = integer(v, &u.Input) && ok
@@ -265,7 +118,7 @@ func cost(v []byte, c *event.Cost) bool {
 		return false
 	}
 	ok := true
-	return members(v, func(k, v []byte) bool {
+	return event.Members(v, func(k, v []byte) bool {
 		switch {
 		case key(k, "input"):
 			ok = num(v, &c.Input) && ok
@@ -304,7 +157,7 @@ type walker struct{}
 
 func (walker) toolResult(raw []byte) (toolResult, bool) {
 	var tr toolResult
-	ok := members(raw, func(k, v []byte) bool {
+	ok := event.Members(raw, func(k, v []byte) bool {
 		switch {
 		case key(k, "details"):
 			tr.Details = v
@@ -320,7 +173,7 @@ func (walker) toolResult(raw []byte) (toolResult, bool) {
 
 func (walker) object(raw []byte) (map[string]json.RawMessage, bool) {
 	m := map[string]json.RawMessage{}
-	ok := members(raw, func(k, v []byte) bool {
+	ok := event.Members(raw, func(k, v []byte) bool {
 		m[string(k)] = v
 		return true
 	})
@@ -329,7 +182,7 @@ func (walker) object(raw []byte) (map[string]json.RawMessage, bool) {
 
 func (walker) array(raw []byte) ([]json.RawMessage, bool) {
 	var list []json.RawMessage
-	ok := elements(raw, func(v []byte) bool {
+	ok := event.Elements(raw, func(v []byte) bool {
 		list = append(list, v)
 		return true
 	})
@@ -340,7 +193,7 @@ var errField = errors.New("nested: a field of the wrong type")
 
 func (w walker) entry(raw []byte, e *entry) error {
 	bad := false
-	if !members(raw, func(k, v []byte) bool {
+	if !event.Members(raw, func(k, v []byte) bool {
 		switch {
 		case key(k, "agent"):
 			bad = !str(v, &e.Agent) || bad
@@ -396,7 +249,7 @@ func (w walker) entry(raw []byte, e *entry) error {
 }
 
 func (walker) message(raw []byte, m *message) (malformed, skip bool) {
-	if !members(raw, func(k, v []byte) bool {
+	if !event.Members(raw, func(k, v []byte) bool {
 		ok := true
 		switch {
 		case key(k, "role"):
@@ -436,9 +289,9 @@ func (walker) message(raw []byte, m *message) (malformed, skip bool) {
 				break
 			}
 			var list blocks
-			if elements(v, func(b []byte) bool {
+			if event.Elements(v, func(b []byte) bool {
 				var bl block
-				if !members(b, func(k, v []byte) bool {
+				if !event.Members(b, func(k, v []byte) bool {
 					switch {
 					case key(k, "type"):
 						return str(v, &bl.Type)
@@ -469,7 +322,7 @@ func (walker) message(raw []byte, m *message) (malformed, skip bool) {
 
 func (walker) role(raw []byte) string {
 	var r string
-	members(raw, func(k, v []byte) bool {
+	event.Members(raw, func(k, v []byte) bool {
 		if key(k, "role") {
 			str(v, &r)
 		}

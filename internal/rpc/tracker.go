@@ -26,6 +26,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/option"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -280,5 +281,5 @@ func (t *Tracker) fromPi(it item) {
 	if err != nil && ev.Type == "" {
 		return
 	}
-	t.m.Handle(agentmap.Input{Event: &ev, At: it.at})
+	t.m.Handle(agentmap.Input{Event: &ev, At: it.at, Nested: nested.FromEvent(&ev)})
 }

@@ -146,9 +146,6 @@ func (m *message) summarize() {
 // or a tool's output can be hundreds of megabytes, and an entry is held
 // until its run is traced. A prompt keeps the length of its text.
 func (m *message) drop() {
-	if m.Role == "user" {
-		m.TextChars = event.ContentChars(m.Content)
-	}
 	m.Raw, m.Content = nil, nil
 }
 
@@ -309,7 +306,11 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	default:
 		return nil, false // bashExecution, custom: fields the event decoder skips
 	}
-	parent, ok := leadingParent(b)
+	v, ok := d.ev.Member(b, "parentId")
+	if !ok {
+		return nil, false
+	}
+	parent, ok := parentOf(v)
 	if !ok {
 		return nil, false
 	}
@@ -323,6 +324,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 		m.drop()
 		// Only the number of tool declarations is read.
 		m.ToolsAdded, m.Tools = blanks(m.ToolsAdded), blanks(m.Tools)
+		m.ToolDefs, m.Ordered = nil, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		e.persist = t
@@ -338,39 +340,24 @@ func blanks(in []json.RawMessage) []json.RawMessage {
 	return make([]json.RawMessage, len(in))
 }
 
-// leadingParent reads parentId from the keys Pi writes before "message"
-// (type, id, parentId, timestamp): only there is a match surely top-level,
-// since no object precedes it. ok is false if it is not there.
-func leadingParent(b []byte) (*string, bool) {
-	i := bytes.Index(b, []byte(`"message":`))
-	if i < 0 {
-		return nil, false
-	}
-	head := b[:i]
-	j := bytes.Index(head, []byte(`"parentId":`))
-	if j < 0 {
-		return nil, false
-	}
-	v := bytes.TrimLeft(head[j+len(`"parentId":`):], " \t")
-	if bytes.HasPrefix(v, []byte("null")) {
+// parentOf reads an entry's parentId from its value v (nil: absent); ok
+// is false for a value of another kind, which encoding/json reports.
+func parentOf(v []byte) (*string, bool) {
+	switch {
+	case v == nil || string(v) == "null":
 		return nil, true
-	}
-	if len(v) == 0 || v[0] != '"' {
+	case v[0] != '"':
 		return nil, false
 	}
-	end := bytes.IndexByte(v[1:], '"')
-	if end < 0 {
-		return nil, false
-	}
-	raw := v[:end+2]
-	if bytes.IndexByte(raw[1:len(raw)-1], '\\') >= 0 {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false
-		}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		s := string(raw)
 		return &s, true
 	}
-	s := string(raw[1 : len(raw)-1])
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return nil, false
+	}
 	return &s, true
 }
 
@@ -402,6 +389,7 @@ func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin
 			m.Role = "custom"
 		}
 		m.Raw = e.RawMsg
+		m.NoteFacts()
 		m.readNested(sessions, from)
 		m.summarize()
 		e.msg = m

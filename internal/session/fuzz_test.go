@@ -105,6 +105,12 @@ func FuzzFastDecodeMatches(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"type":"message","id":"a\"b","parentId":"p\u0041","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n"}],"stopReason":"toolUse"}}`))
+	// parentId read where the scan found it: after the message, twice, in
+	// another case, absent.
+	f.Add([]byte(`{"type":"message","id":"a","message":{"role":"user","content":"h\u00e9"},"parentId":"p"}`))
+	f.Add([]byte(`{"type":"message","id":"a","parentId":"p","parentId":null,"message":{"role":"user","content":[{"type":"text","text":"x"}]}}`))
+	f.Add([]byte(`{"type":"message","id":"a","ParentId":"p","message":{"role":"user","content":"x"}}`))
+	f.Add([]byte(`{"type":"message","id":"a","timestamp":"t","message":{"role":"toolResult","toolCallId":"c"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		d := newDecoder(false, false)
 		fast, ferr := d.decode(line)
@@ -125,7 +131,7 @@ func FuzzFastDecodeMatches(f *testing.F) {
 				s += "|" + *e.ParentID
 			}
 			if m := e.msg; m != nil {
-				s += fmt.Sprintf("|%s|%s|%s|%s|%v|%s|%v|%v|%s|%v", m.Role, m.StopReason, m.Model, m.ErrorMessage, m.Timestamp, m.ToolCallID, m.IsError, m.callIDs, m.Provider, m.DurationMs != nil)
+				s += fmt.Sprintf("|%s|%s|%s|%s|%v|%s|%v|%v|%s|%v|%d", m.Role, m.StopReason, m.Model, m.ErrorMessage, m.Timestamp, m.ToolCallID, m.IsError, m.callIDs, m.Provider, m.DurationMs != nil, m.TextChars)
 				if m.Usage != nil {
 					s += fmt.Sprintf("|%+v", *m.Usage)
 				}

@@ -56,16 +56,16 @@ type call struct {
 	args            json.RawMessage
 }
 
-func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, false) }
+func (x *translator) emit(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false) }
 
 // emitAside emits an entry beside the run's work: it moves the run's
 // end, not its clock (see translator.now).
-func (x *translator) emitAside(ev *event.Event, at time.Time) { x.handle(ev, at, nil, false, true) }
+func (x *translator) emitAside(ev *event.Event, at time.Time) { x.handle(ev, at, nil, true) }
 
 // handle gives the mapper ev, with the run's identity and what a tool
-// result held (nested, read), at a time no earlier than the last (but
+// result held (nested), at a time no earlier than the last (but
 // for starts, which the file times apart).
-func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, read, aside bool) {
+func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result, aside bool) {
 	if at.IsZero() || at.Before(x.now) && ev.Type != event.TypeToolExecutionStart && ev.Type != event.TypeMessageStart {
 		at = x.now
 	}
@@ -75,7 +75,7 @@ func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result
 	if at.After(x.last) {
 		x.last = at
 	}
-	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, NestedRead: read, Key: x.key, Uncounted: x.uncounted})
+	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, Key: x.key, Uncounted: x.uncounted})
 }
 
 func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
@@ -444,7 +444,7 @@ func (x *translator) toolResult(e *entry) {
 		x.t.stats.Repeated += int64(msg.nested.Dropped.Repeated)
 		x.noteChildren(msg)
 	}
-	x.handle(ev, end, msg.nested, true, false)
+	x.handle(ev, end, msg.nested, false)
 }
 
 type compactionResult struct {
@@ -475,7 +475,8 @@ func (x *translator) compaction(e *entry) {
 	res, _ := json.Marshal(compactionResult{TokensBefore: e.TokensBefore, Usage: e.Usage})
 	x.emit(&event.Event{Type: event.TypeCompactionStart, Reason: reason}, x.now)
 	f := false
-	x.emit(&event.Event{Type: event.TypeCompactionEnd, Reason: reason, Result: res, Aborted: &f, WillRetry: &willRetry}, e.persist)
+	x.emit(&event.Event{Type: event.TypeCompactionEnd, Reason: reason, Result: res, Aborted: &f, WillRetry: &willRetry,
+		Compaction: &event.Compaction{TokensBefore: e.TokensBefore, Usage: e.Usage}}, e.persist)
 }
 
 // finish closes the run: settled, or as the mapper closes an unfinished

@@ -68,7 +68,9 @@ func NewSplitter(emit func(record []byte), opts ...Option) *Splitter {
 
 // Write splits p and calls emit for every record it completes, with the LF
 // and one preceding CR stripped. The record slice is only valid during the
-// emit call. Write always consumes all of p and never returns an error.
+// emit call, except that a record lying whole in p is a slice of p itself,
+// valid as long as p is. Write always consumes all of p and never returns
+// an error.
 func (s *Splitter) Write(p []byte) (int, error) {
 	n := len(p)
 	s.stats.Bytes += int64(n)

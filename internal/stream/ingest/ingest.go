@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/option"
 )
 
@@ -127,7 +128,7 @@ func (s *Sink) handle(n int64, ev *event.Event, err error) {
 		// A known type whose fields did not decode still marks its place
 		// in the lifecycle (a future Pi may change a field's shape).
 	}
-	s.m.Handle(agentmap.Input{Event: ev, At: s.clock.Time(ev)})
+	s.m.Handle(agentmap.Input{Event: ev, At: s.clock.Time(ev), Nested: nested.FromEvent(ev)})
 }
 
 func (s *Sink) bad(n int64, typ string, err error) {
