@@ -1,6 +1,7 @@
 package agentmap
 
 import (
+	"bytes"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,9 +39,18 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	attrs = m.endpointAttrs(msg.Provider, msg.Model, attrs)
 	attrs = append(attrs, r.skills.current()...)
 	attrs = m.chatInputAttrs(r, attrs)
-	s := m.start(r.container().ctx, spanid.Path{Kind: "chat", N: r.chats}, name, trace.SpanKindClient, at, attrs...)
+	path := spanid.Path{Kind: "chat", N: r.chats}
+	var s span
+	if firstChunkCame(msg) && r.derived && liveRun(r) {
+		s = m.lateStart(r, path, name, at, attrs)
+	} else {
+		s = m.start(r.container().ctx, path, name, trace.SpanKindClient, at, attrs...)
+	}
 	r.chats++
 	r.chat = &chat{span: s, model: msg.Model}
+	if l, ok := s.Span.(*lateSpan); ok {
+		l.start = &r.chat.start
+	}
 	if msg.Provider != "" {
 		r.chat.provider = vocab.ProviderName(msg.Provider)
 	}
@@ -172,6 +182,18 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	if msg.StopReason == "error" && r.turn != nil {
 		r.turn.SetStatus(codes.Error, r.lastError)
 	}
+	if l, ok := c.Span.(*lateSpan); ok && msg.Duration != nil && msg.DurationMs == nil && *msg.Duration >= 0 {
+		// oh-my-pi's call lasted its duration up to here, as its session
+		// file says (event.Message.CallTime); not before the span it
+		// hangs from.
+		c.start = at.Add(-time.Duration(*msg.Duration * float64(time.Millisecond)))
+		if c.start.Before(l.parentStart) {
+			c.start = l.parentStart
+		}
+		if c.start.After(at) {
+			c.start = at
+		}
+	}
 	c.finish(at)
 	r.chat = nil
 }
@@ -215,4 +237,89 @@ func (m *Mapper) errorText(msg string) string {
 		s = m.cfg.content
 	}
 	return errtext.Text(msg, s, "")
+}
+
+// firstChunkCame reports whether an assistant message_start already holds
+// output: oh-my-pi sends it with the call's first chunk, not when the
+// call starts, so when the call began is known only at its end.
+func firstChunkCame(msg *event.Message) bool {
+	c := bytes.TrimSpace(msg.Content)
+	return len(c) > 0 && !bytes.Equal(c, []byte("[]")) && !bytes.Equal(c, []byte("null"))
+}
+
+// liveRun reports whether r is a stream's run, keyed by its root's ids
+// (spanid.LiveKey), not a session file's, whose translator times its
+// calls from their messages already.
+func liveRun(r *run) bool {
+	return len(r.key) == len(spanid.LiveKey(trace.SpanContext{})) && r.key == spanid.LiveKey(r.rootSpan.SpanContext())
+}
+
+// lateSpan stands in for a chat span whose start is not known yet: it has
+// the span context the span will have (its ids derive from the run's key
+// and its path), keeps what is done to it in order, and on End starts the
+// span at the chat's start as it stands then, replays that, and ends it.
+// The span is exported as one started on time would be.
+type lateSpan struct {
+	trace.Span // non-recording: the span context
+	begin      func(at time.Time) trace.Span
+	// start is the chat's start (chat.start), which message_end may move.
+	start       *time.Time
+	parentStart time.Time
+	ops         []func(trace.Span)
+}
+
+// lateStart opens r's chat span at path as a lateSpan.
+func (m *Mapper) lateStart(r *run, path spanid.Path, name string, at time.Time, attrs []attribute.KeyValue) span {
+	parent := r.container()
+	sc := spanid.SpanContext(trace.SpanContextFromContext(parent.ctx).TraceID(), r.key, path)
+	ctx := trace.ContextWithSpanContext(parent.ctx, sc)
+	l := &lateSpan{Span: trace.SpanFromContext(ctx), parentStart: parent.start}
+	pctx := parent.ctx
+	l.begin = func(at time.Time) trace.Span {
+		saved := m.run
+		m.run = r // the run whose key names it, whatever run is open now
+		s := m.start(pctx, path, name, trace.SpanKindClient, at, attrs...)
+		m.run = saved
+		return s.Span
+	}
+	return span{Span: l, ctx: ctx, start: at, path: path}
+}
+
+func (l *lateSpan) IsRecording() bool { return true }
+
+func (l *lateSpan) SetAttributes(kv ...attribute.KeyValue) {
+	l.ops = append(l.ops, func(s trace.Span) { s.SetAttributes(kv...) })
+}
+
+func (l *lateSpan) AddEvent(name string, opts ...trace.EventOption) {
+	l.ops = append(l.ops, func(s trace.Span) { s.AddEvent(name, opts...) })
+}
+
+func (l *lateSpan) AddLink(link trace.Link) {
+	l.ops = append(l.ops, func(s trace.Span) { s.AddLink(link) })
+}
+
+func (l *lateSpan) RecordError(err error, opts ...trace.EventOption) {
+	l.ops = append(l.ops, func(s trace.Span) { s.RecordError(err, opts...) })
+}
+
+func (l *lateSpan) SetStatus(code codes.Code, desc string) {
+	l.ops = append(l.ops, func(s trace.Span) { s.SetStatus(code, desc) })
+}
+
+func (l *lateSpan) SetName(name string) {
+	l.ops = append(l.ops, func(s trace.Span) { s.SetName(name) })
+}
+
+func (l *lateSpan) End(opts ...trace.SpanEndOption) {
+	if l.begin == nil {
+		return // ended already
+	}
+	s := l.begin(*l.start)
+	l.begin = nil
+	for _, op := range l.ops {
+		op(s)
+	}
+	l.ops = nil
+	s.End(opts...)
 }

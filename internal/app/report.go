@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,25 @@ import (
 func Report(ctx context.Context, env Env, args []string) int {
 	ctx, stop := env.Signals.stopContext(ctx)
 	defer stop()
+	defer reportGC(env.Getenv)()
 	return reportCommand(ctx, env, args, reportTerm{})
+}
+
+// reportGCPercent is the collector's pace while report reads a history:
+// its live heap is a few megabytes of open runs, and the default (100)
+// collects every few megabytes of short-lived spans and lines, a third
+// of report's time. Report ends in seconds, and the soft memory limit
+// (memory.go) still bounds the heap.
+const reportGCPercent = 400
+
+// reportGC sets reportGCPercent unless GOGC says otherwise, and returns
+// what restores the pace before it.
+func reportGC(getenv func(string) string) func() {
+	if getenv != nil && getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(reportGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // reportTerm is what report knows of the terminal: whether stderr is one

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -530,4 +531,29 @@ func TestReportDefaultFolders(t *testing.T) {
 	if got := runReport(t, env); got.Total.Runs != 2 {
 		t.Errorf("both folders: %+v, want 2 runs", got.Total)
 	}
+}
+
+// Report collects garbage less often while it reads a history, unless
+// GOGC says how often, and leaves the pace as it found it. Not parallel:
+// the pace is the process's.
+func TestReportGCPace(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	restore := reportGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(reportGCPercent); got != reportGCPercent {
+		t.Errorf("while reporting: GC percent %d, want %d", got, reportGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after: GC percent %d, want the 100 it was", got)
+	}
+	restore = reportGC(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: GC percent %d, want it left at 100", got)
+	}
+	restore()
 }
