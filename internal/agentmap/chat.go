@@ -41,7 +41,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	attrs = m.chatInputAttrs(r, attrs)
 	path := spanid.Path{Kind: "chat", N: r.chats}
 	var s span
-	if firstChunkCame(msg) && r.derived && liveRun(r) {
+	if firstChunkCame(msg) && r.derived && r.live {
 		s = m.lateStart(r, path, name, at, attrs)
 	} else {
 		s = m.start(r.container().ctx, path, name, trace.SpanKindClient, at, attrs...)
@@ -245,13 +245,6 @@ func (m *Mapper) errorText(msg string) string {
 func firstChunkCame(msg *event.Message) bool {
 	c := bytes.TrimSpace(msg.Content)
 	return len(c) > 0 && !bytes.Equal(c, []byte("[]")) && !bytes.Equal(c, []byte("null"))
-}
-
-// liveRun reports whether r is a stream's run, keyed by its root's ids
-// (spanid.LiveKey), not a session file's, whose translator times its
-// calls from their messages already.
-func liveRun(r *run) bool {
-	return len(r.key) == len(spanid.LiveKey(trace.SpanContext{})) && r.key == spanid.LiveKey(r.rootSpan.SpanContext())
 }
 
 // lateSpan stands in for a chat span whose start is not known yet: it has

@@ -18,8 +18,8 @@ func (m *Mapper) openRoot(at time.Time) {
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(vocab.AgentName),
 	}
-	key := m.ident.key
-	if key == "" {
+	key, live := m.ident.key, m.ident.key == ""
+	if live {
 		// A live run: a random key, or the one ReserveRoot gave out.
 		key, m.nextLive = m.nextLive, ""
 		if key == "" {
@@ -36,6 +36,7 @@ func (m *Mapper) openRoot(at time.Time) {
 		key:       key,
 		toolSeen:  map[string]int{},
 		uncounted: m.ident.uncounted,
+		live:      live,
 		derived:   s.SpanContext().SpanID() == spanid.SpanID(key, spanid.Path{}),
 	}
 	m.run = r

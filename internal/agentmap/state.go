@@ -150,6 +150,9 @@ type run struct {
 	// uncounted: the run is traced again after a failed export; its spans
 	// say so (pi.retraced) for the span metrics to leave them out.
 	uncounted bool
+	// live: a stream's run (its key a random one), not a session file's,
+	// whose translator times its calls from their messages already.
+	live bool
 	// toolSeen counts the spans each call id had in this run: a call id
 	// given again names another span ("tool/<id>#<n>").
 	toolSeen map[string]int
