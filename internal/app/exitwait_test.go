@@ -122,7 +122,7 @@ func TestWatchExitWaitSaysSo(t *testing.T) {
 func signalOnExport(conns func() int, sig syscall.Signal) func(*os.Process) {
 	return func(p *os.Process) {
 		go func() {
-			// Never so: runBin's guard ends p and fails the test.
+			// Should it never come, runBin's guard ends p and fails the test.
 			wait.Until(time.Minute, func() bool { return conns() > 0 })
 			_ = p.Signal(sig)
 		}()

@@ -108,7 +108,7 @@ func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
 				args: append(c.args, fifo),
 				started: func(p *os.Process) {
 					go func() {
-						// Never so: runBin's guard ends it and fails the test.
+						// Should it never do so, runBin's guard ends it and fails the test.
 						wait.Until(time.Minute, func() bool { return inFIFOOpen(p.Pid) })
 						_ = p.Signal(c.sig)
 					}()
