@@ -368,7 +368,8 @@ func TestGatewayKilledMidStream(t *testing.T) {
 
 	during := replayAll(t, bin, s, copies(files, 2), replayParallel)
 	// Give the agent's retries (5 s per gateway, then the exporter's own backoff) time to show
-	// what they do with the down gateway's share while it is down.
+	// what they do with the down gateway's share while it is down. Real time is the point: the
+	// retries run on the agent's clock.
 	time.Sleep(20 * time.Second)
 	tap1During := s.tap(t, 0)
 	rerouted, waiting, singles := 0, 0, 0
@@ -472,7 +473,9 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 	// Wait until gateway-1 has its own share, so what is missing is gateway-2's, held by the agent.
 	held, last := sent, -1
 	collectortest.Eventually(t, time.Minute, func() bool {
-		time.Sleep(time.Second) // gateway-1's count is settled when it holds across a second
+		// gateway-1's count is settled when it holds across a second. Real time is the point:
+		// only the count staying put over a while says no more is coming.
+		time.Sleep(time.Second)
 		now := distinctSpans(s.tap(t, 0))
 		settled := now == last && now > 0
 		last, held = now, sent-now

@@ -11,6 +11,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
+	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
 // A garbled OTEL_EXPORTER_OTLP_ENDPOINT is ignored with a warning, and
@@ -92,7 +93,7 @@ func summaryLine(stderr string) string {
 // watch's last flush at SIGTERM says so too when the collector hangs.
 func TestWatchExitWaitSaysSo(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-	addr := collectortest.BlackHole(t)
+	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -107,12 +108,23 @@ func TestWatchExitWaitSaysSo(t *testing.T) {
 	r := runBin(t, bin, binRun{
 		args: []string{"watch", "--since", "all", "--settle", "100ms", "--flush-timeout", "2s", "--endpoint", "http://" + addr,
 			"--state", filepath.Join(t.TempDir(), "state.json"), filepath.Dir(dir)},
-		env: []string{"PI_OTEL_SPOOL_DIR=none"},
-		started: func(p *os.Process) {
-			go signalAfter(p, 1500*time.Millisecond, syscall.SIGTERM)
-		},
+		env:     []string{"PI_OTEL_SPOOL_DIR=none", "OTEL_BSP_SCHEDULE_DELAY=100"},
+		started: signalOnExport(conns, syscall.SIGTERM),
 	})
 	if n := strings.Count(string(r.stderr), "pi-otel: waiting for otlp grpc "+addr); n != 1 {
 		t.Errorf("%d wait lines at watch's exit, want 1:\n%s", n, r.stderr)
+	}
+}
+
+// signalOnExport sends sig to p once the black hole has taken a
+// connection: an export is under way, so the session has been traced
+// and the flush at exit has something to wait for.
+func signalOnExport(conns func() int, sig syscall.Signal) func(*os.Process) {
+	return func(p *os.Process) {
+		go func() {
+			// Should it never come, runBin's guard ends p and fails the test.
+			wait.Until(time.Minute, func() bool { return conns() > 0 })
+			_ = p.Signal(sig)
+		}()
 	}
 }

@@ -368,6 +368,29 @@ type binRun struct {
 	stdin   io.Reader
 	started func(p *os.Process)              // called once it runs
 	onLine  func(line []byte, p *os.Process) // sees each stdout line as it comes
+	// onStderr sees each stderr line as it comes.
+	onStderr func(line []byte, p *os.Process)
+}
+
+// stderrLines keeps what a process writes and hands each whole line to
+// line as it comes; exec's one copying goroutine writes to it.
+type stderrLines struct {
+	all  *bytes.Buffer
+	part []byte
+	line func([]byte)
+}
+
+func (w *stderrLines) Write(p []byte) (int, error) {
+	w.all.Write(p)
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(w.part[:i+1])
+		w.part = w.part[i+1:]
+	}
 }
 
 type binResult struct {
@@ -393,6 +416,10 @@ func runBin(t *testing.T, name string, r binRun) *binResult {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if r.onStderr != nil {
+		// Set by Start before it starts the goroutine that writes.
+		cmd.Stderr = &stderrLines{all: &stderr, line: func(l []byte) { r.onStderr(l, cmd.Process) }}
+	}
 	stdout, err := proc.Run(cmd, r.started, r.onLine)
 	if err != nil {
 		t.Fatal(err)

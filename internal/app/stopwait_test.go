@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,11 +90,11 @@ func spoolFiles(t *testing.T, dir string) int {
 // A signal while watch waits at exit for a collector that never answers
 // ends the wait, as the wait line says ("Ctrl-C stops waiting"): watch
 // used to sit out the flush timeout, or the export's --timeout (both 10
-// minutes here; runBin's guard fails the test long before). The signal repeats, so that one sent
-// before the wait begins does not leave the test to the guard.
+// minutes here; runBin's guard fails the test long before). The signal
+// comes once the wait line says the wait has begun.
 func TestWatchSignalDuringExitWaitEndsIt(t *testing.T) {
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
-	addr := collectortest.BlackHole(t)
+	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -108,16 +109,12 @@ func TestWatchSignalDuringExitWaitEndsIt(t *testing.T) {
 	r := runBin(t, bin, binRun{
 		args: []string{"watch", "--since", "all", "--settle", "100ms", "--flush-timeout", "10m", "--timeout", "10m", "--endpoint", "http://" + addr,
 			"--state", filepath.Join(t.TempDir(), "state.json"), filepath.Dir(dir)},
-		env: []string{"PI_OTEL_SPOOL_DIR=none"},
-		started: func(p *os.Process) {
-			go func() {
-				time.Sleep(1500 * time.Millisecond)
-				_ = p.Signal(syscall.SIGTERM)
-				time.Sleep(time.Second) // into the wait
-				for p.Signal(syscall.SIGINT) == nil {
-					time.Sleep(500 * time.Millisecond)
-				}
-			}()
+		env:     []string{"PI_OTEL_SPOOL_DIR=none", "OTEL_BSP_SCHEDULE_DELAY=100"},
+		started: signalOnExport(conns, syscall.SIGTERM),
+		onStderr: func(line []byte, p *os.Process) {
+			if bytes.HasPrefix(line, []byte("pi-otel: waiting for ")) {
+				_ = p.Signal(syscall.SIGINT) // into the wait, which the line says has begun
+			}
 		},
 	})
 	if n := strings.Count(string(r.stderr), "pi-otel: 1 trace"); n != 1 {

@@ -469,7 +469,10 @@ func TestWatchNamesUnreadableFolders(t *testing.T) {
 	w := startCmd(t, cmd)
 	w.waitLine("pi-otel: cannot read session folder " + closed + ": permission denied")
 	w.waitLine("pi-otel: cannot read session folder " + sub + ": permission denied")
-	time.Sleep(2500 * time.Millisecond) // a rescan (every 2s while a root is not watched) says nothing new
+	// A rescan (every 2s while a root is not watched) says nothing new. It
+	// opens root before it tries sub, and ends before watch sees a signal.
+	opens := dirOpens(t, root)
+	wait.For(t, time.Minute, func() bool { return opens() > 0 }, func() string { return "no rescan of " + root })
 	w.signal(syscall.SIGTERM)
 	if code := w.exit(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, w.stderr())

@@ -3,6 +3,7 @@ package outfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
@@ -127,7 +130,9 @@ func TestStalledReader(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 1<<20) // far more than a pipe holds
 	errc := make(chan error, 1)
 	go func() { _, err := w.Write(big); errc <- err }()
-	time.Sleep(50 * time.Millisecond) // let the write block
+	// The write has begun once the pipe holds some of it; the rest waits.
+	wait.For(t, time.Minute, func() bool { return unread(t, pr) > 0 },
+		func() string { return "the write never reached the pipe" })
 	w.SetDeadline(time.Now())
 	if err := <-errc; !errors.Is(err, ErrStalled) {
 		t.Fatalf("blocked write: %v", err)
@@ -270,7 +275,10 @@ func TestTornLineEndedOnce(t *testing.T) {
 	}
 	w, torn := openTorn(t, p)
 	defer w.Close()
-	time.Sleep(3 * settle) // long enough for the Writer to end the line, were it not waiting
+	// The Writer waits for its turn: were it not, it could end the line
+	// before the other does, and the file would hold a blank line.
+	wait.For(t, time.Minute, func() bool { return lockWaited(t, p) },
+		func() string { return "the Writer did not wait for the other's lock" })
 	other.Write([]byte("\n"))
 	syscall.Flock(int(other.Fd()), syscall.LOCK_UN)
 	if _, err := w.Write([]byte("{}\n")); err != nil {
@@ -371,4 +379,41 @@ func fileSize(p string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// unread is how many bytes the pipe r reads from holds.
+func unread(t *testing.T, r *os.File) int {
+	t.Helper()
+	rc, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), fionread) }); err != nil || ierr != nil {
+		t.Fatalf("FIONREAD: %v %v", err, ierr)
+	}
+	return n
+}
+
+// lockWaited reports whether /proc/locks lists a process blocked on a
+// lock of the file at p: such a waiter is marked "->".
+func lockWaited(t *testing.T, p string) bool {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Skipf("cannot see who waits for a lock here: %v", err)
+	}
+	ino := fmt.Sprintf(":%d", fi.Sys().(*syscall.Stat_t).Ino)
+	for l := range strings.Lines(string(locks)) {
+		f := strings.Fields(l)
+		if len(f) > 6 && f[1] == "->" && strings.HasSuffix(f[6], ino) {
+			return true
+		}
+	}
+	return false
 }

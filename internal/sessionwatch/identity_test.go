@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +84,9 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	statePath := filepath.Join(t.TempDir(), "w.json")
 	b := &book{}
 	ready, scanned := firstScan()
+	// The follower's clock runs with the real one until the test moves it
+	// on past the grace, instead of waiting for the grace to pass.
+	var ahead atomic.Int64
 	f := New(Config{
 		Dirs:      []string{dir},
 		NewTracer: b.newTracer,
@@ -88,6 +94,7 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 		StatePath: statePath,
 		Settle:    time.Hour,
 		Ready:     ready,
+		Now:       func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -106,11 +113,18 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	must(t, err)
 	must(t, fh.Close())
 	waitFor(t, func() bool { return b.count("s.jsonl@6") == 1 })
-	time.Sleep(3 * missingGrace) // past the grace: it must not be closed as gone
+	// Past the grace, it must not be closed as gone. A run in another
+	// file, traced after the clock moved, shows the follower has done its
+	// work at the new time, closing what was due.
+	ahead.Store(int64(3 * missingGrace))
+	must(t, os.MkdirAll(filepath.Join(dir, "other"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "other", "u.jsonl"), []byte("H\nU\nA\nU\nT\n"), 0o644))
+	waitFor(t, func() bool { return b.count("u.jsonl@2") == 1 })
 	cancel()
 	must(t, <-done)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.accepted = slices.DeleteFunc(b.accepted, func(k string) bool { return strings.HasPrefix(k, "u.jsonl") })
 	if len(b.accepted) != 2 {
 		t.Errorf("accepted %v, want s.jsonl@2 and s.jsonl@6 once each (the run open at the move was not cut)", b.accepted)
 	}

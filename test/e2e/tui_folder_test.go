@@ -63,7 +63,9 @@ func leavesPiFolderAlone(t *testing.T, piBin string) {
 	traces := filepath.Join(t.TempDir(), "traces.jsonl")
 	u := startTUI(t, pi, []string{"PI_OTEL_TRACES_FILE=" + traces, "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"}, pi.Args()...)
 	u.waitScreen("fake-model") // the TUI is up, and idle
-	time.Sleep(time.Second)    // time enough for a file to appear, if one would
+	// Real time is the point: no event says a file will not appear, so
+	// the idle TUI is given a second in which one would.
+	time.Sleep(time.Second)
 	if got := sessions(); !slices.Equal(got, before) {
 		t.Fatalf("while the idle TUI runs, the folder holds %v, want only %v", got, before)
 	}

@@ -119,7 +119,8 @@ func (u *tui) prompt(text string) {
 	u.t.Helper()
 	u.tmux("send-keys", "-t", u.name, "-l", text)
 	// Input that arrives at once reads as a paste, whose Enter is a new
-	// line: pace the Enter as a person would.
+	// line: pace the Enter as a person would. Real time is the point: the
+	// TUI tells a paste from typing by it.
 	time.Sleep(300 * time.Millisecond)
 	u.tmux("send-keys", "-t", u.name, "Enter")
 }

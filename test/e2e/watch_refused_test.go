@@ -92,6 +92,8 @@ func TestWatchRefusedBatchesMoveOn(t *testing.T) {
 			waitState(t, w, state, scanned)
 			// Past the follower's first retry (5s after a failed commit):
 			// runs traced again would reach the collector a second time.
+			// Real time is the point: the retry timer runs in the watch
+			// process, and nothing outside it says it has fired.
 			time.Sleep(7 * time.Second)
 			w.stop(t)
 
@@ -183,7 +185,8 @@ func TestWatchLogsDownSpansOnce(t *testing.T) {
 	}
 	w := startHistWatch(t, env, "--since", "all", "--settle", "500ms", "--state", state, h.Dir)
 	st := waitState(t, w, state, scanned)
-	// Past the follower's first retry (5s after a failed commit).
+	// Past the follower's first retry (5s after a failed commit). Real
+	// time is the point: the retry timer runs in the watch process.
 	time.Sleep(7 * time.Second)
 	w.stop(t)
 

@@ -124,7 +124,16 @@ func TestWatchKill9MidBackfill(t *testing.T) {
 	// something traced and exported is not committed yet.
 	c1 := committed(waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > 0 }))
 	waitState(t, w, state, func(st sessionwatch.State) bool { return st.Scan != nil && committed(st) > c1 })
-	time.Sleep(100 * time.Millisecond)
+	size := func() int64 {
+		fi, err := os.Stat(first)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	atCommit := size()
+	wait.For(t, hangGuard, func() bool { return size() > atCommit || w.exited() },
+		func() string { return "nothing exported after the second commit" })
 	if err := w.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -392,6 +401,7 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 	if len(spooled) == 0 {
 		t.Fatalf("nothing in the spool\n%s", w.stderr)
 	}
+	// Real time is the point: gRPC's timer runs in the watch process.
 	// Continued just past gRPC's MinConnectTimeout (20s) from the first
 	// export: gRPC has closed the connection whose handshake never came and
 	// waits its reconnection backoff (1s). pi-otel once took that error for
@@ -425,15 +435,15 @@ func TestWatchCollectorStoppedThenContinued(t *testing.T) {
 		return n >= len(freshRun.Spans)
 	}
 	var drained, sent time.Duration
-	for time.Since(back) < time.Minute && (drained == 0 || sent == 0) {
+	wait.Until(time.Minute, func() bool {
 		if left, _ := filepath.Glob(filepath.Join(spool, "*.otlp")); len(left) == 0 && drained == 0 {
 			drained = time.Since(back)
 		}
 		if sent == 0 && inJaeger() {
 			sent = time.Since(back)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return drained != 0 && sent != 0
+	})
 	left, _ := filepath.Glob(filepath.Join(spool, "*.otlp"))
 	w.stop(t)
 	t.Logf("%d spool files before, %d after; after SIGCONT, the spool was empty in %s, the new run in Jaeger in %s",

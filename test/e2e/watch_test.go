@@ -205,7 +205,8 @@ func TestWatchCollectorOutage(t *testing.T) {
 	piPrompt(t, pi, dir, "first")
 	piPrompt(t, pi, dir, "second")
 	// Both runs are traced and waiting for the exporter; the state must
-	// not move while no collector has them.
+	// not move while no collector has them. Real time is the point: that
+	// it does not move can only be seen over a while.
 	time.Sleep(2 * time.Second)
 	b, _ := os.ReadFile(state)
 	if !strings.Contains(string(b), `"files":[]`) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -96,33 +97,37 @@ func TestFollowGrowthRotationTruncationAndStop(t *testing.T) {
 }
 
 // A file truncated while its last line is half written: the half line
-// ends where the content went, so the first new record stays whole.
+// ends where the content went, so the first new record stays whole. The
+// Reader's polls run on the bubble's clock: once every goroutine waits,
+// the Reader is past the half line and waiting for more.
 func TestTruncationEndsThePartialLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "pi.jsonl")
-	if err := os.WriteFile(path, []byte("{\"type\":\"a\"}\n{\"type\":\"hal"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r, err := Open(ctx, path, WithPoll(5*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ch := lines(r)
-	if l := next(t, ch); l != `{"type":"a"}` {
-		t.Fatalf("first line %q", l)
-	}
-	time.Sleep(50 * time.Millisecond) // the partial line has been read
-	if err := os.WriteFile(path, []byte("{\"type\":\"b\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if l := next(t, ch); l != `{"type":"hal` {
-		t.Errorf("the partial line came out as %q", l)
-	}
-	if l := next(t, ch); l != `{"type":"b"}` {
-		t.Errorf("the first new record came out as %q", l)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "pi.jsonl")
+		if err := os.WriteFile(path, []byte("{\"type\":\"a\"}\n{\"type\":\"hal"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r, err := Open(ctx, path, WithPoll(5*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ch := lines(r)
+		if l := next(t, ch); l != `{"type":"a"}` {
+			t.Fatalf("first line %q", l)
+		}
+		synctest.Wait() // the partial line has been read
+		if err := os.WriteFile(path, []byte("{\"type\":\"b\"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if l := next(t, ch); l != `{"type":"hal` {
+			t.Errorf("the partial line came out as %q", l)
+		}
+		if l := next(t, ch); l != `{"type":"b"}` {
+			t.Errorf("the first new record came out as %q", l)
+		}
+	})
 }
 
 // Opening a FIFO waits for a writer; a cancelled context ends the wait.

@@ -354,11 +354,14 @@ func TestDamagedFileIsCountedNamedAndKept(t *testing.T) {
 	// The age bound does not delete it either: expire sets damaged files
 	// aside the same way.
 	other := fmt.Sprintf("%020d-1-2%s", time.Now().Add(-time.Hour).UnixNano(), suffix)
-	old := open(t, Config{Dir: s.Dir(), MaxAge: time.Millisecond})
+	old := open(t, Config{Dir: s.Dir(), MaxAge: time.Hour})
 	if err := os.WriteFile(filepath.Join(s.Dir(), other), damaged, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	long := time.Now().Add(-2 * time.Hour) // aged by its mtime, not by waiting
+	if err := os.Chtimes(filepath.Join(s.Dir(), other), long, long); err != nil {
+		t.Fatal(err)
+	}
 	old.expire()
 	if _, err := os.Stat(filepath.Join(s.Dir(), other+".corrupt")); err != nil || old.Stats().Corrupt != 1 {
 		t.Errorf("trim: %v, stats %+v", err, old.Stats())

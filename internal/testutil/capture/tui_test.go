@@ -97,8 +97,9 @@ func TestSessionCaptureTUI(t *testing.T) {
 	args := env.Args("--session-dir", env.SessionDir)
 	line := env.Pi + " " + strings.Join(args, " ")
 	x.run("new-session", "-d", "-s", "pi", "-x", "160", "-y", "48", "-c", env.WorkDir, line)
-	x.waitFor("the editor", func(p string) bool { return strings.TrimSpace(p) != "" })
-	time.Sleep(time.Second) // the editor takes keys once the UI has drawn
+	// The footer, which names the model, comes with the editor, ready
+	// for keys: the whole UI has drawn.
+	x.waitFor("the footer", func(p string) bool { return strings.Contains(p, "fake-model") })
 
 	send := func(text string) {
 		x.run("send-keys", "-t", "pi", "-l", text)

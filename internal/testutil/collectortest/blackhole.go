@@ -11,12 +11,21 @@ import (
 // proxy. It returns the host:port, closed when the test ends.
 func BlackHole(tb testing.TB) string {
 	tb.Helper()
+	addr, _ := BlackHoleConns(tb)
+	return addr
+}
+
+// BlackHoleConns is BlackHole that also tells how many connections it has
+// taken: an exporter connects with its first export, so a test can wait
+// for an export to be under way.
+func BlackHoleConns(tb testing.TB) (addr string, conns func() int) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var mu sync.Mutex
-	var conns []net.Conn
+	var taken []net.Conn
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -24,7 +33,7 @@ func BlackHole(tb testing.TB) string {
 				return
 			}
 			mu.Lock()
-			conns = append(conns, c)
+			taken = append(taken, c)
 			mu.Unlock()
 		}
 	}()
@@ -32,9 +41,13 @@ func BlackHole(tb testing.TB) string {
 		_ = ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
-		for _, c := range conns {
+		for _, c := range taken {
 			_ = c.Close()
 		}
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(taken)
+	}
 }
