@@ -91,6 +91,9 @@ func (f *Follower) walk(dir string, initial bool) []string {
 	return found
 }
 
+// maxAncestors bounds how far bySession follows parentSession headers.
+const maxAncestors = 16
+
 // stopping reports whether the first scan is to stop: Run's context is
 // done, or watch cannot go on.
 func (f *Follower) stopping() bool {
@@ -98,23 +101,30 @@ func (f *Follower) stopping() bool {
 }
 
 // bySession orders the files of a first scan: the files of one session
-// together, the largest first, in the order of the session's first file.
-// The headers read are kept for place.
+// together, the largest first, in the order of the session's first file;
+// and a child session's files after its parent's (the header's
+// parentSession), wherever the walk found them, so that the parent's
+// trace has noted the tool that ran the child before the child is read:
+// no parent's file is read again to find it (session.ParentTools). The
+// headers read are kept for place.
 func (f *Follower) bySession(paths []string) []string {
 	type cand struct {
-		path    string
-		session string
-		size    int64
-		group   int
+		path          string
+		session       string
+		parentSession string
+		size          int64
+		group, depth  int
 	}
 	groups := map[string]int{}
+	byPath := make(map[string]int, len(paths))
 	cs := make([]cand, 0, len(paths))
 	for _, p := range paths {
 		c := cand{path: p}
 		if st, err := os.Stat(p); err == nil {
 			c.size = st.Size()
 		}
-		c.session = headerSession(p)
+		h, _ := readHeader(p)
+		c.session, c.parentSession = h.ID, h.ParentSession
 		f.headers[p] = c.session
 		g, ok := groups[c.session]
 		if !ok || c.session == "" {
@@ -122,9 +132,33 @@ func (f *Follower) bySession(paths []string) []string {
 			groups[c.session] = g
 		}
 		c.group = g
+		byPath[filepath.Clean(p)] = len(cs)
 		cs = append(cs, c)
 	}
+	for i := range cs {
+		// Ancestors among the scanned files; a cycle (a hostile header)
+		// stops at the bound.
+		for j, n := i, 0; n < maxAncestors; n++ {
+			ps := cs[j].parentSession
+			if ps == "" {
+				break
+			}
+			k, ok := byPath[filepath.Clean(ps)]
+			if !ok {
+				// A header names the parent by the path Pi wrote, which
+				// may run through a link the walk resolved.
+				if k, ok = byPath[realPath(ps)]; !ok {
+					break
+				}
+			}
+			cs[i].depth++
+			j = k
+		}
+	}
 	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.depth != b.depth {
+			return a.depth - b.depth
+		}
 		if a.group != b.group {
 			return a.group - b.group
 		}

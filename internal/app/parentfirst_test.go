@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/sessionwatch"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+)
+
+// A history whose child session file the walk finds before its parent's
+// is read parents first: the parent's trace notes the tool that ran the
+// child, so no parent's file is read a second time to find it.
+func TestBackfillReadsNoParentTwice(t *testing.T) {
+	dir := t.TempDir()
+	parentPath := filepath.Join(dir, "2026-12-01T10-00-00-000Z_s1.jsonl")
+	child := filepath.Join(dir, "2026-12-01T09-59-59-000Z_child-1.jsonl") // first by name
+	files := map[string]string{
+		child: `{"type":"session","version":3,"id":"child-1","timestamp":"2026-12-01T10:00:01.000Z","cwd":"/p","parentSession":"` + parentPath + `"}
+{"type":"message","id":"cu","parentId":null,"timestamp":"2026-12-01T10:00:01.200Z","message":{"role":"user","content":"look","timestamp":1796119201200}}
+{"type":"message","id":"ca","parentId":"cu","timestamp":"2026-12-01T10:00:01.500Z","message":{"role":"assistant","content":[{"type":"text","text":"found"}],"provider":"p","model":"m","usage":{"input":3,"output":4,"cost":{"total":2}},"stopReason":"stop","timestamp":1796119201300,"durationMs":200}}
+`,
+		parentPath: `{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/p"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-01T10:00:00.100Z","message":{"role":"user","content":"go","timestamp":1796119200100}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"subagent","arguments":{}}],"provider":"p","model":"m","usage":{"input":10,"output":1,"cost":{"total":1}},"stopReason":"toolUse","timestamp":1796119200200,"durationMs":100}}
+{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"subagent","content":[{"type":"text","text":"found"}],"details":{"mode":"single","results":[{"agent":"scout","sessionFile":"` + child + `"}]},"isError":false,"timestamp":1796119202000,"durationMs":1900}}
+{"type":"message","id":"a2","parentId":"r1","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m","usage":{"input":20,"output":1,"cost":{"total":1}},"stopReason":"stop","timestamp":1796119202100,"durationMs":50}}
+`,
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Quiet = true
+	cfg.Traces.Exporter, cfg.Metrics.Exporter, cfg.Logs.Exporter = telemetry.ExporterNone, telemetry.ExporterNone, telemetry.ExporterNone
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sp, fc := sinceAll(ctx, t, Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, dir, filepath.Join(t.TempDir(), "state.json"))
+	fc.Ready = cancel // the history is read
+	fc.Exited = func() bool { return true }
+	f := sessionwatch.New(fc)
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sp.summary(nil)
+	if n := sp.parents.Reads(); n != 0 {
+		t.Errorf("the parent's file was read again %d times to find the child's tool", n)
+	}
+	if s := sp.tel.Stats(); s.Ended == 0 {
+		t.Fatal("nothing traced")
+	}
+}
