@@ -74,15 +74,21 @@ func (p *ParentTools) Find(parentSession, childID string) (trace.SpanContext, bo
 	fm := New(Config{TracerProvider: noop.NewTracerProvider(), Path: parentSession, ChildSessions: headerOnly(p.maxBytes)})
 	fm.dry = true
 	fm.onResult = func(r *runBuf, e *entry) bool {
+		found := false
 		for _, run := range e.msg.nested.Runs {
+			if run.Session == "" {
+				continue
+			}
+			n, _ := r.toolSpans(e.msg.ToolCallID)
+			tool := spanid.SpanContext(spanid.TraceID(r.key), r.key, agentmap.ToolPath(e.msg.ToolCallID, n))
+			// Every child met on the way is noted: its siblings, asked
+			// next, need no read of this file.
+			p.note(run.Session, tool)
 			if run.Session == childID {
-				n, _ := r.toolSpans(e.msg.ToolCallID)
-				path := agentmap.ToolPath(e.msg.ToolCallID, n)
-				sc = spanid.SpanContext(spanid.TraceID(r.key), r.key, path)
-				return true
+				sc, found = tool, true
 			}
 		}
-		return false
+		return found
 	}
 	if eachLine(parentSession, p.maxBytes, func(off int64, line []byte) bool {
 		fm.Line(off, line)
