@@ -274,8 +274,7 @@ func newTelemetry(env Env, cfg config.Config, records func() recordCounts, opts 
 }
 
 // newPipeline builds the shared pipeline; opts come after the defaults, so
-// that e.g. a session file's replay can give its own id generator, or
-// replay its backpressure.
+// that e.g. replay can add its backpressure.
 func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callContexts, opts ...telemetry.Option) (*pipeline, error) {
 	content, err := newContent(cfg)
 	if err != nil {
