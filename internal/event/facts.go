@@ -88,19 +88,37 @@ func (m *Message) NoteFacts() {
 // the message gives them: a later system message changes named sections,
 // and what captured content renders keeps their order.
 func orderedSections(msg json.RawMessage) []Section {
-	var f struct {
-		Sections json.RawMessage `json:"sections"`
-	}
-	if json.Unmarshal(msg, &f) != nil {
-		return nil
+	var sections []byte
+	found, slow := false, false
+	ok := Members(msg, func(k, v []byte) bool {
+		switch {
+		case string(k) == "sections":
+			slow, found, sections = found, true, v
+		case !plainKey(k) || foldsToAny(k, sectionsKey):
+			slow = true
+		}
+		return !slow
+	})
+	if !ok || slow {
+		// What the walk cannot settle as encoding/json would (a key twice,
+		// in another case, or JSON it cannot walk) is read by it: rare.
+		var f struct {
+			Sections json.RawMessage `json:"sections"`
+		}
+		if json.Unmarshal(msg, &f) != nil {
+			return nil
+		}
+		sections = f.Sections
 	}
 	var list []Section
-	Members(f.Sections, func(k, v []byte) bool {
+	Members(sections, func(k, v []byte) bool {
 		list = append(list, Section{Name: string(k), Text: v})
 		return true
 	})
 	return list
 }
+
+var sectionsKey = []string{"sections"}
 
 // noteTools sets ToolDefs from the declarations in Tools, then ToolsAdded:
 // those that read as an object with a name.

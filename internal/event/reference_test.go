@@ -375,6 +375,8 @@ var oddRecords = []string{
 	`{"type":"message","message":{"role":"system","sections":{"a":"x"},"toolsAdded":[{"name":"c"}]}}`,
 	`{"type":"message_end","message":{"role":"system","content":"c","sections":{"b":"1","a":null,"b":{"x":[1]},"\u0063":"e"},"Sections":{"z":"last"}}}`,
 	`{"type":"message_end","message":{"role":"system","sections":[1],"content":null}}`,
+	`{"type":"message_end","message":{"role":"system","sections":{"a":"1"},"sections":{"b":"2"}}}`,
+	`{"type":"message_end","message":{"role":"system","section\u0073":{"a":"1"},"ſections":{"b":"2"}}}`,
 	`{"type":"message_end","message":{"role":"user","sections":{"a":"x"}}}`,
 	`{"type":"message_end","message":{"role":"user","content":[{"type":"text","text":"h\u00e9"},{"text":"x","text":"yz"}]}}`,
 	`{"type":"message_start","message":{"role":"user","content":"hi","Content":[{"text":"abc"}]}}`,
