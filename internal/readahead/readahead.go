@@ -20,13 +20,26 @@ const (
 // goroutine, and returns once produce has returned and every apply has
 // run.
 func Run(produce func(emit func(apply func(), size int)), done func(size int)) {
-	type batch struct {
-		apply []func()
-		size  []int
-		// mapped, when set, is closed once the batch is mapped: produce
-		// waits for it after a huge line.
-		mapped chan struct{}
-	}
+	Start(produce).Drain(done)
+}
+
+// Ahead is a Run begun: produce works on its goroutine until Drain takes
+// what it made, so that the caller can do other work meanwhile (trace
+// one file while the next is read).
+type Ahead struct {
+	batches chan *batch
+}
+
+type batch struct {
+	apply []func()
+	size  []int
+	// mapped, when set, is closed once the batch is mapped: produce
+	// waits for it after a huge line.
+	mapped chan struct{}
+}
+
+// Start calls produce on a new goroutine, as Run does; Drain must follow.
+func Start(produce func(emit func(apply func(), size int))) *Ahead {
 	batches := make(chan *batch, 1)
 	go func() {
 		defer close(batches)
@@ -53,7 +66,13 @@ func Run(produce func(emit func(apply func(), size int)), done func(size int)) {
 			batches <- b
 		}
 	}()
-	for b := range batches {
+	return &Ahead{batches: batches}
+}
+
+// Drain is the rest of Run: it applies what produce emits, in order, on
+// the calling goroutine, and returns once produce has returned.
+func (a *Ahead) Drain(done func(size int)) {
+	for b := range a.batches {
 		for i, apply := range b.apply {
 			apply()
 			done(b.size[i])

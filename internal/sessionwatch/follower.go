@@ -177,6 +177,12 @@ type Follower struct {
 	// fsnotify, by identity: a directory moved keeps its watch (watch).
 	watchedAs map[fileID]string
 	buf       []byte
+	// bufs are the buffers of reads ahead, kept for the next.
+	bufs []*[]byte
+	// ahead: the first scan's walk, where a read only begins (read).
+	ahead bool
+	// begun is the read begun last, for the walk to end.
+	begun *aRead
 	// uncommitted are the files with traced runs not yet flushed.
 	uncommitted map[*file]bool
 	retryAt     time.Time
@@ -224,6 +230,7 @@ type file struct {
 	lastEntry time.Time // the newest entry's time, once read
 	lastTried int64     // the size readLast last looked at, with this tracer
 	readOff   int64     // start of the first line not yet fed
+	begun     bool      // its read is begun, not yet ended (Follower.begun)
 	committed int64     // accepted by the exporter
 	pending   int64     // traced, waiting for a flush
 	tail      uint32

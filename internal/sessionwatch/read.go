@@ -51,10 +51,36 @@ func (f *Follower) refresh(fi *file) {
 	f.read(fi)
 }
 
-// read feeds the complete lines appended since the last read.
+// read feeds the complete lines appended since the last read. In the
+// first scan's walk (ahead set) it only begins: the lines are read and
+// decoded on a goroutine of their own while the file before is traced,
+// and endRead finishes.
 func (f *Follower) read(fi *file) {
-	if fi.notSess || fi.accept == ignored {
+	r := f.startRead(fi)
+	if r == nil {
 		return
+	}
+	if f.ahead && f.begun == nil {
+		f.begun, fi.begun = r, true
+		return
+	}
+	f.endRead(r)
+}
+
+// aRead is a file's read begun: its lines are read and decoded ahead, on
+// a goroutine of their own, when its tracer is a Predecoder.
+type aRead struct {
+	fi    *file
+	fh    *os.File
+	ahead *readahead.Ahead
+	buf   *[]byte
+}
+
+// startRead opens fi, makes its tracer if it has none, and begins reading
+// what was appended since the last read.
+func (f *Follower) startRead(fi *file) *aRead {
+	if fi.notSess || fi.accept == ignored {
+		return nil
 	}
 	if fi.accept == undecided {
 		if f.cfg.Accept == nil {
@@ -66,7 +92,7 @@ func (f *Follower) read(fi *file) {
 			}
 		}
 		if fi.accept != followed {
-			return
+			return nil
 		}
 	}
 	fh, err := os.Open(fi.path)
@@ -74,24 +100,44 @@ func (f *Follower) read(fi *file) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			f.logOnce("open "+fi.path, "reading %s: %v", fi.path, err)
 		}
-		return
+		return nil
 	}
-	defer fh.Close()
 	if fi.tr != nil && fi.readOff > 0 && checksumAt(fh, fi.readOff) != fi.readTail {
 		// Rewritten in place and grown past where it was read (cp or >
 		// over it, an editor's save): the bytes read are another file's.
 		f.rewritten(fi)
 	}
 	if fi.tr == nil && !f.newTracer(fi, fh) {
-		return
+		fh.Close()
+		return nil
 	}
 	if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
-		return
+		fh.Close()
+		return nil
 	}
+	r := &aRead{fi: fi, fh: fh}
 	if p, ok := fi.tr.(Predecoder); ok {
-		f.readAhead(fh, fi, p.Predecode())
+		// Its own buffer: the file before may still be read into another.
+		r.buf = f.buffer()
+		decode, from := p.Predecode(), fi.readOff
+		r.ahead = readahead.Start(func(emit func(func(), int)) {
+			f.readLines(fh, from, r.buf, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
+		})
+	}
+	return r
+}
+
+// endRead feeds the lines startRead began to read, and notes where the
+// file was read to.
+func (f *Follower) endRead(r *aRead) {
+	fi, fh := r.fi, r.fh
+	defer fh.Close()
+	fi.begun = false
+	if r.ahead != nil {
+		r.ahead.Drain(func(n int) { f.fed(fi, n) })
+		f.bufs = append(f.bufs, r.buf)
 	} else {
-		f.readLines(fh, fi.readOff, func(off int64, line []byte, n int) {
+		f.readLines(fh, fi.readOff, &f.buf, func(off int64, line []byte, n int) {
 			fi.tr.Line(off, line)
 			f.fed(fi, n)
 		})
@@ -103,49 +149,64 @@ func (f *Follower) read(fi *file) {
 	if fi.nextIdle.IsZero() {
 		fi.nextIdle = fi.active(f.cfg.Now()).Add(f.cfg.Settle)
 	}
-	if len(f.buf) > 1<<20 {
-		f.buf = nil // a huge line (an image) is not kept for the next read
-	}
 	f.progress(fi)
+}
+
+// buffer is a read buffer of its own for a read ahead; endRead keeps it
+// for the next.
+func (f *Follower) buffer() *[]byte {
+	if n := len(f.bufs); n > 0 {
+		b := f.bufs[n-1]
+		f.bufs = f.bufs[:n-1]
+		return b
+	}
+	return new([]byte)
 }
 
 // readLines calls line with each complete line of fh from off on (fh is
 // at off), and the line's length with its LF; line is only valid during
-// the call. It stops at a line still being written.
-func (f *Follower) readLines(fh *os.File, off int64, line func(off int64, b []byte, n int)) {
-	if f.buf == nil {
-		f.buf = make([]byte, 64<<10)
+// the call. It stops at a line still being written. *buf is the buffer it
+// reads into, grown for a long line; a huge line's is not kept.
+func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, line func(off int64, b []byte, n int)) {
+	defer func() {
+		if len(*buf) > 1<<20 {
+			*buf = nil // a huge line (an image) is not kept for the next read
+		}
+	}()
+	if *buf == nil {
+		*buf = make([]byte, 64<<10)
 	}
 	have := 0 // bytes in buf, starting at off
 	for {
 		if f.ctx != nil && f.ctx.Err() != nil && !f.final {
 			return // a signal: the rest is read at the next start
 		}
-		if have == len(f.buf) { // one line longer than the buffer
-			if f.buf = lineBuffer(fh, off, f.buf); f.buf == nil {
+		if have == len(*buf) { // one line longer than the buffer
+			if *buf = lineBuffer(fh, off, *buf); *buf == nil {
 				return // a line still being written: read it whole later
 			}
 		}
-		n, err := fh.Read(f.buf[have:])
+		b := *buf
+		n, err := fh.Read(b[have:])
 		have += n
 		start := 0
 		for {
-			i := bytes.IndexByte(f.buf[start:have], '\n')
+			i := bytes.IndexByte(b[start:have], '\n')
 			if i < 0 {
 				break
 			}
-			line(off, bytes.TrimSuffix(f.buf[start:start+i], []byte{'\r'}), i+1)
+			line(off, bytes.TrimSuffix(b[start:start+i], []byte{'\r'}), i+1)
 			off += int64(i + 1)
 			start += i + 1
 		}
-		have = copy(f.buf, f.buf[start:have])
-		if len(f.buf) > 1<<20 && have <= 64<<10 {
+		have = copy(b, b[start:have])
+		if len(b) > 1<<20 && have <= 64<<10 {
 			// A long line is read: back to a small buffer, so that the
 			// next long line is not read into this one and copied out of
 			// it with both alive (two 200 MB lines took 400 MB).
 			small := make([]byte, 64<<10)
-			copy(small, f.buf[:have])
-			f.buf = small
+			copy(small, b[:have])
+			*buf = small
 		}
 		if err != nil || n == 0 {
 			return // the rest, if any, is a line still being written
@@ -170,14 +231,6 @@ func (f *Follower) fed(fi *file, n int) {
 // runs in the same order on its own.
 type Predecoder interface {
 	Predecode() func(off int64, b []byte) func()
-}
-
-// readAhead is readLines with decoding on a goroutine of its own.
-func (f *Follower) readAhead(fh *os.File, fi *file, decode func(off int64, b []byte) func()) {
-	from := fi.readOff
-	readahead.Run(func(emit func(func(), int)) {
-		f.readLines(fh, from, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
-	}, func(n int) { f.fed(fi, n) })
 }
 
 // active is when the file was last written to: its modification time,
@@ -354,7 +407,7 @@ func (f *Follower) goesOn(fi *file, now time.Time) bool {
 		return false
 	}
 	for _, o := range f.files {
-		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed &&
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed && !o.begun &&
 			!o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter {
 			return true
 		}

@@ -77,15 +77,30 @@ func (f *Follower) walk(dir string, initial bool) []string {
 	if !initial {
 		return found
 	}
-	for _, p := range f.bySession(later) {
-		if f.stopping() {
-			break
+	// Each file is read and decoded, on a goroutine of its own, while the
+	// file before it is traced (read): a history takes two cores. Until
+	// its read ends, the scan has not come to it (goesOn).
+	order := f.bySession(later)
+	f.ahead = true
+	var fi *file
+	var r *aRead
+	for i := 0; i <= len(order); i++ {
+		var next *file
+		var nr *aRead
+		if i < len(order) && !f.stopping() {
+			next = f.touch(order[i], true)
+			nr, f.begun = f.begun, nil
 		}
-		if fi := f.touch(p, true); fi != nil {
+		if r != nil {
+			f.endRead(r)
+		}
+		if fi != nil {
 			found = append(found, fi.path)
 			f.backfilled(fi)
 		}
+		fi, r = next, nr
 	}
+	f.ahead = false
 	clear(f.headers) // those of files not placed (a second name)
 	f.commitScan(true)
 	return found
