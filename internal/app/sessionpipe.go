@@ -140,9 +140,10 @@ func newSessionPipeline(env Env, cfg config.Config, scfg sessionConfig) (*sessio
 // to this pipeline.
 func (sp *sessionPipeline) followerConfig() sessionwatch.Config {
 	fc := sessionwatch.Config{
-		NewTracer: sp.newTracer,
-		IsSession: session.Starts,
-		Flush:     sp.flush,
+		NewTracer:   sp.newTracer,
+		IsSession:   session.Starts,
+		Flush:       sp.flush,
+		ParentTools: sp.parents,
 	}
 	if !sp.cfg.Quiet {
 		fc.Logf = func(format string, args ...any) {

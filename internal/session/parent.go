@@ -19,21 +19,30 @@ import (
 )
 
 // maxNotedChildren bounds what ParentTools remembers: past it, it forgets
-// and reads parents' files again.
+// the child noted first, and reads its parent's file again if asked.
 const maxNotedChildren = 1 << 16
 
 // ParentTools finds the execute_tool span that ran a child session, for
 // the link from the child's first run (Config.ParentTools). A span's id
 // derives from its run's key and its place (package spanid), so the link
 // is computed, never traced again: from what FileMappers sharing it noted
-// while tracing the parents (watch follows both: no read at all), else
-// from the parent's file, read once to find the run that holds the tool
-// call (replay of the child alone). Safe for concurrent use.
+// while tracing the parents (watch follows both: no read at all; a
+// restarted watch gets them back from its state, Restore), else from the
+// parent's file, read once to find the run that holds the tool call
+// (replay of the child alone). Safe for concurrent use.
 type ParentTools struct {
 	maxBytes int64
 	mu       sync.Mutex
 	noted    map[string]trace.SpanContext // child session id → its tool span
+	order    []string                     // the children noted, oldest first
+	changes  uint64                       // counts the changes to noted
 	reads    atomic.Int64
+}
+
+// Link is a child session and the execute_tool span that ran it.
+type Link struct {
+	Child string
+	Tool  trace.SpanContext
 }
 
 // NewParentTools returns a ParentTools that reads parents' files of at
@@ -49,10 +58,51 @@ func (p *ParentTools) Reads() int64 { return p.reads.Load() }
 func (p *ParentTools) note(child string, sc trace.SpanContext) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.noted) >= maxNotedChildren {
-		clear(p.noted)
+	if old, ok := p.noted[child]; ok {
+		if !old.Equal(sc) {
+			p.noted[child] = sc
+			p.changes++
+		}
+		return
+	}
+	if len(p.order) >= maxNotedChildren {
+		delete(p.noted, p.order[0])
+		p.order[0] = ""
+		p.order = p.order[1:]
 	}
 	p.noted[child] = sc
+	p.order = append(p.order, child)
+	p.changes++
+}
+
+// Links returns the newest n links noted, oldest first, and the count of
+// changes they reflect: while Changes returns the same, they are the same.
+func (p *ParentTools) Links(n int) ([]Link, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	from := max(0, len(p.order)-n)
+	out := make([]Link, 0, len(p.order)-from)
+	for _, c := range p.order[from:] {
+		out = append(out, Link{Child: c, Tool: p.noted[c]})
+	}
+	return out, p.changes
+}
+
+// Changes counts the changes to the links noted.
+func (p *ParentTools) Changes() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changes
+}
+
+// Restore notes links kept from an earlier process (oldest first), as if
+// its parents had been traced here: their children need no read.
+func (p *ParentTools) Restore(links []Link) {
+	for _, l := range links {
+		if l.Child != "" && l.Tool.IsValid() {
+			p.note(l.Child, l.Tool)
+		}
+	}
 }
 
 // Find returns the span context of the execute_tool span in the parent's

@@ -241,6 +241,9 @@ func (f *Follower) saveState() {
 	f.state.Files = files
 	f.state.index()
 	f.state.Sessions = f.ledger.save()
+	if pt := f.cfg.ParentTools; pt != nil && pt.Changes() != f.childrenAt {
+		f.state.Children, f.childrenAt = saveChildren(pt)
+	}
 	f.moves = false
 	err := f.state.Save(f.cfg.StatePath)
 	if err == nil {

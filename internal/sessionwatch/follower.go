@@ -88,6 +88,10 @@ type Config struct {
 	// StatePath is where places are kept between runs; "" keeps them in
 	// memory only.
 	StatePath string
+	// ParentTools, if set, is what the tracers note of the tool spans
+	// that ran child sessions: kept in the state, so that after a restart
+	// no parent's file is read again for a child of a parent traced.
+	ParentTools *session.ParentTools
 	// Since is how far back to trace the sessions on disk at the first
 	// start: zero traces only runs begun from now on, SinceAll traces
 	// everything. Sessions that appear later are traced whole.
@@ -199,6 +203,8 @@ type Follower struct {
 
 	// moves says a file was found under a new name since the last save.
 	moves bool
+	// childrenAt is the ParentTools.Changes that state.Children holds.
+	childrenAt uint64
 
 	// A state that could not be saved is saved again at saveAt; after
 	// maxSaveFails failures in a row, Run ends with fatal.
@@ -441,6 +447,12 @@ func (f *Follower) load() error {
 		f.state, f.first = st, first
 		if err := f.ledger.load(st.Sessions); err != nil {
 			return fmt.Errorf("state file %s is damaged (%v); move it away to start over", f.cfg.StatePath, err)
+		}
+		if pt := f.cfg.ParentTools; pt != nil {
+			if err := restoreChildren(pt, st.Children); err != nil {
+				return fmt.Errorf("state file %s is damaged (%v); move it away to start over", f.cfg.StatePath, err)
+			}
+			f.childrenAt = pt.Changes()
 		}
 	}
 	switch st := &f.state; {

@@ -24,7 +24,7 @@ const stateVersion = 3
 // run is traced once whichever file holds it, and whatever happened to the
 // files. The files' places (Files) only say where to go on reading, so
 // that a restart does not read every file again; they never decide
-// whether a run was traced.
+// whether a run was traced. Children only spare reads of parents' files.
 type State struct {
 	Version int `json:"version"`
 	// Scan is set while the first start's scan is not complete: a restart
@@ -35,6 +35,11 @@ type State struct {
 	Sessions []SessionState `json:"sessions,omitempty"`
 	// Files are the places, one per file.
 	Files []FileState `json:"files"`
+	// Children are the tool spans that ran child sessions, as the
+	// parents' traces noted them, newest last (see links.go). Added in
+	// version 3 without a new version: a pi-otel that does not know them
+	// loads the state and drops them, which costs only reads.
+	Children []ChildState `json:"children,omitempty"`
 
 	// legacy: a version 1 or 2 state, whose places are all it knows of
 	// what was traced.
