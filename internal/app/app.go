@@ -176,11 +176,10 @@ type pipeline struct {
 	mapper *agentmap.Mapper
 	sink   *ingest.Sink
 	parent trace.SpanContext
-	// parentCtx holds parent; content is nil unless capture is on.
-	parentCtx context.Context
-	content   agentmap.Content
-	cfg       config.Config
-	stderr    io.Writer
+	// content is nil unless capture is on.
+	content agentmap.Content
+	cfg     config.Config
+	stderr  io.Writer
 	// signals end the exit flush early (see finish).
 	signals *Signals
 	// records counts what was read from Pi, for the health metrics; rpc
@@ -305,16 +304,15 @@ func newPipeline(env Env, cfg config.Config, clock ingest.Clock, calls *callCont
 		sinkOpts = append(sinkOpts, ingest.WithClock(clock))
 	}
 	p = &pipeline{
-		tel:       tel,
-		mapper:    m,
-		sink:      ingest.New(m, sinkOpts...),
-		parent:    trace.SpanContextFromContext(parentCtx),
-		parentCtx: parentCtx,
-		cfg:       cfg,
-		stderr:    env.Stderr,
-		content:   content,
-		signals:   env.Signals,
-		calls:     calls,
+		tel:     tel,
+		mapper:  m,
+		sink:    ingest.New(m, sinkOpts...),
+		parent:  trace.SpanContextFromContext(parentCtx),
+		cfg:     cfg,
+		stderr:  env.Stderr,
+		content: content,
+		signals: env.Signals,
+		calls:   calls,
 	}
 	p.records = func() recordCounts {
 		s := p.sink.Stats()

@@ -22,18 +22,8 @@ import (
 
 // piMode is the --mode of a Pi command line ("" for the TUI or -p text).
 func piMode(argv []string) string {
-	for i, a := range argv {
-		if a == "--" {
-			break
-		}
-		if v, ok := strings.CutPrefix(a, "--mode="); ok {
-			return v
-		}
-		if a == "--mode" && i+1 < len(argv) {
-			return argv[i+1]
-		}
-	}
-	return ""
+	mode, _ := piFlag(argv, false, "--mode")
+	return mode
 }
 
 // piFlag returns the value of a Pi flag given as "--name v" or

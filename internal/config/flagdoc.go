@@ -63,16 +63,12 @@ func DescribeFlag(f *flag.Flag, group string) FlagDoc {
 // placeholder takes the `PLACEHOLDER` out of a usage text, as package flag
 // reads it, and drops the words that only name it.
 func placeholder(usage string) (name, text string) {
-	i := strings.Index(usage, "`")
-	if i < 0 {
+	before, rest, ok := strings.Cut(usage, "`")
+	name, after, ok2 := strings.Cut(rest, "`")
+	if !ok || !ok2 {
 		return "", usage
 	}
-	j := strings.Index(usage[i+1:], "`")
-	if j < 0 {
-		return "", usage
-	}
-	name = usage[i+1 : i+1+j]
-	usage = usage[:i] + name + usage[i+2+j:]
+	usage = before + name + after
 	// "…, a DURATION" only names the placeholder: the flag line shows it.
 	for _, a := range []string{", a ", ", an ", ", "} {
 		usage = strings.Replace(usage, a+name, "", 1)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
@@ -340,12 +341,7 @@ func (l *loader) resource(cfg *Config) {
 	if v, _, ok := l.get(row("user-pseudonym-key")); ok {
 		cfg.UserPseudonymKey = v
 	}
-	keys := make([]string, 0, len(attrs))
-	for k := range attrs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
 		cfg.ResourceAttributes = append(cfg.ResourceAttributes, attribute.String(k, attrs[k]))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,12 +216,10 @@ func (p *pendingTable) add(c *command) {
 
 // take removes and returns the oldest pending command with key k.
 func (p *pendingTable) take(k key) *command {
-	q := p.byKey[k]
-	if len(q) == 0 {
-		return nil
+	c := p.peek(k)
+	if c != nil {
+		p.remove(c)
 	}
-	c := q[0]
-	p.remove(c)
 	return c
 }
 
@@ -234,11 +233,8 @@ func (p *pendingTable) peek(k key) *command {
 
 func (p *pendingTable) remove(c *command) {
 	q := p.byKey[c.key]
-	for i, x := range q {
-		if x == c {
-			q = append(q[:i], q[i+1:]...)
-			break
-		}
+	if i := slices.Index(q, c); i >= 0 {
+		q = slices.Delete(q, i, i+1)
 	}
 	if len(q) == 0 {
 		// Drop the key: ids are unique, so kept keys would grow forever.

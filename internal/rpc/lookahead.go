@@ -87,7 +87,7 @@ func (t *Tracker) overLimit(head *item) bool {
 // a run if Pi has begun one since, otherwise it is traced where it stands.
 func (t *Tracker) forceDecision(c *command) {
 	t.stats.LookaheadForced++
-	c.decision = decision{known: true, forced: true}
+	c.decision = decision{known: true}
 	for i := 1; i < len(t.queue); i++ {
 		if t.queue[i].typ == event.TypeAgentStart {
 			c.decision.success, c.decision.disposition = true, string(vocab.DispositionStarted)
@@ -99,7 +99,6 @@ func (t *Tracker) forceDecision(c *command) {
 // decision is what a prompt's response says.
 type decision struct {
 	known       bool
-	forced      bool
 	success     bool
 	disposition string
 }

@@ -149,31 +149,16 @@ func (n *nameScrubber) value(v attribute.Value) (attribute.Value, bool) {
 	return v, false
 }
 
-// events returns evs with their attributes scrubbed, and whether any
-// changed; evs is never modified.
-func (n *nameScrubber) events(evs []sdktrace.Event) ([]sdktrace.Event, bool) {
-	out, copied := evs, false
-	for i := range evs {
-		if a, ok := n.attrs(evs[i].Attributes); ok {
+// scrubEach returns xs with the attributes at attrs(&x) scrubbed, and whether
+// any changed; xs is never modified. It serves a span's events and links.
+func scrubEach[T any](n *nameScrubber, xs []T, attrs func(*T) *[]attribute.KeyValue) ([]T, bool) {
+	out, copied := xs, false
+	for i := range xs {
+		if a, ok := n.attrs(*attrs(&xs[i])); ok {
 			if !copied {
-				out, copied = slices.Clone(evs), true
+				out, copied = slices.Clone(xs), true
 			}
-			out[i].Attributes = a
-		}
-	}
-	return out, copied
-}
-
-// links returns ls with their attributes scrubbed, and whether any
-// changed; ls is never modified.
-func (n *nameScrubber) links(ls []sdktrace.Link) ([]sdktrace.Link, bool) {
-	out, copied := ls, false
-	for i := range ls {
-		if a, ok := n.attrs(ls[i].Attributes); ok {
-			if !copied {
-				out, copied = slices.Clone(ls), true
-			}
-			out[i].Attributes = a
+			*attrs(&out[i]) = a
 		}
 	}
 	return out, copied
@@ -198,8 +183,8 @@ func (p scrubbing) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 func (p scrubbing) OnEnd(s sdktrace.ReadOnlySpan) {
 	name := p.n.scrub(s.Name())
 	attrs, a := p.n.attrs(s.Attributes())
-	events, e := p.n.events(s.Events())
-	links, l := p.n.links(s.Links())
+	events, e := scrubEach(p.n, s.Events(), func(ev *sdktrace.Event) *[]attribute.KeyValue { return &ev.Attributes })
+	links, l := scrubEach(p.n, s.Links(), func(lk *sdktrace.Link) *[]attribute.KeyValue { return &lk.Attributes })
 	if a || e || l || name != s.Name() {
 		// Rebuilt through the SDK's own SpanStub: the processors share
 		// its slices, as they would the SDK's, and none modifies them.

@@ -30,14 +30,13 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 	t := &Pipeline{cfg: cfg, rep: newReporter(o.stderr, cfg.Quiet), counters: newCounters()}
 	defer func() {
 		if err != nil {
+			// Done already: Setup failed, so nothing is waited for.
+			stopped, cancel := context.WithCancel(context.Background())
+			cancel()
 			if t.queue != nil {
-				stopped, cancel := context.WithCancel(context.Background())
-				cancel()
 				_ = t.queue.Shutdown(stopped)
 			}
 			if t.lp != nil {
-				stopped, cancel := context.WithCancel(context.Background())
-				cancel()
 				_ = t.lp.Shutdown(stopped)
 			}
 			_ = t.closeAll()

@@ -69,18 +69,6 @@ type config struct {
 // Option configures Read and Start.
 type Option = option.Option[config]
 
-// WithGit names the git binary (default: git on PATH).
-func WithGit(bin string) Option { return option.Func[config](func(c *config) { c.git = bin }) }
-
-// WithTimeout bounds the read (default DefaultTimeout).
-func WithTimeout(d time.Duration) Option {
-	return option.Func[config](func(c *config) {
-		if d > 0 {
-			c.timeout = d
-		}
-	})
-}
-
 // ErrNotRepository says dir is in no git work tree.
 var ErrNotRepository = errors.New("not in a git work tree")
 

@@ -165,7 +165,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		children := childrenOf(g.spans)
 		var roots []sdktrace.ReadOnlySpan
 		for _, s := range g.spans {
-			if _, found := find(g.spans, s.Parent().SpanID()); !found || !s.Parent().IsValid() {
+			if !has(g.spans, s.Parent().SpanID()) || !s.Parent().IsValid() {
 				roots = append(roots, s)
 			}
 		}
@@ -192,13 +192,9 @@ func isLocalRoot(s sdktrace.ReadOnlySpan) bool {
 	return !p.IsValid() || p.IsRemote()
 }
 
-func find(spans []sdktrace.ReadOnlySpan, id trace.SpanID) (sdktrace.ReadOnlySpan, bool) {
-	for _, s := range spans {
-		if s.SpanContext().SpanID() == id {
-			return s, true
-		}
-	}
-	return nil, false
+// has reports whether span id is among spans.
+func has(spans []sdktrace.ReadOnlySpan, id trace.SpanID) bool {
+	return slices.ContainsFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return s.SpanContext().SpanID() == id })
 }
 
 // childrenOf maps each span id to its children among spans, by start time.

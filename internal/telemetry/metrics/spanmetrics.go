@@ -443,10 +443,7 @@ func outcomeOf(span sdktrace.ReadOnlySpan, a attrs, key attribute.Key, ok, faile
 }
 
 func seconds(span sdktrace.ReadOnlySpan) float64 {
-	d := span.EndTime().Sub(span.StartTime())
-	if d < 0 {
-		d = 0
-	}
+	d := max(span.EndTime().Sub(span.StartTime()), 0)
 	return float64(d) / float64(time.Second)
 }
 
