@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -125,21 +126,8 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 		return 1
 	}
 	var skipped reportSkips
-	fcfg := sp.followerConfig()
-	fcfg.Dirs = paths
-	fcfg.Since = sessionwatch.SinceAll
-	fcfg.Poll = time.Hour // one scan, no inotify
-	fcfg.Logf = skipped.logf
-	done, finished := context.WithCancel(ctx)
-	defer finished()
-	fcfg.Ready = finished // the history is read: stop, and close what is open
-	// Runs still open (a session being written now) are counted as they
-	// stand, as replay counts them; ended by the user, nothing is.
-	fcfg.Exited = func() bool { return ctx.Err() == nil }
-	f := sessionwatch.New(fcfg)
-
 	stopProgress := reportProgress(env, term, sp, col)
-	runErr := f.Run(done)
+	files, runErr := readHistory(ctx, sp, paths, skipped.logf)
 	stopProgress()
 	if ctx.Err() != nil {
 		fmt.Fprintln(env.Stderr, "pi-otel report: interrupted: no report")
@@ -167,9 +155,71 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 		return 1
 	}
 	if !rcfg.Quiet {
-		skipped.say(env.Stderr, f.Stats().Files, sp.counts.Damaged.Load(), sp.counts.Repaired.Load(), col.Stats())
+		skipped.say(env.Stderr, files, sp.counts.Damaged.Load(), sp.counts.Repaired.Load(), col.Stats())
 	}
 	return 0
+}
+
+// maxReportLanes bounds the followers readHistory runs at once.
+const maxReportLanes = 8
+
+// readHistory reads the history under paths as watch --since all would,
+// into sp, with a follower per core: each takes a group of files that
+// needs nothing of the others' (sessionwatch.Partition: a session's
+// files, a child's with its parent's), so that each group's ledger and
+// parents' notes are whole. The last follower to end shuts the pipeline
+// down. It returns how many files were found.
+func readHistory(ctx context.Context, sp *sessionPipeline, paths []string, logf func(string, ...any)) (int, error) {
+	n := min(runtime.GOMAXPROCS(0), maxReportLanes)
+	var groups map[string]int
+	if n > 1 {
+		groups = sessionwatch.Partition(paths, n)
+	}
+	flush := &lastFlush{left: n, to: sp.flush}
+	followers := make([]*sessionwatch.Follower, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		fcfg := sp.followerConfig()
+		fcfg.Dirs = paths
+		fcfg.Since = sessionwatch.SinceAll
+		fcfg.Poll = time.Hour // one scan, no inotify
+		fcfg.Logf = logf
+		fcfg.Flush = flush.flush
+		if n > 1 {
+			fcfg.Accept = func(p string) (ok, decided bool) { return groups[p] == i, true }
+		}
+		done, finished := context.WithCancel(ctx)
+		fcfg.Ready = finished // the history is read: stop, and close what is open
+		// Runs still open (a session being written now) are counted as
+		// they stand, as replay counts them; ended by the user, nothing is.
+		fcfg.Exited = func() bool { return ctx.Err() == nil }
+		followers[i] = sessionwatch.New(fcfg)
+		wg.Go(func() {
+			defer finished()
+			errs[i] = followers[i].Run(done)
+		})
+	}
+	wg.Wait()
+	return followers[0].Stats().Files, errors.Join(errs...)
+}
+
+// lastFlush serializes the followers' flushes of one pipeline; only the
+// last follower's final flush is final, and shuts the pipeline down.
+type lastFlush struct {
+	mu   sync.Mutex
+	left int
+	to   func(ctx context.Context, final bool) error
+}
+
+func (l *lastFlush) flush(ctx context.Context, final bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if final {
+		l.left--
+		final = l.left == 0
+	}
+	return l.to(ctx, final)
 }
 
 // reportOptions reads the grouping, zone and bounds; a bad one is said
@@ -270,9 +320,13 @@ type reportSkips struct {
 }
 
 func (s *reportSkips) logf(format string, args ...any) {
+	l := fmt.Sprintf(format, args...)
 	s.mu.Lock()
-	s.lines = append(s.lines, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	// Every follower walks the same folders (readHistory): one note each.
+	if !slices.Contains(s.lines, l) {
+		s.lines = append(s.lines, l)
+	}
 }
 
 // reportSaid is how many of the follower's lines are said one by one.
