@@ -22,8 +22,9 @@ const (
 	FieldModelID
 )
 
-// headerKeys are the keys of the fields, in the order of HeaderField.
-var headerKeys = [...]string{"type", "id", "parentSession", "timestamp", "cwd", "provider", "model", "modelId"}
+// headerKeys are the keys of the fields, in the order of HeaderField,
+// then the version's.
+var headerKeys = [...]string{"type", "id", "parentSession", "timestamp", "cwd", "provider", "model", "modelId", "version"}
 
 // Header is the first line of a session file, {"type":"session",…}, as
 // encoding/json reads it into a struct of these fields: of duplicate keys
@@ -55,17 +56,11 @@ func ReadHeader(line []byte) Header {
 	h := Header{Version: 1}
 	fields := [...]*string{&h.Type, &h.ID, &h.ParentSession, &h.Timestamp, &h.Cwd, &h.Provider, &h.Model, &h.ModelID}
 	h.Object = Members(line, func(k, v []byte) bool {
-		if sameKey(k, "version") {
+		switch i := headerKey(k); {
+		case i == len(fields):
 			h.Version = version(v)
-			return true
-		}
-		for i, name := range headerKeys {
-			if sameKey(k, name) {
-				if !text(v, fields[i]) {
-					h.Mistyped |= 1 << i
-				}
-				break
-			}
+		case i >= 0 && !text(v, fields[i]):
+			h.Mistyped |= 1 << i
 		}
 		return true
 	})
@@ -80,11 +75,21 @@ func ReadHeader(line []byte) Header {
 	return h
 }
 
-// sameKey reports whether encoding/json matches key k to the field name:
-// exactly, or ignoring case as Unicode folds it (K, the Kelvin sign and
-// k alike).
-func sameKey(k []byte, name string) bool {
-	return string(k) == name || bytes.EqualFold(k, []byte(name))
+// headerKey is the index in headerKeys of the key encoding/json matches
+// k to, -1 for none: the same key, else one equal ignoring case as
+// Unicode folds it (K, the Kelvin sign and k alike).
+func headerKey(k []byte) int {
+	for i, name := range headerKeys {
+		if string(k) == name {
+			return i
+		}
+	}
+	for i, name := range headerKeys {
+		if bytes.EqualFold(k, []byte(name)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // text decodes the string value v into dst, as encoding/json does; null
