@@ -339,16 +339,45 @@ not json
 	}
 }
 
+// walkedHeader is the header as SessionMessages read it before
+// event.ReadHeader: its first non-blank line walked as its entries are.
+func walkedHeader(b []byte) (id string, ok bool) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var typ string
+		ok := event.Members(line, func(k, v []byte) bool {
+			switch {
+			case key(k, "type"):
+				_ = str(v, &typ)
+			case key(k, "id"):
+				_ = str(v, &id)
+			}
+			return true
+		})
+		return id, ok && typ == "session"
+	}
+	return "", false
+}
+
 // FuzzSessionMessages: any bytes give messages that are JSON objects
-// taken from the input, or an error; never a panic.
+// taken from the input, or an error; never a panic. The header is read
+// as it was before event.ReadHeader.
 func FuzzSessionMessages(f *testing.F) {
 	f.Add([]byte(`{"type":"session","id":"k"}` + "\n" + `{"type":"message","message":{"role":"user"}}` + "\n"))
 	f.Add([]byte(`{"type":"session"}` + "\n\n" + `{"type":"message","message":[]}` + "\n{"))
 	f.Add([]byte("not json\n"))
+	f.Add([]byte(`{"TYPE":"session","id":"a","Id":"b\u00e9","x":tru}` + "\r\n"))
+	f.Add([]byte(`{"type":"session","id":5,"id":"\q"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		msgs, _, err := SessionMessages(b)
+		msgs, id, err := SessionMessages(b)
 		if err != nil && len(msgs) > 0 {
 			t.Fatalf("messages with an error")
+		}
+		if wantID, ok := walkedHeader(b); ok != (err == nil) || ok && id != wantID {
+			t.Fatalf("header read as id %q, error %v; the walk read %q, %v", id, err, wantID, ok)
 		}
 		for _, m := range msgs {
 			if len(m) == 0 || m[0] != '{' || !bytes.Contains(b, m) {

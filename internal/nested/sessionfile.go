@@ -70,24 +70,23 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 		if bad || len(line) == 0 {
 			return
 		}
+		if first {
+			// Walked, not validated, as the entries below it are.
+			h := event.ReadHeader(line)
+			bad, id, first = !h.Object || h.Type != event.TypeSession, h.ID, false
+			return
+		}
 		var typ string
 		var msg []byte
 		ok := event.Members(line, func(k, v []byte) bool {
 			switch {
 			case key(k, "type"):
 				_ = str(v, &typ)
-			case key(k, "id") && first:
-				_ = str(v, &id)
 			case key(k, "message"):
 				msg = v
 			}
 			return true
 		})
-		if first {
-			bad = !ok || typ != "session"
-			first = false
-			return
-		}
 		// A damaged line is skipped, as the session reader skips it.
 		if ok && typ == "message" && len(msg) > 0 && msg[0] == '{' {
 			if tail {

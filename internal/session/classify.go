@@ -2,7 +2,8 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // Sniff reports whether first, the first line of a file, is a Pi session
@@ -11,8 +12,8 @@ import (
 // true answer means "a session file or a json-mode stream": Classify tells
 // them apart from the lines that follow.
 func Sniff(first []byte) bool {
-	h, ok := decodeHeader(bytes.TrimRight(first, "\r\n"))
-	return ok && h.ID != ""
+	h := event.ReadHeader(first)
+	return h.IsSession() && h.ID != ""
 }
 
 // Starts reports whether first, the first line of a file, starts a
@@ -20,14 +21,16 @@ func Sniff(first []byte) bool {
 // or an entry of a file without one, which Pi would not load but replay
 // and watch trace by its entries.
 func Starts(first []byte) bool {
-	first = bytes.TrimRight(first, "\r\n")
-	if Sniff(first) || isTitle(first) {
-		return true
-	}
-	var rec struct {
-		Type string `json:"type"`
-	}
-	return isObject(first) && json.Unmarshal(first, &rec) == nil && knownEntry[rec.Type]
+	h := event.ReadHeader(first)
+	typ, ok := typeOf(&h)
+	return h.IsSession() && h.ID != "" || ok && (knownEntry[typ] || typ == typeTitle && isTitle(first))
+}
+
+// typeOf is the type of a line h read, and whether it is an object whose
+// type is a string or null (a record, by the rule the callers of
+// encoding/json kept: a line of a type of another kind is none).
+func typeOf(h *event.Header) (string, bool) {
+	return h.Type, h.Valid && h.Mistyped&event.FieldType == 0
 }
 
 // Kind is what Classify found a file to be.
@@ -77,19 +80,15 @@ func ClassifyHead(head []byte) (Kind, bool) {
 	lines = lines[:len(lines)-1] // after the last LF: empty, or cut off
 	sawHeader := false
 	for _, l := range lines {
-		l = bytes.TrimSpace(l)
-		var rec struct {
-			Type string `json:"type"`
-		}
-		if len(l) == 0 || json.Unmarshal(l, &rec) != nil {
-			continue
-		}
+		h := event.ReadHeader(bytes.TrimSpace(l)) // Unicode spaces too, as ever
+		typ, ok := typeOf(&h)
 		switch {
-		case rec.Type == typeSession && Sniff(l):
+		case !ok:
+		case h.IsSession() && h.ID != "":
 			sawHeader = true
-		case streamTypes[rec.Type]:
+		case streamTypes[typ]:
 			return KindStream, true
-		case knownEntry[rec.Type]:
+		case knownEntry[typ]:
 			return KindSession, true
 		}
 	}
@@ -102,8 +101,10 @@ func ClassifyHead(head []byte) (Kind, bool) {
 // isTitle reports whether b is oh-my-pi's title line, which its session
 // files hold before the header: {"type":"title","v":1,"title":…}.
 func isTitle(b []byte) bool {
-	var rec struct {
-		Type string `json:"type"`
+	if !bytes.Contains(b, []byte(`"title"`)) {
+		return false
 	}
-	return isObject(b) && bytes.Contains(b, []byte(`"title"`)) && json.Unmarshal(b, &rec) == nil && rec.Type == typeTitle
+	h := event.ReadHeader(b)
+	typ, ok := typeOf(&h)
+	return ok && typ == typeTitle
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,28 +40,6 @@ var knownEntry = map[string]bool{
 	typeCustomMessage: true, typeLabel: true, typeSessionInfo: true,
 }
 
-// header is the first line of a session file.
-type header struct {
-	Type          string    `json:"type"`
-	Version       *looseInt `json:"version"`
-	ID            string    `json:"id"`
-	Timestamp     string    `json:"timestamp"`
-	Cwd           string    `json:"cwd"`
-	ParentSession string    `json:"parentSession"`
-	// Version 1 headers carried the session's model and thinking level.
-	Provider      string `json:"provider"`
-	Model         string `json:"model"`
-	ModelID       string `json:"modelId"`
-	ThinkingLevel string `json:"thinkingLevel"`
-}
-
-func (h *header) version() int {
-	if h.Version == nil || !h.Version.ok {
-		return 1 // Pi reads a missing version as 1
-	}
-	return h.Version.n
-}
-
 // looseBool is a boolean as untyped extensions write it: true or false,
 // also as a string or as 0 and 1. Any other value reads as absent (bad).
 // Unmarshalers that fail stop encoding/json, so it never fails.
@@ -84,19 +61,6 @@ func (l *looseBool) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	l.v = &v
-	return nil
-}
-
-// looseInt is a whole number, also as a string ("3"); ok is false for
-// any other value.
-type looseInt struct {
-	n  int
-	ok bool
-}
-
-func (l *looseInt) UnmarshalJSON(b []byte) error {
-	n, err := strconv.Atoi(strings.Trim(string(b), `"`))
-	l.n, l.ok = n, err == nil
 	return nil
 }
 
@@ -211,16 +175,6 @@ var (
 	errDamaged  = errors.New("damaged line")
 	errNoObject = errors.New("not a JSON object with a type")
 )
-
-// decodeHeader reads a header line; ok is false if it is not one. A field
-// of an unexpected type is left out, as in entries.
-func decodeHeader(b []byte) (header, bool) {
-	var h header
-	if !isObject(b) || !tolerable(json.Unmarshal(b, &h)) || h.Type != typeSession {
-		return header{}, false
-	}
-	return h, true
-}
 
 // isObject reports whether b, valid JSON, is an object.
 func isObject(b []byte) bool {

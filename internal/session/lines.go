@@ -10,7 +10,7 @@ import (
 type decodedLine struct {
 	off, end int64
 	blank    bool
-	hdr      *header // the line is a header, and the first non-blank one
+	hdr      *event.Header // the line is a header, and the first non-blank one
 	e        *entry
 	err      error
 	// pieces, when set, are the entries (and the damaged bytes between
@@ -65,7 +65,7 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 // record decodes one record of a line into l.
 func (d *decoder) record(l *decodedLine, b []byte, header bool) {
 	if header {
-		if h, ok := decodeHeader(b); ok {
+		if h := event.ReadHeader(b); h.IsSession() {
 			l.hdr = &h
 			d.from.Cwd = h.Cwd
 			return

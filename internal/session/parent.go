@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 )
@@ -155,7 +156,7 @@ func headerOnly(maxBytes int64) nested.SessionReader {
 	return func(path string) ([]json.RawMessage, string, error) {
 		var id string
 		err := eachLine(path, maxBytes, func(_ int64, line []byte) bool {
-			if h, ok := decodeHeader(bytes.TrimRight(line, "\r")); ok {
+			if h := event.ReadHeader(line); h.IsSession() {
 				id = h.ID
 			}
 			return false

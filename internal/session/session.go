@@ -132,7 +132,7 @@ type FileMapper struct {
 	tracer trace.Tracer // for pi.bash
 	dec    *decoder
 
-	hdr     header
+	hdr     event.Header
 	hdrSeen bool
 	version int
 	// fork is the header's time while the file names a parent session and
@@ -274,7 +274,7 @@ func (t *FileMapper) feedLine(l decodedLine) {
 		t.hdrSeen = true
 		if h := l.hdr; h != nil {
 			t.hdr = *h
-			t.version = h.version()
+			t.version = h.Version
 			// As the stream's own header: the session id and the
 			// project go on every span.
 			t.m.Handle(agentmap.Input{Event: &event.Event{Type: event.TypeSession, ID: h.ID, Cwd: h.Cwd}})

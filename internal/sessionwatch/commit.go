@@ -3,11 +3,12 @@ package sessionwatch
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // work runs what is due: files to read again after a failed export,
@@ -264,11 +265,13 @@ func (f *Follower) saveState() {
 // sessionOf is the session id of a header line, "" if it has none; entry
 // reports a first line that is an entry, not a header (a file without one).
 func sessionOf(first []byte) (id string, entry bool) {
-	var h header
-	if json.Unmarshal(first, &h) != nil {
+	h := event.ReadHeader(first)
+	// A damaged line, or one whose type, id or parentSession is of another
+	// kind, is neither.
+	if !h.Valid || h.Mistyped&(event.FieldType|event.FieldID|event.FieldParentSession) != 0 {
 		return "", false
 	}
-	if h.Type != "session" {
+	if h.Type != event.TypeSession {
 		return "", h.Type != ""
 	}
 	return h.ID, false

@@ -2,12 +2,13 @@ package sessionwatch
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pi-otel/pi-otel/internal/event"
 )
 
 // Owner decides which session files one Pi process writes, for
@@ -117,26 +118,24 @@ func (o *Owner) pinned(path, id string) bool {
 	return false
 }
 
-type header struct {
-	Type          string `json:"type"`
-	ID            string `json:"id"`
-	ParentSession string `json:"parentSession"`
-}
-
 // readHeader reads a file's first line; complete is false until its LF.
-func readHeader(path string) (header, bool) {
+// Its fields are read whatever the line is (an entry's id in a file
+// without a header), but for a line that is not JSON: a damaged header
+// pins nothing.
+func readHeader(path string) (event.Header, bool) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return header{}, false
+		return event.Header{}, false
 	}
 	defer fh.Close()
 	first, ok := firstLine(fh)
 	if !ok {
-		return header{}, false
+		return event.Header{}, false
 	}
-	var h header
-	_ = json.Unmarshal(first, &h) // a damaged header pins nothing
-	return h, true
+	if h := event.ReadHeader(first); h.Valid {
+		return h, true
+	}
+	return event.Header{}, true
 }
 
 func (o *Owner) proc() string {
