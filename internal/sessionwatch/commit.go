@@ -86,6 +86,7 @@ func (f *Follower) dropQuiet(fi *file, now time.Time) {
 // the session goes on there (a temp file renamed over it), and so does
 // its open run.
 func (f *Follower) gone(fi *file) {
+	f.settle(fi)
 	fi.missing = time.Time{}
 	delete(f.orphans, fi)
 	if fi.tr != nil {

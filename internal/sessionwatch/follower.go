@@ -185,8 +185,9 @@ type Follower struct {
 	bufs []*[]byte
 	// ahead: the first scan's walk, where a read only begins (read).
 	ahead bool
-	// begun is the read begun last, for the walk to end.
-	begun *aRead
+	// begun is the read the walk's last touch began; reading, the one
+	// before it, which the walk ends once that touch is done.
+	begun, reading *aRead
 	// uncommitted are the files with traced runs not yet flushed.
 	uncommitted map[*file]bool
 	retryAt     time.Time

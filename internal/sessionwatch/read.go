@@ -136,6 +136,9 @@ func (f *Follower) endRead(r *aRead) {
 	if r.ahead != nil {
 		r.ahead.Drain(func(n int) { f.fed(fi, n) })
 		f.bufs = append(f.bufs, r.buf)
+		if fi.tr == nil {
+			return // the file was let go while it was read (settle)
+		}
 	} else {
 		f.readLines(fh, fi.readOff, &f.buf, func(off int64, line []byte, n int) {
 			fi.tr.Line(off, line)
@@ -150,6 +153,18 @@ func (f *Follower) endRead(r *aRead) {
 		fi.nextIdle = fi.active(f.cfg.Now()).Add(f.cfg.Settle)
 	}
 	f.progress(fi)
+}
+
+// settle ends a read of fi begun ahead, before what would change fi
+// under it (a file gone, rewritten or replaced while the first scan reads
+// the one before it).
+func (f *Follower) settle(fi *file) {
+	for _, p := range []**aRead{&f.reading, &f.begun} {
+		if r := *p; r != nil && r.fi == fi {
+			*p = nil
+			f.endRead(r)
+		}
+	}
 }
 
 // buffer is a read buffer of its own for a read ahead; endRead keeps it
@@ -289,6 +304,7 @@ func (f *Follower) readLast(fi *file) {
 // is traced, as for a file gone, unless the new bytes hold the same
 // session (read again, the run goes on) or another file does.
 func (f *Follower) rewritten(fi *file) {
+	f.settle(fi)
 	if fi.tr != nil && !fi.closed && headerSession(fi.path) != fi.session && !f.sessionFollowed(fi) {
 		fi.tr.Close(false)
 		f.progress(fi) // its claims commit with the next flush

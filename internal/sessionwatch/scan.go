@@ -83,22 +83,21 @@ func (f *Follower) walk(dir string, initial bool) []string {
 	order := f.bySession(later)
 	f.ahead = true
 	var fi *file
-	var r *aRead
 	for i := 0; i <= len(order); i++ {
 		var next *file
-		var nr *aRead
 		if i < len(order) && !f.stopping() {
-			next = f.touch(order[i], true)
-			nr, f.begun = f.begun, nil
+			next = f.touch(order[i], true) // its read begun: f.begun
 		}
-		if r != nil {
+		if r := f.reading; r != nil {
+			f.reading = nil
 			f.endRead(r)
 		}
 		if fi != nil {
 			found = append(found, fi.path)
 			f.backfilled(fi)
 		}
-		fi, r = next, nr
+		f.reading, f.begun = f.begun, nil
+		fi = next
 	}
 	f.ahead = false
 	clear(f.headers) // those of files not placed (a second name)
@@ -306,6 +305,7 @@ func (f *Follower) vanished(fi *file) {
 // replaced notes that another file took fi's name: fi waits, nameless,
 // to be found under another name, and the name is looked at afresh.
 func (f *Follower) replaced(fi *file) {
+	f.settle(fi)
 	if f.files[fi.path] == fi {
 		delete(f.files, fi.path)
 	}
