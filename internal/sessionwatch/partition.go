@@ -47,8 +47,7 @@ func Partition(roots []string, n int) map[string]int {
 	for i := range up {
 		up[i] = i
 	}
-	var root func(i int) int
-	root = func(i int) int {
+	root := func(i int) int {
 		for up[i] != i {
 			up[i] = up[up[i]]
 			i = up[i]
