@@ -431,19 +431,6 @@ func imageCount(content json.RawMessage) int {
 	return n
 }
 
-// project is the last element of cwd, for POSIX and Windows paths alike:
-// a dimension that names the project without the rest of the path.
-func project(cwd string) string {
-	cwd = strings.TrimRight(cwd, `/\`)
-	if i := strings.LastIndexAny(cwd, `/\`); i >= 0 {
-		cwd = cwd[i+1:]
-	}
-	if len(cwd) == 2 && cwd[1] == ':' { // a bare drive, C:
-		return cwd
-	}
-	return cwd
-}
-
 // originID is the session id in a parentSession path
 // (…/<timestamp>_<id>.jsonl); "" if the name has no such shape.
 func originID(path string) string {

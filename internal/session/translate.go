@@ -519,7 +519,7 @@ func (t *FileMapper) bashSpan(parent context.Context, e *entry, own, retraced bo
 	// Started here, not by the mapper: the run's common attributes too.
 	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
 	if t.hdr.Cwd != "" {
-		attrs = append(attrs, vocab.ProjectKey.String(project(t.hdr.Cwd)))
+		attrs = append(attrs, vocab.ProjectKey.String(agentmap.Project(t.hdr.Cwd)))
 	}
 	if own {
 		attrs = append(attrs, vocab.SourceKey.String(vocab.SourceSessionFile))
