@@ -315,11 +315,8 @@ func parentOf(v []byte) (*string, bool) {
 	return &s, true
 }
 
-// decodeEntry decodes one entry line with encoding/json.
-func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil, nested.Origin{}) }
-
-// decodeEntryWith is decodeEntry reading child session files with
-// sessions, named in from.
+// decodeEntryWith decodes one entry line with encoding/json, reading
+// child session files with sessions, named in from.
 func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !json.Valid(b) {

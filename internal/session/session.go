@@ -22,9 +22,9 @@
 //     traced run: a follower that restarts at 0 with Config.SkipThrough set
 //     to it traces nothing twice (runs that begin before it are skipped; ids
 //     derive from the runs' keys, see package spanid).
-//   - Sniff(b) tells whether a first line is a session header; Pi's json
-//     mode starts its stdout with the same header, so Classify(head) tells
-//     a session file from an event stream by the lines that follow.
+//   - Starts(b) tells whether a first line starts a session file; Pi's
+//     json mode starts its stdout with the same header, so Classify(head)
+//     tells a session file from an event stream by the lines that follow.
 package session
 
 import (
