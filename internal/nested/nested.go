@@ -18,6 +18,7 @@ package nested
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"sort"
 	"time"
@@ -499,14 +500,8 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 
 func (p *parser) run(e *entry, depth int) *Run {
 	run := &Run{
-		Agent: e.Agent, Task: e.Task, ExitCode: e.ExitCode, StopReason: e.StopReason,
+		Agent: cmp.Or(e.Agent, e.Type, GenericAgent), Task: e.Task, ExitCode: e.ExitCode, StopReason: e.StopReason,
 		ErrorMessage: e.ErrorMessage, Model: e.Model, Depth: depth,
-	}
-	if run.Agent == "" {
-		run.Agent = e.Type
-	}
-	if run.Agent == "" {
-		run.Agent = GenericAgent
 	}
 	if n := min(len(e.Messages), p.lim.MaxItems); n > 0 {
 		run.Items = make([]Item, 0, n) // at most one item per message

@@ -28,6 +28,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"strconv"
@@ -328,15 +329,8 @@ func (t *FileMapper) feedLine(l decodedLine) {
 		e.idh = idHash(e.ID)
 	}
 	if t.version < 2 && e.msg != nil && e.msg.Role == "assistant" {
-		if e.msg.Provider == "" {
-			e.msg.Provider = t.hdr.Provider
-		}
-		if e.msg.Model == "" {
-			e.msg.Model = t.hdr.ModelID
-			if e.msg.Model == "" {
-				e.msg.Model = t.hdr.Model
-			}
-		}
+		e.msg.Provider = cmp.Or(e.msg.Provider, t.hdr.Provider)
+		e.msg.Model = cmp.Or(e.msg.Model, t.hdr.ModelID, t.hdr.Model)
 	}
 	lost := t.lost
 	t.lost = false

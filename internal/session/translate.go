@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -485,9 +486,7 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 	if !settled {
 		x.missingResults()
 		x.failMissing()
-		if end.Reason == "" {
-			end.Reason = vocab.EndEOF
-		}
+		end.Reason = cmp.Or(end.Reason, vocab.EndEOF)
 		x.m.Close(end, x.last)
 		return
 	}
