@@ -474,9 +474,7 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 		t.stats.Runs++
 		t.translate(r, settled, end, !count)
 	}
-	if r.end > t.committed {
-		t.committed = r.end
-	}
+	t.committed = max(t.committed, r.end)
 }
 
 // lookUpParent finds, once, the parent's tool span that ran this session,
@@ -517,9 +515,7 @@ func (t *FileMapper) flushBash() {
 		}
 		// Entries still pending belong to a later run, which ends after
 		// this: a restart re-reads them from the start anyway.
-		if e.end > t.committed {
-			t.committed = e.end
-		}
+		t.committed = max(t.committed, e.end)
 	}
 	t.pending = kept
 }
