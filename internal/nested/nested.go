@@ -568,9 +568,7 @@ func msTime(v float64) time.Time {
 	return time.UnixMilli(int64(v))
 }
 
-func ms(v float64) time.Duration {
-	if v > 1e12 { // bounded: ~30 years
-		v = 1e12
-	}
-	return time.Duration(v * float64(time.Millisecond))
+// Millis is a durationMs as a duration, bounded at ~30 years.
+func Millis(v float64) time.Duration {
+	return time.Duration(min(v, 1e12) * float64(time.Millisecond))
 }
