@@ -232,7 +232,7 @@ func (m *Mapper) Handle(in Input) {
 	switch ev.Type {
 	case event.TypeSession:
 		m.SetSessionID(ev.ID)
-		m.setProject(ev.Cwd)
+		m.project = Project(ev.Cwd)
 	case event.TypeAgentStart:
 		m.agentStart(at)
 	case event.TypeAgentEnd:

@@ -2,6 +2,8 @@ package agentmap
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -101,22 +103,22 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 		// an audit trail of what was asked, is made from it.
 		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(msg.TextChars)}
 		if c := m.cfg.content; c != nil {
-			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{rawMessage(ev)})))
+			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{ev.RawMessage})))
 		}
 		m.currentEvent(vocab.EventUserMessage, at, attrs...)
-		m.contentMessage(msg, rawMessage(ev))
+		m.contentMessage(msg, ev.RawMessage)
 	case "system":
 		attrs := []attribute.KeyValue{
-			vocab.SystemSectionsKey.StringSlice(sectionNames(msg.Sections)),
+			vocab.SystemSectionsKey.StringSlice(slices.Sorted(maps.Keys(msg.Sections))),
 			vocab.SystemToolCountKey.Int(len(msg.ToolsAdded) + len(msg.Tools)),
 		}
 		// The instructions themselves go on the chat spans they were sent
 		// with (content.go): one place.
 		m.rootEvent(vocab.EventSystemMessage, at, attrs...)
 		m.conv.learnTools(msg)
-		m.systemContent(msg, rawMessage(ev))
+		m.systemContent(msg, ev.RawMessage)
 	default: // toolResult, bashExecution, custom, …: sent with the next call
-		m.contentMessage(msg, rawMessage(ev))
+		m.contentMessage(msg, ev.RawMessage)
 	}
 }
 

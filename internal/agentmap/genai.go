@@ -1,6 +1,7 @@
 package agentmap
 
 import (
+	"cmp"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -45,10 +46,7 @@ func (r *run) rootGenAIAttrs(attrs []attribute.KeyValue, outcome vocab.Outcome, 
 	}
 	switch outcome {
 	case vocab.OutcomeError:
-		t := r.genai.errorType
-		if t == "" {
-			t = semconv.ErrorTypeOther.Value.AsString()
-		}
+		t := cmp.Or(r.genai.errorType, semconv.ErrorTypeOther.Value.AsString())
 		attrs = append(attrs, semconv.ErrorTypeKey.String(t))
 	case vocab.OutcomeUnsettled:
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(reason)))

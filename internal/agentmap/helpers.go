@@ -2,7 +2,6 @@ package agentmap
 
 import (
 	"encoding/json"
-	"sort"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -13,9 +12,6 @@ import (
 // not must not be copied whole into telemetry.
 func shortName(s string) string { return vocab.Clip(s, vocab.MaxNameDetail) }
 
-// rawMessage is the message of a message_* event as Pi sent it.
-func rawMessage(ev *event.Event) []byte { return ev.RawMessage }
-
 // assistantRaw re-encodes a decoded assistant message for content capture;
 // only reached when the user opted in.
 func assistantRaw(msg *event.Message) []byte {
@@ -24,13 +20,4 @@ func assistantRaw(msg *event.Message) []byte {
 	}
 	b, _ := json.Marshal(msg)
 	return b
-}
-
-func sectionNames(sections map[string]*string) []string {
-	names := make([]string, 0, len(sections))
-	for k := range sections {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

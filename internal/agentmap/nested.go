@@ -212,7 +212,7 @@ func (w *nestedWriter) call(parent *span, base string, i int, c *nested.Call, lo
 	end := lo
 	if c.DurationMs != nil {
 		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*c.DurationMs))
-		end = w.within(lo.Add(msDur(*c.DurationMs)), lo, hi)
+		end = w.within(lo.Add(nested.Millis(*c.DurationMs)), lo, hi)
 	}
 	w.ended(end)
 	s := w.start(parent, base, "call", i, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
@@ -389,11 +389,4 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 		}
 	}
 	s.finish(end)
-}
-
-func msDur(v float64) time.Duration {
-	if v > 1e12 {
-		v = 1e12
-	}
-	return time.Duration(v * float64(time.Millisecond))
 }

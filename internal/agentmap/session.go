@@ -14,14 +14,14 @@ import (
 // The seams below serve a session file's translation (internal/session),
 // which knows facts no stream record carries.
 
-// setProject names the project by the last element of cwd, POSIX or
+// Project names the project by the last element of cwd, POSIX or
 // Windows: a dimension for cost per project that leaks no full path.
-func (m *Mapper) setProject(cwd string) {
+func Project(cwd string) string {
 	cwd = strings.TrimRight(cwd, `/\`)
 	if i := strings.LastIndexAny(cwd, `/\`); i >= 0 {
 		cwd = cwd[i+1:]
 	}
-	m.project = cwd
+	return cwd
 }
 
 // AddUsage counts usage that no chat or compaction span carries (a

@@ -1,5 +1,7 @@
 package event
 
+import "slices"
+
 // Results tells a tool result from the same result given again. Pi answers
 // each tool call once; a second result for a call id that has its result,
 // with no model call asking for that id again since, is that result
@@ -26,12 +28,9 @@ func (r *Results) Ask(id string) {
 		delete(r.set, id)
 		return
 	}
-	for i, a := range r.answered {
-		if a == id {
-			r.answered[i] = r.answered[len(r.answered)-1]
-			r.answered = r.answered[:len(r.answered)-1]
-			return
-		}
+	if i := slices.Index(r.answered, id); i >= 0 {
+		r.answered[i] = r.answered[len(r.answered)-1]
+		r.answered = r.answered[:len(r.answered)-1]
 	}
 }
 
@@ -45,10 +44,8 @@ func (r *Results) Answer(id string) (repeat bool) {
 		r.set[id] = struct{}{}
 		return false
 	}
-	for _, a := range r.answered {
-		if a == id {
-			return true
-		}
+	if slices.Contains(r.answered, id) {
+		return true
 	}
 	if len(r.answered) < resultsListMax {
 		r.answered = append(r.answered, id)

@@ -117,7 +117,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			it := Item{Kind: Chat, Start: ts, End: ts, DurationMs: m.DurationMs, Model: m.Model, Provider: m.Provider,
 				ResponseModel: m.ResponseModel, StopReason: m.StopReason, ErrorMessage: m.ErrorMessage, Usage: m.Usage}
 			if m.DurationMs != nil && *m.DurationMs > 0 && !ts.IsZero() {
-				it.End = ts.Add(ms(*m.DurationMs))
+				it.End = ts.Add(Millis(*m.DurationMs))
 			}
 			run.cover(it.End)
 			for _, b := range m.Content {
@@ -144,7 +144,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			}
 			it.Start = lastChatEnd
 			if m.DurationMs != nil && *m.DurationMs >= 0 && !ts.IsZero() {
-				it.Start = ts.Add(-ms(*m.DurationMs))
+				it.Start = ts.Add(-Millis(*m.DurationMs))
 			}
 			if it.Start.IsZero() || it.End.Before(it.Start) {
 				it.Start = it.End

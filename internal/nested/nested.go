@@ -18,6 +18,7 @@ package nested
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"sort"
 	"time"
@@ -499,14 +500,8 @@ func (p *parser) entries(r *Result, raw json.RawMessage, depth int, counted bool
 
 func (p *parser) run(e *entry, depth int) *Run {
 	run := &Run{
-		Agent: e.Agent, Task: e.Task, ExitCode: e.ExitCode, StopReason: e.StopReason,
+		Agent: cmp.Or(e.Agent, e.Type, GenericAgent), Task: e.Task, ExitCode: e.ExitCode, StopReason: e.StopReason,
 		ErrorMessage: e.ErrorMessage, Model: e.Model, Depth: depth,
-	}
-	if run.Agent == "" {
-		run.Agent = e.Type
-	}
-	if run.Agent == "" {
-		run.Agent = GenericAgent
 	}
 	if n := min(len(e.Messages), p.lim.MaxItems); n > 0 {
 		run.Items = make([]Item, 0, n) // at most one item per message
@@ -573,9 +568,7 @@ func msTime(v float64) time.Time {
 	return time.UnixMilli(int64(v))
 }
 
-func ms(v float64) time.Duration {
-	if v > 1e12 { // bounded: ~30 years
-		v = 1e12
-	}
-	return time.Duration(v * float64(time.Millisecond))
+// Millis is a durationMs as a duration, bounded at ~30 years.
+func Millis(v float64) time.Duration {
+	return time.Duration(min(v, 1e12) * float64(time.Millisecond))
 }

@@ -239,10 +239,7 @@ func (w walker) entry(raw []byte, e *entry) error {
 			}
 		}
 		return true
-	}) {
-		return errField
-	}
-	if bad {
+	}) || bad {
 		return errField
 	}
 	return nil

@@ -6,20 +6,12 @@ import (
 	"github.com/pi-otel/pi-otel/internal/event"
 )
 
-// Sniff reports whether first, the first line of a file, is a Pi session
-// header ({"type":"session",...} with a version, or a version-1 header).
-// Pi's json mode starts its event stream with the very same header, so a
-// true answer means "a session file or a json-mode stream": Classify tells
-// them apart from the lines that follow.
-func Sniff(first []byte) bool {
-	h := event.ReadHeader(first)
-	return h.IsSession() && h.ID != ""
-}
-
 // Starts reports whether first, the first line of a file, starts a
-// session file: a header (Sniff), oh-my-pi's title line before its header,
-// or an entry of a file without one, which Pi would not load but replay
-// and watch trace by its entries.
+// session file: a header ({"type":"session",…} with an id), oh-my-pi's
+// title line before its header, or an entry of a file without one, which
+// Pi would not load but replay and watch trace by its entries. Pi's json
+// mode starts its event stream with the very same header: Classify tells
+// them apart from the lines that follow.
 func Starts(first []byte) bool {
 	h := event.ReadHeader(first)
 	typ, ok := typeOf(&h)
@@ -41,16 +33,6 @@ const (
 	KindSession             // a session file (or only its header so far)
 	KindStream              // a Pi event stream (json or rpc mode stdout)
 )
-
-func (k Kind) String() string {
-	switch k {
-	case KindSession:
-		return "session file"
-	case KindStream:
-		return "event stream"
-	}
-	return "unknown"
-}
 
 // streamTypes are records that only an event stream has.
 var streamTypes = map[string]bool{

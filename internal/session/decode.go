@@ -315,11 +315,8 @@ func parentOf(v []byte) (*string, bool) {
 	return &s, true
 }
 
-// decodeEntry decodes one entry line with encoding/json.
-func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil, nested.Origin{}) }
-
-// decodeEntryWith is decodeEntry reading child session files with
-// sessions, named in from.
+// decodeEntryWith decodes one entry line with encoding/json, reading
+// child session files with sessions, named in from.
 func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !json.Valid(b) {
@@ -429,19 +426,6 @@ func imageCount(content json.RawMessage) int {
 		}
 	}
 	return n
-}
-
-// project is the last element of cwd, for POSIX and Windows paths alike:
-// a dimension that names the project without the rest of the path.
-func project(cwd string) string {
-	cwd = strings.TrimRight(cwd, `/\`)
-	if i := strings.LastIndexAny(cwd, `/\`); i >= 0 {
-		cwd = cwd[i+1:]
-	}
-	if len(cwd) == 2 && cwd[1] == ':' { // a bare drive, C:
-		return cwd
-	}
-	return cwd
 }
 
 // originID is the session id in a parentSession path

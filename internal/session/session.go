@@ -22,12 +22,13 @@
 //     traced run: a follower that restarts at 0 with Config.SkipThrough set
 //     to it traces nothing twice (runs that begin before it are skipped; ids
 //     derive from the runs' keys, see package spanid).
-//   - Sniff(b) tells whether a first line is a session header; Pi's json
-//     mode starts its stdout with the same header, so Classify(head) tells
-//     a session file from an event stream by the lines that follow.
+//   - Starts(b) tells whether a first line starts a session file; Pi's
+//     json mode starts its stdout with the same header, so Classify(head)
+//     tells a session file from an event stream by the lines that follow.
 package session
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"strconv"
@@ -328,15 +329,8 @@ func (t *FileMapper) feedLine(l decodedLine) {
 		e.idh = idHash(e.ID)
 	}
 	if t.version < 2 && e.msg != nil && e.msg.Role == "assistant" {
-		if e.msg.Provider == "" {
-			e.msg.Provider = t.hdr.Provider
-		}
-		if e.msg.Model == "" {
-			e.msg.Model = t.hdr.ModelID
-			if e.msg.Model == "" {
-				e.msg.Model = t.hdr.Model
-			}
-		}
+		e.msg.Provider = cmp.Or(e.msg.Provider, t.hdr.Provider)
+		e.msg.Model = cmp.Or(e.msg.Model, t.hdr.ModelID, t.hdr.Model)
 	}
 	lost := t.lost
 	t.lost = false
@@ -480,9 +474,7 @@ func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 		t.stats.Runs++
 		t.translate(r, settled, end, !count)
 	}
-	if r.end > t.committed {
-		t.committed = r.end
-	}
+	t.committed = max(t.committed, r.end)
 }
 
 // lookUpParent finds, once, the parent's tool span that ran this session,
@@ -523,9 +515,7 @@ func (t *FileMapper) flushBash() {
 		}
 		// Entries still pending belong to a later run, which ends after
 		// this: a restart re-reads them from the start anyway.
-		if e.end > t.committed {
-			t.committed = e.end
-		}
+		t.committed = max(t.committed, e.end)
 	}
 	t.pending = kept
 }

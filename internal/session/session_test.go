@@ -312,8 +312,8 @@ func TestSubagentSession(t *testing.T) {
 
 func TestWindowsCwd(t *testing.T) {
 	for cwd, want := range map[string]string{`C:\Users\me\proj`: "proj", `C:\Users\me\proj\`: "proj", `/home/me/proj`: "proj", `D:\`: "D:", `\\server\share\repo`: "repo"} {
-		if got := project(cwd); got != want {
-			t.Errorf("project(%q) = %q, want %q", cwd, got, want)
+		if got := agentmap.Project(cwd); got != want {
+			t.Errorf("agentmap.Project(%q) = %q, want %q", cwd, got, want)
 		}
 	}
 	f := newFile(map[string]any{"cwd": `C:\Users\me\proj`})

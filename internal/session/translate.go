@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -485,9 +486,7 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 	if !settled {
 		x.missingResults()
 		x.failMissing()
-		if end.Reason == "" {
-			end.Reason = vocab.EndEOF
-		}
+		end.Reason = cmp.Or(end.Reason, vocab.EndEOF)
 		x.m.Close(end, x.last)
 		return
 	}
@@ -519,7 +518,7 @@ func (t *FileMapper) bashSpan(parent context.Context, e *entry, own, retraced bo
 	// Started here, not by the mapper: the run's common attributes too.
 	attrs = append(attrs, semconv.GenAIConversationID(t.hdr.ID))
 	if t.hdr.Cwd != "" {
-		attrs = append(attrs, vocab.ProjectKey.String(project(t.hdr.Cwd)))
+		attrs = append(attrs, vocab.ProjectKey.String(agentmap.Project(t.hdr.Cwd)))
 	}
 	if own {
 		attrs = append(attrs, vocab.SourceKey.String(vocab.SourceSessionFile))

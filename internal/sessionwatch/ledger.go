@@ -1,6 +1,7 @@
 package sessionwatch
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"hash/fnv"
@@ -169,15 +170,7 @@ func (l *ledger) save() []SessionState {
 		}
 		out = append(out, SessionState{ID: id, Since: s.since, Runs: runs})
 	}
-	slices.SortFunc(out, func(a, b SessionState) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b SessionState) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

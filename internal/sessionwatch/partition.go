@@ -3,6 +3,7 @@ package sessionwatch
 import (
 	"cmp"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,10 +87,7 @@ func Partition(roots []string, n int) map[string]int {
 	for i, c := range cs {
 		sizes[root(i)] += c.size
 	}
-	comps := make([]int, 0, len(sizes))
-	for r := range sizes {
-		comps = append(comps, r)
-	}
+	comps := slices.Collect(maps.Keys(sizes))
 	// The largest first, each to the lightest group.
 	slices.SortFunc(comps, func(a, b int) int { return cmp.Or(cmp.Compare(sizes[b], sizes[a]), cmp.Compare(a, b)) })
 	load := make([]int64, max(n, 1))

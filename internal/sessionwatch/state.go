@@ -119,15 +119,11 @@ func LoadState(path string) (st State, first bool, err error) {
 			fs.Path = p
 			st.Files = append(st.Files, fs)
 		}
-	case 2:
+	case 2, stateVersion:
 		if err := json.Unmarshal(b, &st); err != nil {
 			return State{}, false, fmt.Errorf("state file %s is damaged (%v); move it away to start over", path, err)
 		}
-		st.Version, st.legacy = stateVersion, true
-	case stateVersion:
-		if err := json.Unmarshal(b, &st); err != nil {
-			return State{}, false, fmt.Errorf("state file %s is damaged (%v); move it away to start over", path, err)
-		}
+		st.Version, st.legacy = stateVersion, v.Version == 2
 	default:
 		return State{}, false, fmt.Errorf("state file %s has version %d; this pi-otel reads versions 1 to %d", path, v.Version, stateVersion)
 	}
