@@ -112,3 +112,16 @@ func TestStreamRecordsOnOneLine(t *testing.T) {
 		t.Fatalf("only %d joined lines tried", n)
 	}
 }
+
+// A line that, taken apart, holds no entry either is one damaged line, not
+// a repair: an object Pi never writes and garbage after it, or two values
+// that are no entries.
+func TestSplitWithNoEntryIsOneDamagedLine(t *testing.T) {
+	b := repo.Read(t, "testdata/sessions/pi-1.6.0/bash-tool.jsonl")
+	for _, bad := range []string{"{}0", `{"a":1} {"b":2}`, "[1]{}", "{} junk {}"} {
+		tr := traceBytes(t, append(append([]byte{}, b...), bad+"\n"...), Config{})
+		if st := tr.tracer.Stats(); st.Damaged != 1 || st.Repaired != 0 {
+			t.Errorf("%q: %d damaged, %d repaired; want 1 and 0", bad, st.Damaged, st.Repaired)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 )
@@ -58,6 +59,11 @@ func (d *decoder) line(off int64, b []byte, header bool) decodedLine {
 			d.record(pl, piece, header)
 			header = false
 		}
+	}
+	if !slices.ContainsFunc(l.pieces, func(p decodedLine) bool { return p.err == nil && !p.blank }) {
+		// Taken apart, it holds no record either ({}0): one damaged line,
+		// as before, not a repair.
+		l.err, l.pieces = errDamaged, nil
 	}
 	return l
 }
