@@ -1,10 +1,11 @@
 package sessionwatch
 
 import (
-	"encoding/hex"
+	"context"
 	"errors"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/session"
@@ -51,31 +52,20 @@ func saveChildren(pt *session.ParentTools) ([]ChildState, uint64) {
 	links, changes := pt.Links(maxSavedChildren)
 	out := make([]ChildState, len(links))
 	for i, l := range links {
-		sc := l.Tool
-		out[i] = ChildState{Session: l.Child, Tool: "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()}
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), l.Tool), c)
+		out[i] = ChildState{Session: l.Child, Tool: c.Get("traceparent")}
 	}
 	return out, changes
 }
 
-// decodeTool is the span context of a ChildState's Tool.
+// decodeTool is the span context of a ChildState's Tool, read as a
+// traceparent header is.
 func decodeTool(s string) (trace.SpanContext, bool) {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	var flags [1]byte
-	parts := strings.Split(s, "-")
-	if len(parts) != 4 || parts[0] != "00" {
-		return trace.SpanContext{}, false
+	if !strings.HasPrefix(s, "00-") {
+		return trace.SpanContext{}, false // the version written
 	}
-	for i, b := range [][]byte{tid[:], sid[:], flags[:]} {
-		// Decode writes past b for a longer part: its length first.
-		p := parts[i+1]
-		if len(p) != 2*len(b) {
-			return trace.SpanContext{}, false
-		}
-		if _, err := hex.Decode(b, []byte(p)); err != nil {
-			return trace.SpanContext{}, false
-		}
-	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0])})
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": s})
+	sc := trace.SpanContextFromContext(ctx).WithRemote(false)
 	return sc, sc.IsValid()
 }
