@@ -110,7 +110,7 @@ func (f *Follower) sessionFollowed(fi *file) bool {
 		return false
 	}
 	for _, o := range f.files {
-		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.begun {
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !f.unread(o) {
 			return true
 		}
 	}

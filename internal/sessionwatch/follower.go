@@ -237,7 +237,6 @@ type file struct {
 	lastEntry time.Time // the newest entry's time, once read
 	lastTried int64     // the size readLast last looked at, with this tracer
 	readOff   int64     // start of the first line not yet fed
-	begun     bool      // its read is begun, not yet ended (Follower.begun)
 	committed int64     // accepted by the exporter
 	pending   int64     // traced, waiting for a flush
 	tail      uint32

@@ -61,7 +61,7 @@ func (f *Follower) read(fi *file) {
 		return
 	}
 	if f.ahead && f.begun == nil {
-		f.begun, fi.begun = r, true
+		f.begun = r
 		return
 	}
 	f.endRead(r)
@@ -132,7 +132,6 @@ func (f *Follower) startRead(fi *file) *aRead {
 func (f *Follower) endRead(r *aRead) {
 	fi, fh := r.fi, r.fh
 	defer fh.Close()
-	fi.begun = false
 	if r.ahead != nil {
 		r.ahead.Drain(func(n int) { f.fed(fi, n) })
 		f.bufs = append(f.bufs, r.buf)
@@ -153,6 +152,12 @@ func (f *Follower) endRead(r *aRead) {
 		fi.nextIdle = fi.active(f.cfg.Now()).Add(f.cfg.Settle)
 	}
 	f.progress(fi)
+}
+
+// unread reports whether fi's read is begun ahead and not yet ended: the
+// first scan has not come to it yet.
+func (f *Follower) unread(fi *file) bool {
+	return f.begun != nil && f.begun.fi == fi || f.reading != nil && f.reading.fi == fi
 }
 
 // settle ends a read of fi begun ahead, before what would change fi
@@ -423,7 +428,7 @@ func (f *Follower) goesOn(fi *file, now time.Time) bool {
 		return false
 	}
 	for _, o := range f.files {
-		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed && !o.begun &&
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed && !f.unread(o) &&
 			!o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter {
 			return true
 		}
