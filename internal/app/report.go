@@ -336,6 +336,9 @@ const reportSaid = 5
 func (s *reportSkips) say(w io.Writer, files int, damaged, repaired int64, st report.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The followers note side by side: sorted, the same history says the
+	// same notes each time.
+	slices.Sort(s.lines)
 	for i, l := range s.lines {
 		if i == reportSaid {
 			fmt.Fprintf(w, "pi-otel report: %d more notes like these\n", len(s.lines)-reportSaid)

@@ -557,3 +557,40 @@ func TestReportGCPace(t *testing.T) {
 	}
 	restore()
 }
+
+// The notes of what was passed over are the same from run to run, though
+// the followers that make them run side by side: sorted, five said, the
+// rest counted.
+func TestReportNotesAreStable(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 8 {
+		name := filepath.Join(dir, fmt.Sprintf("d%d", i), "garbage.jsonl")
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte("\x00 not a session\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first string
+	for range 3 {
+		code, _, errs := mainWith(nil, "report", "--json", dir)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, errs)
+		}
+		var notes []string
+		for _, l := range strings.Split(errs, "\n") {
+			if strings.Contains(l, "is not a Pi session file") {
+				notes = append(notes, l)
+			}
+		}
+		if len(notes) != 5 || !slices.IsSorted(notes) || !strings.Contains(errs, "3 more notes like these") {
+			t.Fatalf("notes not five, sorted, then a count:\n%s", errs)
+		}
+		if first == "" {
+			first = errs
+		} else if errs != first {
+			t.Errorf("stderr differs from the first run's:\n%s\nfirst:\n%s", errs, first)
+		}
+	}
+}
