@@ -52,6 +52,7 @@ type Sink struct {
 	warn    io.Writer
 	limiter warnLimiter
 	dec     *event.Decoder // reused: a message_update allocates nothing
+	probe   *event.Decoder // anyRecord's, made at the first damaged line
 
 	records, malformed, invalidUTF8, notObject, noType, fieldsDropped, repaired atomic.Int64
 }
@@ -96,7 +97,12 @@ func (s *Sink) Record(rec []byte) {
 	n := s.records.Add(1)
 	ev, err := s.dec.Decode(rec)
 	if err != nil && ev.Type == "" && (errors.Is(err, event.ErrInvalidJSON) || errors.Is(err, event.ErrInvalidUTF8)) {
-		if pieces := event.SplitLine(rec); pieces != nil {
+		pieces := event.SplitLine(rec)
+		if pieces != nil && !s.anyRecord(rec, pieces) {
+			s.bad(n, "", err)
+			return
+		}
+		if pieces != nil {
 			s.repaired.Add(1)
 			s.records.Add(-1)
 			for _, p := range pieces {
@@ -110,6 +116,25 @@ func (s *Sink) Record(rec []byte) {
 		}
 	}
 	s.handle(n, ev, err)
+}
+
+// anyRecord reports whether a piece of the line is a record: a line whose
+// pieces are none ({}0) is one malformed record, not a repair, as the
+// session files' reader counts it. Only a damaged line costs the decode.
+func (s *Sink) anyRecord(rec []byte, pieces []event.Piece) bool {
+	if s.probe == nil {
+		// Its own decoder: the pieces are decoded again to be handled.
+		s.probe = event.NewDecoder(s.opts)
+	}
+	for _, p := range pieces {
+		if !p.Value {
+			continue
+		}
+		if ev, _ := s.probe.Decode(rec[p.Start:p.End]); ev.Type != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // record handles one record of a line taken apart.

@@ -188,3 +188,15 @@ func TestRecordsOnOneLine(t *testing.T) {
 		t.Fatalf("spans %q", names)
 	}
 }
+
+// A line whose pieces hold no record ({}0) is one malformed record, not a
+// repair, as a session file's reader counts it.
+func TestSplitWithNoRecordIsOneMalformedRecord(t *testing.T) {
+	for _, bad := range []string{"{}0", `{"a":1} {"b":2}`, "[1]{}", "{} junk {}"} {
+		s, _, _, _ := recorded()
+		s.Record([]byte(bad))
+		if st := s.Stats(); st.Records != 1 || st.Repaired != 0 || st.Malformed != 1 {
+			t.Errorf("%q: stats %+v, want one bad record and no repair", bad, st)
+		}
+	}
+}
