@@ -73,13 +73,7 @@ func Partition(roots []string, n int) map[string]int {
 		if c.parentSession == "" {
 			continue
 		}
-		// A header names the parent by the path Pi wrote, which may run
-		// through a link the walk resolved.
-		j, ok := byPath[filepath.Clean(c.parentSession)]
-		if !ok {
-			j, ok = byPath[realPath(c.parentSession)]
-		}
-		if ok {
+		if j, ok := parentFile(byPath, c.parentSession); ok {
 			join(i, j)
 		}
 	}

@@ -108,6 +108,17 @@ func (f *Follower) walk(dir string, initial bool) []string {
 // maxAncestors bounds how far bySession follows parentSession headers.
 const maxAncestors = 16
 
+// parentFile is the index in byPath (the walk's paths, cleaned) of the
+// parent a header names: by the path Pi wrote, which may run through a
+// link the walk resolved.
+func parentFile(byPath map[string]int, parentSession string) (int, bool) {
+	if i, ok := byPath[filepath.Clean(parentSession)]; ok {
+		return i, true
+	}
+	i, ok := byPath[realPath(parentSession)]
+	return i, ok
+}
+
 // stopping reports whether the first scan is to stop: Run's context is
 // done, or watch cannot go on.
 func (f *Follower) stopping() bool {
@@ -157,13 +168,9 @@ func (f *Follower) bySession(paths []string) []string {
 			if ps == "" {
 				break
 			}
-			k, ok := byPath[filepath.Clean(ps)]
+			k, ok := parentFile(byPath, ps)
 			if !ok {
-				// A header names the parent by the path Pi wrote, which
-				// may run through a link the walk resolved.
-				if k, ok = byPath[realPath(ps)]; !ok {
-					break
-				}
+				break
 			}
 			cs[i].depth++
 			j = k
