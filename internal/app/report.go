@@ -120,11 +120,15 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	// takes the spans where the exporter would.
 	sp, err := newSessionPipeline(env, cfg, sessionConfig{Telemetry: []telemetry.Option{
 		telemetry.WithSpanProcessor(func(metric.MeterProvider) (sdktrace.SpanProcessor, error) { return col, nil }),
+		telemetry.WithSampler(col.Sampler),
 	}})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel report: %v\n", err)
 		return 1
 	}
+	// Nothing is exported, so a caller's TRACEPARENT has no trace to join;
+	// unsampled, it would leave every run unrecorded and the report empty.
+	sp.parent = context.Background()
 	var skipped reportSkips
 	stopProgress := reportProgress(env, term, sp, col)
 	files, runErr := readHistory(ctx, sp, paths, skipped.logf)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -591,6 +592,24 @@ func TestReportNotesAreStable(t *testing.T) {
 			first = errs
 		} else if errs != first {
 			t.Errorf("stderr differs from the first run's:\n%s\nfirst:\n%s", errs, first)
+		}
+	}
+}
+
+// The caller's TRACEPARENT, sampled or not, changes nothing in a report:
+// its spans go nowhere, so they join no trace.
+func TestReportIgnoresTraceparent(t *testing.T) {
+	dir := captureTree(t)
+	for _, by := range []string{"session", "model"} {
+		want := runReport(t, nil, "--by", by, dir)
+		if want.Total.Runs == 0 {
+			t.Fatalf("--by %s: no runs in the captures", by)
+		}
+		for _, flags := range []string{"01", "00"} {
+			env := map[string]string{"TRACEPARENT": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-" + flags}
+			if got := runReport(t, env, "--by", by, dir); !reflect.DeepEqual(got, want) {
+				t.Errorf("--by %s with a TRACEPARENT flagged %s:\n%+v\nwithout:\n%+v", by, flags, got, want)
+			}
 		}
 	}
 }

@@ -331,6 +331,31 @@ func (c *Collector) row(k string, start time.Time) *acc {
 	return a
 }
 
+// Sampler narrows next to the spans the Collector reads. A grouping
+// that does not split runs reads only their roots, so the rest (nine
+// spans in ten) need not be recorded: about a quarter of a report's
+// time. A root is what OnStart takes for one; whatever next drops stays
+// dropped. A grouping that splits runs reads their model calls, found
+// through every span between a call and its root: next is kept.
+func (c *Collector) Sampler(next sdktrace.Sampler) sdktrace.Sampler {
+	if c.opts.By.split() {
+		return next
+	}
+	return rootsOnly{next}
+}
+
+type rootsOnly struct{ next sdktrace.Sampler }
+
+func (r rootsOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	res := r.next.ShouldSample(p)
+	if parent := trace.SpanContextFromContext(p.ParentContext); parent.IsValid() && !parent.IsRemote() {
+		res.Decision, res.Attributes = sdktrace.Drop, nil
+	}
+	return res
+}
+
+func (r rootsOnly) Description() string { return "RootsOnly{" + r.next.Description() + "}" }
+
 // Shutdown and ForceFlush have nothing to do: every span is counted as it
 // ends.
 func (*Collector) Shutdown(context.Context) error   { return nil }

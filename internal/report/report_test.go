@@ -2,12 +2,14 @@ package report
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -45,12 +47,17 @@ func usageAttrs(s spend) []attribute.KeyValue {
 	}
 }
 
-// trace traces runs into a Collector with opts, as the SDK hands spans
+// traceRuns traces runs into a Collector with opts, as the SDK hands spans
 // to a processor.
 func traceRuns(t *testing.T, opts Options, runs ...runSpec) *Collector {
 	t.Helper()
 	c := NewCollector(opts)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(c))
+	traceInto(c, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(c)), runs...)
+	return c
+}
+
+// traceInto traces runs with tp, which holds c.
+func traceInto(c *Collector, tp *sdktrace.TracerProvider, runs ...runSpec) *Collector {
 	tr := tp.Tracer("test")
 	for _, r := range runs {
 		ctx, root := tr.Start(context.Background(), vocab.SpanRoot, trace.WithTimestamp(r.start))
@@ -307,5 +314,38 @@ func TestParseGrouping(t *testing.T) {
 	}
 	if _, err := ParseGrouping("year"); err == nil || !strings.Contains(err.Error(), "day, week, month") {
 		t.Errorf("year: %v", err)
+	}
+}
+
+// The Collector's sampler records what it reads: with it, every
+// grouping's table is the one all spans give, and a grouping that does
+// not split runs has only their roots recorded.
+func TestSamplerRecordsWhatIsRead(t *testing.T) {
+	for _, by := range Groupings() {
+		opts := Options{By: by, Loc: berlin}
+		want := traceRuns(t, opts, testRuns()...).Table()
+		c := NewCollector(opts)
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.Sampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))),
+			sdktrace.WithSpanProcessor(c), sdktrace.WithSpanProcessor(rec))
+		if got := traceInto(c, tp, testRuns()...).Table(); !reflect.DeepEqual(got, want) {
+			t.Errorf("--by %s with the sampler:\n%+v\nwith every span:\n%+v", by, got, want)
+		}
+		ended, roots := rec.Ended(), 0
+		for _, s := range ended {
+			if !s.Parent().IsValid() {
+				roots++
+			}
+		}
+		if split := by.split(); split == (roots == len(ended)) {
+			t.Errorf("--by %s (split %v): %d spans recorded, %d of them roots", by, split, len(ended), roots)
+		}
+	}
+	// What the sampler it narrows drops stays dropped.
+	unsampled := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}))
+	s := NewCollector(Options{By: BySession}).Sampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))
+	if d := s.ShouldSample(sdktrace.SamplingParameters{ParentContext: unsampled, TraceID: trace.TraceID{1}}).Decision; d != sdktrace.Drop {
+		t.Errorf("a root below an unsampled parent: %v, want Drop", d)
 	}
 }

@@ -25,6 +25,8 @@ type options struct {
 	res     *resource.Resource
 	retry   Retry
 	procs   []func(metric.MeterProvider) (sdktrace.SpanProcessor, error)
+	// sampler narrows the pipeline's sampler (WithSampler).
+	sampler func(sdktrace.Sampler) sdktrace.Sampler
 	// rename rewrites the attributes of exported spans (WithExportedAttributes).
 	rename func([]attribute.KeyValue) []attribute.KeyValue
 	// schema is the exported spans' scope schema (WithExportedSchemaURL).
@@ -55,6 +57,13 @@ func WithBackpressure(ctx context.Context) Option {
 // span before export.
 func WithSpanProcessor(build func(metric.MeterProvider) (sdktrace.SpanProcessor, error)) Option {
 	return option.Func[options](func(o *options) { o.procs = append(o.procs, build) })
+}
+
+// WithSampler narrows the pipeline's sampler with narrow, which is given
+// the one it would use: a consumer that reads only some spans (report
+// reads roots) lets the SDK record nothing of the others.
+func WithSampler(narrow func(sdktrace.Sampler) sdktrace.Sampler) Option {
+	return option.Func[options](func(o *options) { o.sampler = narrow })
 }
 
 // WithStderr sets where pi-otel's own output goes: the console exporters,

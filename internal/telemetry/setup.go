@@ -70,9 +70,13 @@ func Setup(ctx context.Context, cfg Config, opts ...Option) (_ *Pipeline, err er
 		proc = renaming{SpanProcessor: proc, f: o.rename, schema: o.schema}
 	}
 	procs := []sdktrace.SpanProcessor{proc}
+	sampler := sdktrace.ParentBased(sdktrace.AlwaysSample())
+	if o.sampler != nil {
+		sampler = o.sampler(sampler)
+	}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		sdktrace.WithSampler(sampler),
 		// Explicit limits: the SDK's defaults, but the attribute value
 		// length from Config (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and
 		// its flag, one parse path), not read by the SDK on its own.
