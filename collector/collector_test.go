@@ -79,6 +79,7 @@ func TestValidateRejectsBrokenConfig(t *testing.T) {
 // whole traces with an error, a retry or a compaction are kept in both backends and plain OK runs
 // are dropped.
 func TestTailSamplingThroughAgentAndGateway(t *testing.T) {
+	t.Parallel()
 	stack := collectortest.StartStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "1s"})
 
 	ctx := context.Background()

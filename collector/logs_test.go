@@ -59,6 +59,7 @@ func (s *logStore) snapshot() map[string]int {
 // trace id as hex text and a span's as raw bytes, so the two rings disagree (the test logs how
 // often; nothing at the gateway needs them together).
 func TestLogsRideTheAgent(t *testing.T) {
+	t.Parallel()
 	var stores [2]*logStore
 	var urls [2]string
 	for i := range stores {

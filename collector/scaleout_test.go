@@ -184,6 +184,7 @@ func waitForSpans(t *testing.T, s scaleStack, want int, within time.Duration) {
 // gateways get traces; each gateway keeps exactly the traces with an error, a retry or a
 // compaction, whole, and drops every plain one.
 func TestRoutingByTraceID(t *testing.T) {
+	t.Parallel()
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
 	bin := piotel.Binary(t)
 	reps := replayAll(t, bin, s, copies(captureFiles(t), replayCopies), replayParallel)
@@ -349,6 +350,7 @@ func checkWhole(t *testing.T, what string, reps []piotel.Replayed, taps [2]map[s
 // spans were delivered twice, and how many traces the killed gateway lost from its sampled output
 // (those waiting in decision_wait when it died).
 func TestGatewayKilledMidStream(t *testing.T) {
+	t.Parallel()
 	s := startScaleStack(t, collectortest.StackOptions{
 		SamplePercentage: "100",
 		DecisionWait:     "10s", // long enough that wave 1 is surely still undecided at the kill
@@ -422,6 +424,7 @@ func TestGatewayKilledMidStream(t *testing.T) {
 // queue holds all of them, the agent SIGKILLed, gateways and agent restarted on the same queue
 // directory: every trace arrives, whole, at exactly one gateway.
 func TestAgentKilledWithFullQueue(t *testing.T) {
+	t.Parallel()
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s"})
 	bin := piotel.Binary(t)
 	for _, g := range s.Gateways {
@@ -464,6 +467,7 @@ func TestAgentKilledWithFullQueue(t *testing.T) {
 // drop a pod that left. The share the agent held for gateway-2 is re-routed to gateway-1 from the
 // persistent queue: every trace sent after the death arrives whole at gateway-1.
 func TestGatewayRemovedFromRing(t *testing.T) {
+	t.Parallel()
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_GATEWAY_RETRY": "5s"}})
 	bin := piotel.Binary(t)
@@ -507,6 +511,7 @@ func TestGatewayRemovedFromRing(t *testing.T) {
 // SIGKILLed and everything restarted. Every span the agent accepted arrives, whole traces at one
 // gateway; every span it did not accept is one pi-otel reported as failed: none vanishes.
 func TestAgentQueueAtCapacity(t *testing.T) {
+	t.Parallel()
 	s := startScaleStack(t, collectortest.StackOptions{SamplePercentage: "0", DecisionWait: "2s",
 		AgentEnv: map[string]string{"PI_OTEL_AGENT_QUEUE_SIZE": "8"}})
 	bin := piotel.Binary(t)
