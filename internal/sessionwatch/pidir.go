@@ -58,22 +58,14 @@ func (d PiDirs) SessionRoot() (dir string, custom bool, err error) {
 	return filepath.Join(d.AgentDir(), "sessions"), false, settingsErr
 }
 
-// OhMyPiSessions is where oh-my-pi, Pi's fork, keeps its sessions:
-// ~/.omp/agent/sessions, "" without a home.
-func (d PiDirs) OhMyPiSessions() string {
-	if d.Home == "" {
-		return ""
-	}
-	return filepath.Join(d.Home, ".omp", "agent", "sessions")
-}
-
 // DefaultRoots are the folders read when none are given: Pi's session
-// root first (SessionRoot, there or not), then oh-my-pi's when it is a
-// folder and not the same one. err is SessionRoot's.
+// root first (SessionRoot, there or not), then oh-my-pi's (Pi's fork:
+// ~/.omp/agent/sessions, none without a home) when it is a folder and not
+// the same one. err is SessionRoot's.
 func (d PiDirs) DefaultRoots() ([]string, error) {
 	root, _, err := d.SessionRoot()
 	roots := []string{root}
-	if omp := d.OhMyPiSessions(); omp != "" && omp != root {
+	if omp := filepath.Join(d.Home, ".omp", "agent", "sessions"); d.Home != "" && omp != root {
 		if st, serr := os.Stat(omp); serr == nil && st.IsDir() {
 			roots = append(roots, omp)
 		}
