@@ -40,14 +40,12 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
-// LockPath is the lock file of a state file.
-func LockPath(statePath string) string { return statePath + ".lock" }
-
-// AcquireLock takes the lock of statePath. Held by another process, it
-// returns a *LockedError at once, or, with wait, calls waiting once with
-// that error and tries again every poll until it gets the lock or ctx ends.
+// AcquireLock takes the lock of statePath, the file statePath+".lock".
+// Held by another process, it returns a *LockedError at once, or, with
+// wait, calls waiting once with that error and tries again every poll
+// until it gets the lock or ctx ends.
 func AcquireLock(ctx context.Context, statePath string, wait bool, poll time.Duration, waiting func(*LockedError)) (*Lock, error) {
-	path := LockPath(statePath)
+	path := statePath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
