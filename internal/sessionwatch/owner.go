@@ -2,6 +2,7 @@ package sessionwatch
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,12 +139,7 @@ func readHeader(path string) (event.Header, bool) {
 	return event.Header{}, true
 }
 
-func (o *Owner) proc() string {
-	if o.Proc != "" {
-		return o.Proc
-	}
-	return "/proc"
-}
+func (o *Owner) proc() string { return cmp.Or(o.Proc, "/proc") }
 
 // holdsOpen reports whether this Pi or a process below it has path open.
 func (o *Owner) holdsOpen(path string) bool {

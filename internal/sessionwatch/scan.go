@@ -1,6 +1,7 @@
 package sessionwatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"hash/crc32"
@@ -220,10 +221,7 @@ func (f *Follower) commitScan(always bool) {
 		return
 	}
 	f.scanCommitAt, f.scanBytes = now, 0
-	ctx := f.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := cmp.Or(f.ctx, context.Background())
 	f.commit(ctx, false)
 	if len(f.uncommitted) == 0 {
 		f.saveState() // the places of files with nothing to trace too
