@@ -146,14 +146,10 @@ var SinceAll = time.Unix(0, 1)
 // Stats counts what a follower did.
 type Stats struct {
 	Files      int   // files followed now
-	Lines      int64 // complete lines read
-	Bytes      int64 // bytes of complete lines read
 	Commits    int64 // successful commits
 	Failures   int64 // flushes the exporter did not fully accept
 	StateFails int64 // saves of the state that failed
 	Tracers    int   // tracers alive now
-	Rescanned  int64 // full scans
-	Moved      int64 // files found again under another name
 }
 
 // Follower follows session directories. Run it once.

@@ -236,8 +236,6 @@ func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, line func(off 
 
 // fed notes a line of n bytes (with its LF) fed to fi's tracer.
 func (f *Follower) fed(fi *file, n int) {
-	f.stats.Lines++
-	f.stats.Bytes += int64(n)
 	f.scanBytes += int64(n)
 	fi.nextIdle = time.Time{} // set by read, from the new mtime
 	fi.readOff += int64(n)
@@ -296,8 +294,6 @@ func (f *Follower) readLast(fi *file) {
 		return
 	}
 	fi.tr.Line(fi.readOff, b)
-	f.stats.Lines++
-	f.stats.Bytes += int64(len(b))
 	fi.readOff = fi.size
 	fi.readTail = checksumAt(fh, fi.readOff)
 }

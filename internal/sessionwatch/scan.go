@@ -22,7 +22,6 @@ func (f *Follower) scan(initial bool) {
 		f.stalled = true // nothing more is traced until the state is saved
 		return
 	}
-	f.stats.Rescanned++
 	seen := map[string]bool{}
 	for _, d := range f.cfg.Dirs {
 		found := f.walk(filepath.Clean(d), initial)
@@ -290,7 +289,6 @@ func (f *Follower) moved(fi *file, path string) bool {
 	delete(f.orphans, fi)
 	fi.path, fi.missing = path, time.Time{}
 	f.files[path] = fi
-	f.stats.Moved++
 	f.moves = true // saved with the next work, under its new name
 	return true
 }
