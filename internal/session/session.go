@@ -522,9 +522,7 @@ func (t *FileMapper) flushBash() {
 
 func runStart(e *entry) time.Time {
 	if e.msg != nil && e.msg.Role == "user" {
-		if ts := msgTime(e.msg.Timestamp); !ts.IsZero() {
-			return ts
-		}
+		return at(e.msg, e)
 	}
 	return e.persist
 }
