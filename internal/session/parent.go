@@ -13,10 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
-	"github.com/pi-otel/pi-otel/internal/spanid"
 )
 
 // maxNotedChildren bounds what ParentTools remembers: past it, it forgets
@@ -130,8 +128,7 @@ func (p *ParentTools) Find(parentSession, childID string) (trace.SpanContext, bo
 			if run.Session == "" {
 				continue
 			}
-			n, _ := r.toolSpans(e.msg.ToolCallID)
-			tool := spanid.SpanContext(spanid.TraceID(r.key), r.key, agentmap.ToolPath(e.msg.ToolCallID, n))
+			tool, _ := r.toolContext(e.msg.ToolCallID)
 			// Every child met on the way is noted: its siblings, asked
 			// next, need no read of this file.
 			p.note(run.Session, tool)

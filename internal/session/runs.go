@@ -1,7 +1,6 @@
 package session
 
 import (
-	"slices"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
@@ -161,16 +160,4 @@ func (r *runBuf) final() bool {
 		}
 	}
 	return false
-}
-
-// toolSpans is how many execute_tool spans call id has had in r before its
-// last: one per assistant message that names it (the model may use an id
-// again); named says one does.
-func (r *runBuf) toolSpans(id string) (n int, named bool) {
-	for _, e := range r.entries {
-		if e.msg != nil && e.msg.Role == "assistant" && slices.Contains(e.msg.callIDs, id) {
-			n++
-		}
-	}
-	return max(n-1, 0), n > 0
 }

@@ -31,6 +31,7 @@ import (
 	"cmp"
 	"context"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -546,9 +547,23 @@ func (t *FileMapper) ToolContext(callID string) (trace.SpanContext, bool) {
 	if r == nil || callID == "" {
 		return trace.SpanContext{}, false
 	}
-	n, named := r.toolSpans(callID)
+	sc, named := r.toolContext(callID)
 	if !named {
 		return trace.SpanContext{}, false
 	}
-	return t.inCallerTrace(spanid.SpanContext(spanid.TraceID(r.key), r.key, agentmap.ToolPath(callID, n))), true
+	return t.inCallerTrace(sc), true
+}
+
+// toolContext is the span context, in the run's own trace, of the last
+// execute_tool span of call id in r: the model may use an id again, and
+// each assistant message that names it has a span of its own. named says
+// one does.
+func (r *runBuf) toolContext(id string) (sc trace.SpanContext, named bool) {
+	n := 0
+	for _, e := range r.entries {
+		if e.msg != nil && e.msg.Role == "assistant" && slices.Contains(e.msg.callIDs, id) {
+			n++
+		}
+	}
+	return spanid.SpanContext(spanid.TraceID(r.key), r.key, agentmap.ToolPath(id, max(n-1, 0))), n > 0
 }
