@@ -180,7 +180,7 @@ type FileMapper struct {
 
 	committed int64
 	stats     Stats
-	results   event.Results // the translators' (translator.results)
+	results   event.Results // the translated run's tool calls with their result, for repeats
 	// last is the newest entry time seen.
 	last time.Time
 }
@@ -511,7 +511,7 @@ func (t *FileMapper) flushBash() {
 		if bash {
 			t.bashSpan(spanid.WithKey(t.cfg.Parent, key, spanid.Path{}), e, true, !count)
 		} else {
-			x := &translator{t: t, m: t.m, now: e.persist, key: key, uncounted: !count}
+			x := &translator{t: t, now: e.persist, key: key, uncounted: !count}
 			x.compaction(e)
 		}
 		// Entries still pending belong to a later run, which ends after

@@ -24,8 +24,7 @@ const missingResult = "no tool result in the session file: Pi stopped before the
 // translator replays one run's entries as the events the stream mapper
 // reads, with the times the file gives.
 type translator struct {
-	t *FileMapper
-	m *agentmap.Mapper
+	t *FileMapper // its mapper, and its results: the run's tool calls answered
 	// now is the latest time of the run's own work (messages, tools,
 	// turns), the floor of what follows; last is the latest time of
 	// anything emitted, entries beside that work too (a session_info, a
@@ -45,9 +44,8 @@ type translator struct {
 	errEnd              time.Time
 	retryOpen           bool
 	attempt             int
-	calls               []call         // tool calls of the last assistant message still without a result
-	results             *event.Results // the run's tool calls with their result, for repeats
-	missing             []string       // ids of open tool spans whose result never came
+	calls               []call   // tool calls of the last assistant message still without a result
+	missing             []string // ids of open tool spans whose result never came
 	assistantEnd        time.Time
 	lastStop            string
 }
@@ -76,20 +74,20 @@ func (x *translator) handle(ev *event.Event, at time.Time, nested *nested.Result
 	if at.After(x.last) {
 		x.last = at
 	}
-	x.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, Key: x.key, Uncounted: x.uncounted})
+	x.t.m.Handle(agentmap.Input{Event: ev, At: at, Nested: nested, Key: x.key, Uncounted: x.uncounted})
 }
 
 func (x *translator) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
 	if at.Before(x.now) || at.IsZero() {
 		at = x.now
 	}
-	trace.SpanFromContext(x.m.RootContext()).AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	trace.SpanFromContext(x.t.m.RootContext()).AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
 // translate traces run r.
 func (t *FileMapper) translate(r *runBuf, settled bool, end agentmap.Ending, uncounted bool) {
 	t.results.Reset() // reused: a long file has many runs
-	x := &translator{t: t, m: t.m, results: &t.results, key: r.key, uncounted: uncounted}
+	x := &translator{t: t, key: r.key, uncounted: uncounted}
 	first := r.entries[0]
 	start := runStart(first)
 	x.now, x.last = start, start
@@ -232,7 +230,7 @@ func (x *translator) addUsage(u *event.Usage) []attribute.KeyValue {
 	if u == nil {
 		return nil
 	}
-	x.m.AddUsage(u, x.now)
+	x.t.m.AddUsage(u, x.now)
 	return []attribute.KeyValue{
 		semconv.GenAIUsageInputTokens(int(u.Input + u.CacheRead + u.CacheWrite)),
 		semconv.GenAIUsageOutputTokens(int(u.Output)),
@@ -265,7 +263,7 @@ func (x *translator) message(e *entry) {
 	case "system":
 		x.emitAside(&event.Event{Type: event.TypeMessageEnd, Message: &msg.Message, RawMessage: msg.Raw}, at(msg, e))
 	case "bashExecution":
-		x.t.bashSpan(spanid.WithKey(x.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false, x.uncounted)
+		x.t.bashSpan(spanid.WithKey(x.t.m.RootContext(), x.key, spanid.Path{Kind: "bash", ID: e.ID}), e, false, x.uncounted)
 	case "custom":
 		x.customMessage(msg.CustomType, msg.Display, msg.images, msg.Content, at(msg, e))
 	default:
@@ -329,7 +327,7 @@ func (x *translator) missingResults() {
 
 func (x *translator) failMissing() {
 	for _, id := range x.missing {
-		x.m.FailTool(id, "tool_result_missing", missingResult, x.now)
+		x.t.m.FailTool(id, "tool_result_missing", missingResult, x.now)
 	}
 	x.missing = nil
 }
@@ -388,7 +386,7 @@ func (x *translator) assistant(e *entry) {
 	}
 	ids, names := msg.callIDs, msg.callNames
 	for i, id := range ids {
-		x.results.Ask(id)
+		x.t.results.Ask(id)
 		c := call{id: id, name: names[i]}
 		if i < len(msg.callSkills) {
 			c.skill = msg.callSkills[i]
@@ -425,7 +423,7 @@ func (x *translator) toolResult(e *entry) {
 			break
 		}
 	}
-	if x.results.Answer(msg.ToolCallID) && !open {
+	if x.t.results.Answer(msg.ToolCallID) && !open {
 		// A second result for a call that has one (persisted again under
 		// another entry id, or after the next model call): one tool
 		// execution, one span. A call id the model asks for again in a
@@ -487,7 +485,7 @@ func (x *translator) finish(settled bool, end agentmap.Ending) {
 		x.missingResults()
 		x.failMissing()
 		end.Reason = cmp.Or(end.Reason, vocab.EndEOF)
-		x.m.Close(end, x.last)
+		x.t.m.Close(end, x.last)
 		return
 	}
 	x.resolveError()
@@ -537,7 +535,7 @@ func (x *translator) noteChildren(msg *message) {
 	if p == nil {
 		return
 	}
-	sc, ok := x.m.ToolContext(msg.ToolCallID)
+	sc, ok := x.t.m.ToolContext(msg.ToolCallID)
 	if !ok {
 		return
 	}
