@@ -187,12 +187,8 @@ type FileMapper struct {
 
 // New returns a FileMapper.
 func New(cfg Config) *FileMapper {
-	if cfg.Parent == nil {
-		cfg.Parent = context.Background()
-	}
-	if cfg.Counts == nil {
-		cfg.Counts = &Counts{}
-	}
+	cfg.Parent = cmp.Or(cfg.Parent, context.Background())
+	cfg.Counts = cmp.Or(cfg.Counts, &Counts{})
 	tp := cfg.TracerProvider
 	opts := []agentmap.Option{agentmap.WithParent(cfg.Parent), agentmap.WithInexactTimes()}
 	if cfg.Content != nil {
