@@ -7,6 +7,7 @@ package sessiongen
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,10 +57,7 @@ func Write(w io.Writer, cfg Config) (Stats, error) {
 	}
 	g.subs = cfg.Subagents
 	g.text = strings.Repeat("The quick brown fox jumps over the lazy dog; pi edits the file and runs the tests. ", 8)
-	id := cfg.ID
-	if id == "" {
-		id = "0193bench-0000-7000-8000-000000000000"
-	}
+	id := cmp.Or(cfg.ID, "0193bench-0000-7000-8000-000000000000")
 	g.line(map[string]any{"type": "session", "version": 3, "id": id, "timestamp": g.iso(), "cwd": "/home/dev/work/project"})
 	g.entry("model_change", map[string]any{"provider": "anthropic", "modelId": "claude-sonnet-4-5"})
 	g.entry("thinking_level_change", map[string]any{"thinkingLevel": "medium"})
@@ -172,11 +170,9 @@ func (g *gen) run() {
 		g.entry("context_edit", map[string]any{"targetId": a, "replacement": nil})
 		g.stats.Retries++
 	}
-	turns := g.rng.IntN(6)
-	for t := 0; t < turns; t++ {
+	for range g.rng.IntN(6) {
 		var calls []map[string]any
-		ncalls := 1 + g.rng.IntN(3)
-		for c := 0; c < ncalls; c++ {
+		for c := range 1 + g.rng.IntN(3) {
 			calls = append(calls, map[string]any{"type": "toolCall", "id": fmt.Sprintf("toolu_%d_%d", g.n, c), "name": []string{"bash", "read", "edit", "write"}[g.rng.IntN(4)],
 				"arguments": map[string]any{"command": g.pad(20 + g.rng.IntN(200))}})
 		}
@@ -184,10 +180,7 @@ func (g *gen) run() {
 		for _, c := range calls {
 			d := time.Duration(20+g.rng.IntN(3000)) * time.Millisecond
 			g.wait(d)
-			out := g.logSize(2500)
-			if out > 2_000_000 {
-				out = 2_000_000
-			}
+			out := min(g.logSize(2500), 2_000_000)
 			m := map[string]any{"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"], "content": []any{map[string]any{"type": "text", "text": g.pad(out)}},
 				"isError": g.rng.IntN(12) == 0, "durationMs": d.Milliseconds(), "timestamp": g.ms(0)}
 			if g.subs {
