@@ -90,7 +90,7 @@ func (f *Follower) gone(fi *file) {
 	fi.missing = time.Time{}
 	delete(f.orphans, fi)
 	if fi.tr != nil {
-		if !fi.closed && !f.sessionFollowed(fi) {
+		if !fi.closed && !f.sessionFollowed(fi, nil) {
 			fi.tr.Close(false)
 		}
 		f.progress(fi)
@@ -104,13 +104,13 @@ func (f *Follower) gone(fi *file) {
 }
 
 // sessionFollowed reports whether a file other than fi, still under a
-// name, holds fi's session.
-func (f *Follower) sessionFollowed(fi *file) bool {
+// name, holds fi's session (and, when also is set, passes it).
+func (f *Follower) sessionFollowed(fi *file, also func(o *file) bool) bool {
 	if fi.session == "" {
 		return false
 	}
 	for _, o := range f.files {
-		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !f.unread(o) {
+		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !f.unread(o) && (also == nil || also(o)) {
 			return true
 		}
 	}

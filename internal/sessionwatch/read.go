@@ -306,7 +306,7 @@ func (f *Follower) readLast(fi *file) {
 // session (read again, the run goes on) or another file does.
 func (f *Follower) rewritten(fi *file) {
 	f.settle(fi)
-	if fi.tr != nil && !fi.closed && headerSession(fi.path) != fi.session && !f.sessionFollowed(fi) {
+	if fi.tr != nil && !fi.closed && headerSession(fi.path) != fi.session && !f.sessionFollowed(fi, nil) {
 		fi.tr.Close(false)
 		f.progress(fi) // its claims commit with the next flush
 	}
@@ -420,16 +420,9 @@ func (f *Follower) due(fi *file, now time.Time) bool {
 // is left to that file, which holds it whole once it ends; closing the
 // copy first would claim the run as it stood when copied.
 func (f *Follower) goesOn(fi *file, now time.Time) bool {
-	if fi.session == "" {
-		return false
-	}
-	for _, o := range f.files {
-		if o != fi && o.session == fi.session && o.missing.IsZero() && !o.removed && !o.closed && !f.unread(o) &&
-			!o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter {
-			return true
-		}
-	}
-	return false
+	return f.sessionFollowed(fi, func(o *file) bool {
+		return !o.closed && !o.notSess && o.accept != ignored && now.Sub(o.active(now)) < f.cfg.CloseAfter
+	})
 }
 
 // closeQuiet traces the open run of a file due says is to be closed.
