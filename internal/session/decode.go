@@ -363,8 +363,6 @@ func msgTime(ms float64) time.Time {
 	return time.Unix(sec, int64((ms-float64(sec)*1000)*float64(time.Millisecond)))
 }
 
-func durMs(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
 // toolCalls lists the ids and names of an assistant message's tool calls.
 func toolCalls(content json.RawMessage) (ids, names []string) {
 	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte(`"toolCall"`)) {

@@ -403,7 +403,7 @@ func (x *translator) toolResult(e *entry) {
 	end := at(msg, e)
 	start := x.assistantEnd
 	if msg.DurationMs != nil {
-		start = end.Add(-durMs(*msg.DurationMs))
+		start = end.Add(-time.Duration(*msg.DurationMs * float64(time.Millisecond)))
 	}
 	if start.Before(x.assistantEnd) {
 		start = x.assistantEnd
