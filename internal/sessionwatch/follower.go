@@ -293,7 +293,7 @@ func New(cfg Config) *Follower {
 		files:       map[string]*file{},
 		byID:        map[fileID]*file{},
 		orphans:     map[*file]bool{},
-		ledger:      newLedger(),
+		ledger:      &ledger{sessions: map[string]*sessionRuns{}, counted: map[uint64]struct{}{}},
 		headers:     map[string]string{},
 		watched:     map[string]bool{},
 		watchedAs:   map[fileID]string{},

@@ -45,10 +45,6 @@ type claimed struct {
 	id, at uint64 // the two keys; at is 0 for a run with no time
 }
 
-func newLedger() *ledger {
-	return &ledger{sessions: map[string]*sessionRuns{}, counted: map[uint64]struct{}{}}
-}
-
 func (l *ledger) session(id string) *sessionRuns {
 	s := l.sessions[id]
 	if s == nil {
