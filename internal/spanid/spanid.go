@@ -13,6 +13,7 @@
 package spanid
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -186,10 +187,7 @@ var _ sdktrace.IDGenerator = (*Generator)(nil)
 
 // NewGenerator returns a Generator; a nil fallback gives random ids.
 func NewGenerator(fallback sdktrace.IDGenerator) *Generator {
-	if fallback == nil {
-		fallback = random{}
-	}
-	return &Generator{fallback: fallback}
+	return &Generator{fallback: cmp.Or[sdktrace.IDGenerator](fallback, random{})}
 }
 
 // NewIDs is called by the SDK for a span with no parent.
