@@ -9,6 +9,7 @@ package errtext
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -85,12 +86,9 @@ var (
 func Summary(msg string) string {
 	var parts []string
 	add := func(s string) {
-		for _, p := range parts {
-			if p == s {
-				return
-			}
+		if !slices.Contains(parts, s) {
+			parts = append(parts, s)
 		}
-		parts = append(parts, s)
 	}
 	if st := status(msg); st != "" {
 		add(st)
