@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -26,7 +27,7 @@ func buildResource(ctx context.Context, cfg Config, extra *resource.Resource) (*
 		attrs = append(attrs, semconv.ServiceVersion(cfg.ServiceVersion))
 	}
 	attrs = append(attrs, cfg.ResourceAttributes...)
-	if !hasKey(cfg.ResourceAttributes, semconv.ServiceInstanceIDKey) {
+	if !slices.ContainsFunc(cfg.ResourceAttributes, func(kv attribute.KeyValue) bool { return kv.Key == semconv.ServiceInstanceIDKey }) {
 		// One metric stream per process: see the package comment.
 		attrs = append(attrs, semconv.ServiceInstanceID(newInstanceID()))
 	}
@@ -60,24 +61,8 @@ func detected(ctx context.Context) []attribute.KeyValue {
 		resource.WithProcessRuntimeDescription(),
 		resource.WithTelemetrySDK(),
 	)
-	var out []attribute.KeyValue
-	for _, kv := range res.Attributes() {
-		// service.name is the SDK's default, unknown_service:…; ours
-		// follows.
-		if kv.Key != semconv.ServiceNameKey {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
-	for _, kv := range attrs {
-		if kv.Key == key {
-			return true
-		}
-	}
-	return false
+	// service.name is the SDK's default, unknown_service:…; ours follows.
+	return slices.DeleteFunc(res.Attributes(), func(kv attribute.KeyValue) bool { return kv.Key == semconv.ServiceNameKey })
 }
 
 // newInstanceID is a random (version 4) UUID, as the convention suggests
