@@ -90,11 +90,7 @@ func (t *Pipeline) setupLogs(ctx context.Context, cfg Config, o options, res *re
 	// Explicit limits, as for spans: the SDK would otherwise read
 	// OTEL_LOGRECORD_ATTRIBUTE_* on its own, beside config's one parse path.
 	// A record has its span's attributes, so it gets the span's count limit.
-	valueLimit := -1 // none
-	if n := cfg.AttributeValueLengthLimit; n > 0 {
-		valueLimit = n
-	}
-	lopts = append(lopts, sdklog.WithAttributeValueLengthLimit(valueLimit),
+	lopts = append(lopts, sdklog.WithAttributeValueLengthLimit(attributeLimit(cfg.AttributeValueLengthLimit)),
 		sdklog.WithAttributeCountLimit(sdktrace.DefaultAttributeCountLimit))
 	t.lp = sdklog.NewLoggerProvider(lopts...)
 	return nil

@@ -289,7 +289,8 @@ func (e observedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	return err
 }
 
-// attributeLimit is the SDK's form of Config.AttributeValueLengthLimit: 0 is none.
+// attributeLimit is the SDKs' form of Config.AttributeValueLengthLimit, for
+// spans and log records alike: 0 is none, which both SDKs spell -1.
 func attributeLimit(n int) int {
 	if n <= 0 {
 		return sdktrace.DefaultAttributeValueLengthLimit
