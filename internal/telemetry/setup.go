@@ -250,7 +250,6 @@ func (t *Pipeline) open(path string, stderr io.Writer) (io.Writer, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	t.closers = append(t.closers, f)
 	t.files = append(t.files, f)
 	return f, path, nil
 }

@@ -10,10 +10,10 @@ import (
 
 func (t *Pipeline) closeAll() error {
 	var errs []error
-	for _, c := range t.closers {
-		errs = append(errs, c.Close())
+	for _, f := range t.files {
+		errs = append(errs, f.Close())
 	}
-	t.closers = nil
+	t.files = nil
 	return errors.Join(errs...)
 }
 

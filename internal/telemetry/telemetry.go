@@ -33,7 +33,6 @@ package telemetry
 
 import (
 	"context"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -65,11 +64,10 @@ type Pipeline struct {
 	logWatch    *watch     // nil unless logs go to OTLP
 	traceDest   string
 	logDest     string
-	metricDest  string       // "" when metrics are off
-	logCount    *countedLogs // log records exported and failed; nil when logs are off
-	logsDone    atomic.Bool  // the logs are shut down: what was not exported is lost
-	closers     []io.Closer
-	files       []*outfile.Writer // output files, bounded by the flush at shutdown
+	metricDest  string            // "" when metrics are off
+	logCount    *countedLogs      // log records exported and failed; nil when logs are off
+	logsDone    atomic.Bool       // the logs are shut down: what was not exported is lost
+	files       []*outfile.Writer // output files, bounded by the flush at shutdown and closed after it
 
 	// spool keeps what OTLP could not deliver; spoolDone reports the
 	// sending of earlier processes' spans, which spoolStop ends.
