@@ -126,7 +126,7 @@ func (d *durable) ExportSpans(_ context.Context, batch []sdktrace.ReadOnlySpan) 
 
 		switch {
 		case err == nil:
-			d.c.add(n, 0, 0)
+			d.c.add(Stats{Exported: n})
 			if d.delivered != nil {
 				d.delivered()
 			}
@@ -134,16 +134,16 @@ func (d *durable) ExportSpans(_ context.Context, batch []sdktrace.ReadOnlySpan) 
 			retriedKick = true
 			continue
 		case d.refused != nil && d.refused(err):
-			d.c.refused(n)
+			d.c.add(Stats{Refused: n})
 			d.report(err)
 		case d.retain != nil && !d.isStopping() && d.ctx.Err() == nil && d.retain(err):
 			d.report(err)
 			d.pause()
 			continue
 		case d.keep != nil && d.keep(batch, err):
-			d.c.spooled(n)
+			d.c.add(Stats{Spooled: n})
 		default:
-			d.c.add(0, n, 0)
+			d.c.add(Stats{Failed: n})
 			d.report(err)
 		}
 		return nil

@@ -65,7 +65,7 @@ func (q *spanQueue) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	q.c.ended(s)
 	if q.stopped.Load() {
-		q.c.add(0, 0, 1)
+		q.c.add(Stats{Dropped: 1})
 		return
 	}
 	select {
@@ -86,7 +86,7 @@ func (q *spanQueue) OnEnd(s sdktrace.ReadOnlySpan) {
 		case <-q.stopc:
 		}
 	}
-	q.c.add(0, 0, 1)
+	q.c.add(Stats{Dropped: 1})
 }
 
 // release frees the room of n spans whose outcome is counted.

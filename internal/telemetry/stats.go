@@ -75,15 +75,18 @@ func (c *counters) ended(s sdktrace.ReadOnlySpan) {
 	}
 }
 
-func (c *counters) add(exported, failed, dropped int64) {
+// add counts what became of spans; d's Traces and Ended are not read.
+func (c *counters) add(d Stats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.frozen {
 		return
 	}
-	c.s.Exported += exported
-	c.s.Failed += failed
-	c.s.Dropped += dropped
+	c.s.Exported += d.Exported
+	c.s.Failed += d.Failed
+	c.s.Dropped += d.Dropped
+	c.s.Spooled += d.Spooled
+	c.s.Refused += d.Refused
 }
 
 // freeze settles the books at shutdown: whatever is not exported or failed
@@ -100,22 +103,6 @@ func (c *counters) freeze(exported bool) {
 		c.s.Dropped = c.s.Ended - c.s.Exported - c.s.Failed - c.s.Spooled - c.s.Refused
 	}
 	c.frozen = true
-}
-
-func (c *counters) spooled(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.frozen {
-		c.s.Spooled += n
-	}
-}
-
-func (c *counters) refused(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.frozen {
-		c.s.Refused += n
-	}
 }
 
 func (c *counters) snapshot() (Stats, trace.TraceID) {
