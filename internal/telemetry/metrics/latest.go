@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -55,7 +56,7 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 	base := []attribute.KeyValue{keyOperation.String(string(genaiconv.OperationNameChat)), keyProvider.String(string(provider)), model}
 	withError := base
 	if span.Status().Code == codes.Error {
-		withError = append(base[:len(base):len(base)], keyErrorType.String(orDefault(token(a.str(keyErrorType)), unknownLabel)))
+		withError = append(base[:len(base):len(base)], keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), unknownLabel)))
 	}
 	l.duration.Record(ctx, chatDuration(span, a), metric.WithAttributes(withError...))
 	if v, ok := a.float(keyTTFC); ok && v >= 0 {
@@ -117,7 +118,7 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	set := []attribute.KeyValue{agentOf(a)}
 	if span.Status().Code == codes.Error {
-		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), vocab.NestedErrorType)))
+		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), vocab.NestedErrorType)))
 	}
 	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
 	if v, ok := a.int(vocab.TurnsKey); ok && v >= 0 {
@@ -130,12 +131,12 @@ func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOn
 
 func (l *latestInstruments) onTool(ctx context.Context, a attrs, d float64, failed bool) {
 	set := []attribute.KeyValue{
-		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
-		vocab.GenAIToolTypeKey.String(orDefault(token(a.str(vocab.GenAIToolTypeKey)), vocab.ToolTypeFunction)),
+		keyToolName.String(cmp.Or(token(a.str(keyToolName)), unknownLabel)),
+		vocab.GenAIToolTypeKey.String(cmp.Or(token(a.str(vocab.GenAIToolTypeKey)), vocab.ToolTypeFunction)),
 		agentOf(a),
 	}
 	if failed {
-		set = append(set, keyErrorType.String(orDefault(token(a.str(keyErrorType)), vocab.ToolErrorType)))
+		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), vocab.ToolErrorType)))
 	}
 	l.toolDuration.Record(ctx, d, metric.WithAttributes(set...))
 }

@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync/atomic"
@@ -241,12 +242,12 @@ func (s *SpanMetrics) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan
 // agentOf is the gen_ai.agent.name label of a span: a nested run's agent,
 // else Pi itself.
 func agentOf(a attrs) attribute.KeyValue {
-	return keyAgentName.String(orDefault(token(a.str(keyAgentName)), vocab.AgentName))
+	return keyAgentName.String(cmp.Or(token(a.str(keyAgentName)), vocab.AgentName))
 }
 
 func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	provider := genaiconv.ProviderNameAttr(orDefault(token(a.str(keyProvider)), unknownProvider))
-	model := orDefault(token(a.str(keyRequestModel)), missingModelName)
+	provider := genaiconv.ProviderNameAttr(cmp.Or(token(a.str(keyProvider)), unknownProvider))
+	model := cmp.Or(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(append(spend(a), keyProvider.String(string(provider)), modelAttr)...))
@@ -269,7 +270,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	d := chatDuration(span, a)
 	extra := []attribute.KeyValue{modelAttr}
 	if span.Status().Code == codes.Error {
-		extra = append(extra, keyErrorType.String(orDefault(token(a.str(keyErrorType)), unknownLabel)))
+		extra = append(extra, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), unknownLabel)))
 	}
 	s.opDuration.Record(ctx, d, genaiconv.OperationNameChat, provider, extra...)
 
@@ -304,8 +305,8 @@ func (s *SpanMetrics) chunkLabels(provider, model string) metric.MeasurementOpti
 	}
 	c := &chunkSet{provider: provider, model: model, opt: metric.WithAttributeSet(attribute.NewSet(
 		keyOperation.String(string(genaiconv.OperationNameChat)),
-		keyProvider.String(orDefault(token(provider), unknownProvider)),
-		keyRequestModel.String(orDefault(token(model), missingModelName))))}
+		keyProvider.String(cmp.Or(token(provider), unknownProvider)),
+		keyRequestModel.String(cmp.Or(token(model), missingModelName))))}
 	s.lastChunk.Store(c)
 	return c.opt
 }
@@ -328,7 +329,7 @@ func chatDuration(span sdktrace.ReadOnlySpan, a attrs) float64 {
 func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	failed := span.Status().Code == codes.Error || a.str(keyErrorType) != ""
 	set := metric.WithAttributes(
-		keyToolName.String(orDefault(token(a.str(keyToolName)), unknownLabel)),
+		keyToolName.String(cmp.Or(token(a.str(keyToolName)), unknownLabel)),
 		keyErrorLabel.Bool(failed))
 	s.toolCalls.Add(ctx, 1, set)
 	d := seconds(span)
@@ -344,7 +345,7 @@ func (s *SpanMetrics) onTool(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
 	outcome := outcomeOf(span, a, vocab.CompactionOutcomeKey, string(vocab.CompactionOK), string(vocab.CompactionError))
 	s.compactions.Add(ctx, 1, metric.WithAttributes(
-		vocab.CompactionReasonKey.String(orDefault(token(a.str(vocab.CompactionReasonKey)), unknownLabel)),
+		vocab.CompactionReasonKey.String(cmp.Or(token(a.str(vocab.CompactionReasonKey)), unknownLabel)),
 		vocab.CompactionOutcomeKey.String(oneOf(outcome, compactionOutcomes))))
 	// The summary is a model call Pi charges for: without it pi.cost falls short of what Pi
 	// reports. The span names a model only when the mapper knows it.
@@ -357,8 +358,8 @@ func (s *SpanMetrics) onCompaction(ctx context.Context, span sdktrace.ReadOnlySp
 func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
 		s.cost.Add(ctx, v, metric.WithAttributes(append(spend(a),
-			keyProvider.String(orDefault(token(a.str(keyProvider)), unknownProvider)),
-			keyRequestModel.String(orDefault(token(a.str(keyRequestModel)), missingModelName)))...))
+			keyProvider.String(cmp.Or(token(a.str(keyProvider)), unknownProvider)),
+			keyRequestModel.String(cmp.Or(token(a.str(keyRequestModel)), missingModelName)))...))
 	}
 }
 
@@ -372,7 +373,7 @@ func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a a
 		ok = span.Status().Code != codes.Error
 	}
 	s.rpcCommands.Add(ctx, 1, metric.WithAttributes(
-		vocab.RPCCommandKey.String(orDefault(token(cmd), unknownLabel)),
+		vocab.RPCCommandKey.String(cmp.Or(token(cmd), unknownLabel)),
 		vocab.RPCSuccessKey.Bool(ok)))
 }
 
@@ -460,13 +461,6 @@ func oneOf(v string, allowed map[string]bool) string {
 		return v
 	}
 	return unknownLabel
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // token keeps a label value only if it looks like a name (model, tool, command, reason): short,
