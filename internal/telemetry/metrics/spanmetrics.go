@@ -176,7 +176,7 @@ func (s *SpanMetrics) OnEnd(span sdktrace.ReadOnlySpan) {
 	// span (its trace-based filter), so a spike on a cost or token panel
 	// leads to the trace behind it.
 	ctx := trace.ContextWithSpanContext(context.Background(), span.SpanContext())
-	a := attrsOf(span)
+	a := attrs(span.Attributes())
 	if a.has(vocab.RetracedKey) {
 		return // counted when it was first traced
 	}
@@ -215,7 +215,7 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	// the root's total.
 	for _, ev := range span.Events() {
 		if ev.Name == vocab.EventUsage || ev.Name == vocab.EventBranchSummary {
-			s.addCost(ctx, indexAttrs(ev.Attributes))
+			s.addCost(ctx, attrs(ev.Attributes))
 		}
 	}
 	if s.latest != nil {
@@ -381,10 +381,6 @@ func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a a
 // at most, so a scan beats building a map for every span a backfill ends;
 // the last of a key wins, as it would in a map.
 type attrs []attribute.KeyValue
-
-func attrsOf(span sdktrace.ReadOnlySpan) attrs { return indexAttrs(span.Attributes()) }
-
-func indexAttrs(kvs []attribute.KeyValue) attrs { return attrs(kvs) }
 
 func (a attrs) get(k attribute.Key) (attribute.Value, bool) {
 	for i := len(a) - 1; i >= 0; i-- {
