@@ -14,11 +14,8 @@ type instruments struct {
 	errs []error
 }
 
-func (in *instruments) keep(err error) {
-	if err != nil {
-		in.errs = append(in.errs, err)
-	}
-}
+// keep gathers err; errors.Join, in err, leaves out the nil ones.
+func (in *instruments) keep(err error) { in.errs = append(in.errs, err) }
 
 func (in *instruments) err() error { return errors.Join(in.errs...) }
 
