@@ -64,14 +64,10 @@ type durableConfig struct {
 // durableOption tunes a durable exporter.
 type durableOption = option.Option[durableConfig]
 
-// keepFailed hands batches that could not be exported to keep.
-func keepFailed(keep func([]sdktrace.ReadOnlySpan, error) bool) durableOption {
-	return option.Func[durableConfig](func(c *durableConfig) { c.keep = keep })
-}
-
-// onDelivered calls f after each batch the exporter took.
-func onDelivered(f func()) durableOption {
-	return option.Func[durableConfig](func(c *durableConfig) { c.delivered = f })
+// spoolTo hands batches that could not be exported to keep, and calls
+// delivered after each batch the exporter took.
+func spoolTo(keep func([]sdktrace.ReadOnlySpan, error) bool, delivered func()) durableOption {
+	return option.Func[durableConfig](func(c *durableConfig) { c.keep, c.delivered = keep, delivered })
 }
 
 // retainWhile keeps a batch whose export failed while down() reports the

@@ -157,7 +157,7 @@ func (t *Pipeline) setupTraces(ctx context.Context, cfg Config, o options) (sdkt
 		bopts = append(bopts, retainWhile(t.traceWatch.isDown, retainPause), refusedWhen(refused))
 	}
 	if t.spool != nil {
-		bopts = append(bopts, keepFailed(t.keep), onDelivered(t.spoolDelivered))
+		bopts = append(bopts, spoolTo(t.keep, t.spoolDelivered))
 	}
 	onError := t.exportErrors("traces", "traces", t.traceDest, t.traceWatch)
 	t.queue = newSpanQueue(exp, cfg.Batch, t.counters, onError, o.backpressure, bopts...)
