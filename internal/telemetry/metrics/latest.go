@@ -96,11 +96,7 @@ func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySp
 	set := []attribute.KeyValue{agentName}
 	if span.Status().Code == codes.Error {
 		// The run's class of failure: its own error.type if it has one, else how it ended.
-		why := token(a.str(keyErrorType))
-		if why == "" {
-			why = oneOf(outcome, runOutcomes)
-		}
-		set = append(set, keyErrorType.String(why))
+		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), oneOf(outcome, runOutcomes))))
 	}
 	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
 	// A turn is one assistant message, so one model call; summary calls of compactions are not

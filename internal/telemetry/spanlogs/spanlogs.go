@@ -18,6 +18,7 @@
 package spanlogs
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -63,9 +64,7 @@ func New(lp log.LoggerProvider, cfg Config) *SpanLogs {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.SchemaURL == "" {
-		cfg.SchemaURL = vocab.SchemaURL
-	}
+	cfg.SchemaURL = cmp.Or(cfg.SchemaURL, vocab.SchemaURL)
 	return &SpanLogs{logger: lp.Logger(ScopeName, log.WithSchemaURL(cfg.SchemaURL)), cfg: cfg}
 }
 
