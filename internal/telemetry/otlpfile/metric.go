@@ -107,50 +107,45 @@ func MetricRequest(rm *metricdata.ResourceMetrics) (*colmetricpb.ExportMetricsSe
 // metricProto converts one metric, or returns nil when it has no points.
 func metricProto(m metricdata.Metrics) (*metricpb.Metric, error) {
 	pm := &metricpb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit}
-	var n int
-	switch d := m.Data.(type) {
-	case metricdata.Gauge[int64]:
-		n = len(d.DataPoints)
-		pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: numberPoints(d.DataPoints)}}
-	case metricdata.Gauge[float64]:
-		n = len(d.DataPoints)
-		pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: numberPoints(d.DataPoints)}}
-	case metricdata.Sum[int64]:
-		n = len(d.DataPoints)
-		pm.Data = &metricpb.Metric_Sum{Sum: &metricpb.Sum{
-			DataPoints:             numberPoints(d.DataPoints),
-			AggregationTemporality: temporalityProto(d.Temporality),
-			IsMonotonic:            d.IsMonotonic,
-		}}
-	case metricdata.Sum[float64]:
-		n = len(d.DataPoints)
-		pm.Data = &metricpb.Metric_Sum{Sum: &metricpb.Sum{
-			DataPoints:             numberPoints(d.DataPoints),
-			AggregationTemporality: temporalityProto(d.Temporality),
-			IsMonotonic:            d.IsMonotonic,
-		}}
-	case metricdata.Histogram[int64]:
-		n = len(d.DataPoints)
-		pm.Data = histogramProto(d)
-	case metricdata.Histogram[float64]:
-		n = len(d.DataPoints)
-		pm.Data = histogramProto(d)
-	case metricdata.ExponentialHistogram[int64]:
-		n = len(d.DataPoints)
-		pm.Data = expHistogramProto(d)
-	case metricdata.ExponentialHistogram[float64]:
-		n = len(d.DataPoints)
-		pm.Data = expHistogramProto(d)
-	case metricdata.Summary:
-		n = len(d.DataPoints)
+	n, ok := numberMetric[int64](pm, m.Data)
+	if !ok {
+		n, ok = numberMetric[float64](pm, m.Data)
+	}
+	if d, isSummary := m.Data.(metricdata.Summary); isSummary {
+		n, ok = len(d.DataPoints), true
 		pm.Data = summaryProto(d)
-	default:
+	}
+	if !ok {
 		return nil, fmt.Errorf("otlpfile: metric %q has an unsupported aggregation %T", m.Name, m.Data)
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	return pm, nil
+}
+
+// numberMetric sets pm's data from a gauge, sum or histogram of Ns and
+// returns its number of points; ok is false for any other aggregation.
+func numberMetric[N int64 | float64](pm *metricpb.Metric, data metricdata.Aggregation) (n int, ok bool) {
+	switch d := data.(type) {
+	case metricdata.Gauge[N]:
+		pm.Data = &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: numberPoints(d.DataPoints)}}
+		return len(d.DataPoints), true
+	case metricdata.Sum[N]:
+		pm.Data = &metricpb.Metric_Sum{Sum: &metricpb.Sum{
+			DataPoints:             numberPoints(d.DataPoints),
+			AggregationTemporality: temporalityProto(d.Temporality),
+			IsMonotonic:            d.IsMonotonic,
+		}}
+		return len(d.DataPoints), true
+	case metricdata.Histogram[N]:
+		pm.Data = histogramProto(d)
+		return len(d.DataPoints), true
+	case metricdata.ExponentialHistogram[N]:
+		pm.Data = expHistogramProto(d)
+		return len(d.DataPoints), true
+	}
+	return 0, false
 }
 
 func temporalityProto(t metricdata.Temporality) metricpb.AggregationTemporality {
