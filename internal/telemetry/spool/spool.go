@@ -135,7 +135,7 @@ func Open(cfg Config) (*Spool, error) {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 	}
-	return &Spool{cfg: cfg}, nil
+	return &Spool{cfg: cfg, mine: map[string]bool{}}, nil
 }
 
 // Dir is where the spool lives.
@@ -255,12 +255,9 @@ func (s *Spool) setMine(name string, mine bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was := s.mine[name]
-	switch {
-	case mine && s.mine == nil:
-		s.mine = map[string]bool{name: true}
-	case mine:
+	if mine {
 		s.mine[name] = true
-	default:
+	} else {
 		delete(s.mine, name)
 	}
 	return was
