@@ -16,13 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// MarshalTraces encodes req as one OTLP/JSON line, newline included.
-// TraceExporter writes the same bytes straight from the spans, without
-// building req (appendTraces); this is the reference its tests hold it to.
-func MarshalTraces(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
-	return marshalLine(req)
-}
-
 // UnmarshalTraces decodes one OTLP/JSON line. It takes ids in hex, as
 // OTLP/JSON has them, and also base64, as plain protobuf JSON has them.
 func UnmarshalTraces(line []byte) (*coltracepb.ExportTraceServiceRequest, error) {

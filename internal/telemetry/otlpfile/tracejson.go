@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// appendTraces writes spans as the OTLP/JSON line MarshalTraces writes
+// appendTraces writes spans as the OTLP/JSON line marshalLine writes
 // for TraceRequest(spans), byte for byte, straight from the spans: no
 // protobuf messages, no protojson, no second pass to turn ids into hex.
 // A history backfill makes tens of thousands of spans per second, and that
