@@ -150,14 +150,14 @@ func group(n int, of func(i int) (*resource.Resource, instrumentation.Scope)) []
 	scopes := map[scopeKey]*scopeGroup{}
 	for i := range n {
 		res, sc := of(i)
-		rk := keyOfResource(res)
+		rk := resourceKey{attrs: res.Equivalent(), schema: res.SchemaURL()}
 		rg, ok := resources[rk]
 		if !ok {
 			rg = &resourceGroup{res: res}
 			resources[rk] = rg
 			out = append(out, rg)
 		}
-		sk := scopeKey{rk, keyOfScope(sc)}
+		sk := scopeKey{rk, scopeID{sc.Name, sc.Version, sc.SchemaURL, sc.Attributes.Equivalent()}}
 		sg, ok := scopes[sk]
 		if !ok {
 			sg = &scopeGroup{scope: sc}
@@ -174,17 +174,9 @@ type resourceKey struct {
 	schema string
 }
 
-func keyOfResource(r *resource.Resource) resourceKey {
-	return resourceKey{attrs: r.Equivalent(), schema: r.SchemaURL()}
-}
-
 type scopeID struct {
 	name, version, schema string
 	attrs                 attribute.Distinct
-}
-
-func keyOfScope(s instrumentation.Scope) scopeID {
-	return scopeID{s.Name, s.Version, s.SchemaURL, s.Attributes.Equivalent()}
 }
 
 func resourceProto(r *resource.Resource) *resourcepb.Resource {
