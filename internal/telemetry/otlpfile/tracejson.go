@@ -339,7 +339,7 @@ const hexDigits = "0123456789abcdef"
 func (e *traceEncoder) string(s string) {
 	if !utf8.ValidString(s) {
 		if e.err == nil {
-			e.err = fmt.Errorf("otlpfile: string field contains invalid UTF-8: %q", truncate(s, 64))
+			e.err = fmt.Errorf("otlpfile: string field contains invalid UTF-8: %q", s[:min(len(s), 64)])
 		}
 		s = "" // the line is not written; keep the layout simple
 	}
@@ -386,11 +386,4 @@ func (e *traceEncoder) string(s string) {
 	}
 	e.b = append(e.b, s[start:]...)
 	e.b = append(e.b, '"')
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
