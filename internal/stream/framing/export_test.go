@@ -39,3 +39,6 @@ func WithRetain(n int) Option {
 		}
 	})
 }
+
+// Stats reports what the Reader has seen so far.
+func (r *Reader) Stats() Stats { return r.stats }

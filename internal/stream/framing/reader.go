@@ -172,9 +172,6 @@ func (r *Reader) joined(tail []byte) []byte {
 	return nb[:size]
 }
 
-// Stats reports what the Reader has seen so far.
-func (r *Reader) Stats() Stats { return r.stats }
-
 // fill makes room in buf and reads once from src.
 func (r *Reader) fill() {
 	n := r.w - r.r
