@@ -149,9 +149,6 @@ func integer(v []byte, dst *int64) bool {
 	return true
 }
 
-// small decodes a small value (usage, nestedCalls) with encoding/json.
-func small(v []byte, dst any) bool { return json.Unmarshal(v, dst) == nil }
-
 // walker is the decoder Parse uses.
 type walker struct{}
 
@@ -219,7 +216,7 @@ func (w walker) entry(raw []byte, e *entry) error {
 			}
 		case key(k, "usage"):
 			var u *entryUsage
-			if small(v, &u) {
+			if json.Unmarshal(v, &u) == nil {
 				e.Usage = u
 			} else {
 				bad = true
