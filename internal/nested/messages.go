@@ -35,17 +35,6 @@ type block struct {
 // content that is not a list (a user's string) is no block.
 type blocks []block
 
-func (b *blocks) UnmarshalJSON(raw []byte) error {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil
-	}
-	var list []block
-	if json.Unmarshal(raw, &list) == nil {
-		*b = list
-	}
-	return nil
-}
-
 // messages turns a child's messages into timed items: a chat starts at its
 // assistant message's timestamp and lasts durationMs; a tool ends at its
 // result's timestamp and lasts durationMs, else starts when the model call

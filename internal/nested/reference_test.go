@@ -49,6 +49,19 @@ func (reference) role(raw []byte) string {
 	return m.Role
 }
 
+// UnmarshalJSON reads content as walker.message does: a content that is not
+// a list is no block. Only the reference decodes messages with encoding/json.
+func (b *blocks) UnmarshalJSON(raw []byte) error {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var list []block
+	if json.Unmarshal(raw, &list) == nil {
+		*b = list
+	}
+	return nil
+}
+
 func parseWith(dec decoder, b []byte, lim Limits) *Result {
 	lim = lim.withDefaults()
 	p := parser{lim: lim, dec: dec}
