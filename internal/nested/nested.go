@@ -263,22 +263,13 @@ func ParseWith(result []byte, lim Limits, sessions SessionReader, from Origin) *
 }
 
 func (l Limits) withDefaults() Limits {
+	// A bound below 1 takes the default.
 	d := DefaultLimits
-	if l.MaxRuns > 0 {
-		d.MaxRuns = l.MaxRuns
-	}
-	if l.MaxDepth > 0 {
-		d.MaxDepth = l.MaxDepth
-	}
-	if l.MaxItems > 0 {
-		d.MaxItems = l.MaxItems
-	}
-	if l.MaxCalls > 0 {
-		d.MaxCalls = l.MaxCalls
-	}
-	if l.MaxBytes > 0 {
-		d.MaxBytes = l.MaxBytes
-	}
+	d.MaxRuns = cmp.Or(max(l.MaxRuns, 0), d.MaxRuns)
+	d.MaxDepth = cmp.Or(max(l.MaxDepth, 0), d.MaxDepth)
+	d.MaxItems = cmp.Or(max(l.MaxItems, 0), d.MaxItems)
+	d.MaxCalls = cmp.Or(max(l.MaxCalls, 0), d.MaxCalls)
+	d.MaxBytes = cmp.Or(max(l.MaxBytes, 0), d.MaxBytes)
 	return d
 }
 
