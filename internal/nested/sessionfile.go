@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
@@ -209,10 +210,7 @@ func (p *parser) leave() { p.files = p.files[:len(p.files)-1] }
 // onStack reports whether f is a file being read: the same path, or the
 // same file by another name (a link, another spelling).
 func (p *parser) onStack(f openFile) bool {
-	for _, g := range p.files {
-		if g.path == f.path || f.info != nil && g.info != nil && os.SameFile(f.info, g.info) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.files, func(g openFile) bool {
+		return g.path == f.path || f.info != nil && g.info != nil && os.SameFile(f.info, g.info)
+	})
 }
