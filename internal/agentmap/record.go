@@ -25,32 +25,30 @@ func (m *Mapper) Record(line []byte, at time.Time) error {
 	if m.dec == nil {
 		m.dec = event.NewDecoder(event.Options{Content: m.cfg.content != nil})
 	}
-	ev, err := m.dec.Decode(line)
-	if err != nil && ev.Type == "" {
-		if !errors.Is(err, event.ErrInvalidJSON) && !errors.Is(err, event.ErrInvalidUTF8) {
-			return err
-		}
-		pieces := event.SplitLine(line)
-		if pieces == nil {
-			return err
-		}
-		var first error
-		for _, p := range pieces {
-			err := fmt.Errorf("%w: %d bytes between records", event.ErrInvalidJSON, p.End-p.Start)
-			if p.Value {
-				err = m.record(line[p.Start:p.End], at)
-			}
-			if first == nil {
-				first = err
-			}
-		}
-		return first
+	err := m.record(line, at)
+	// The scan fails with these before anything is decoded: the line was
+	// not applied, and may be several records.
+	if !errors.Is(err, event.ErrInvalidJSON) && !errors.Is(err, event.ErrInvalidUTF8) {
+		return err
 	}
-	m.Handle(Input{Event: ev, At: at, Nested: nested.FromEvent(ev)})
-	return err
+	pieces := event.SplitLine(line)
+	if pieces == nil {
+		return err
+	}
+	var first error
+	for _, p := range pieces {
+		err := fmt.Errorf("%w: %d bytes between records", event.ErrInvalidJSON, p.End-p.Start)
+		if p.Value {
+			err = m.record(line[p.Start:p.End], at)
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
-// record applies one record of a line taken apart.
+// record applies one record: a whole line, or one of a line taken apart.
 func (m *Mapper) record(rec []byte, at time.Time) error {
 	ev, err := m.dec.Decode(rec)
 	if err != nil && ev.Type == "" {
