@@ -242,7 +242,7 @@ func (m *Mapper) Handle(in Input) {
 	case event.TypeTurnStart:
 		m.turnStart(at)
 	case event.TypeTurnEnd:
-		m.turnEnd(ev, at)
+		m.turnEnd(at)
 	case event.TypeMessageStart:
 		m.messageStart(ev, at)
 	case event.TypeMessageUpdate:

@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -26,9 +25,8 @@ func (m *Mapper) turnStart(at time.Time) {
 	r.turn = &s
 }
 
-func (m *Mapper) turnEnd(ev *event.Event, at time.Time) {
-	r := m.run
-	if r == nil || r.turn == nil {
+func (m *Mapper) turnEnd(at time.Time) {
+	if m.run == nil || m.run.turn == nil {
 		m.anomaly("turn_end without turn_start")
 		return
 	}
