@@ -417,8 +417,8 @@ func argumentsJSON(raw json.RawMessage, scrub func(string) string) json.RawMessa
 	if out, err := scrubJSON(raw, scrub); err == nil {
 		return out
 	}
-	s, _ := encodeString(scrub(string(raw)))
-	return s
+	s, _ := encode(scrub(string(raw)))
+	return json.RawMessage(s)
 }
 
 // contentText joins the text of Pi content (a string or blocks) as the
@@ -514,9 +514,4 @@ func encode(v any) (string, error) {
 		return "", fmt.Errorf("genaimsg: %w", err)
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
-}
-
-func encodeString(s string) (json.RawMessage, error) {
-	out, err := encode(s)
-	return json.RawMessage(out), err
 }
