@@ -26,9 +26,8 @@ import (
 // Redactor replaces secrets in text. It is immutable after New and safe for
 // concurrent use.
 type Redactor struct {
-	user  []*pattern // user patterns, matched against the whole text
-	rules []*rule    // built-in rules; their matches never cross a line end
-	max   int
+	user []*pattern // user patterns, matched against the whole text
+	max  int
 }
 
 type config struct {
@@ -71,7 +70,6 @@ func New(opts ...Option) (*Redactor, error) {
 		}
 		r.user = append(r.user, newPattern(re))
 	}
-	r.rules = builtins
 	return r, nil
 }
 
@@ -79,14 +77,14 @@ func New(opts ...Option) (*Redactor, error) {
 // marker. It does not truncate.
 func (r *Redactor) Redact(s string) string {
 	s = r.redactWhole(s)
-	return redactLines(s, r.rules)
+	return redactLines(s)
 }
 
 // String redacts s and then truncates it to the configured maximum length.
 func (r *Redactor) String(s string) string {
 	s = r.redactWhole(s)
 	if r.max <= 0 || len(s) <= r.max {
-		return r.truncate(redactLines(s, r.rules), 0)
+		return r.truncate(redactLines(s), 0)
 	}
 	// Line-bound rules look at one line at a time, so lines past the cut
 	// cannot change the kept text: redact whole lines only until enough text
@@ -102,7 +100,7 @@ func (r *Redactor) String(s string) string {
 		} else {
 			end = len(s)
 		}
-		head.WriteString(redactLines(s[done:end], r.rules))
+		head.WriteString(redactLines(s[done:end]))
 		done = end
 	}
 	return r.truncate(head.String(), len(s)-done)
@@ -129,10 +127,11 @@ func (r *Redactor) truncate(s string, extra int) string {
 	return s[:cut] + "…[truncated " + strconv.Itoa(len(s)-cut+extra) + " bytes]"
 }
 
-// redactLines applies line-bound rules to s.
-func redactLines(s string, rules []*rule) string {
+// redactLines applies the built-in rules, whose matches never cross a line
+// end, to s.
+func redactLines(s string) string {
 	var lower string // ASCII-lowered s, computed on demand
-	for _, rl := range rules {
+	for _, rl := range builtins {
 		if rl.fold && lower == "" && s != "" {
 			lower = asciiLower(s)
 		}
