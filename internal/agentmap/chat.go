@@ -33,7 +33,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	// Pi streams every call (message_update carries the chunks).
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestStream(true)}
 	if msg.Provider != "" {
-		attrs = append(attrs, providerAttrs(msg.Provider)...)
+		attrs = appendProviderAttrs(attrs, msg.Provider)
 	}
 	if msg.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(msg.Model))
@@ -158,7 +158,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(d.Seconds()))
 	}
 	if u := msg.Usage; u != nil {
-		attrs = append(attrs, usageAttrs(u)...)
+		attrs = appendUsageAttrs(attrs, u)
 		attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
 		r.usage.Add(u)
 	}
@@ -200,11 +200,7 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	r.chat = nil
 }
 
-func usageAttrs(u *event.Usage) []attribute.KeyValue {
-	return appendUsageAttrs(make([]attribute.KeyValue, 0, 5), u)
-}
-
-// appendUsageAttrs appends usageAttrs(u) to attrs.
+// appendUsageAttrs appends the GenAI token counts of u to attrs.
 func appendUsageAttrs(attrs []attribute.KeyValue, u *event.Usage) []attribute.KeyValue {
 	attrs = append(attrs,
 		semconv.GenAIUsageInputTokens(int(u.Input+u.CacheRead+u.CacheWrite)),
@@ -218,13 +214,8 @@ func appendUsageAttrs(attrs []attribute.KeyValue, u *event.Usage) []attribute.Ke
 	return attrs
 }
 
-// providerAttrs names a provider both ways: by the conventions' well-known
-// name, which backends group by, and by Pi's own id.
-func providerAttrs(id string) []attribute.KeyValue {
-	return appendProviderAttrs(make([]attribute.KeyValue, 0, 2), id)
-}
-
-// appendProviderAttrs appends providerAttrs(id) to attrs.
+// appendProviderAttrs names a provider both ways: by the conventions'
+// well-known name, which backends group by, and by Pi's own id.
 func appendProviderAttrs(attrs []attribute.KeyValue, id string) []attribute.KeyValue {
 	return append(attrs, semconv.GenAIProviderNameKey.String(vocab.ProviderName(id)), vocab.ProviderKey.String(id))
 }

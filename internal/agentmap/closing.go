@@ -76,9 +76,9 @@ func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 		vocab.CompactionsKey.Int(r.compactions),
 		vocab.CostTotalKey.Float64(r.usage.Cost.Total),
 	}
-	attrs = append(attrs, usageAttrs(&r.usage)...)
+	attrs = appendUsageAttrs(attrs, &r.usage)
 	if r.provider != "" {
-		attrs = append(attrs, providerAttrs(r.provider)...)
+		attrs = appendProviderAttrs(attrs, r.provider)
 	}
 	attrs = r.rootGenAIAttrs(attrs, outcome, reason)
 	attrs = m.rootContentAttrs(r, attrs)

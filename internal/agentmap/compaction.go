@@ -47,7 +47,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 	attrs := []attribute.KeyValue{vocab.CompactionReasonKey.String(ev.Reason)}
 	if r != nil && r.model != "" {
 		// Pi summarises with the run's model: its cost belongs there.
-		attrs = append(attrs, providerAttrs(r.provider)...)
+		attrs = appendProviderAttrs(attrs, r.provider)
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
 	s := m.start(parent, path, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)

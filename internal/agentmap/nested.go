@@ -70,7 +70,7 @@ func (m *Mapper) nestedTool(t *tool, at time.Time, attrs []attribute.KeyValue, r
 	}
 	if res.Usage != nil {
 		// Pi's generic field: model work the tool itself reports.
-		attrs = append(attrs, usageAttrs(res.Usage)...)
+		attrs = appendUsageAttrs(attrs, res.Usage)
 		attrs = append(attrs, vocab.CostTotalKey.Float64(res.Usage.Cost.Total))
 	}
 	if res.Mode != "" {
@@ -384,7 +384,7 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 		}
 		w.ended(outer)
 		if u := it.Nested.Usage; u != nil {
-			s.SetAttributes(usageAttrs(u)...)
+			s.SetAttributes(appendUsageAttrs(nil, u)...)
 			s.SetAttributes(vocab.CostTotalKey.Float64(u.Cost.Total))
 		}
 	}
