@@ -51,7 +51,7 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
 	s := m.start(parent, path, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
-	c := &compaction{span: s, parentID: parentID, run: r, path: path}
+	c := &compaction{span: s, parentID: parentID, run: r}
 	m.comps = append(m.comps, c)
 	return c
 }

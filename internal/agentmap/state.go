@@ -44,7 +44,6 @@ type compaction struct {
 	span
 	parentID trace.SpanID // the span it hangs from, to close it with that span
 	run      *run         // the run it belongs to; nil when none was open
-	path     spanid.Path  // its place in the run, below which its summary call sits
 }
 
 // tool is one open execute_tool span.
