@@ -38,11 +38,9 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 		// short trace, or under ParentNextIdleCompaction's span.
 		parent, m.idleParent = m.idleParent, nil
 	}
-	if r == nil {
+	if r == nil && m.ident.key != "" {
 		// A trace of its own, named by the input as a root is.
-		if m.ident.key != "" {
-			parent = spanid.WithKey(parent, m.ident.key, spanid.Path{})
-		}
+		parent = spanid.WithKey(parent, m.ident.key, spanid.Path{})
 	}
 	attrs := []attribute.KeyValue{vocab.CompactionReasonKey.String(ev.Reason)}
 	if r != nil && r.model != "" {
