@@ -73,17 +73,7 @@ func (q *msgQueue) render(limit int, whole bool) (string, int) {
 	if from == len(held) {
 		return "", q.dropped + len(held)
 	}
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteByte('[')
-	for i, s := range held[from:] {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(s)
-	}
-	b.WriteByte(']')
-	return b.String(), q.dropped + from
+	return "[" + strings.Join(held[from:], ",") + "]", q.dropped + from
 }
 
 // contentState is the captured content that outlives a call: the
