@@ -3,6 +3,7 @@ package agentmap
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -171,19 +172,15 @@ func (m *Mapper) systemContent(msg *event.Message, raw []byte) {
 // apply merges a message's sections into the prompt, in their order.
 func (p *systemPrompt) apply(sections []event.Section) {
 	for _, s := range sections {
-		name, v := s.Name, s.Text
-		i := 0
-		for i < len(p.sections) && p.sections[i].name != name {
-			i++
-		}
+		i := slices.IndexFunc(p.sections, func(n namedSection) bool { return n.name == s.Name })
 		switch {
-		case string(v) == "null" && i < len(p.sections):
-			p.sections = append(p.sections[:i], p.sections[i+1:]...)
-		case string(v) == "null":
-		case i < len(p.sections):
-			p.sections[i].text = v
+		case string(s.Text) == "null" && i >= 0:
+			p.sections = slices.Delete(p.sections, i, i+1)
+		case string(s.Text) == "null":
+		case i >= 0:
+			p.sections[i].text = s.Text
 		default:
-			p.sections = append(p.sections, namedSection{name: name, text: v})
+			p.sections = append(p.sections, namedSection{name: s.Name, text: s.Text})
 		}
 	}
 }
