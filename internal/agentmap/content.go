@@ -308,8 +308,7 @@ func (m *Mapper) rootContentAttrs(r *run, attrs []attribute.KeyValue) []attribut
 // kept is not in the stream; the current run's since its last user
 // message are kept, the turn Pi does not cut.
 func (m *Mapper) compactedContent(summary string) {
-	c := m.cfg.content
-	if c == nil {
+	if m.cfg.content == nil {
 		return
 	}
 	raw, _ := json.Marshal(struct {
