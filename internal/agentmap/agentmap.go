@@ -169,7 +169,7 @@ func (m *Mapper) Active() bool { return m.run != nil }
 // configured parent when idle. RPC command spans hang from it.
 func (m *Mapper) RootContext() context.Context {
 	if m.run != nil {
-		return m.run.rootCtx
+		return m.run.root.ctx
 	}
 	return m.cfg.parent
 }
@@ -211,7 +211,7 @@ func (m *Mapper) Open(at time.Time) context.Context {
 		m.ident = identity{} // a live run's
 		m.openRoot(at)
 	}
-	return m.run.rootCtx
+	return m.run.root.ctx
 }
 
 func (m *Mapper) anomaly(kind string) { m.stats.Anomalies[kind]++ }

@@ -97,6 +97,6 @@ func (m *Mapper) closeRoot(at time.Time, reason vocab.EndReason, settled bool) {
 	case vocab.OutcomeUnsettled:
 		root.SetStatus(codes.Error, "run did not settle: "+string(reason))
 	}
-	r.rootSpan.finish(at)
+	r.root.finish(at)
 	m.run = nil
 }

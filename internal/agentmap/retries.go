@@ -17,7 +17,7 @@ func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	if r.retry != nil {
 		m.endRetry(at, vocab.RetryFailed, "")
 	}
-	s := m.start(r.rootCtx, spanid.Path{Kind: "retry", N: r.retries}, vocab.SpanRetry, trace.SpanKindInternal, at,
+	s := m.start(r.root.ctx, spanid.Path{Kind: "retry", N: r.retries}, vocab.SpanRetry, trace.SpanKindInternal, at,
 		vocab.RetryAttemptKey.Int(ev.Attempt),
 		vocab.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
 		vocab.RetryDelayMsKey.Float64(ev.DelayMs),

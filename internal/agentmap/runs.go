@@ -28,9 +28,7 @@ func (m *Mapper) openRoot(at time.Time) {
 	}
 	s := m.start(spanid.WithKey(m.cfg.parent, key, spanid.Path{}), spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	r := &run{
-		root:      s.Span,
-		rootCtx:   s.ctx,
-		rootSpan:  s,
+		root:      s,
 		tools:     newToolSet(),
 		lastEnd:   at,
 		key:       key,
@@ -68,7 +66,7 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.rootCtx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
+	s := m.start(r.root.ctx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
 		vocab.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
 	r.agentRun = &s

@@ -128,9 +128,7 @@ func (s *toolSet) remove(t *tool) {
 }
 
 type run struct {
-	root     trace.Span
-	rootCtx  context.Context
-	rootSpan span
+	root span
 
 	agentRun  *span
 	turn      *span
@@ -193,7 +191,7 @@ func (r *run) innermost() *span {
 	case r.agentRun != nil:
 		return r.agentRun
 	}
-	return &r.rootSpan
+	return &r.root
 }
 
 // container is where a new child span hangs: a turn, else a run, else root.
@@ -204,7 +202,7 @@ func (r *run) container() *span {
 	case r.agentRun != nil:
 		return r.agentRun
 	}
-	return &r.rootSpan
+	return &r.root
 }
 
 // start starts a span below parent. path names its place in the open run

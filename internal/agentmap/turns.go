@@ -15,7 +15,7 @@ func (m *Mapper) turnStart(at time.Time) {
 		m.anomaly("turn_start inside a turn")
 		m.endTurn(at, true)
 	}
-	parent := r.rootCtx
+	parent := r.root.ctx
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
