@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -42,10 +43,7 @@ func openCallContexts(env Env, cfg config.Config) *callContexts {
 	if cfg.Propagation != config.PropagateCall {
 		return nil
 	}
-	base := cfg.PropagationDir
-	if base == "" {
-		base = toolctx.BaseDir(env.Getenv)
-	}
+	base := cmp.Or(cfg.PropagationDir, toolctx.BaseDir(env.Getenv))
 	r, err := toolctx.Open(toolctx.Options{Base: base, Wait: cfg.PropagationWait})
 	if err != nil {
 		if !cfg.Quiet {
@@ -63,10 +61,7 @@ func openWatchContexts(env Env, cfg config.Config, home string) *callContexts {
 	if cfg.Propagation != config.PropagateCall {
 		return nil
 	}
-	base := cfg.PropagationDir
-	if base == "" {
-		base = toolctx.BaseDir(env.Getenv)
-	}
+	base := cmp.Or(cfg.PropagationDir, toolctx.BaseDir(env.Getenv))
 	opts := toolctx.Options{Base: base, Wait: cfg.PropagationWait}
 	if !cfg.Quiet {
 		opts.Late = func() {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -68,10 +69,7 @@ func watch(ctx context.Context, env Env, args []string) int {
 			dirs[i] = abs
 		}
 	}
-	state := wcfg.State
-	if state == "" {
-		state = sessionwatch.DefaultStatePath(env.Getenv, home)
-	}
+	state := cmp.Or(wcfg.State, sessionwatch.DefaultStatePath(env.Getenv, home))
 
 	// One watcher per state, taken before the pipeline so that a second
 	// watcher sends nothing, not even the spool.
