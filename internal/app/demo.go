@@ -49,8 +49,5 @@ func Demo(ctx context.Context, env Env, args []string) int {
 // console tree goes to stdout, where "pi-otel demo | less" finds it; the
 // status lines stay on stderr. run and rpc keep stdout for Pi alone.
 func consoleToStdout(env Env) telemetry.Option {
-	if env.Stdout == nil {
-		return telemetry.WithConsole(nil)
-	}
 	return telemetry.WithConsole(env.Stdout)
 }
