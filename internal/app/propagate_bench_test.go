@@ -39,7 +39,7 @@ func BenchmarkRunRecords(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, r := range recs {
-					p.record(r)
+					p.sink.Record(r)
 				}
 			}
 			benchutil.ReportPerRecord(b, len(recs))

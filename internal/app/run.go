@@ -35,14 +35,10 @@ func Run(ctx context.Context, env Env, args []string) int {
 		started: func(proc *launch.Process, _ *gate) { cc.followStream(proc) },
 		forward: func(out io.Writer, r io.Reader, g *gate) error {
 			_, err := framing.Forward(out, r, func(rec []byte) {
-				g.do(func() { p.record(rec) })
+				g.do(func() { p.sink.Record(rec) })
 			})
 			return err
 		},
 		close: p.finish,
 	}.run(ctx, env)
 }
-
-// record traces one of Pi's records; its bash calls go from the mapper to
-// p.calls.
-func (p *pipeline) record(rec []byte) { p.sink.Record(rec) }
