@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -222,10 +223,7 @@ func (s *setting) notes() []string {
 
 // defaultText is the default as help and docs state it.
 func (s *setting) defaultText() string {
-	if s.defText != "" {
-		return s.defText
-	}
-	return s.def
+	return cmp.Or(s.defText, s.def)
 }
 
 // signalEnv is the signal's own variable for a generic OTLP variable:
