@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,10 +178,8 @@ func row(flag string) *setting {
 
 func findRow(flag string) *setting {
 	for _, t := range [][]setting{settings, watchSettings} {
-		for i := range t {
-			if t[i].flag == flag {
-				return &t[i]
-			}
+		if i := slices.IndexFunc(t, func(s setting) bool { return s.flag == flag }); i >= 0 {
+			return &t[i]
 		}
 	}
 	return nil
@@ -189,10 +188,8 @@ func findRow(flag string) *setting {
 // tableRow returns the setting of a flag in one table, for the tables
 // that row does not search (their flags may share a name with watch's).
 func tableRow(table []setting, flag string) *setting {
-	for i := range table {
-		if table[i].flag == flag {
-			return &table[i]
-		}
+	if i := slices.IndexFunc(table, func(s setting) bool { return s.flag == flag }); i >= 0 {
+		return &table[i]
 	}
 	panic("config: no setting --" + flag)
 }
