@@ -11,11 +11,7 @@ import (
 // content capture only the safe summary or the command's error class is
 // kept (see errtext); with it, the whole text, scrubbed.
 func (t *Tracker) errorText(c *command, text string) string {
-	var s errtext.Scrubber
-	if t.cfg.content != nil {
-		s = t.cfg.content
-	}
-	return errtext.Text(text, s, errorType(c, text))
+	return errtext.Text(text, t.cfg.content, errorType(c, text))
 }
 
 // errorType classifies a failed command for error.type.
