@@ -276,10 +276,13 @@ func (p *pendingTable) deferredPrompt() *command {
 	return nil
 }
 
-func (p *pendingTable) all() []*command {
-	out := make([]*command, 0, p.order.Len())
-	for e := p.order.Front(); e != nil; e = e.Next() {
-		out = append(out, e.Value.(*command))
+func (p *pendingTable) all() []*command { return listAll[*command](p.order) }
+
+// listAll returns l's values, front to back.
+func listAll[T any](l *list.List) []T {
+	out := make([]T, 0, l.Len())
+	for e := l.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(T))
 	}
 	return out
 }

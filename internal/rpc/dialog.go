@@ -51,13 +51,7 @@ func (d *dialogTable) remove(x *dialog) {
 	d.order.Remove(x.elem)
 }
 
-func (d *dialogTable) all() []*dialog {
-	out := make([]*dialog, 0, d.order.Len())
-	for e := d.order.Front(); e != nil; e = e.Next() {
-		out = append(out, e.Value.(*dialog))
-	}
-	return out
-}
+func (d *dialogTable) all() []*dialog { return listAll[*dialog](d.order) }
 
 // wireUIRequest is the part of an extension_ui_request the tracker reads;
 // titles, messages, options and prefills are content and are not read.
