@@ -7,6 +7,7 @@
 package toolctx
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -21,10 +22,7 @@ func BaseDir(getenv func(string) string) string {
 	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "pi-otel")
 	}
-	tmp := getenv("TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
+	tmp := cmp.Or(getenv("TMPDIR"), "/tmp")
 	return filepath.Join(tmp, "pi-otel-"+strconv.Itoa(os.Getuid()))
 }
 
