@@ -105,7 +105,7 @@ func TestOpenLeavesOthersAlone(t *testing.T) {
 		}
 	}
 	// Held through a file description of its own, as another process's.
-	held, err := tryLock(filepath.Join(live, "lock"))
+	held, err := openLock(filepath.Join(live, "lock"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,6 @@ func openFifo(string) (*os.File, error) { return nil, errors.ErrUnsupported }
 
 func openLock(string, bool) (*os.File, error) { return nil, errors.ErrUnsupported }
 
-func tryLock(string) (*os.File, error) { return nil, errors.ErrUnsupported }
-
 func createLocked(string, string) (*os.File, error) { return nil, errors.ErrUnsupported }
 
 func writeNow(*os.File, []byte) {}

@@ -73,9 +73,6 @@ func openLock(path string, create bool) (*os.File, error) {
 	return f, nil
 }
 
-// tryLock takes the lock of an existing lock file.
-func tryLock(path string) (*os.File, error) { return openLock(path, false) }
-
 // createLocked creates dir/name already locked: it is made under a
 // temporary name, locked, then renamed, so that no other process finds
 // it unlocked.

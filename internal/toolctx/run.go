@@ -122,7 +122,7 @@ func removeStale(base string) {
 			continue
 		}
 		dir := filepath.Join(base, e.Name())
-		if f, err := tryLock(filepath.Join(dir, "lock")); err == nil {
+		if f, err := openLock(filepath.Join(dir, "lock"), false); err == nil {
 			_ = os.RemoveAll(dir)
 			_ = f.Close()
 		}
