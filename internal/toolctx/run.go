@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -241,11 +242,7 @@ func (r *Run) write(c *call) {
 
 // writeIndex lists the entries, in the order published. r.mu is held.
 func (r *Run) writeIndex() {
-	calls := make([]*call, 0, len(r.calls))
-	for _, c := range r.calls {
-		calls = append(calls, c)
-	}
-	slices.SortFunc(calls, func(a, b *call) int { return a.seq - b.seq })
+	calls := slices.SortedFunc(maps.Values(r.calls), func(a, b *call) int { return a.seq - b.seq })
 	var b []byte
 	for _, c := range calls {
 		b = strconv.AppendInt(b, int64(len(c.command)), 10)

@@ -3,8 +3,10 @@ package toolctx
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,10 +183,7 @@ func (s *Sessions) Call(id, callID, command string, sc trace.SpanContext) {
 // Done removes call callID's entry, whichever session holds it.
 func (s *Sessions) Done(callID string) {
 	s.mu.Lock()
-	runs := make([]*Run, 0, len(s.runs))
-	for _, r := range s.runs {
-		runs = append(runs, r)
-	}
+	runs := slices.Collect(maps.Values(s.runs))
 	s.mu.Unlock()
 	for _, r := range runs {
 		r.Done(callID)
