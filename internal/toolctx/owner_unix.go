@@ -81,12 +81,11 @@ func createLocked(dir, name string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lock(f); err != nil {
-		f.Close()
-		_ = os.Remove(f.Name())
-		return nil, err
+	err = lock(f)
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+	if err != nil {
 		f.Close()
 		_ = os.Remove(f.Name())
 		return nil, err
