@@ -25,30 +25,21 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
 	l := loader{s: newSources(fs, getenv)}
 	cfg := l.load()
 	// Traces and metrics read the same generic settings: say each once.
-	if err := errors.Join(uniqueErrs(l.errs)...); err != nil {
+	if err := errors.Join(unique(l.errs, error.Error)...); err != nil {
 		return Config{}, err
 	}
-	cfg.Warnings = unique(l.warnings)
+	cfg.Warnings = unique(l.warnings, func(w string) string { return w })
 	return cfg, nil
 }
 
-func uniqueErrs(errs []error) []error {
-	var out []error
+// unique keeps the first of the items with the same text.
+func unique[T any](items []T, text func(T) string) []T {
+	var out []T
 	seen := map[string]bool{}
-	for _, e := range errs {
-		if !seen[e.Error()] {
-			seen[e.Error()] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func unique(lines []string) []string {
-	var out []string
-	for _, l := range lines {
-		if !slices.Contains(out, l) {
-			out = append(out, l)
+	for _, it := range items {
+		if t := text(it); !seen[t] {
+			seen[t] = true
+			out = append(out, it)
 		}
 	}
 	return out
