@@ -15,20 +15,16 @@ import (
 // command opens the span of one command.
 func (t *Tracker) command(c *command) {
 	t.stats.Commands++
-	if c.name == "prompt" {
-		switch d := c.decision; {
-		case d.started() && !t.m.Active():
-			t.stats.Runs++
-			t.startCommand(c, t.m.Open(c.at))
-		case d.started():
-			// The run before it has not settled yet in the stream: the
-			// prompt opens its root once it has (see openDeferred).
-			c.deferred = true
-		default:
-			t.startCommand(c, t.m.RootContext())
-		}
-	} else {
+	switch {
+	case c.name != "prompt" || !c.decision.started():
 		t.startCommand(c, t.m.RootContext())
+	case !t.m.Active():
+		t.stats.Runs++
+		t.startCommand(c, t.m.Open(c.at))
+	default:
+		// The run before it has not settled yet in the stream: the
+		// prompt opens its root once it has (see openDeferred).
+		c.deferred = true
 	}
 	t.pending.add(c)
 	for t.pending.len() > t.cfg.maxPending {
