@@ -142,9 +142,7 @@ func (l *loader) load() Config {
 		"%s %q: want a size such as 64MiB (B, KiB, MiB, GiB) or off")
 	choice(l, &cfg.Propagation, row("propagation"))
 	l.duration(&cfg.PropagationWait, row("propagation-wait"))
-	if v, _, ok := l.get(row("propagation-dir")); ok {
-		cfg.PropagationDir = v
-	}
+	cfg.PropagationDir, _, _ = l.get(row("propagation-dir"))
 	// The SDK clamps the batch to the queue the same way.
 	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
 	return cfg
@@ -329,9 +327,7 @@ func (l *loader) resource(cfg *Config) {
 			attrs[w.key] = *w.to
 		}
 	}
-	if v, _, ok := l.get(row("user-pseudonym-key")); ok {
-		cfg.UserPseudonymKey = v
-	}
+	cfg.UserPseudonymKey, _, _ = l.get(row("user-pseudonym-key"))
 	for _, k := range slices.Sorted(maps.Keys(attrs)) {
 		cfg.ResourceAttributes = append(cfg.ResourceAttributes, attribute.String(k, attrs[k]))
 	}

@@ -47,14 +47,9 @@ func LoadReport(fs *flag.FlagSet, getenv func(string) string) (Report, error) {
 	l := &loader{s: newSources(fs, getenv)}
 	var r Report
 	choice(l, &r.By, tableRow(reportSettings, "by"))
-	for _, f := range []struct {
-		dst  *string
-		name string
-	}{{&r.Since, "since"}, {&r.Until, "until"}, {&r.TZ, "tz"}} {
-		if v, _, ok := l.get(tableRow(reportSettings, f.name)); ok {
-			*f.dst = v
-		}
-	}
+	r.Since, _, _ = l.get(tableRow(reportSettings, "since"))
+	r.Until, _, _ = l.get(tableRow(reportSettings, "until"))
+	r.TZ, _, _ = l.get(tableRow(reportSettings, "tz"))
 	l.boolean(&r.JSON, tableRow(reportSettings, "json"))
 	l.boolean(&r.CSV, tableRow(reportSettings, "csv"))
 	l.boolean(&r.Quiet, tableRow(settings, "quiet"))

@@ -49,9 +49,7 @@ func RegisterWatchFlags(fs *flag.FlagSet) { register(fs, watchSettings) }
 func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
 	l := &loader{s: newSources(fs, getenv)}
 	var w Watch
-	if v, _, ok := l.get(row("state")); ok {
-		w.State = v
-	}
+	w.State, _, _ = l.get(row("state"))
 	if v, from, ok := l.get(row("since")); ok {
 		if strings.EqualFold(v, "all") {
 			w.SinceAll = true
