@@ -91,10 +91,8 @@ func fromBuild(bi *debug.BuildInfo, stampVersion, stampCommit, stampDate string)
 	if stampCommit != "" {
 		info.Commit, info.Modified = stampCommit, false
 	}
-	if stampDate != "" {
-		if t, err := time.Parse(time.RFC3339, stampDate); err == nil {
-			info.Date = t
-		}
+	if t, err := time.Parse(time.RFC3339, stampDate); err == nil {
+		info.Date = t
 	}
 	return info
 }
