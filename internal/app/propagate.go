@@ -136,19 +136,15 @@ func (c *callContexts) followStream(proc *launch.Process) {
 	if c == nil {
 		return
 	}
-	f, ok := proc.Stdout().(*os.File)
-	var st *toolctx.Stream
-	var err error
-	if ok {
-		st, err = toolctx.NewStream(f)
+	if f, ok := proc.Stdout().(*os.File); ok {
+		if st, err := toolctx.NewStream(f); err == nil {
+			proc.ReadStdoutThrough(st)
+			c.run.SetSync(st.Sync)
+			return
+		}
 	}
-	if !ok || err != nil {
-		// Questions are held until a sync is set: answer them at once.
-		c.run.SetSync(func(context.Context, toolctx.Question) {})
-		return
-	}
-	proc.ReadStdoutThrough(st)
-	c.run.SetSync(st.Sync)
+	// Questions are held until a sync is set: answer them at once.
+	c.run.SetSync(func(context.Context, toolctx.Question) {})
 }
 
 // followFiles has the hooks' questions wait for their session file, when
