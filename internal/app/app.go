@@ -416,9 +416,7 @@ func (p *pipeline) inputSummary() string {
 	m := p.mapper.Stats()
 	add(m.Unknown, "event of an unknown type", "events of unknown types")
 	add(m.ToolsEvicted, "open tool over the cap closed early", "open tools over the cap closed early")
-	if p.calls != nil {
-		add(p.calls.misses.Total(), "bash call without its own trace context", "bash calls without their own trace context")
-	}
+	add(p.calls.missed(), "bash call without its own trace context", "bash calls without their own trace context")
 	var anomalies int64
 	for _, n := range m.Anomalies {
 		anomalies += n
