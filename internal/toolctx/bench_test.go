@@ -73,10 +73,11 @@ func BenchmarkHookCost(b *testing.B) {
 			base := filepath.Join(b.TempDir(), "pi-otel")
 			hookPath := filepath.Join(b.TempDir(), HookName)
 			// Not followed: watch answers at once (app's fileProgress).
-			s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
+			s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
 			if err != nil {
 				b.Fatal(err)
 			}
+			s.SetSync(atOnce)
 			defer s.Close()
 			prefix := ". " + hookPath + " 2>/dev/null || :\n"
 			env := append(slices.Clone(plainEnv), "PI_OTEL_PROPAGATION_DIR="+base, "PI_SESSION_ID=0198a2b4-4444-7000-8000-000000000004")
@@ -91,10 +92,11 @@ func BenchmarkHookCost(b *testing.B) {
 
 func benchRun(b *testing.B) *Run {
 	b.Helper()
-	r, err := Open(Options{Base: filepath.Join(b.TempDir(), "pi-otel"), Wait: time.Second, Sync: atOnce})
+	r, err := Open(Options{Base: filepath.Join(b.TempDir(), "pi-otel"), Wait: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
+	r.SetSync(atOnce)
 	return r
 }
 

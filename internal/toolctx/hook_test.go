@@ -23,10 +23,11 @@ func openRun(t *testing.T, wait time.Duration) *Run {
 		t.Fatalf("this test needs bash on PATH: %v", err)
 	}
 	base := filepath.Join(t.TempDir(), "pi-otel")
-	r, err := Open(Options{Base: base, Wait: wait, Sync: atOnce})
+	r, err := Open(Options{Base: base, Wait: wait})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.SetSync(atOnce)
 	t.Cleanup(func() { r.Close() })
 	return r
 }

@@ -67,9 +67,6 @@ type Options struct {
 	// Late, if set, is called once when a question was answered after
 	// its hook had stopped waiting.
 	Late func()
-	// Sync is what a question waits for before its answer; until it is
-	// set (here or with SetSync), a question waits for it to be.
-	Sync Sync
 }
 
 // Open creates this process's directory below the base, with the hook,
@@ -102,9 +99,6 @@ func Open(opts Options) (*Run, error) {
 		r.remove()
 		return nil, err
 	}
-	if opts.Sync != nil {
-		r.SetSync(opts.Sync)
-	}
 	return r, nil
 }
 
@@ -133,7 +127,8 @@ func removeStale(base string) {
 // Dir is the run's directory.
 func (r *Run) Dir() string { return r.dir }
 
-// SetSync sets what a question waits for before its answer (Sync).
+// SetSync sets what a question waits for before its answer (Sync); until
+// it is set, a question waits for it to be.
 func (r *Run) SetSync(f Sync) { r.ask.setSync(f) }
 
 // Env is what Pi's environment needs for the hook to run in every bash

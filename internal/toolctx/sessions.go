@@ -79,9 +79,6 @@ func OpenSessions(opts Options, hookPath string) (*Sessions, error) {
 	if s.ask, err = newAsker(opts.Base, opts.Wait, opts.Late); err != nil {
 		return fail(err)
 	}
-	if opts.Sync != nil {
-		s.SetSync(opts.Sync)
-	}
 	// Last: the hook asks only once watch.pid is there.
 	if err := writeFile(opts.Base, "watch.pid", []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		s.ask.close()

@@ -16,10 +16,11 @@ import (
 func TestSetupLine(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	hookPath := filepath.Join(t.TempDir(), "state", "pi-otel", HookName)
-	s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.SetSync(atOnce)
 	defer s.Close()
 	prefix := ". " + hookPath + " 2>/dev/null || :\n"
 	const cmd = "set -u; printenv TRACEPARENT; echo done"
@@ -127,10 +128,11 @@ func TestSetupLineUnderRun(t *testing.T) {
 	r := openRun(t, time.Minute)
 	base := filepath.Join(t.TempDir(), "pi-otel")
 	hookPath := filepath.Join(t.TempDir(), HookName)
-	s, err := OpenSessions(Options{Base: base, Wait: time.Second, Sync: atOnce}, hookPath)
+	s, err := OpenSessions(Options{Base: base, Wait: time.Second}, hookPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.SetSync(atOnce)
 	defer s.Close()
 	const cmd = "printenv TRACEPARENT"
 	prefix := ". " + hookPath + " 2>/dev/null || :\n"
