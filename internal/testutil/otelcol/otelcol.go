@@ -81,6 +81,9 @@ func StartFresh(t testing.TB, build func() Options) *Process {
 
 var errPortTaken = errors.New("a port was taken by another process")
 
+// readyLine is what a collector logs when it has started.
+const readyLine = "Everything is ready."
+
 func tryStart(t testing.TB, opts Options) (*Process, error) {
 	t.Helper()
 	args := []string{"--config=file:" + opts.Config}
@@ -110,7 +113,12 @@ func tryStart(t testing.TB, opts Options) (*Process, error) {
 			return nil, fmt.Errorf("%s exited before becoming healthy:\n%s", opts.Name, p.Logs())
 		default:
 		}
-		if ok, _ := get200(url); ok {
+		// A 200 alone may be another collector's: the port was free when
+		// picked, another process may hold it since, and then this one
+		// exits with "address already in use". The service says readyLine
+		// once every component it runs, the health check among them, has
+		// started.
+		if ok, _ := get200(url); ok && strings.Contains(p.Logs(), readyLine) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
