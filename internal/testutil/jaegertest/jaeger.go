@@ -84,27 +84,12 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 	}
 	j := &Jaeger{Name: o.name, client: &http.Client{Timeout: 10 * time.Second}}
 	j.proc = otelcol.StartFresh(tb, func() otelcol.Options {
-		ports := freeport.Addrs(tb, 6)
-		j.OTLPGRPC = ports[0]
+		ports := Ports(freeport.Addrs(tb, 6))
 		if o.otlp != "" {
-			j.OTLPGRPC = o.otlp
+			ports.OTLPGRPC = o.otlp
 		}
-		j.OTLPHTTP, j.QueryURL = "http://"+ports[1], "http://"+ports[2]
-		return otelcol.Options{
-			Name:   o.name,
-			Binary: o.binary,
-			Config: repo.Path("collector/jaeger.yaml"),
-			Health: ports[4],
-			Env: map[string]string{
-				"PI_OTEL_JAEGER_OTLP_GRPC":      j.OTLPGRPC,
-				"PI_OTEL_JAEGER_OTLP_HTTP":      ports[1],
-				"PI_OTEL_JAEGER_QUERY_HTTP":     ports[2],
-				"PI_OTEL_JAEGER_QUERY_GRPC":     ports[3],
-				"PI_OTEL_JAEGER_HEALTH":         ports[4],
-				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(ports[5]),
-			},
-		}
+		j.OTLPGRPC, j.OTLPHTTP, j.QueryURL = ports.OTLPGRPC, "http://"+ports.OTLPHTTP, "http://"+ports.QueryHTTP
+		return Options(o.name, o.binary, ports)
 	})
 	tb.Cleanup(func() {
 		if tb.Failed() {
@@ -112,6 +97,35 @@ func Start(tb testing.TB, opts ...Option) *Jaeger {
 		}
 	})
 	return j
+}
+
+// PortSet is where a Jaeger listens: every endpoint, host:port.
+type PortSet struct {
+	OTLPGRPC, OTLPHTTP, QueryHTTP, QueryGRPC, Health, Telemetry string
+}
+
+// Ports is a PortSet of six addresses, in PortSet's order.
+func Ports(addrs []string) PortSet {
+	return PortSet{addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]}
+}
+
+// Options runs binary on the shipped collector/jaeger.yaml at ports.
+func Options(name, binary string, ports PortSet) otelcol.Options {
+	return otelcol.Options{
+		Name:   name,
+		Binary: binary,
+		Config: repo.Path("collector/jaeger.yaml"),
+		Health: ports.Health,
+		Env: map[string]string{
+			"PI_OTEL_JAEGER_OTLP_GRPC":      ports.OTLPGRPC,
+			"PI_OTEL_JAEGER_OTLP_HTTP":      ports.OTLPHTTP,
+			"PI_OTEL_JAEGER_QUERY_HTTP":     ports.QueryHTTP,
+			"PI_OTEL_JAEGER_QUERY_GRPC":     ports.QueryGRPC,
+			"PI_OTEL_JAEGER_HEALTH":         ports.Health,
+			"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
+			"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(ports.Telemetry),
+		},
+	}
 }
 
 // Stop ends Jaeger gracefully and waits for it; it is safe to call twice.

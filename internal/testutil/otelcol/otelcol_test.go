@@ -10,7 +10,6 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
-	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
 // When the health port picked for a collector is taken since, by another
@@ -23,22 +22,11 @@ func TestStartFreshTakesNoOtherHealthForItsOwn(t *testing.T) {
 	builds := 0
 	p := otelcol.StartFresh(t, func() otelcol.Options {
 		builds++
-		ports := freeport.Addrs(t, 6)
+		ports := jaegertest.Ports(freeport.Addrs(t, 6))
 		if builds == 1 {
-			ports[4] = other.Listener.Addr().String()
+			ports.Health = other.Listener.Addr().String()
 		}
-		return otelcol.Options{
-			Name: "jaeger", Binary: jaegertest.Binary(t), Config: repo.Path("collector/jaeger.yaml"), Health: ports[4],
-			Env: map[string]string{
-				"PI_OTEL_JAEGER_OTLP_GRPC":      ports[0],
-				"PI_OTEL_JAEGER_OTLP_HTTP":      ports[1],
-				"PI_OTEL_JAEGER_QUERY_HTTP":     ports[2],
-				"PI_OTEL_JAEGER_QUERY_GRPC":     ports[3],
-				"PI_OTEL_JAEGER_HEALTH":         ports[4],
-				"PI_OTEL_JAEGER_TELEMETRY_HOST": "127.0.0.1",
-				"PI_OTEL_JAEGER_TELEMETRY_PORT": freeport.Port(ports[5]),
-			},
-		}
+		return jaegertest.Options("jaeger", jaegertest.Binary(t), ports)
 	})
 	if builds != 2 {
 		t.Fatalf("started after %d builds, want 2: the first one's health port answered for another process", builds)
