@@ -15,6 +15,7 @@ import (
 // which the kernel enforces as a full disk, with a short write) keeps
 // whole lines only; the summary says what did not fit.
 func TestTracesFileFullKeepsWholeLines(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	out := filepath.Join(t.TempDir(), "traces.jsonl")
 	// bash's ulimit -f counts KiB; small batches make several lines.

@@ -18,6 +18,7 @@ import (
 // ignored means unset: the traces go where they go without it, with no
 // export to the default endpoint and no wait for it at exit.
 func TestGarbledEndpointActsUnset(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	args := []string{"run", "--", "cat", captures + "bash-tool.jsonl"}
 	start := time.Now()
@@ -50,6 +51,7 @@ func TestGarbledEndpointActsUnset(t *testing.T) {
 // then gives up at the flush timeout. A flush with nothing to wait for
 // says nothing.
 func TestExitWaitSaysSo(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	addr := collectortest.BlackHole(t)
 	args := []string{"run", "--flush-timeout", "2s", "--endpoint", "http://" + addr, "--", "cat", captures + "bash-tool.jsonl"}
@@ -92,6 +94,7 @@ func summaryLine(stderr string) string {
 
 // watch's last flush at SIGTERM says so too when the collector hangs.
 func TestWatchExitWaitSaysSo(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")

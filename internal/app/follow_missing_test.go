@@ -22,6 +22,7 @@ import (
 // waits for it, as tail -F does; interrupted before anything came, it
 // says nothing was traced and exits 1, not 0.
 func TestFollowMissingFileSaysItWaits(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	cmd := exec.Command(bin, "replay", "--follow", missing)
@@ -62,6 +63,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 // The exporters parse OTEL_* themselves too; what they log about a garbled
 // value must not reach stderr unprefixed, beside pi-otel's own warning.
 func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	addr := freeport.Addr(t) // nothing listens there: a refused connection, at once
 	for _, ep := range []string{"::::", "not a url", "http://"} {

@@ -58,6 +58,7 @@ func TestStalledStderrUnderConsoleExporter(t *testing.T) {
 // Ctrl-C while pi-otel flushes at exit ends the flush, not pi-otel: the
 // exit code is Pi's and the summary line still comes.
 func TestSignalDuringExitFlush(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -86,6 +87,7 @@ func TestSignalDuringExitFlush(t *testing.T) {
 // pi-otel, with or without --follow. (runBin fails the test if pi-otel
 // dies of the signal instead of handling it, or does not end.)
 func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	for _, c := range []struct {
 		name string

@@ -19,6 +19,7 @@ import (
 // A followed session file: a run that has answered and gone quiet is traced
 // while the follower waits for more, before the next prompt arrives.
 func TestFollowSessionTracesAQuietRun(t *testing.T) {
+	t.Parallel()
 	b := repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	second := -1

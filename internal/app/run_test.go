@@ -89,6 +89,7 @@ func TestRunPassesStdoutThrough(t *testing.T) {
 // TestRunPassesA64MBLineThrough: a 64 MB record (a text delta) comes out
 // whole and the trace around it is complete.
 func TestRunPassesA64MBLineThrough(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var in bytes.Buffer
 	grown := false
@@ -215,6 +216,7 @@ func TestRunChild(t *testing.T) {
 func childArgv() []string { return []string{os.Args[0], "-test.run=^TestRunChild$"} }
 
 func TestRunBinary(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 
 	// Stdout and stderr are the child's, byte for byte: with --quiet,

@@ -93,6 +93,7 @@ func spoolFiles(t *testing.T, dir string) int {
 // minutes here; runBin's guard fails the test long before). The signal
 // comes once the wait line says the wait has begun.
 func TestWatchSignalDuringExitWaitEndsIt(t *testing.T) {
+	t.Parallel()
 	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
 	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")

@@ -17,6 +17,7 @@ import (
 // follows Pi's session folder and oh-my-pi's (~/.omp/agent/sessions), and
 // traces the sessions of both.
 func TestWatchDefaultFoldersIncludeOhMyPi(t *testing.T) {
+	t.Parallel()
 	const piSession, ompSession = "01a23048-25a0-70a6-ac07-e16e1f06ff47", "01a244b3-a5bf-7517-b3db-648564ce45d0"
 	bin := piOtel(t)
 	home := t.TempDir()

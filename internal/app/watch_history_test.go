@@ -177,6 +177,7 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 // has its runs traced again from the committed place: their spans are
 // exported again, and still count once in pi.runs and pi.cost.
 func TestWatchRetracedRunsCountOnce(t *testing.T) {
+	t.Parallel()
 	h := historytest.Write(t, 3, 200_000)
 	want := historytest.Replay(t, h.Paths)
 	out := t.TempDir()

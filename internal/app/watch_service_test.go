@@ -133,6 +133,7 @@ func watchEnv(t *testing.T, extra ...string) []string {
 // at once with a clear message and code 1, and exports nothing; with
 // --wait-lock it waits, and takes over when the first exits.
 func TestWatchSecondWatcherOnOneState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(t.TempDir(), "watch.json")
 	env := watchEnv(t, "OTEL_TRACES_EXPORTER=none")
@@ -175,6 +176,7 @@ func TestWatchSecondWatcherOnOneState(t *testing.T) {
 // flush (the metrics, whose interval is an hour, are written only by it)
 // and the summary line, and exit code 0.
 func TestWatchSIGHUP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl")
 	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), src, 0o600); err != nil {
@@ -218,6 +220,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // line, kept aside as NAME.corrupt, and counted in the summary and in
 // pi_otel.spool.corrupt, while the replay itself goes on.
 func TestDamagedSpoolFile(t *testing.T) {
+	t.Parallel()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +280,7 @@ func replayCount(t *testing.T, bin, file string) summaryline.Summary {
 // a link back to an ancestor and a second link to one folder are walked
 // once. Watch exports what replay makes of each file, once.
 func TestWatchFollowsSymlinks(t *testing.T) {
+	t.Parallel()
 	bin := piOtel(t)
 	base := t.TempDir()
 	real, ext := filepath.Join(base, "real"), filepath.Join(base, "ext", "--p2--")
@@ -370,6 +374,7 @@ func TestWatchFollowsSymlinks(t *testing.T) {
 // saying it is watched for, and is followed once it appears; an empty
 // one says it holds no session file. Each line once.
 func TestWatchSaysWhyARootIsEmpty(t *testing.T) {
+	t.Parallel()
 	bin := piOtel(t)
 	base := t.TempDir()
 	missing, empty := filepath.Join(base, "later"), filepath.Join(base, "empty")
@@ -421,6 +426,7 @@ func TestWatchSaysWhyARootIsEmpty(t *testing.T) {
 // taken for one that does not exist. As root, the watch runs as nobody,
 // since root reads every folder.
 func TestWatchNamesUnreadableFolders(t *testing.T) {
+	t.Parallel()
 	bin := piOtel(t)
 	// Everything the process needs is open to another user.
 	base, err := os.MkdirTemp("", "watch-perm-")

@@ -45,6 +45,7 @@ func taken(col *otlptest.Receiver) (got map[string]int, earlier int) {
 // runs are traced again from the committed place and delivered, and the
 // spool is sent.
 func TestWatchFullSpoolKeepsTheState(t *testing.T) {
+	t.Parallel()
 	h := historytest.Write(t, 2, 60_000)
 	want := historytest.Replay(t, h.Paths)
 	// While failing, the collector answers every export with 500: not
