@@ -168,7 +168,7 @@ func (c *Collector) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 	parent := s.Parent()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !parent.IsValid() || parent.IsRemote() {
+	if isRoot(parent) {
 		c.runOf[id] = id // a root: its own run, if it is one
 		return
 	}
@@ -344,11 +344,15 @@ func (c *Collector) Sampler(next sdktrace.Sampler) sdktrace.Sampler {
 	return rootsOnly{next}
 }
 
+// isRoot reports whether a span with this parent is a root: it has no
+// parent, or its parent is another process's (a caller's TRACEPARENT).
+func isRoot(parent trace.SpanContext) bool { return !parent.IsValid() || parent.IsRemote() }
+
 type rootsOnly struct{ next sdktrace.Sampler }
 
 func (r rootsOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	res := r.next.ShouldSample(p)
-	if parent := trace.SpanContextFromContext(p.ParentContext); parent.IsValid() && !parent.IsRemote() {
+	if !isRoot(trace.SpanContextFromContext(p.ParentContext)) {
 		res.Decision, res.Attributes = sdktrace.Drop, nil
 	}
 	return res
