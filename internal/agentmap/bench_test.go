@@ -6,11 +6,13 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
@@ -92,5 +94,56 @@ func BenchmarkMapperMessageUpdateLive(b *testing.B) {
 	for b.Loop() {
 		at = at.Add(20 * time.Millisecond)
 		m.Handle(agentmap.Input{Event: ev, At: at})
+	}
+}
+
+// rootsOnly records spans with no parent, as pi-otel report does for a
+// grouping that reads only runs' roots.
+type rootsOnly struct{}
+
+func (rootsOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if trace.SpanContextFromContext(p.ParentContext).IsValid() {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (rootsOnly) Description() string { return "rootsOnly" }
+
+// BenchmarkMapperSpans runs the mapper over the realistic mix without its
+// message_update records (nearly all of them, and no span's start or
+// end): the spans' cost, with ids derived from keys as for a session
+// file. "roots" records the roots only, as a report does.
+func BenchmarkMapperSpans(b *testing.B) {
+	all, _ := decoded()
+	var evs []event.Event
+	for _, ev := range all {
+		if ev.Type != event.TypeMessageUpdate {
+			evs = append(evs, ev)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts []sdktrace.TracerProviderOption
+	}{
+		{"all", nil},
+		{"roots", []sdktrace.TracerProviderOption{sdktrace.WithSampler(rootsOnly{})}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			t0 := time.Unix(1_800_000_000, 0)
+			for b.Loop() {
+				tp := sdktrace.NewTracerProvider(append(tc.opts, sdktrace.WithIDGenerator(spanid.NewGenerator(nil)))...)
+				m := agentmap.New(tp)
+				for i := range evs {
+					m.Handle(agentmap.Input{Event: &evs[i], At: t0.Add(time.Duration(i) * time.Millisecond), Key: "session/entry"})
+				}
+				m.Close(agentmap.Ending{Reason: vocab.EndEOF}, t0.Add(time.Hour))
+				if st := m.Stats(); len(st.Anomalies) != 0 || st.Roots == 0 {
+					b.Fatalf("the generated stream is not clean: %+v", st)
+				}
+			}
+			benchutil.ReportPerRecord(b, len(evs))
+		})
 	}
 }
