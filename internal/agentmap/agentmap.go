@@ -86,6 +86,9 @@ type Mapper struct {
 	text contentState
 	// endpoints are the servers RPC responses named, by model (endpoint.go).
 	endpoints map[modelKey]endpoint
+	// startAttrs and startOpts are start's buffers.
+	startAttrs []attribute.KeyValue
+	startOpts  [3]trace.SpanStartOption
 }
 
 // Input is one event for the state machine, with all it needs to know of

@@ -26,12 +26,15 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	r := m.ensureRun(at, "message_start")
 	if r.chat != nil {
 		m.anomaly("message_start inside a message")
-		r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		if r.chat.rec {
+			r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		}
 		r.chat.finish(at)
 	}
 	name := vocab.SpanChat.Name(msg.Model)
 	// Pi streams every call (message_update carries the chunks).
-	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestStream(true)}
+	var buf [12]attribute.KeyValue // start copies them
+	attrs := append(buf[:0], semconv.GenAIOperationNameChat, semconv.GenAIRequestStream(true))
 	if msg.Provider != "" {
 		attrs = appendProviderAttrs(attrs, msg.Provider)
 	}
@@ -83,6 +86,9 @@ func (m *Mapper) messageUpdate(ev *event.Event, at time.Time) {
 	}
 	if !c.firstChunk {
 		c.firstChunk = true
+		if !c.rec {
+			return
+		}
 		c.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(at.Sub(c.start).Seconds()))
 	}
 }
@@ -101,11 +107,13 @@ func (m *Mapper) messageEnd(ev *event.Event, at time.Time) {
 		}
 		// The event keeps the prompt too: the pi.user_prompt log record,
 		// an audit trail of what was asked, is made from it.
-		attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(msg.TextChars)}
-		if c := m.cfg.content; c != nil {
-			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{ev.RawMessage})))
+		if s := m.eventSpan(vocab.EventUserMessage, false); s != nil {
+			attrs := []attribute.KeyValue{vocab.MessageCharsKey.Int(msg.TextChars)}
+			if c := m.cfg.content; c != nil {
+				attrs = append(attrs, semconv.GenAIInputMessagesKey.String(c.InputMessages([][]byte{ev.RawMessage})))
+			}
+			s.AddEvent(vocab.EventUserMessage, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		}
-		m.currentEvent(vocab.EventUserMessage, at, attrs...)
 		m.contentMessage(msg, ev.RawMessage)
 	case "system":
 		attrs := []attribute.KeyValue{
@@ -129,6 +137,57 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 		m.messageStart(&event.Event{Type: event.TypeMessageStart, Message: msg}, at)
 	}
 	c := r.chat
+	if u := msg.Usage; u != nil {
+		r.usage.Add(u)
+	}
+	m.conv.called(msg)
+	// The call's outcome, built only for a span that records it; content
+	// capture keeps its run's budget either way.
+	var attrs []attribute.KeyValue
+	if c.rec {
+		attrs = m.conv.chatAttrs(msg, chatEndAttrs(msg))
+	}
+	attrs = m.chatOutputAttrs(r, msg, attrs)
+	r.lastStop = msg.StopReason
+	r.lastError = ""
+	if msg.StopReason == "error" {
+		r.lastError = m.errorText(msg.ErrorMessage)
+	}
+	if c.rec {
+		c.SetAttributes(attrs...)
+		if msg.StopReason == "error" {
+			c.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(msg.ErrorMessage)))
+			c.SetStatus(codes.Error, r.lastError)
+		}
+	}
+	if msg.Provider != "" {
+		r.provider = msg.Provider
+	}
+	if msg.Model != "" {
+		r.model = msg.Model
+	}
+	r.genai.called(msg)
+	if msg.StopReason == "error" && r.turn != nil && r.turn.rec {
+		r.turn.SetStatus(codes.Error, r.lastError)
+	}
+	if l, ok := c.Span.(*lateSpan); ok && msg.Duration != nil && msg.DurationMs == nil && *msg.Duration >= 0 {
+		// oh-my-pi's call lasted its duration up to here, as its session
+		// file says (event.Message.CallTime); not before the span it
+		// hangs from.
+		c.start = at.Add(-time.Duration(*msg.Duration * float64(time.Millisecond)))
+		if c.start.Before(l.parentStart) {
+			c.start = l.parentStart
+		}
+		if c.start.After(at) {
+			c.start = at
+		}
+	}
+	c.finish(at)
+	r.chat = nil
+}
+
+// chatEndAttrs are the attributes a model call's end gives its span.
+func chatEndAttrs(msg *event.Message) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
 		// The convention's names (tool_call, not toolUse); Pi's own stays
 		// in pi.stop_reason.
@@ -160,44 +219,8 @@ func (m *Mapper) assistantEnd(msg *event.Message, at time.Time) {
 	if u := msg.Usage; u != nil {
 		attrs = appendUsageAttrs(attrs, u)
 		attrs = append(attrs, vocab.CostTotalKey.Float64(u.Cost.Total))
-		r.usage.Add(u)
 	}
-	attrs = m.conv.chatAttrs(msg, attrs)
-	attrs = m.chatOutputAttrs(r, msg, attrs)
-	c.SetAttributes(attrs...)
-	if msg.StopReason == "error" {
-		c.SetAttributes(semconv.ErrorTypeKey.String(errtext.Class(msg.ErrorMessage)))
-		c.SetStatus(codes.Error, m.errorText(msg.ErrorMessage))
-	}
-	if msg.Provider != "" {
-		r.provider = msg.Provider
-	}
-	if msg.Model != "" {
-		r.model = msg.Model
-	}
-	r.genai.called(msg)
-	r.lastStop = msg.StopReason
-	r.lastError = ""
-	if msg.StopReason == "error" {
-		r.lastError = m.errorText(msg.ErrorMessage)
-	}
-	if msg.StopReason == "error" && r.turn != nil {
-		r.turn.SetStatus(codes.Error, r.lastError)
-	}
-	if l, ok := c.Span.(*lateSpan); ok && msg.Duration != nil && msg.DurationMs == nil && *msg.Duration >= 0 {
-		// oh-my-pi's call lasted its duration up to here, as its session
-		// file says (event.Message.CallTime); not before the span it
-		// hangs from.
-		c.start = at.Add(-time.Duration(*msg.Duration * float64(time.Millisecond)))
-		if c.start.Before(l.parentStart) {
-			c.start = l.parentStart
-		}
-		if c.start.After(at) {
-			c.start = at
-		}
-	}
-	c.finish(at)
-	r.chat = nil
+	return attrs
 }
 
 // appendUsageAttrs appends the GenAI token counts of u to attrs.
@@ -261,14 +284,15 @@ func (m *Mapper) lateStart(r *run, path spanid.Path, name string, at time.Time, 
 	ctx := trace.ContextWithSpanContext(parent.ctx, sc)
 	l := &lateSpan{Span: trace.SpanFromContext(ctx), parentStart: parent.start}
 	pctx := parent.ctx
+	kept := slices.Clone(attrs) // the caller's buffer
 	l.begin = func(at time.Time) trace.Span {
 		saved := m.run
 		m.run = r // the run whose key names it, whatever run is open now
-		s := m.start(pctx, path, name, trace.SpanKindClient, at, attrs...)
+		s := m.start(pctx, path, name, trace.SpanKindClient, at, kept...)
 		m.run = saved
 		return s.Span
 	}
-	return span{Span: l, ctx: ctx, start: at, path: path}
+	return span{Span: l, ctx: ctx, start: at, path: path, rec: true}
 }
 
 func (l *lateSpan) IsRecording() bool { return true }

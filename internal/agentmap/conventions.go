@@ -65,13 +65,17 @@ func (s *conventionState) toolAttrs(name string, attrs []attribute.KeyValue) []a
 	return attrs
 }
 
+// called notes the model a finished call used.
+func (s *conventionState) called(msg *event.Message) {
+	if msg.Model != "" {
+		s.provider, s.model = msg.Provider, msg.Model
+	}
+}
+
 // chatAttrs adds the thinking level the call was made with (pi.thinking_level;
 // gen_ai.request.reasoning.level in the latest conventions) and, after a
 // compaction, gen_ai.conversation.compacted.
 func (s *conventionState) chatAttrs(msg *event.Message, attrs []attribute.KeyValue) []attribute.KeyValue {
-	if msg.Model != "" {
-		s.provider, s.model = msg.Provider, msg.Model
-	}
 	if msg.ThinkingLevel != "" {
 		attrs = append(attrs, vocab.ThinkingLevelKey.String(msg.ThinkingLevel))
 	}

@@ -26,17 +26,31 @@ func (m *Mapper) ExtensionError(ev *event.Event, at time.Time) {
 }
 
 func (m *Mapper) rootEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
-	if m.run == nil {
-		m.stats.Anomalies["idle "+name]++
-		return
+	if s := m.eventSpan(name, true); s != nil {
+		s.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	}
-	m.run.root.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
 func (m *Mapper) currentEvent(name string, at time.Time, attrs ...attribute.KeyValue) {
+	if s := m.eventSpan(name, false); s != nil {
+		s.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+}
+
+// eventSpan is the span an event goes on: the root, or else the innermost
+// open span. It is nil when that span does not record, and when no run is
+// open, which is counted.
+func (m *Mapper) eventSpan(name string, root bool) *span {
 	if m.run == nil {
 		m.stats.Anomalies["idle "+name]++
-		return
+		return nil
 	}
-	m.run.innermost().AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	s := &m.run.root
+	if !root {
+		s = m.run.innermost()
+	}
+	if !s.rec {
+		return nil
+	}
+	return s
 }

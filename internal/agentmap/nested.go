@@ -218,12 +218,14 @@ func (w *nestedWriter) call(parent *span, base string, i int, c *nested.Call, lo
 	s := w.start(parent, base, "call", i, w.toolSpanName(c.Name), trace.SpanKindInternal, lo, attrs)
 	// The parent's own tool calls, as a live stream counts them.
 	m.run.toolCalls++
-	switch c.Status {
-	case "error":
+	switch {
+	case c.Status == "error":
 		m.run.toolErrors++
-		s.SetAttributes(semconv.ErrorTypeKey.String(vocab.ToolErrorType))
-		s.SetStatus(codes.Error, m.errorText(c.Error))
-	case "unfinished":
+		if s.rec {
+			s.SetAttributes(semconv.ErrorTypeKey.String(vocab.ToolErrorType))
+			s.SetStatus(codes.Error, m.errorText(c.Error))
+		}
+	case c.Status == "unfinished" && s.rec:
 		s.SetAttributes(vocab.UnfinishedKey.Bool(true))
 	}
 	s.finish(end)
@@ -289,7 +291,9 @@ func (w *nestedWriter) run(parent *span, base string, j int, run *nested.Run, lo
 	s := w.start(parent, base, "agent", j, vocab.SpanAgent.Name(shortName(run.Agent)), trace.SpanKindInternal, start, attrs)
 	if failed {
 		w.failed++
-		s.SetStatus(codes.Error, m.runErrorText(run))
+		if s.rec {
+			s.SetStatus(codes.Error, m.runErrorText(run))
+		}
 	}
 	itemBase := s.path.String()
 	for i := range run.Items {
@@ -353,7 +357,7 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 			attrs = append(attrs, semconv.ErrorTypeKey.String(errtext.Class(it.ErrorMessage)))
 		}
 		s := w.start(parent, base, "chat", i, w.chatSpanName(it.Model), trace.SpanKindClient, start, attrs)
-		if it.StopReason == "error" {
+		if it.StopReason == "error" && s.rec {
 			s.SetStatus(codes.Error, m.errorText(it.ErrorMessage))
 		}
 		s.finish(end)
@@ -372,7 +376,7 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
 	}
 	s := w.start(parent, base, "tool", i, w.toolSpanName(it.ToolName), trace.SpanKindInternal, start, attrs)
-	if it.IsError {
+	if it.IsError && s.rec {
 		s.SetStatus(codes.Error, "tool reported an error")
 	}
 	if it.Nested != nil && !it.Nested.Empty() {
@@ -383,7 +387,7 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 			end = w.end // contain the children, as for the top tool
 		}
 		w.ended(outer)
-		if u := it.Nested.Usage; u != nil {
+		if u := it.Nested.Usage; u != nil && s.rec {
 			s.SetAttributes(appendUsageAttrs(nil, u)...)
 			s.SetAttributes(vocab.CostTotalKey.Float64(u.Cost.Total))
 		}

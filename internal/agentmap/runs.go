@@ -85,7 +85,7 @@ func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {
 	}
 	if ev.WillRetry != nil {
 		r.willRetry = *ev.WillRetry
-		if r.agentRun != nil {
+		if r.agentRun != nil && r.agentRun.rec {
 			r.agentRun.SetAttributes(vocab.WillRetryKey.Bool(*ev.WillRetry))
 		}
 	}
@@ -109,10 +109,10 @@ func (m *Mapper) endAgentRun(at time.Time, unfinished bool) {
 	// A compaction in a turn of the run was closed with the turn.
 	id := r.agentRun.SpanContext().SpanID()
 	m.endCompactions(at, func(c *compaction) bool { return c.run == r && c.parentID == id })
-	if unfinished {
+	if unfinished && r.agentRun.rec {
 		r.agentRun.SetAttributes(vocab.UnfinishedKey.Bool(true))
 	}
-	if r.lastStop == "error" {
+	if r.lastStop == "error" && r.agentRun.rec {
 		r.agentRun.SetStatus(codes.Error, r.lastError)
 	}
 	r.agentRun.finish(at)

@@ -19,12 +19,20 @@ type span struct {
 	ctx   context.Context
 	start time.Time
 	path  spanid.Path // its place in the run, whence its id
+	// rec is whether the span records, as it said when it started: what is
+	// set on it after its start is built only then (a report records one
+	// span in ten).
+	rec bool
 }
 
 // finish ends the span at at, or at its start if at is earlier: replayed
 // times come from different clocks (a message's own timestamp, an entry's
 // persist time) and must never give a span a negative duration.
 func (s *span) finish(at time.Time) {
+	if !s.rec {
+		s.End() // a span not recorded keeps no end time
+		return
+	}
 	if at.Before(s.start) {
 		at = s.start
 	}
@@ -205,27 +213,51 @@ func (r *run) container() *span {
 	return &r.root
 }
 
+// Span kinds as start options, made once: trace.WithSpanKind allocates.
+var (
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+)
+
+func spanKind(kind trace.SpanKind) trace.SpanStartOption {
+	switch kind {
+	case trace.SpanKindInternal:
+		return kindInternal
+	case trace.SpanKindClient:
+		return kindClient
+	}
+	return trace.WithSpanKind(kind)
+}
+
 // start starts a span below parent. path names its place in the open run
-// (see spanid): its id derives from the run's key and path.
+// (see spanid): its id derives from the run's key and path. The span
+// starts with attrs, which samplers see; start keeps no reference to them.
 func (m *Mapper) start(parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
 	r := m.run
 	if r != nil {
 		parent = spanid.WithKey(parent, r.key, path)
 	}
+	// Any tracer reads start options through trace.NewSpanStartConfig,
+	// which copies the attributes: one slice, and one slice of options,
+	// serve every span.
+	buf := append(m.startAttrs[:0], attrs...)
 	if r != nil && r.uncounted || r == nil && m.ident.uncounted {
-		attrs = append(attrs, vocab.RetracedKey.Bool(true))
+		buf = append(buf, vocab.RetracedKey.Bool(true))
 	}
 	if m.session != "" {
 		// On every span, not only the root: backends group spans by it.
-		attrs = append(attrs, semconv.GenAIConversationID(m.session))
+		buf = append(buf, semconv.GenAIConversationID(m.session))
 	}
 	if m.project != "" {
 		// On every span too: cost per project is summed over chat spans.
-		attrs = append(attrs, vocab.ProjectKey.String(m.project))
+		buf = append(buf, vocab.ProjectKey.String(m.project))
 	}
-	ctx, s := m.tracer.Start(parent, name,
-		trace.WithSpanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	return span{Span: s, ctx: ctx, start: at, path: path}
+	m.startOpts[0], m.startOpts[1], m.startOpts[2] = spanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(buf...)
+	ctx, s := m.tracer.Start(parent, name, m.startOpts[:]...)
+	clear(m.startOpts[:])
+	clear(buf) // holds no strings past the span's start
+	m.startAttrs = buf[:0]
+	return span{Span: s, ctx: ctx, start: at, path: path, rec: s.IsRecording()}
 }
 
 // ToolPath is the path of the execute_tool span of call id that has had n

@@ -28,12 +28,13 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		m.anomaly("duplicate toolCallId")
 		m.endTool(old, at, vocab.UnfinishedKey.Bool(true))
 	}
-	attrs := []attribute.KeyValue{
+	var buf [8]attribute.KeyValue // start copies them
+	attrs := append(buf[:0],
 		semconv.GenAIOperationNameExecuteTool,
 		semconv.GenAIToolName(ev.ToolName),
 		semconv.GenAIToolCallID(ev.ToolCallID),
 		semconv.GenAIToolTypeKey.String(vocab.ToolTypeFunction),
-	}
+	)
 	attrs = m.conv.toolAttrs(ev.ToolName, attrs)
 	if c := m.cfg.content; c != nil && len(ev.Args) > 0 {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
@@ -73,7 +74,7 @@ func (m *Mapper) toolUpdate(ev *event.Event, at time.Time) {
 		}
 		return
 	}
-	if t.updates < maxToolUpdateEvents {
+	if t.updates < maxToolUpdateEvents && t.rec {
 		t.AddEvent(vocab.EventToolUpdate, trace.WithTimestamp(at))
 	}
 	t.updates++
@@ -104,25 +105,42 @@ func (m *Mapper) toolEnd(ev *event.Event, at time.Time, res *nested.Result) {
 		t = m.toolStart(&event.Event{ToolCallID: ev.ToolCallID, ToolName: ev.ToolName}, start)
 		t.SetAttributes(vocab.OrphanEndKey.Bool(true))
 	}
-	attrs := []attribute.KeyValue{}
-	if ev.DurationMs != nil {
-		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*ev.DurationMs))
-	}
-	if c := m.cfg.content; c != nil && len(ev.Result) > 0 {
-		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
-	}
 	if ev.IsError {
 		r.toolErrors++
-		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
-		t.SetStatus(codes.Error, "tool reported an error")
+	}
+	// What the call did, built only for a span that records it; what the
+	// run learns of it (a skill loaded, nested work) counts either way.
+	var attrs []attribute.KeyValue
+	if t.rec {
+		attrs = toolEndAttrs(m.cfg.content, ev)
+		if ev.IsError {
+			t.SetStatus(codes.Error, "tool reported an error")
+		}
 	}
 	attrs = toolSkill(r, t, ev.IsError, attrs)
 	attrs, at = m.nestedTool(t, at, attrs, res)
 	m.endTool(t, at, attrs...)
 }
 
+// toolEndAttrs are the attributes a tool's end gives its span.
+func toolEndAttrs(c Content, ev *event.Event) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{}
+	if ev.DurationMs != nil {
+		attrs = append(attrs, vocab.ToolDurationMsKey.Float64(*ev.DurationMs))
+	}
+	if c != nil && len(ev.Result) > 0 {
+		attrs = append(attrs, semconv.GenAIToolCallResultKey.String(c.ToolResult(ev.Result)))
+	}
+	if ev.IsError {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(vocab.ToolErrorType))
+	}
+	return attrs
+}
+
 func (m *Mapper) endTool(t *tool, at time.Time, attrs ...attribute.KeyValue) {
 	m.run.tools.remove(t)
-	t.SetAttributes(append(attrs, vocab.ToolUpdatesKey.Int(t.updates))...)
+	if t.rec {
+		t.SetAttributes(append(attrs, vocab.ToolUpdatesKey.Int(t.updates))...)
+	}
 	t.finish(at)
 }

@@ -37,7 +37,9 @@ func (m *Mapper) turnEnd(at time.Time) {
 func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	r := m.run
 	if r.chat != nil {
-		r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		if r.chat.rec {
+			r.chat.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		}
 		r.chat.finish(at)
 		r.chat = nil
 	}
@@ -49,10 +51,12 @@ func (m *Mapper) endTurn(at time.Time, unfinished bool) {
 	}
 	id := r.turn.SpanContext().SpanID()
 	m.endCompactions(at, func(c *compaction) bool { return c.parentID == id })
-	if unfinished {
-		r.turn.SetAttributes(vocab.UnfinishedKey.Bool(true))
+	if r.turn.rec {
+		if unfinished {
+			r.turn.SetAttributes(vocab.UnfinishedKey.Bool(true))
+		}
+		r.turn.SetAttributes(vocab.TurnToolCallsKey.Int(r.turnToolCalls))
 	}
-	r.turn.SetAttributes(vocab.TurnToolCallsKey.Int(r.turnToolCalls))
 	r.turn.finish(at)
 	r.turn = nil
 }
