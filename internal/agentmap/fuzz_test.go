@@ -125,6 +125,7 @@ func checkStream(t *testing.T, seq []byte, opts ...agentmap.Option) {
 			t.Fatalf("trace %s has %d roots", tid, n)
 		}
 	}
+	checkRootsSampled(t, seq, opts...)
 }
 
 func TestRandomInterleavings(t *testing.T) {
