@@ -89,6 +89,9 @@ type Mapper struct {
 	// startAttrs and startOpts are start's buffers.
 	startAttrs []attribute.KeyValue
 	startOpts  [3]trace.SpanStartOption
+	// names are the span names made of a tool's or a model's name
+	// (spanName).
+	names map[nameKey]string
 }
 
 // Input is one event for the state machine, with all it needs to know of

@@ -31,7 +31,7 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 		}
 		r.chat.finish(at)
 	}
-	name := vocab.SpanChat.Name(msg.Model)
+	name := m.spanName(vocab.SpanChat, msg.Model)
 	// Pi streams every call (message_update carries the chunks).
 	var buf [12]attribute.KeyValue // start copies them
 	attrs := append(buf[:0], semconv.GenAIOperationNameChat, semconv.GenAIRequestStream(true))
@@ -45,17 +45,14 @@ func (m *Mapper) messageStart(ev *event.Event, at time.Time) {
 	attrs = append(attrs, r.skills.current()...)
 	attrs = m.chatInputAttrs(r, attrs)
 	path := spanid.Path{Kind: "chat", N: r.chats}
-	var s span
-	if firstChunkCame(msg) && r.derived && r.live {
-		s = m.lateStart(r, path, name, at, attrs)
+	c := &chat{model: msg.Model}
+	if r.live && r.derived && firstChunkCame(msg) {
+		m.lateStart(&c.span, r, path, name, at, attrs)
 	} else {
-		s = m.start(r.container().ctx, path, name, trace.SpanKindClient, at, attrs...)
+		m.start(&c.span, r.container().ctx, path, name, trace.SpanKindClient, at, attrs...)
 	}
 	r.chats++
-	r.chat = &chat{span: s, model: msg.Model}
-	if l, ok := s.Span.(*lateSpan); ok {
-		l.start = &r.chat.start
-	}
+	r.chat = c
 	if msg.Provider != "" {
 		r.chat.provider = vocab.ProviderName(msg.Provider)
 	}
@@ -277,22 +274,23 @@ type lateSpan struct {
 	ops         []func(trace.Span)
 }
 
-// lateStart opens r's chat span at path as a lateSpan.
-func (m *Mapper) lateStart(r *run, path spanid.Path, name string, at time.Time, attrs []attribute.KeyValue) span {
+// lateStart opens s, r's chat span at path, as a lateSpan.
+func (m *Mapper) lateStart(s *span, r *run, path spanid.Path, name string, at time.Time, attrs []attribute.KeyValue) {
 	parent := r.container()
 	sc := spanid.SpanContext(trace.SpanContextFromContext(parent.ctx).TraceID(), r.key, path)
 	ctx := trace.ContextWithSpanContext(parent.ctx, sc)
-	l := &lateSpan{Span: trace.SpanFromContext(ctx), parentStart: parent.start}
+	l := &lateSpan{Span: trace.SpanFromContext(ctx), parentStart: parent.start, start: &s.start}
 	pctx := parent.ctx
 	kept := slices.Clone(attrs) // the caller's buffer
 	l.begin = func(at time.Time) trace.Span {
 		saved := m.run
 		m.run = r // the run whose key names it, whatever run is open now
-		s := m.start(pctx, path, name, trace.SpanKindClient, at, kept...)
+		started := new(span)
+		m.start(started, pctx, path, name, trace.SpanKindClient, at, kept...)
 		m.run = saved
-		return s.Span
+		return started.Span
 	}
-	return span{Span: l, ctx: ctx, start: at, path: path, rec: true}
+	s.Span, s.ctx, s.start, s.path, s.rec = l, ctx, at, path, true
 }
 
 func (l *lateSpan) IsRecording() bool { return true }

@@ -48,8 +48,8 @@ func (m *Mapper) compactionStart(ev *event.Event, at time.Time) *compaction {
 		attrs = appendProviderAttrs(attrs, r.provider)
 		attrs = append(attrs, semconv.GenAIRequestModel(r.model))
 	}
-	s := m.start(parent, path, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
-	c := &compaction{span: s, parentID: parentID, run: r}
+	c := &compaction{parentID: parentID, run: r}
+	m.start(&c.span, parent, path, vocab.SpanCompaction, trace.SpanKindInternal, at, attrs...)
 	m.comps = append(m.comps, c)
 	return c
 }

@@ -90,6 +90,7 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 	if !c.path.IsRoot() {
 		base = c.path.String()
 	}
-	s := m.start(c.ctx, spanid.Path{Base: base, Kind: "summary"}, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
+	s := new(span)
+	m.start(s, c.ctx, spanid.Path{Base: base, Kind: "summary"}, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
 	s.finish(at)
 }

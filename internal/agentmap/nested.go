@@ -129,9 +129,10 @@ func (w *nestedWriter) attrs() []attribute.KeyValue {
 // start starts a span with attrs, which it keeps as the buffer. Its path
 // is base (parent's, written out once for all its children) and then what
 // and i: where it sits in the result.
-func (w *nestedWriter) start(parent *span, base, what string, i int, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) span {
+func (w *nestedWriter) start(parent *span, base, what string, i int, name string, kind trace.SpanKind, at time.Time, attrs []attribute.KeyValue) *span {
 	path := spanid.Path{Base: base, Kind: what, N: i}
-	s := w.m.start(parent.ctx, path, name, kind, at, attrs...)
+	s := new(span)
+	w.m.start(s, parent.ctx, path, name, kind, at, attrs...)
 	w.buf = attrs[:0]
 	return s
 }
@@ -297,7 +298,7 @@ func (w *nestedWriter) run(parent *span, base string, j int, run *nested.Run, lo
 	}
 	itemBase := s.path.String()
 	for i := range run.Items {
-		w.item(&s, itemBase, i, run, &run.Items[i], start, end)
+		w.item(s, itemBase, i, run, &run.Items[i], start, end)
 	}
 	w.ended(end)
 	s.finish(end)
@@ -382,7 +383,7 @@ func (w *nestedWriter) item(parent *span, base string, i int, run *nested.Run, i
 	if it.Nested != nil && !it.Nested.Empty() {
 		outer := w.end
 		w.end = time.Time{}
-		w.result(&s, it.Nested, end)
+		w.result(s, it.Nested, end)
 		if w.end.After(end) {
 			end = w.end // contain the children, as for the top tool
 		}

@@ -17,12 +17,13 @@ func (m *Mapper) retryStart(ev *event.Event, at time.Time) {
 	if r.retry != nil {
 		m.endRetry(at, vocab.RetryFailed, "")
 	}
-	s := m.start(r.root.ctx, spanid.Path{Kind: "retry", N: r.retries}, vocab.SpanRetry, trace.SpanKindInternal, at,
+	s := new(span)
+	m.start(s, r.root.ctx, spanid.Path{Kind: "retry", N: r.retries}, vocab.SpanRetry, trace.SpanKindInternal, at,
 		vocab.RetryAttemptKey.Int(ev.Attempt),
 		vocab.RetryMaxAttemptsKey.Int(ev.MaxAttempts),
 		vocab.RetryDelayMsKey.Float64(ev.DelayMs),
 		vocab.RetryErrorKey.String(m.errorText(ev.ErrorMessage)))
-	r.retry = &s
+	r.retry = s
 	r.retries++
 }
 

@@ -26,20 +26,20 @@ func (m *Mapper) openRoot(at time.Time) {
 			key = spanid.NewLiveKey()
 		}
 	}
-	s := m.start(spanid.WithKey(m.cfg.parent, key, spanid.Path{}), spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
 	r := &run{
-		root:      s,
 		tools:     newToolSet(),
 		lastEnd:   at,
 		key:       key,
 		toolSeen:  map[string]int{},
 		uncounted: m.ident.uncounted,
 		live:      live,
-		derived:   s.SpanContext().SpanID() == spanid.SpanID(key, spanid.Path{}),
 	}
+	// No run is open yet: the root is named here, not by start.
+	m.start(&r.root, r.root.named.Name(m.cfg.parent, key, spanid.Path{}), spanid.Path{}, vocab.SpanRoot, trace.SpanKindInternal, at, attrs...)
+	r.derived = r.root.SpanContext().SpanID() == spanid.SpanID(key, spanid.Path{})
 	m.run = r
 	m.stats.Roots++
-	m.lastRoot = s.SpanContext()
+	m.lastRoot = r.root.SpanContext()
 }
 
 // ensureRun opens a root for events that arrive with none open, e.g. a
@@ -66,10 +66,11 @@ func (m *Mapper) agentStart(at time.Time) {
 		m.endAgentRun(at, true)
 	}
 	r.willRetry = false
-	s := m.start(r.root.ctx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
+	s := new(span)
+	m.start(s, r.root.ctx, spanid.Path{Kind: "run", N: r.agentRuns}, vocab.SpanAgentRun, trace.SpanKindInternal, at,
 		vocab.AgentRunIndexKey.Int(r.agentRuns))
 	r.agentRuns++
-	r.agentRun = &s
+	r.agentRun = s
 }
 
 func (m *Mapper) agentEnd(ev *event.Event, at time.Time) {

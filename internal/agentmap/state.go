@@ -19,6 +19,9 @@ type span struct {
 	ctx   context.Context
 	start time.Time
 	path  spanid.Path // its place in the run, whence its id
+	// named names the span for its start (spanid.Named.Name): kept with
+	// it, which its context holds anyway, so that it costs no allocation.
+	named spanid.Named
 	// rec is whether the span records, as it said when it started: what is
 	// set on it after its start is built only then (a report records one
 	// span in ten).
@@ -229,13 +232,14 @@ func spanKind(kind trace.SpanKind) trace.SpanStartOption {
 	return trace.WithSpanKind(kind)
 }
 
-// start starts a span below parent. path names its place in the open run
-// (see spanid): its id derives from the run's key and path. The span
-// starts with attrs, which samplers see; start keeps no reference to them.
-func (m *Mapper) start(parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) span {
+// start starts s, a new span, below parent. path names its place in the
+// open run (see spanid): its id derives from the run's key and path. The
+// span starts with attrs, which samplers see; start keeps no reference to
+// them. s must be new: its context holds it.
+func (m *Mapper) start(s *span, parent context.Context, path spanid.Path, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) {
 	r := m.run
 	if r != nil {
-		parent = spanid.WithKey(parent, r.key, path)
+		parent = s.named.Name(parent, r.key, path)
 	}
 	// Any tracer reads start options through trace.NewSpanStartConfig,
 	// which copies the attributes: one slice, and one slice of options,
@@ -253,11 +257,11 @@ func (m *Mapper) start(parent context.Context, path spanid.Path, name string, ki
 		buf = append(buf, vocab.ProjectKey.String(m.project))
 	}
 	m.startOpts[0], m.startOpts[1], m.startOpts[2] = spanKind(kind), trace.WithTimestamp(at), trace.WithAttributes(buf...)
-	ctx, s := m.tracer.Start(parent, name, m.startOpts[:]...)
+	ctx, started := m.tracer.Start(parent, name, m.startOpts[:]...)
 	clear(m.startOpts[:])
 	clear(buf) // holds no strings past the span's start
 	m.startAttrs = buf[:0]
-	return span{Span: s, ctx: ctx, start: at, path: path, rec: s.IsRecording()}
+	s.Span, s.ctx, s.start, s.path, s.rec = started, ctx, at, path, started.IsRecording()
 }
 
 // ToolPath is the path of the execute_tool span of call id that has had n

@@ -40,15 +40,18 @@ func (m *Mapper) toolStart(ev *event.Event, at time.Time) *tool {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.ToolArguments(ev.Args)))
 	}
 	parent := r.container().ctx
-	if p := r.tools.get(ev.ParentToolCallID); p != nil && ev.ParentToolCallID != "" {
-		// A call the open tool made (ctx.executeTool): below it, as a
-		// session file's nestedCalls record of it is.
-		parent = p.ctx
-		attrs = append(attrs, vocab.NestedCallKey.Bool(true))
+	if id := ev.ParentToolCallID; id != "" {
+		if p := r.tools.get(id); p != nil {
+			// A call the open tool made (ctx.executeTool): below it, as a
+			// session file's nestedCalls record of it is.
+			parent = p.ctx
+			attrs = append(attrs, vocab.NestedCallKey.Bool(true))
+		}
 	}
 	n := r.toolSeen[ev.ToolCallID]
 	r.toolSeen[ev.ToolCallID] = n + 1
-	t := &tool{span: m.start(parent, ToolPath(ev.ToolCallID, n), vocab.SpanTool.Name(ev.ToolName), trace.SpanKindInternal, at, attrs...), id: ev.ToolCallID, skill: ev.Skill}
+	t := &tool{id: ev.ToolCallID, skill: ev.Skill}
+	m.start(&t.span, parent, ToolPath(ev.ToolCallID, n), m.spanName(vocab.SpanTool, ev.ToolName), trace.SpanKindInternal, at, attrs...)
 	r.tools.add(t)
 	r.toolCalls++
 	r.turnToolCalls++

@@ -19,10 +19,11 @@ func (m *Mapper) turnStart(at time.Time) {
 	if r.agentRun != nil {
 		parent = r.agentRun.ctx
 	}
-	s := m.start(parent, spanid.Path{Kind: "turn", N: r.turns}, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
+	s := new(span)
+	m.start(s, parent, spanid.Path{Kind: "turn", N: r.turns}, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
-	r.turn = &s
+	r.turn = s
 }
 
 func (m *Mapper) turnEnd(at time.Time) {

@@ -142,17 +142,18 @@ func NewLiveKey() string {
 
 type keyCtx struct{}
 
-// named is the context WithKey returns: the key and path of the span
+// Named is the context WithKey returns: the key and path of the span
 // started under it, and the span it was given for (its parent). One
-// allocation, not context.WithValue's two: a history has millions.
-type named struct {
+// allocation, not context.WithValue's two: a history has millions; none
+// when its caller keeps it in memory of its own (Named.Name).
+type Named struct {
 	context.Context
 	key    string
 	path   Path
 	parent trace.SpanContext
 }
 
-func (n *named) Value(k any) any {
+func (n *Named) Value(k any) any {
 	if k == (keyCtx{}) {
 		return n
 	}
@@ -164,12 +165,19 @@ func (n *named) Value(k any) any {
 // current span: a span started further down (under the new span's own
 // context, which inherits the value) is not named by it.
 func WithKey(ctx context.Context, key string, path Path) context.Context {
-	return &named{Context: ctx, key: key, path: path, parent: trace.SpanContextFromContext(ctx)}
+	return new(Named).Name(ctx, key, path)
+}
+
+// Name is WithKey in n, which it returns: n must outlive the span started
+// under it (the span's context holds it), and name no other.
+func (n *Named) Name(ctx context.Context, key string, path Path) context.Context {
+	*n = Named{Context: ctx, key: key, path: path, parent: trace.SpanContextFromContext(ctx)}
+	return n
 }
 
 // keyOf returns the key and path ctx names for a span started under it.
-func keyOf(ctx context.Context) (*named, bool) {
-	n, ok := ctx.Value(keyCtx{}).(*named)
+func keyOf(ctx context.Context) (*Named, bool) {
+	n, ok := ctx.Value(keyCtx{}).(*Named)
 	if !ok {
 		return nil, false
 	}
