@@ -322,7 +322,9 @@ func (x *translator) missingResults() {
 		x.emit(&event.Event{Type: event.TypeToolExecutionStart, ToolCallID: c.id, ToolName: c.name, Args: c.args, Skill: c.skill}, x.assistantEnd)
 		x.missing = append(x.missing, c.id)
 	}
-	x.calls = nil
+	// Kept for the run's next message's calls: most messages make some.
+	clear(x.calls)
+	x.calls = x.calls[:0]
 }
 
 func (x *translator) failMissing() {
