@@ -3,7 +3,7 @@
 # Node 22, Pi 1.6.0 and two older Pi releases, a Jaeger v2 binary built from
 # tools/jaeger, the project's Collector distribution (pi-otel-collector, built
 # by the Collector Builder pinned in tools/collector from
-# collector/builder-config.yaml), GoReleaser (pinned in tools/goreleaser, for
+# collector/builder-config.yaml), the release tool (tools/release, for
 # scripts/release.sh), promtool, tmux and rpm. Idempotent: a warm cache only checks versions.
 # Writes $CACHE/env.sh, which exports the PI_OTEL_* variables the tests read;
 # source it (scripts/test.sh does).
@@ -121,16 +121,16 @@ if [[ ! -x "$COLLECTOR" ]]; then
 	rm -rf "$work"
 fi
 
-# --- GoReleaser ---------------------------------------------------------------
-# scripts/release.sh builds the release artifacts with it; the tests check a
-# snapshot. Keyed by the tools module, as Jaeger is: a change of pin rebuilds.
-GORELEASER_KEY="$(cat "$ROOT/tools/goreleaser/go.mod" "$ROOT/tools/goreleaser/go.sum" | sha256sum | cut -c1-16)"
-GORELEASER="$CACHE/goreleaser-$GORELEASER_KEY"
-if [[ ! -x "$GORELEASER" ]]; then
-	log "building goreleaser into $GORELEASER (cold: about 5 min and 1.9 GB of modules; warm Go caches: seconds)"
-	(cd "$ROOT/tools/goreleaser" && go build -o "$GORELEASER.tmp" github.com/goreleaser/goreleaser/v2) ||
-		die "goreleaser build"
-	mv "$GORELEASER.tmp" "$GORELEASER"
+# --- the release tool ---------------------------------------------------------
+# scripts/release.sh builds the release artifacts with it (tools/release,
+# which packages with nfpm); the tests check a snapshot. Keyed by its module
+# and sources: a change of either rebuilds.
+RELEASE_TOOL_KEY="$(cat "$ROOT/tools/release/go.mod" "$ROOT/tools/release/go.sum" "$ROOT"/tools/release/*.go | sha256sum | cut -c1-16)"
+RELEASE_TOOL="$CACHE/pi-otel-release-$RELEASE_TOOL_KEY"
+if [[ ! -x "$RELEASE_TOOL" ]]; then
+	log "building the release tool into $RELEASE_TOOL (cold: about 2 min and 270 MB of modules; warm Go caches: seconds)"
+	(cd "$ROOT/tools/release" && go build -o "$RELEASE_TOOL.tmp" .) || die "release tool build"
+	mv "$RELEASE_TOOL.tmp" "$RELEASE_TOOL"
 fi
 
 # --- promtool ---------------------------------------------------------------
@@ -169,7 +169,7 @@ export PI_OTEL_PI_0_73="$CACHE/pi-$PI_073_VERSION/node_modules/.bin/pi"
 export PI_OTEL_JAEGER="$JAEGER"
 export PI_OTEL_COLLECTOR="$COLLECTOR"
 export PI_OTEL_PROMTOOL="$PROMTOOL"
-export PI_OTEL_GORELEASER="$GORELEASER"
+export PI_OTEL_RELEASE_TOOL="$RELEASE_TOOL"
 EOF
 mv "$CACHE/env.sh.tmp" "$CACHE/env.sh"
 cat "$CACHE/env.sh"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds pi-otel's release artifacts into dist/ and publishes nothing:
 # archives and SHA-256 checksums for linux and darwin on amd64 and arm64,
-# .deb and .rpm packages (GoReleaser, .goreleaser.yaml), and the npm packages
-# (dist/npm/*.tgz: pi-otel and one per platform, built from the archives).
+# .deb and .rpm packages (tools/release, which packages with nfpm), and the
+# npm packages (dist/npm/*.tgz: pi-otel and one per platform, built from the
+# archives).
 #
 #   scripts/release.sh --snapshot   any commit, any tree: a prerelease version
 #                                   after the last tag, for tests and trials
@@ -10,9 +11,9 @@
 #                                   then what to publish where
 #
 # Needs Go, git and npm; no network beyond the Go module proxy (none once the
-# modules are downloaded). GoReleaser is the build scripts/deps.sh keeps in
-# $PI_OTEL_GORELEASER, else `go tool` builds it from tools/goreleaser (about
-# 4 minutes the first time). docs/releasing.md is the maintainer's guide.
+# modules are downloaded). The release tool is the build scripts/deps.sh keeps
+# in $PI_OTEL_RELEASE_TOOL, else `go run` builds it from tools/release (about
+# 2 minutes the first time). docs/releasing.md is the maintainer's guide.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,7 @@ case "${1:-}" in
 --snapshot) snapshot=true ;;
 "") ;;
 -h | --help)
-	sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 0
 	;;
 *)
@@ -34,33 +35,23 @@ esac
 
 die() { printf 'release.sh: %s\n' "$*" >&2; exit 1; }
 
-goreleaser() {
-	if [[ -n "${PI_OTEL_GORELEASER:-}" && -x "$PI_OTEL_GORELEASER" ]]; then
-		"$PI_OTEL_GORELEASER" "$@"
+release_tool() {
+	if [[ -n "${PI_OTEL_RELEASE_TOOL:-}" && -x "$PI_OTEL_RELEASE_TOOL" ]]; then
+		"$PI_OTEL_RELEASE_TOOL" "$@"
 	else
-		go tool -modfile="$ROOT/tools/goreleaser/go.mod" goreleaser "$@"
+		go run -C "$ROOT/tools/release" . "$@"
 	fi
 }
 
 command -v npm >/dev/null || die "npm is needed to pack the npm packages"
 
-# GoReleaser reads the remote's URL and, without one (a local clone), builds a
-# snapshot as of no commit, at the current time. Name the project's for this
-# run only, through git's environment; the repository is left as it is.
-if ! git ls-remote --get-url >/dev/null 2>&1; then
-	n="${GIT_CONFIG_COUNT:-0}"
-	export "GIT_CONFIG_KEY_$n=remote.origin.url" "GIT_CONFIG_VALUE_$n=https://github.com/pi-otel/pi-otel.git"
-	export GIT_CONFIG_COUNT=$((n + 1))
-fi
-
 if $snapshot; then
-	goreleaser release --snapshot --clean
+	release_tool -root "$ROOT" -snapshot
 else
 	tag="$(git describe --exact-match --tags --match 'v[0-9]*' HEAD 2>/dev/null)" ||
 		die "HEAD has no vX.Y.Z tag: tag the release commit first (docs/releasing.md), or pass --snapshot"
 	[[ -z "$(git status --porcelain)" ]] || die "the work tree has changes; a release is built from a clean tree"
-	# publish and announce are off in the config too; sign is not configured.
-	goreleaser release --clean --skip=publish,announce
+	release_tool -root "$ROOT"
 fi
 
 # --- npm ---------------------------------------------------------------------

@@ -41,6 +41,8 @@ go vet -tags release ./test/release
 # The tests build off Linux too: Linux-only process control lives in
 # _linux.go files.
 GOOS=darwin go vet -tags realstack ./...
+# The release tool is a module of its own.
+(cd tools/release && go vet ./...)
 
 echo "== staticcheck"
 # Pinned in go.mod's tool block; any finding fails. Both builds: an
@@ -48,6 +50,8 @@ echo "== staticcheck"
 go tool staticcheck ./...
 go tool staticcheck -tags realstack ./...
 go tool staticcheck -tags release ./test/release
+staticcheck="$(go tool -n staticcheck)"
+(cd tools/release && "$staticcheck" ./...)
 
 echo "== go build"
 go build -tags realstack ./...
@@ -58,13 +62,13 @@ echo "== release"
 # packages). Cold it costs minutes (three more platforms to compile), so it
 # runs only when what goes into a release changed since a passing check:
 # the key hashes those files as they are on disk (tracked or new), the Go
-# toolchain and the GoReleaser build. PI_OTEL_RELEASE_CHECK=always forces it.
+# toolchain and the release tool's build. PI_OTEL_RELEASE_CHECK=always forces it.
 release_key="$(
 	{
 		go version
-		echo "$PI_OTEL_GORELEASER"
+		echo "$PI_OTEL_RELEASE_TOOL"
 		git ls-files -z --cached --others --exclude-standard -- \
-			cmd internal mapper go.mod go.sum .goreleaser.yaml packaging scripts/release.sh tools/goreleaser \
+			cmd internal mapper go.mod go.sum packaging scripts/release.sh tools/release \
 			LICENSE README.md CHANGELOG.md docs examples/watch-systemd/README.md test/release |
 			grep -zv -e '_test\.go$' -e '/testdata/' -e '^internal/testutil/' |
 			xargs -0 sha256sum 2>&1 || true # a file deleted but not yet from git: its error line
@@ -75,6 +79,7 @@ release_ok="$CACHE/release-ok/$release_key"
 if [[ -e "$release_ok" && "${PI_OTEL_RELEASE_CHECK:-}" != always ]]; then
 	echo "release inputs unchanged since a passing check ($release_key): skipped"
 else
+	(cd tools/release && go test -count=1 ./...)
 	./scripts/release.sh --snapshot >"$CACHE/release.log" 2>&1 ||
 		{ tail -n 40 "$CACHE/release.log" >&2; echo "release.sh --snapshot failed (log: $CACHE/release.log)" >&2; exit 1; }
 	PI_OTEL_DIST="$ROOT/dist" go test -tags release -count=1 ./test/release

@@ -4,7 +4,7 @@
 // service.version carries the same version.
 //
 // A release build stamps version, commit and date with the linker
-// (scripts/release.sh, .goreleaser.yaml):
+// (scripts/release.sh, tools/release):
 //
 //	-X github.com/pi-otel/pi-otel/internal/buildinfo.version=v1.2.3
 //

@@ -57,8 +57,7 @@ func dist(t testing.TB) build {
 	if err := json.Unmarshal(b, &meta); err != nil || meta.Version == "" {
 		t.Fatalf("dist/metadata.json: %v %+v", err, meta)
 	}
-	// GoReleaser builds a snapshot as of commit "none", dated now, when it
-	// cannot read the repository.
+	// A build that could not read the repository names no commit.
 	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(meta.Commit) {
 		t.Fatalf("dist/metadata.json names commit %q: built without the repository's state", meta.Commit)
 	}
