@@ -18,6 +18,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# npm pack takes the files' modes from the umask: fix it, so that the npm
+# tarballs are the same bytes whatever the caller's.
+umask 022
 
 snapshot=false
 case "${1:-}" in
