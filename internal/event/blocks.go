@@ -80,7 +80,7 @@ func eachBlock(content []byte, i int, fn func(typ, id, name string, args []byte)
 				}
 			}
 			fn(typ, id, name, args)
-			i = skipValue(content, i)
+			i = it.end()
 		default:
 			return false
 		}
@@ -151,7 +151,7 @@ func contentChars(content []byte) (n int, ok bool) {
 				}
 			}
 			n += text
-			i = skipValue(content, i)
+			i = it.end()
 		default:
 			return 0, false
 		}

@@ -99,7 +99,7 @@ func skipValue(b []byte, i int) int {
 // objectIter walks the members of a valid object.
 type objectIter struct {
 	b    []byte
-	i    int
+	i    int // the next member's key; once done, the closing brace
 	done bool
 }
 
@@ -124,10 +124,14 @@ func (it *objectIter) next() (key []byte, vs, ve int, ok bool) {
 	if b[i] == ',' {
 		it.i = skipSpace(b, i+1)
 	} else {
-		it.done = true
+		it.i, it.done = i, true
 	}
 	return key, vs, ve, true
 }
+
+// end is the index after the object's closing brace, once next has
+// returned every member: the walk found it, so it need not be skipped.
+func (it *objectIter) end() int { return it.i + 1 }
 
 // plainKey reports whether a key can only match a field by its exact
 // bytes or by ASCII case folding: it has no escapes and is ASCII.
@@ -422,6 +426,25 @@ func internType(b []byte) string {
 		return TypeExtensionUIRequest
 	case TypeResponse:
 		return TypeResponse
+	// A session file's entries, which its reader decodes here too.
+	case "message":
+		return "message"
+	case "model_change":
+		return "model_change"
+	case "thinking_level_change":
+		return "thinking_level_change"
+	case "custom":
+		return "custom"
+	case "custom_message":
+		return "custom_message"
+	case "compaction":
+		return "compaction"
+	case "context_edit":
+		return "context_edit"
+	case "label":
+		return "label"
+	case "session_info":
+		return "session_info"
 	}
 	return string(b)
 }
