@@ -78,7 +78,7 @@ func (s *scan) decodeLite(rec []byte, ev *Event, ame *AssistantMessageEvent, ali
 			}
 			switch {
 			case v[0] == 'n':
-			case v[0] == '{' && s.ame == k && s.subValid:
+			case v[0] == '{' && s.ame.at == k && s.ame.valid:
 				if !s.decodeAMESub(rec, &a) {
 					return false
 				}
@@ -115,8 +115,8 @@ func (s *scan) decodeLite(rec []byte, ev *Event, ame *AssistantMessageEvent, ali
 // decodeAMESub is decodeAMELite from the members the scan recorded.
 func (s *scan) decodeAMESub(rec []byte, a *AssistantMessageEvent) bool {
 	var sn seen
-	for k := range s.subN {
-		m := &s.sub[k]
+	for k := range s.ame.n {
+		m := &s.ame.m[k]
 		if !a.liteMember(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd], &sn) {
 			return false
 		}
@@ -289,7 +289,13 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 	// turn_end repeats the assistant message that message_end already gave.
 	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
 		msg := new(Message)
-		if !decodeMessage(ev.RawMessage, msg, alias) {
+		var good bool
+		if s.msg.valid { // the only "message": a second one failed above
+			good = s.decodeMessageSub(rec, msg, alias)
+		} else {
+			good = decodeMessage(ev.RawMessage, msg, alias)
+		}
+		if !good {
 			return false
 		}
 		msg.Raw = ev.RawMessage
@@ -309,63 +315,80 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 		if !ok {
 			return true
 		}
-		val := v[vs:ve]
-		var good bool
-		switch string(key) {
-		case "role":
-			good = sn.first(0) && decodeString(val, &msg.Role)
-		case "content":
-			good = sn.first(1)
-			decodeRaw(val, &msg.Content, alias)
-		case "api":
-			good = sn.first(2) && decodeString(val, &msg.API)
-		case "provider":
-			good = sn.first(3) && decodeString(val, &msg.Provider)
-		case "model":
-			good = sn.first(4) && decodeString(val, &msg.Model)
-		case "responseModel":
-			good = sn.first(5) && decodeString(val, &msg.ResponseModel)
-		case "responseId":
-			good = sn.first(6) && decodeString(val, &msg.ResponseID)
-		case "usage":
-			good = sn.first(7) && decodePtr(val, &msg.Usage, decodeUsage)
-		case "stopReason":
-			good = sn.first(8) && decodeString(val, &msg.StopReason)
-		case "errorMessage":
-			good = sn.first(9) && decodeString(val, &msg.ErrorMessage)
-		case "rawStopReason":
-			good = sn.first(10) && decodeString(val, &msg.RawStopReason)
-		case "durationMs":
-			good = sn.first(11) && decodePtr(val, &msg.DurationMs, decodeFloat)
-		case "timestamp":
-			good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
-		case "thinkingLevel":
-			good = sn.first(13) && decodeString(val, &msg.ThinkingLevel)
-		case "toolCallId":
-			good = sn.first(14) && decodeString(val, &msg.ToolCallID)
-		case "toolName":
-			good = sn.first(15) && decodeString(val, &msg.ToolName)
-		case "isError":
-			good = sn.first(16) && decodeBool(val, &msg.IsError)
-		case "sections":
-			good = sn.first(17) && decodeSections(val, &msg.Sections)
-		case "toolsAdded":
-			good = sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
-		case "tools":
-			good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
-		case "duration":
-			good = sn.first(20) && decodePtr(val, &msg.Duration, decodeFloat)
-		case "ttft":
-			good = sn.first(21) && decodePtr(val, &msg.TTFT, decodeFloat)
-		case "completedAt":
-			good = sn.first(22) && decodeFloat(val, &msg.CompletedAt)
-		default:
-			good = plainKey(key) && !foldsToAny(key, messageNames)
-		}
-		if !good {
+		if !msg.member(key, v[vs:ve], &sn, alias) {
 			return false
 		}
 	}
+}
+
+// decodeMessageSub is decodeMessage from the members the scan recorded:
+// the message's content, most of a record, is not walked again.
+func (s *scan) decodeMessageSub(rec []byte, msg *Message, alias bool) bool {
+	var sn seen
+	for k := range s.msg.n {
+		m := &s.msg.m[k]
+		if !msg.member(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd], &sn, alias) {
+			return false
+		}
+	}
+	return true
+}
+
+// member decodes one member of a message.
+func (msg *Message) member(key, val []byte, sn *seen, alias bool) bool {
+	var good bool
+	switch string(key) {
+	case "role":
+		good = sn.first(0) && decodeString(val, &msg.Role)
+	case "content":
+		good = sn.first(1)
+		decodeRaw(val, &msg.Content, alias)
+	case "api":
+		good = sn.first(2) && decodeString(val, &msg.API)
+	case "provider":
+		good = sn.first(3) && decodeString(val, &msg.Provider)
+	case "model":
+		good = sn.first(4) && decodeString(val, &msg.Model)
+	case "responseModel":
+		good = sn.first(5) && decodeString(val, &msg.ResponseModel)
+	case "responseId":
+		good = sn.first(6) && decodeString(val, &msg.ResponseID)
+	case "usage":
+		good = sn.first(7) && decodePtr(val, &msg.Usage, decodeUsage)
+	case "stopReason":
+		good = sn.first(8) && decodeString(val, &msg.StopReason)
+	case "errorMessage":
+		good = sn.first(9) && decodeString(val, &msg.ErrorMessage)
+	case "rawStopReason":
+		good = sn.first(10) && decodeString(val, &msg.RawStopReason)
+	case "durationMs":
+		good = sn.first(11) && decodePtr(val, &msg.DurationMs, decodeFloat)
+	case "timestamp":
+		good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
+	case "thinkingLevel":
+		good = sn.first(13) && decodeString(val, &msg.ThinkingLevel)
+	case "toolCallId":
+		good = sn.first(14) && decodeString(val, &msg.ToolCallID)
+	case "toolName":
+		good = sn.first(15) && decodeString(val, &msg.ToolName)
+	case "isError":
+		good = sn.first(16) && decodeBool(val, &msg.IsError)
+	case "sections":
+		good = sn.first(17) && decodeSections(val, &msg.Sections)
+	case "toolsAdded":
+		good = sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
+	case "tools":
+		good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
+	case "duration":
+		good = sn.first(20) && decodePtr(val, &msg.Duration, decodeFloat)
+	case "ttft":
+		good = sn.first(21) && decodePtr(val, &msg.TTFT, decodeFloat)
+	case "completedAt":
+		good = sn.first(22) && decodeFloat(val, &msg.CompletedAt)
+	default:
+		good = plainKey(key) && !foldsToAny(key, messageNames)
+	}
+	return good
 }
 
 func decodeSections(v []byte, dst *map[string]*string) bool {

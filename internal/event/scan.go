@@ -37,18 +37,25 @@ type scan struct {
 	caching bool
 	repeats [cachedMembers][]byte
 
-	// The members of the top-level "assistantMessageEvent" object, found
-	// on the way, so that decoding a message_update need not walk it again.
-	// ame is that member's index (-1: none); sub is valid when ame >= 0,
-	// the value was an object, and all its members fit.
-	ame      int
-	sub      [maxSub]member
-	subN     int
-	subValid bool
+	// The members of the top-level "assistantMessageEvent" and "message"
+	// objects, found on the way, so that decoding a record need not walk
+	// them again.
+	ame, msg sub
 }
 
-// maxSub bounds the assistantMessageEvent members recorded.
-const maxSub = 8
+// sub is the members of the object value of one top-level member.
+type sub struct {
+	at    int // the top-level member's index; -1: none
+	m     [maxSub]member
+	n     int
+	valid bool // at >= 0, the value was an object, walked, and all its members fit
+}
+
+// maxSub bounds the members of a sub recorded: a Message has 23 fields,
+// and Pi writes about a dozen.
+const maxSub = 24
+
+func (u *sub) reset(at int) { u.at, u.n, u.valid = at, 0, false }
 
 // cachedMembers is how many leading members the scan remembers values of;
 // cacheMin and cacheMax bound the values worth remembering.
@@ -64,7 +71,8 @@ const (
 // as it did when the two checks ran in that order.
 func (s *scan) validate(rec []byte) error {
 	s.n, s.overflow, s.object = 0, false, false
-	s.ame, s.subN, s.subValid = -1, 0, false
+	s.ame.reset(-1)
+	s.msg.reset(-1)
 	err := s.walk(rec)
 	if err == errJSON && !utf8.Valid(rec) {
 		return ErrInvalidUTF8
@@ -90,8 +98,8 @@ func (s *scan) walk(b []byte) error {
 		high   []uint64 // and beyond
 		cur    = -1     // index of the top-level member whose value is being read
 		reused bool     // that value matched the remembered one
-		inSub  bool     // reading the assistantMessageEvent object's own members
-		subCur = -1     // index in s.sub of the member whose value is being read
+		inSub  *sub     // the sub whose object's own members are being read
+		subCur = -1     // index in inSub.m of the member whose value is being read
 		closer byte     // what closes the innermost open container
 	)
 	kindAt := func(d int) bool {
@@ -125,9 +133,9 @@ func (s *scan) walk(b []byte) error {
 	pop := func() {
 		depth--
 		inObj = depth > 0 && kindAt(depth)
-		if inSub && depth < 2 {
-			inSub = false
-			s.subValid = s.subN <= maxSub
+		if inSub != nil && depth < 2 {
+			inSub.valid = inSub.n <= maxSub
+			inSub = nil
 		}
 	}
 
@@ -152,8 +160,13 @@ value:
 		if !push(obj) {
 			return errJSON
 		}
-		if obj && depth == 2 && cur >= 0 && cur == s.ame {
-			inSub = true
+		if obj && depth == 2 && cur >= 0 {
+			switch cur {
+			case s.ame.at:
+				inSub = &s.ame
+			case s.msg.at:
+				inSub = &s.msg
+			}
 		}
 		i = space(b, i+1)
 		if i < len(b) && b[i] == c+2 { // '}' and ']' follow their openers by two
@@ -192,14 +205,14 @@ after:
 	if cur >= 0 && depth == 1 {
 		m := &s.members[cur]
 		m.valEnd = i
-		if s.caching && !reused && cur < cachedMembers && cur != s.ame {
+		if s.caching && !reused && cur < cachedMembers && cur != s.ame.at {
 			if v := b[m.valStart:i]; len(v) >= cacheMin && len(v) <= cacheMax && (v[0] == '{' || v[0] == '[') {
 				s.repeats[cur] = append(s.repeats[cur][:0], v...)
 			}
 		}
 		cur, reused = -1, false
 	} else if subCur >= 0 && depth == 2 {
-		s.sub[subCur].valEnd = i
+		inSub.m[subCur].valEnd = i
 		subCur = -1
 	}
 	i = space(b, i)
@@ -245,18 +258,21 @@ key:
 				cur = s.n
 				s.members[cur] = member{keyStart: i + 1, keyEnd: j - 1}
 				s.n++
-				if string(b[i+1:j-1]) == "assistantMessageEvent" {
-					s.ame, s.subN, s.subValid = cur, 0, false
+				switch string(b[i+1 : j-1]) {
+				case "assistantMessageEvent":
+					s.ame.reset(cur)
+				case "message":
+					s.msg.reset(cur)
 				}
 			} else {
 				s.overflow = true
 			}
-		} else if inSub && depth == 2 {
-			if s.subN < maxSub {
-				subCur = s.subN
-				s.sub[subCur] = member{keyStart: i + 1, keyEnd: j - 1}
+		} else if inSub != nil && depth == 2 {
+			if inSub.n < maxSub {
+				subCur = inSub.n
+				inSub.m[subCur] = member{keyStart: i + 1, keyEnd: j - 1}
 			}
-			s.subN++
+			inSub.n++
 		}
 		i = space(b, j)
 		if i >= len(b) || b[i] != ':' {
@@ -264,11 +280,11 @@ key:
 		}
 		i = space(b, i+1)
 		if subCur >= 0 && depth == 2 {
-			s.sub[subCur].valStart = i
+			inSub.m[subCur].valStart = i
 		}
 		if cur >= 0 && depth == 1 {
 			s.members[cur].valStart = i
-			if cur < cachedMembers && cur != s.ame { // deltas never repeat
+			if cur < cachedMembers && cur != s.ame.at { // deltas never repeat
 				if r := s.repeats[cur]; len(r) > 0 && len(b)-i >= len(r) && string(b[i:i+len(r)]) == string(r) {
 					i += len(r)
 					reused = true

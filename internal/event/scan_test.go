@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -90,6 +91,45 @@ func TestValidateRecordsTopLevelMembers(t *testing.T) {
 		if k, v := string(rec[m.keyStart:m.keyEnd]), string(rec[m.valStart:m.valEnd]); k != w[0] || v != w[1] {
 			t.Fatalf("member %d = %q: %q, want %q: %q", i, k, v, w[0], w[1])
 		}
+	}
+}
+
+// The members of a record's message are recorded on the way, for the
+// message's decoder; a message with more than fit, or given twice, or
+// not an object, is walked again, and decodes the same either way.
+func TestValidateRecordsMessageMembers(t *testing.T) {
+	rec := []byte(`{"type":"message","message": { "role" : "user","content":[{"type":"text","text":"a\"}"}] ,"n":{"k":[1]}} }`)
+	var s scan
+	if err := s.validate(rec); err != nil || !s.msg.valid || s.msg.at != 1 {
+		t.Fatalf("validate: %v, message sub %+v", err, s.msg)
+	}
+	want := [][2]string{{"role", `"user"`}, {"content", `[{"type":"text","text":"a\"}"}]`}, {"n", `{"k":[1]}`}}
+	if s.msg.n != len(want) {
+		t.Fatalf("%d members, want %d", s.msg.n, len(want))
+	}
+	for i, w := range want {
+		m := s.msg.m[i]
+		if k, v := string(rec[m.keyStart:m.keyEnd]), string(rec[m.valStart:m.valEnd]); k != w[0] || v != w[1] {
+			t.Fatalf("member %d = %q: %q, want %q: %q", i, k, v, w[0], w[1])
+		}
+	}
+	var many strings.Builder
+	many.WriteString(`{"type":"message_end","message":{"role":"assistant"`)
+	for i := range maxSub {
+		fmt.Fprintf(&many, `,"x%d":%d`, i, i)
+	}
+	many.WriteString(`,"model":"m"}}`)
+	for _, rec := range []string{
+		many.String(),
+		`{"type":"message_end","message":{"role":"user"},"message":{"role":"assistant","model":"m"}}`,
+		`{"type":"message_end","message":{"role":"user"},"x":{"message":{"role":"assistant"}}}`,
+		`{"type":"message_end","message":["role","user"]}`,
+		`{"type":"message_end","message":{"role":"user","usage":{"input":1,"input":2}}}`,
+	} {
+		checkAgainstReference(t, []byte(rec))
+	}
+	if err := s.validate([]byte(many.String())); err != nil || s.msg.valid {
+		t.Fatalf("a message of %d members recorded as valid: %v", maxSub+2, err)
 	}
 }
 
