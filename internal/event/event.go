@@ -237,6 +237,15 @@ type Options struct {
 	// BashCalls reads the bash calls a record asks for into
 	// Event.BashCalls. Off, nothing is spent on them.
 	BashCalls bool
+	// Transient lets a Decoder decode each record's Message, with its
+	// Usage and durations, into storage it reuses, as it reuses the
+	// Event: they are valid until the next Decode. For a caller that
+	// copies what it keeps of them.
+	Transient bool
+	// NoDeclarations leaves a system message's ToolDefs and Ordered
+	// unset, for a caller that drops them (a session without content
+	// capture): reading them costs a decode of every tool declaration.
+	NoDeclarations bool
 }
 
 // updateLite is what a message_update costs when content is off. A
@@ -269,6 +278,42 @@ func Decode(rec []byte, opts Options) (Event, error) {
 	return ev, err
 }
 
+// storage is what a Decoder decodes into from record to record.
+type storage struct {
+	ame AssistantMessageEvent
+	// With Options.Transient: a record's Message and what it points to.
+	transient bool
+	msg       Message
+	usageBuf  Usage
+	durations [3]float64 // durationMs, duration, ttft
+}
+
+// message is where a record's Message is decoded: st's storage, cleared,
+// or (st nil: Decode) a new one.
+func (st *storage) message() *Message {
+	if st == nil || !st.transient {
+		return new(Message)
+	}
+	st.msg = Message{}
+	return &st.msg
+}
+
+// usage and duration are where a message's Usage and its i-th duration
+// are decoded: st's storage, or (nil) a new allocation.
+func (st *storage) usage() *Usage {
+	if st == nil || !st.transient {
+		return nil
+	}
+	return &st.usageBuf
+}
+
+func (st *storage) duration(i int) *float64 {
+	if st == nil || !st.transient {
+		return nil
+	}
+	return &st.durations[i]
+}
+
 // Decoder decodes records like [Decode] but reuses its storage and does
 // not copy raw JSON, so that a message_update costs no allocation and a
 // multi-megabyte tool output is not duplicated. It is not safe for
@@ -277,7 +322,7 @@ type Decoder struct {
 	opts Options
 	s    scan
 	ev   Event
-	ame  AssistantMessageEvent
+	st   storage
 	// valid says the last record was a valid object, so s holds its
 	// members (Member).
 	valid bool
@@ -287,6 +332,7 @@ type Decoder struct {
 func NewDecoder(opts Options) *Decoder {
 	d := &Decoder{opts: opts}
 	d.s.caching = true
+	d.st.transient = opts.Transient
 	return d
 }
 
@@ -296,7 +342,7 @@ func NewDecoder(opts Options) *Decoder {
 // rec is unchanged. Strings are always copies.
 func (d *Decoder) Decode(rec []byte) (*Event, error) {
 	d.ev = Event{}
-	err := decode(rec, d.opts, &d.s, &d.ev, &d.ame, true)
+	err := decode(rec, d.opts, &d.s, &d.ev, &d.st, true)
 	d.valid = err == nil || errors.Is(err, ErrFieldDropped)
 	return &d.ev, err
 }
@@ -329,10 +375,10 @@ func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
 	return v, true
 }
 
-func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
-	err := decodeRecord(rec, opts, s, ev, ame, alias)
+func decode(rec []byte, opts Options, s *scan, ev *Event, st *storage, alias bool) error {
+	err := decodeRecord(rec, opts, s, ev, st, alias)
 	if err == nil || errors.Is(err, ErrFieldDropped) {
-		ev.noteFacts()
+		ev.noteFacts(opts)
 		ev.noteSkills()
 		if opts.BashCalls {
 			ev.noteBashCalls()
@@ -341,17 +387,21 @@ func decode(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageE
 	return err
 }
 
-func decodeRecord(rec []byte, opts Options, s *scan, ev *Event, ame *AssistantMessageEvent, alias bool) error {
+func decodeRecord(rec []byte, opts Options, s *scan, ev *Event, st *storage, alias bool) error {
 	typ, fast, err := peek(rec, s)
 	if err != nil {
 		return err
 	}
 	if fast {
 		if typ == TypeMessageUpdate && !opts.Content {
+			var ame *AssistantMessageEvent
+			if st != nil {
+				ame = &st.ame
+			}
 			if s.decodeLite(rec, ev, ame, alias) {
 				return nil
 			}
-		} else if s.decodeFull(rec, typ, ev, alias) {
+		} else if s.decodeFullIn(rec, typ, ev, alias, st) {
 			return nil
 		}
 		*ev = Event{}

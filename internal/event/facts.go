@@ -22,14 +22,19 @@ type ToolDef struct {
 }
 
 // noteFacts sets the typed fields read from a decoded record's raw ones.
-func (ev *Event) noteFacts() {
+func (ev *Event) noteFacts(opts Options) {
 	switch ev.Type {
 	case TypeEntryAppended:
 		ev.EntryType = entryType(ev.Entry)
 	case TypeCompactionEnd:
 		ev.Compaction = compaction(ev.Result)
 	}
-	if m := ev.Message; m != nil {
+	switch m := ev.Message; {
+	case m == nil:
+	case opts.NoDeclarations:
+		m.ToolDefs, m.Ordered = nil, nil
+		m.noteText()
+	default:
 		m.NoteFacts()
 	}
 }
@@ -75,12 +80,17 @@ type Section struct {
 // sections.
 func (m *Message) NoteFacts() {
 	m.noteTools()
-	if m.Role == "user" {
-		m.TextChars = ContentChars(m.Content)
-	}
+	m.noteText()
 	m.Ordered = nil
 	if m.Role == "system" && len(m.Raw) > 0 {
 		m.Ordered = orderedSections(m.Raw)
+	}
+}
+
+// noteText counts the characters of a user message's text.
+func (m *Message) noteText() {
+	if m.Role == "user" {
+		m.TextChars = ContentChars(m.Content)
 	}
 }
 

@@ -182,6 +182,11 @@ func decodeAME(v []byte, a *AssistantMessageEvent) bool {
 // decodeFull fills every field of ev the record carries, as
 // json.Unmarshal into Event does, then the message of message_* records.
 func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
+	return s.decodeFullIn(rec, typ, ev, alias, nil)
+}
+
+// decodeFullIn is decodeFull into a Decoder's storage (nil: new storage).
+func (s *scan) decodeFullIn(rec []byte, typ string, ev *Event, alias bool, st *storage) bool {
 	var sn seen
 	for k := range s.n {
 		m := &s.members[k]
@@ -288,12 +293,12 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 	ev.Type = typ
 	// turn_end repeats the assistant message that message_end already gave.
 	if len(ev.RawMessage) > 0 && typ != TypeTurnEnd && typ != TypeMessageUpdate && string(ev.RawMessage) != "null" {
-		msg := new(Message)
+		msg := st.message()
 		var good bool
 		if s.msg.valid { // the only "message": a second one failed above
-			good = s.decodeMessageSub(rec, msg, alias)
+			good = s.decodeMessageSub(rec, msg, alias, st)
 		} else {
-			good = decodeMessage(ev.RawMessage, msg, alias)
+			good = decodeMessage(ev.RawMessage, msg, alias, st)
 		}
 		if !good {
 			return false
@@ -304,7 +309,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
 	return true
 }
 
-func decodeMessage(v []byte, msg *Message, alias bool) bool {
+func decodeMessage(v []byte, msg *Message, alias bool, st *storage) bool {
 	if v[0] != '{' {
 		return false
 	}
@@ -315,7 +320,7 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 		if !ok {
 			return true
 		}
-		if !msg.member(key, v[vs:ve], &sn, alias) {
+		if !msg.member(key, v[vs:ve], &sn, alias, st) {
 			return false
 		}
 	}
@@ -323,19 +328,20 @@ func decodeMessage(v []byte, msg *Message, alias bool) bool {
 
 // decodeMessageSub is decodeMessage from the members the scan recorded:
 // the message's content, most of a record, is not walked again.
-func (s *scan) decodeMessageSub(rec []byte, msg *Message, alias bool) bool {
+func (s *scan) decodeMessageSub(rec []byte, msg *Message, alias bool, st *storage) bool {
 	var sn seen
 	for k := range s.msg.n {
 		m := &s.msg.m[k]
-		if !msg.member(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd], &sn, alias) {
+		if !msg.member(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd], &sn, alias, st) {
 			return false
 		}
 	}
 	return true
 }
 
-// member decodes one member of a message.
-func (msg *Message) member(key, val []byte, sn *seen, alias bool) bool {
+// member decodes one member of a message; the pointer fields point into
+// st's storage when it is transient.
+func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) bool {
 	var good bool
 	switch string(key) {
 	case "role":
@@ -354,7 +360,7 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool) bool {
 	case "responseId":
 		good = sn.first(6) && decodeString(val, &msg.ResponseID)
 	case "usage":
-		good = sn.first(7) && decodePtr(val, &msg.Usage, decodeUsage)
+		good = sn.first(7) && decodePtrAt(val, &msg.Usage, decodeUsage, st.usage())
 	case "stopReason":
 		good = sn.first(8) && decodeString(val, &msg.StopReason)
 	case "errorMessage":
@@ -362,7 +368,7 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool) bool {
 	case "rawStopReason":
 		good = sn.first(10) && decodeString(val, &msg.RawStopReason)
 	case "durationMs":
-		good = sn.first(11) && decodePtr(val, &msg.DurationMs, decodeFloat)
+		good = sn.first(11) && decodePtrAt(val, &msg.DurationMs, decodeFloat, st.duration(0))
 	case "timestamp":
 		good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
 	case "thinkingLevel":
@@ -380,9 +386,9 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool) bool {
 	case "tools":
 		good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
 	case "duration":
-		good = sn.first(20) && decodePtr(val, &msg.Duration, decodeFloat)
+		good = sn.first(20) && decodePtrAt(val, &msg.Duration, decodeFloat, st.duration(1))
 	case "ttft":
-		good = sn.first(21) && decodePtr(val, &msg.TTFT, decodeFloat)
+		good = sn.first(21) && decodePtrAt(val, &msg.TTFT, decodeFloat, st.duration(2))
 	case "completedAt":
 		good = sn.first(22) && decodeFloat(val, &msg.CompletedAt)
 	default:

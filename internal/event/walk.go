@@ -243,11 +243,22 @@ func parseFloat(v []byte) (float64, bool) {
 // decodePtr decodes a pointer field as encoding/json does: null sets it
 // to nil, any other value to a new T that dec fills.
 func decodePtr[T any](v []byte, dst **T, dec func([]byte, *T) bool) bool {
+	return decodePtrAt(v, dst, dec, nil)
+}
+
+// decodePtrAt is decodePtr into storage at, cleared first; nil allocates.
+func decodePtrAt[T any](v []byte, dst **T, dec func([]byte, *T) bool, at *T) bool {
 	if v[0] == 'n' {
 		*dst = nil
 		return true
 	}
-	p := new(T)
+	p := at
+	if p == nil {
+		p = new(T)
+	} else {
+		var zero T
+		*p = zero
+	}
 	if !dec(v, p) {
 		return false
 	}

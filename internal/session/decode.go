@@ -207,7 +207,10 @@ type decoder struct {
 }
 
 func newDecoder(content, calls bool) *decoder {
-	return &decoder{ev: event.NewDecoder(event.Options{BashCalls: calls}), content: content, calls: calls}
+	// fast copies what it keeps of a message; without content capture it
+	// drops the declarations of tools and sections.
+	opts := event.Options{BashCalls: calls, Transient: true, NoDeclarations: !content}
+	return &decoder{ev: event.NewDecoder(opts), content: content, calls: calls}
 }
 
 // decode decodes one entry line. A line that is not one JSON object (two
@@ -226,7 +229,11 @@ func (d *decoder) decode(b []byte) (*entry, error) {
 		fast, _ = d.fast(b, ev)
 	}
 	// The event points into b, the caller's: kept, it would keep a huge
-	// line's buffer alive until the next line.
+	// line's buffer alive until the next line. So would its message, the
+	// decoder's own storage (Transient).
+	if ev.Message != nil {
+		*ev.Message = event.Message{}
+	}
 	*ev = event.Event{}
 	if errors.Is(err, event.ErrInvalidUTF8) {
 		return nil, errDamaged // Pi writes UTF-8: this line was cut or corrupted
@@ -264,12 +271,22 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	if !ok {
 		return nil, false
 	}
-	parent, ok := parentOf(v)
-	if !ok {
+	f := new(fastEntry)
+	if !parentOf(v, &f.parent, &f.e.ParentID) {
 		return nil, false
 	}
-	e := &entry{Type: typeMessage, ID: ev.ID, ParentID: parent, Timestamp: ev.Timestamp, msg: &message{Message: *ev.Message, bashCalls: ev.BashCalls}}
-	m := e.msg
+	e, m := &f.e, &f.m
+	e.Type, e.ID, e.Timestamp, e.msg = typeMessage, ev.ID, ev.Timestamp, m
+	m.Message, m.bashCalls = *ev.Message, ev.BashCalls
+	// The decoder's message and what it points to are its own, reused.
+	if m.Usage != nil {
+		f.usage, m.Usage = *m.Usage, &f.usage
+	}
+	for i, p := range []**float64{&m.DurationMs, &m.Duration, &m.TTFT} {
+		if *p != nil {
+			f.durations[i], *p = **p, &f.durations[i]
+		}
+	}
 	m.readNested(d.sessions, d.from)
 	m.summarize()
 	// The decoder's raw fields point into b: the caller's, which it
@@ -286,6 +303,16 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 	return e, true
 }
 
+// fastEntry is a message entry as fast builds it: the entry, its message
+// and what they point to, in one allocation, since they live as long.
+type fastEntry struct {
+	e         entry
+	m         message
+	parent    string
+	usage     event.Usage
+	durations [3]float64
+}
+
 // blanks is as many empty declarations as in has.
 func blanks(in []json.RawMessage) []json.RawMessage {
 	if in == nil {
@@ -294,25 +321,24 @@ func blanks(in []json.RawMessage) []json.RawMessage {
 	return make([]json.RawMessage, len(in))
 }
 
-// parentOf reads an entry's parentId from its value v (nil: absent); ok
-// is false for a value of another kind, which encoding/json reports.
-func parentOf(v []byte) (*string, bool) {
+// parentOf reads an entry's parentId from its value v (nil: absent) into
+// s, and points dst at s unless it is absent or null; it reports false
+// for a value of another kind, which encoding/json reports.
+func parentOf(v []byte, s *string, dst **string) bool {
 	switch {
 	case v == nil || string(v) == "null":
-		return nil, true
+		return true
 	case v[0] != '"':
-		return nil, false
+		return false
 	}
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') < 0 {
-		s := string(raw)
-		return &s, true
+		*s = string(raw)
+	} else if json.Unmarshal(v, s) != nil {
+		return false
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return nil, false
-	}
-	return &s, true
+	*dst = s
+	return true
 }
 
 // decodeEntryWith decodes one entry line with encoding/json, reading
