@@ -22,15 +22,26 @@ func ToolCalls(content []byte) (ids, names []string, ok bool) {
 	if i >= len(content) || content[i] != '[' {
 		return nil, nil, false
 	}
+	// Pairs of id and name, then one allocation for both lists.
+	var pairs [16]string
+	found := pairs[:0]
 	ok = eachBlock(content, i, func(typ, id, name string, _ []byte) {
 		if typ == "toolCall" {
-			ids, names = append(ids, id), append(names, name)
+			found = append(found, id, name)
 		}
 	})
 	if !ok {
 		return nil, nil, false
 	}
-	return ids, names, true
+	n := len(found) / 2
+	if n == 0 {
+		return nil, nil, true
+	}
+	both := make([]string, 2*n)
+	for k := range n {
+		both[k], both[n+k] = found[2*k], found[2*k+1]
+	}
+	return both[:n:n], both[n:], true
 }
 
 // blockKeys are the keys eachBlock reads; one that folds to them (a case

@@ -24,6 +24,7 @@ func TestToolCallsAsEncodingJSON(t *testing.T) {
 		{in: `[ {"type" : "toolCall" , "id" : "c\u00e91" , "name" : "b\nash"} , null ]`},
 		{in: `[{"type":"toolCall","id":"a","id":"b","name":null}]`},
 		{in: `[{"type":"toolCall"},{"id":"x","name":"y"}]`},
+		{in: "[" + strings.Repeat(`{"type":"toolCall","id":"c","name":"n"},{"type":"text"},`, 9) + `{"type":"toolCall","id":"z","name":"last"}]`},
 		{in: `[{"Type":"toolCall","id":"c1","name":"bash"}]`, fallback: true},
 		{in: `[{"t\u0079pe":"toolCall","id":"c1","name":"bash"}]`, fallback: true},
 		{in: `[{"type":"toolCall","id":7,"name":"bash"}]`, fallback: true},

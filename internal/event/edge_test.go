@@ -3,6 +3,7 @@ package event
 import (
 	"errors"
 	"testing"
+	"unsafe"
 )
 
 // decodeAll decodes rec every way a caller can, so that each answer is
@@ -101,5 +102,28 @@ func TestMemberDefersWhenUnsure(t *testing.T) {
 			t.Errorf("Member(%s) = %q, %v; want %q, %v", tc.rec, v, ok, tc.want, tc.ok)
 		}
 		checkAgainstReference(t, []byte(tc.rec))
+	}
+}
+
+// A Decoder remembers the last value of fields that repeat; a value that
+// only matches it before unescaping, or that changes, is decoded anew.
+func TestDecoderRecentValues(t *testing.T) {
+	var seq [][]byte
+	for _, model := range []string{`"m"`, `"m"`, `"a\\nb"`, `"a\nb"`, `"a\\nb"`, `"a\u0062"`, `"ab"`, `null`, `""`, `"m"`} {
+		seq = append(seq,
+			[]byte(`{"type":"message_end","message":{"role":"assistant","api":`+model+`,"provider":`+model+`,"model":`+model+`,"responseModel":`+model+`,"thinkingLevel":`+model+`}}`),
+			[]byte(`{"type":"tool_execution_start","toolCallId":"c","toolName":`+model+`}`),
+			[]byte(`{"type":"message_end","message":{"role":"toolResult","toolName":`+model+`}}`))
+	}
+	checkSequence(t, seq)
+	d := NewDecoder(Options{})
+	var models []string
+	for _, rec := range seq[:6] { // "m" twice: one string
+		if ev, _ := d.Decode(rec); ev.Message != nil && ev.Message.Role == "assistant" {
+			models = append(models, ev.Message.Model)
+		}
+	}
+	if len(models) != 2 || models[1] != "m" || unsafe.StringData(models[0]) != unsafe.StringData(models[1]) {
+		t.Errorf("models %q: not the remembered one", models)
 	}
 }

@@ -7,6 +7,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -286,6 +287,40 @@ type storage struct {
 	msg       Message
 	usageBuf  Usage
 	durations [3]float64 // durationMs, duration, ttft
+
+	// recent are the last values of fields that repeat from record to
+	// record (every answer's api, provider and model): a value equal to
+	// one takes it rather than a new copy.
+	recent [slots]string
+}
+
+// The fields storage.recent remembers.
+const (
+	slotAPI = iota
+	slotProvider
+	slotModel
+	slotResponseModel
+	slotThinkingLevel
+	slotToolName
+	slots
+)
+
+// text is decodeString for a field whose values repeat (st nil: Decode,
+// which remembers none).
+func (st *storage) text(v []byte, dst *string, slot int) bool {
+	if st == nil || v[0] != '"' {
+		return decodeString(v, dst)
+	}
+	in := v[1 : len(v)-1]
+	if r := st.recent[slot]; string(in) == r && bytes.IndexByte(in, '\\') < 0 {
+		*dst = r
+		return true
+	}
+	if !decodeString(v, dst) {
+		return false
+	}
+	st.recent[slot] = *dst
+	return true
 }
 
 // message is where a record's Message is decoded: st's storage, cleared,

@@ -221,7 +221,7 @@ func (s *scan) decodeFullIn(rec []byte, typ string, ev *Event, alias bool, st *s
 		case "toolCallId":
 			good = sn.first(12) && decodeString(v, &ev.ToolCallID)
 		case "toolName":
-			good = sn.first(13) && decodeString(v, &ev.ToolName)
+			good = sn.first(13) && st.text(v, &ev.ToolName, slotToolName)
 		case "args":
 			good = sn.first(14)
 			decodeRaw(v, &ev.Args, alias)
@@ -350,13 +350,13 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 		good = sn.first(1)
 		decodeRaw(val, &msg.Content, alias)
 	case "api":
-		good = sn.first(2) && decodeString(val, &msg.API)
+		good = sn.first(2) && st.text(val, &msg.API, slotAPI)
 	case "provider":
-		good = sn.first(3) && decodeString(val, &msg.Provider)
+		good = sn.first(3) && st.text(val, &msg.Provider, slotProvider)
 	case "model":
-		good = sn.first(4) && decodeString(val, &msg.Model)
+		good = sn.first(4) && st.text(val, &msg.Model, slotModel)
 	case "responseModel":
-		good = sn.first(5) && decodeString(val, &msg.ResponseModel)
+		good = sn.first(5) && st.text(val, &msg.ResponseModel, slotResponseModel)
 	case "responseId":
 		good = sn.first(6) && decodeString(val, &msg.ResponseID)
 	case "usage":
@@ -372,11 +372,11 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 	case "timestamp":
 		good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
 	case "thinkingLevel":
-		good = sn.first(13) && decodeString(val, &msg.ThinkingLevel)
+		good = sn.first(13) && st.text(val, &msg.ThinkingLevel, slotThinkingLevel)
 	case "toolCallId":
 		good = sn.first(14) && decodeString(val, &msg.ToolCallID)
 	case "toolName":
-		good = sn.first(15) && decodeString(val, &msg.ToolName)
+		good = sn.first(15) && st.text(val, &msg.ToolName, slotToolName)
 	case "isError":
 		good = sn.first(16) && decodeBool(val, &msg.IsError)
 	case "sections":

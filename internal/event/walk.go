@@ -376,6 +376,15 @@ func internValue(b []byte) string {
 		return "edit"
 	case "write":
 		return "write"
+	// Content block types, read by ToolCalls and BashCalls.
+	case "text":
+		return "text"
+	case "thinking":
+		return "thinking"
+	case "toolCall":
+		return "toolCall"
+	case "image":
+		return "image"
 	}
 	return string(b)
 }
