@@ -410,6 +410,25 @@ func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
 	return v, true
 }
 
+// MessageMembers calls fn with each top-level member of the message of
+// rec, the record Decode last decoded, as long as fn returns true: the key
+// as written (escapes and all) and the value, from the offsets its scan
+// recorded. ok is false, and fn not called, when the scan has not them
+// all, or cannot tell which member encoding/json reads as the message
+// (see Member).
+func (d *Decoder) MessageMembers(rec []byte, fn func(key, v []byte) bool) (ok bool) {
+	if v, ok := d.Member(rec, "message"); !ok || v == nil || !d.s.msg.valid {
+		return false
+	}
+	for k := range d.s.msg.n {
+		m := &d.s.msg.m[k]
+		if !fn(rec[m.keyStart:m.keyEnd], rec[m.valStart:m.valEnd]) {
+			break
+		}
+	}
+	return true
+}
+
 func decode(rec []byte, opts Options, s *scan, ev *Event, st *storage, alias bool) error {
 	err := decodeRecord(rec, opts, s, ev, st, alias)
 	if err == nil || errors.Is(err, ErrFieldDropped) {

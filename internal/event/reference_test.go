@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -236,6 +237,33 @@ func checkMember(t *testing.T, d *Decoder, rec []byte, decodeErr error) {
 		if !bytes.Equal(v, c.want) || (v == nil) != (c.want == nil) {
 			t.Fatalf("Member(%q, %q) = %q; encoding/json %q", truncated(rec), c.name, v, c.want)
 		}
+	}
+	checkMessageMembers(t, d, rec, ref.Message)
+}
+
+// checkMessageMembers holds Decoder.MessageMembers to Members of the
+// message encoding/json reads, want.
+func checkMessageMembers(t *testing.T, d *Decoder, rec []byte, want json.RawMessage) {
+	t.Helper()
+	var got, ref []string
+	if !d.MessageMembers(rec, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 { // as Members hands it over
+			var s string
+			if json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &s) != nil {
+				t.Fatalf("MessageMembers(%q): key %q", truncated(rec), k)
+			}
+			k = []byte(s)
+		}
+		got = append(got, string(k), string(v))
+		return true
+	}) {
+		return
+	}
+	if !Members(want, func(k, v []byte) bool {
+		ref = append(ref, string(k), string(v))
+		return true
+	}) || !slices.Equal(got, ref) {
+		t.Fatalf("MessageMembers(%q) = %q; Members of %q: %q", truncated(rec), got, truncated(want), ref)
 	}
 }
 

@@ -168,6 +168,28 @@ func (walker) toolResult(raw []byte) (toolResult, bool) {
 	return tr, ok
 }
 
+// MemberCarries reports whether the top-level member k: v of a tool
+// result (k as written, escapes and all) may give ParseWith anything: a
+// usage, nestedCalls, details that may hold runs or name a session file,
+// or a key that may spell one of them once unescaped or folded. A result
+// none of whose members carries anything gives ParseWith nothing, unless
+// it is over MaxBytes (Oversize), so a caller that has its members at
+// hand need not Probe it.
+func MemberCarries(k, v []byte) bool {
+	for _, c := range k {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	switch {
+	case key(k, "usage"), key(k, "nestedCalls"):
+		return true
+	case key(k, "details"):
+		return bytes.Contains(v, keyMessages) || bytes.Contains(v, keySessionFile)
+	}
+	return false
+}
+
 func (walker) object(raw []byte) (map[string]json.RawMessage, bool) {
 	m := map[string]json.RawMessage{}
 	ok := event.Members(raw, func(k, v []byte) bool {

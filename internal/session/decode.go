@@ -114,9 +114,11 @@ func (m *message) drop() {
 }
 
 // readNested keeps what a toolResult message carries for the mapper; the
-// raw message itself is not kept without content capture.
-func (m *message) readNested(sessions nested.SessionReader, from nested.Origin) {
-	if m.Role == "toolResult" && nested.Probe(m.Raw) {
+// raw message itself is not kept without content capture. nothing says
+// the message's members were seen to carry nothing (nested.MemberCarries):
+// then it is not searched.
+func (m *message) readNested(sessions nested.SessionReader, from nested.Origin, nothing bool) {
+	if m.Role == "toolResult" && !nothing && nested.Probe(m.Raw) {
 		m.nested = nested.ParseWith(m.Raw, nested.DefaultLimits, sessions, from)
 	}
 }
@@ -287,7 +289,7 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 			f.durations[i], *p = **p, &f.durations[i]
 		}
 	}
-	m.readNested(d.sessions, d.from)
+	m.readNested(d.sessions, d.from, m.Role == "toolResult" && d.carriesNothing(b, m))
 	m.summarize()
 	// The decoder's raw fields point into b: the caller's, which it
 	// reuses, unless content is captured (see decode).
@@ -301,6 +303,21 @@ func (d *decoder) fast(b []byte, ev *event.Event) (*entry, bool) {
 		e.persist = t
 	}
 	return e, true
+}
+
+// carriesNothing reports whether the message m of line b, as the event
+// decoder's scan recorded its members, carries nothing nested: most tool
+// results, whose output is then not searched again.
+func (d *decoder) carriesNothing(b []byte, m *message) bool {
+	if len(m.Raw) > nested.DefaultLimits.MaxBytes {
+		return false // counted as oversize, if Probe finds a key
+	}
+	carries := false
+	known := d.ev.MessageMembers(b, func(k, v []byte) bool {
+		carries = nested.MemberCarries(k, v)
+		return !carries
+	})
+	return known && !carries
 }
 
 // fastEntry is a message entry as fast builds it: the entry, its message
@@ -367,7 +384,7 @@ func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin
 		}
 		m.Raw = e.RawMsg
 		m.NoteFacts()
-		m.readNested(sessions, from)
+		m.readNested(sessions, from, false)
 		m.summarize()
 		e.msg = m
 	}
