@@ -1,7 +1,9 @@
 package event
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -125,5 +127,22 @@ func TestDecoderRecentValues(t *testing.T) {
 	}
 	if len(models) != 2 || models[1] != "m" || unsafe.StringData(models[0]) != unsafe.StringData(models[1]) {
 		t.Errorf("models %q: not the remembered one", models)
+	}
+}
+
+// Strings with escapes decode as encoding/json decodes them, those of one
+// byte by unescape and \u escapes by encoding/json.
+func TestDecodeStringEscapes(t *testing.T) {
+	for _, v := range []string{
+		`"a\nb"`, `"\"quoted\" \\ \/ \b\f\n\r\t"`, `"\\n"`, `"\\\\"`, `"x\\"`, `"\n"`, `"é\tü 😀\n"`,
+		`"\u00e9\n"`, `"a\nb\u0041"`, `"\ud83d\ude00"`, `"\ud800"`, `"\\u0041"`, `"line\n` + strings.Repeat(`more \"text\"\n`, 50) + `"`,
+	} {
+		var want, got string
+		if err := json.Unmarshal([]byte(v), &want); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if !decodeString([]byte(v), &got) || got != want {
+			t.Errorf("decodeString(%s) = %q, want %q", v, got, want)
+		}
 	}
 }

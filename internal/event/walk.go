@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -178,8 +179,12 @@ func decodeString(v []byte, dst *string) bool {
 			*dst = internValue(in)
 			return true
 		}
-		// Escapes: let encoding/json unquote, surrogates and all. (Into a
-		// local, so that dst does not escape to the heap.)
+		if s, ok := unescape(in); ok {
+			*dst = s
+			return true
+		}
+		// \u escapes: let encoding/json unquote, surrogates and all. (Into
+		// a local, so that dst does not escape to the heap.)
 		var s string
 		if json.Unmarshal(v, &s) != nil {
 			return false
@@ -188,6 +193,40 @@ func decodeString(v []byte, dst *string) bool {
 		return true
 	}
 	return false
+}
+
+// unescape is the body in of a valid JSON string unquoted, when its
+// escapes all stand for one byte (a prompt's or a section's newlines and
+// quotes); ok is false for a \u escape, which encoding/json decodes.
+func unescape(in []byte) (s string, ok bool) {
+	var b strings.Builder
+	b.Grow(len(in))
+	for {
+		j := bytes.IndexByte(in, '\\')
+		if j < 0 {
+			b.Write(in)
+			return b.String(), true
+		}
+		b.Write(in[:j])
+		c := in[j+1]
+		switch c {
+		case '"', '\\', '/':
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			return "", false
+		}
+		b.WriteByte(c)
+		in = in[j+2:]
+	}
 }
 
 // decodeNumber decodes a number field: null leaves it alone, a value of
