@@ -244,8 +244,9 @@ func (d *decoder) decode(b []byte) (*entry, error) {
 		return fast, nil
 	}
 	// Fields of shapes a stream record would not have (an entry is not
-	// one), or lines of unusual shape: encoding/json decides.
-	e, err := decodeEntryWith(b, d.sessions, d.from)
+	// one), or lines of unusual shape: encoding/json decides. The scan
+	// has found the line valid JSON unless it said otherwise.
+	e, err := decodeEntryChecked(b, d.sessions, d.from, !errors.Is(err, event.ErrInvalidJSON))
 	if err == nil && d.calls && e.msg != nil && e.msg.Role == "assistant" {
 		e.msg.bashCalls = event.BashCalls(e.msg.Content)
 	}
@@ -361,8 +362,15 @@ func parentOf(v []byte, s *string, dst **string) bool {
 // decodeEntryWith decodes one entry line with encoding/json, reading
 // child session files with sessions, named in from.
 func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin) (*entry, error) {
+	return decodeEntryChecked(b, sessions, from, false)
+}
+
+// decodeEntryChecked is decodeEntryWith; valid says b is known to be
+// valid JSON (the event decoder's scan, which json.Valid agrees with,
+// accepted it), so that it is not checked again.
+func decodeEntryChecked(b []byte, sessions nested.SessionReader, from nested.Origin, valid bool) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
-	if !json.Valid(b) {
+	if !valid && !json.Valid(b) {
 		return nil, errDamaged
 	}
 	e := &entry{}
