@@ -3,6 +3,9 @@ package event
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -143,6 +146,32 @@ func TestDecodeStringEscapes(t *testing.T) {
 		}
 		if !decodeString([]byte(v), &got) || got != want {
 			t.Errorf("decodeString(%s) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Short decimals read without strconv are the float64s strconv reads.
+func TestShortDecimalAsParseFloat(t *testing.T) {
+	cases := []string{"0", "-0", "1", "0.5", "-0.25", "1.50", "0.00012", "0.050355", "1796448954354", "999999999999999",
+		"0.999999999999999", "9007199254740993", "1234567890123456", "0.1", "0.3", "2.675", "1e5", "1.", "-", ""}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		digits := 1 + r.IntN(15)
+		n := r.Uint64N(uint64(pow10[digits]))
+		s := strconv.FormatUint(n, 10)
+		if p := r.IntN(len(s) + 1); p > 0 && p < len(s) {
+			s = s[:p] + "." + s[p:]
+		}
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, s := range cases {
+		want, err := strconv.ParseFloat(s, 64)
+		got, ok := shortDecimal([]byte(s))
+		if ok && (err != nil || math.Float64bits(got) != math.Float64bits(want)) {
+			t.Fatalf("shortDecimal(%q) = %v; strconv %v, %v", s, got, want, err)
 		}
 	}
 }

@@ -275,9 +275,54 @@ func decodeInt(v []byte, dst *int) bool {
 func decodeFloat(v []byte, dst *float64) bool { return decodeNumber(v, dst, parseFloat) }
 
 func parseFloat(v []byte) (float64, bool) {
+	if f, ok := shortDecimal(v); ok {
+		return f, true
+	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	return f, err == nil
 }
+
+// shortDecimal reads a number of at most 15 digits and no exponent (a
+// cost, a duration, a timestamp in ms) exactly as strconv.ParseFloat
+// does: its digits and the power of ten it divides by are both exact
+// float64s, and one division of exact values rounds correctly. ok is false
+// for any other number.
+func shortDecimal(v []byte) (float64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	var mant uint64
+	digits, frac := 0, -1 // frac: digits after the point; -1 before it
+	for _, c := range v {
+		switch {
+		case c-'0' <= 9:
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0:
+			frac = 0
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || frac == 0 {
+		return 0, false
+	}
+	f := float64(mant)
+	if frac > 0 {
+		f /= pow10[frac]
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// pow10 are the powers of ten shortDecimal divides by, all exact.
+var pow10 = [16]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 // decodePtr decodes a pointer field as encoding/json does: null sets it
 // to nil, any other value to a new T that dec fills.
