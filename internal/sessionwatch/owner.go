@@ -124,7 +124,7 @@ func (o *Owner) pinned(path, id string) bool {
 // without a header), but for a line that is not JSON: a damaged header
 // pins nothing.
 func readHeader(path string) (event.Header, bool) {
-	fh, err := os.Open(path)
+	fh, err := openFile(path)
 	if err != nil {
 		return event.Header{}, false
 	}

@@ -95,7 +95,7 @@ func (f *Follower) startRead(fi *file) *aRead {
 			return nil
 		}
 	}
-	fh, err := os.Open(fi.path)
+	fh, err := openFile(fi.path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			f.logOnce("open "+fi.path, "reading %s: %v", fi.path, err)
@@ -280,7 +280,7 @@ func (f *Follower) readLast(fi *file) {
 		return
 	}
 	fi.lastTried = fi.size
-	fh, err := os.Open(fi.path)
+	fh, err := openFile(fi.path)
 	if err != nil {
 		return
 	}

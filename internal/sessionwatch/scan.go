@@ -380,7 +380,7 @@ func tailOf(path string, off int64) uint32 {
 	if off <= 0 {
 		return 0
 	}
-	fh, err := os.Open(path)
+	fh, err := openFile(path)
 	if err != nil {
 		return 0
 	}
