@@ -175,9 +175,9 @@ const maxReportLanes = 8
 // down. It returns how many files were found.
 func readHistory(ctx context.Context, sp *sessionPipeline, paths []string, logf func(string, ...any)) (int, error) {
 	n := min(runtime.GOMAXPROCS(0), maxReportLanes)
-	var groups map[string]int
+	var parts *sessionwatch.Parts
 	if n > 1 {
-		groups = sessionwatch.Partition(paths, n)
+		parts = sessionwatch.Partition(paths, n)
 	}
 	flush := &lastFlush{left: n, to: sp.flush}
 	followers := make([]*sessionwatch.Follower, n)
@@ -191,7 +191,7 @@ func readHistory(ctx context.Context, sp *sessionPipeline, paths []string, logf 
 		fcfg.Logf = logf
 		fcfg.Flush = flush.flush
 		if n > 1 {
-			fcfg.Accept = func(p string) (ok, decided bool) { return groups[p] == i, true }
+			fcfg.Share = parts.Share(i)
 		}
 		done, finished := context.WithCancel(ctx)
 		fcfg.Ready = finished // the history is read: stop, and close what is open
@@ -205,7 +205,11 @@ func readHistory(ctx context.Context, sp *sessionPipeline, paths []string, logf 
 		})
 	}
 	wg.Wait()
-	return followers[0].Stats().Files, errors.Join(errs...)
+	files := 0
+	for _, f := range followers {
+		files += f.Stats().Files // each file is one share's
+	}
+	return files, errors.Join(errs...)
 }
 
 // lastFlush serializes the followers' flushes of one pipeline; only the

@@ -81,6 +81,11 @@ type Config struct {
 	// followed at all (pi-otel run: only the files its Pi writes). It is
 	// asked again while it answers decided=false.
 	Accept func(path string) (ok, decided bool)
+	// Share, if set, is the part of a history (Partition) this follower
+	// reads, others reading the rest: the other parts' files are passed
+	// over, not even stat'd, and the first scan orders its own by what
+	// Partition read of them.
+	Share *Share
 	// Flush exports what has been traced and returns nil only if the
 	// exporter accepted every span. final is the last call, at exit.
 	Flush func(ctx context.Context, final bool) error

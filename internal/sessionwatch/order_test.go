@@ -42,4 +42,14 @@ func TestFirstScanReadsParentsFirst(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("order\n%q\nwant\n%q", got, want)
 	}
+	// The same from what Partition read, with nothing read again.
+	f = New(Config{Share: Partition([]string{dir}, 1).Share(0)})
+	for _, p := range walked {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.bySession(slices.Clone(walked)); !slices.Equal(got, want) {
+		t.Errorf("order from a share\n%q\nwant\n%q", got, want)
+	}
 }

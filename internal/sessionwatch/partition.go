@@ -9,22 +9,76 @@ import (
 	"strings"
 )
 
+// Parts is a history split by Partition.
+type Parts struct {
+	files map[string]part // by the path a Follower's walk gives
+	byID  map[fileID]part // the same, by identity
+}
+
+// part is what Partition saw of a file: its group, and what a first scan
+// orders it by (bySession), so that the follower of its group need not
+// look again.
+type part struct {
+	group                  int
+	session, parentSession string
+	size                   int64
+}
+
+// Share is group i, for Config.Share.
+func (p *Parts) Share(i int) *Share { return &Share{parts: p, group: i} }
+
+// Share is one group of Parts: the files one Follower reads.
+type Share struct {
+	parts *Parts
+	group int
+}
+
+// The methods take a nil Share: a follower that reads every file.
+
+// seen is what Partition saw of path, if it saw it.
+func (s *Share) seen(path string) (part, bool) {
+	if s == nil {
+		return part{}, false
+	}
+	pt, ok := s.parts.files[path]
+	return pt, ok
+}
+
+// other reports whether a file Partition saw at path is another share's:
+// passed over before it is even stat'd.
+func (s *Share) other(path string) bool {
+	pt, ok := s.seen(path)
+	return ok && pt.group != s.group
+}
+
+// otherFile reports whether a file at a path Partition did not see is
+// another share's: one it saw under another name (renamed since), the
+// same file by identity and by its header, is that name's share's; a
+// new file is group 0's.
+func (s *Share) otherFile(path string, id fileID) bool {
+	if _, ok := s.seen(path); ok || s == nil {
+		return false // decided by its path
+	}
+	g := 0
+	if pt, ok := s.parts.byID[id]; ok && headerSession(path) == pt.session {
+		g = pt.group
+	}
+	return g != s.group
+}
+
 // Partition splits the session files under roots into at most n groups
-// that can be read apart, each by a Follower of its own that accepts only
-// its group (Config.Accept), for a history read on several cores. What
+// that can be read apart, each by a Follower of its own that reads only
+// its group (Config.Share), for a history read on several cores. What
 // one Follower must see together is in one group: the files of one
 // session (copies, a second name), which its ledger counts once, and a
 // child session or a fork with the file its header names
 // (parentSession), whose trace notes the child's tool. Groups are
-// balanced by size. It returns each file's group, by the path a
-// Follower's walk gives it; a file it did not see (written since) is
-// group 0's.
-func Partition(roots []string, n int) map[string]int {
+// balanced by size.
+func Partition(roots []string, n int) *Parts {
 	type cand struct {
-		path          string
-		session       string
-		parentSession string
-		size          int64
+		path string
+		part
+		id fileID
 	}
 	var cs []cand
 	for _, r := range roots {
@@ -34,7 +88,7 @@ func Partition(roots []string, n int) map[string]int {
 			}
 			c := cand{path: p}
 			if info, err := d.Info(); err == nil {
-				c.size = info.Size()
+				c.size, c.id = info.Size(), identity(info)
 			}
 			h, _ := readHeader(p)
 			c.session, c.parentSession = h.ID, h.ParentSession
@@ -42,8 +96,9 @@ func Partition(roots []string, n int) map[string]int {
 			return nil
 		})
 	}
-	// Union-find over the files: joined by a shared session id and by a
-	// header's parentSession.
+	// Union-find over the files: joined by a shared session id, by a
+	// header's parentSession, and by identity (two names of one file,
+	// which a follower reads once: under the name it comes to first).
 	up := make([]int, len(cs))
 	for i := range up {
 		up[i] = i
@@ -58,8 +113,16 @@ func Partition(roots []string, n int) map[string]int {
 	join := func(i, j int) { up[root(i)] = root(j) }
 	byPath := make(map[string]int, len(cs))
 	bySession := map[string]int{}
+	byID := make(map[fileID]int, len(cs))
 	for i, c := range cs {
 		byPath[filepath.Clean(c.path)] = i
+		if c.id != (fileID{}) {
+			if j, ok := byID[c.id]; ok {
+				join(i, j)
+			} else {
+				byID[c.id] = i
+			}
+		}
 		if c.session == "" {
 			continue
 		}
@@ -91,9 +154,13 @@ func Partition(roots []string, n int) map[string]int {
 		group[r] = g
 		load[g] += sizes[r]
 	}
-	out := make(map[string]int, len(cs))
+	out := &Parts{files: make(map[string]part, len(cs)), byID: make(map[fileID]part, len(cs))}
 	for i, c := range cs {
-		out[c.path] = group[root(i)]
+		c.group = group[root(i)]
+		out.files[c.path] = c.part
+		if c.id != (fileID{}) {
+			out.byID[c.id] = c.part
+		}
 	}
 	return out
 }

@@ -17,6 +17,11 @@ import (
 // gone waits to be found again (see vanished).
 func (f *Follower) refresh(fi *file) {
 	st, err := os.Stat(fi.path)
+	f.refreshAs(fi, st, err)
+}
+
+// refreshAs is refresh with the stat of fi.path taken.
+func (f *Follower) refreshAs(fi *file, st os.FileInfo, err error) {
 	if err != nil || !st.Mode().IsRegular() {
 		f.vanished(fi)
 		return

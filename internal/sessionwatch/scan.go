@@ -67,6 +67,9 @@ func (f *Follower) walk(dir string, initial bool) []string {
 		if !d.Type().IsRegular() || !strings.HasSuffix(p, ".jsonl") {
 			return nil
 		}
+		if f.cfg.Share.other(p) {
+			return nil
+		}
 		if initial {
 			later = append(later, p)
 		} else if fi := f.touch(p, false); fi != nil {
@@ -145,11 +148,15 @@ func (f *Follower) bySession(paths []string) []string {
 	cs := make([]cand, 0, len(paths))
 	for _, p := range paths {
 		c := cand{path: p}
-		if st, err := os.Stat(p); err == nil {
-			c.size = st.Size()
+		if pt, ok := f.cfg.Share.seen(p); ok {
+			c.size, c.session, c.parentSession = pt.size, pt.session, pt.parentSession
+		} else {
+			if st, err := os.Stat(p); err == nil {
+				c.size = st.Size()
+			}
+			h, _ := readHeader(p)
+			c.session, c.parentSession = h.ID, h.ParentSession
 		}
-		h, _ := readHeader(p)
-		c.session, c.parentSession = h.ID, h.ParentSession
 		f.headers[p] = c.session
 		g, ok := groups[c.session]
 		if !ok || c.session == "" {
@@ -246,11 +253,17 @@ func (f *Follower) touch(path string, initial bool) *file {
 	}
 	fi := f.files[path]
 	if fi == nil {
+		if f.cfg.Share.other(path) {
+			return nil
+		}
 		st, err := os.Stat(path)
 		if err != nil || !st.Mode().IsRegular() {
 			return nil
 		}
 		id := identity(st)
+		if f.cfg.Share.otherFile(path, id) {
+			return nil
+		}
 		other := f.byID[id]
 		if other != nil && other.session != "" && headerSession(path) != other.session {
 			// Its inode, freed, now holds another session: that file is
@@ -268,6 +281,8 @@ func (f *Follower) touch(path string, initial bool) *file {
 			f.files[path] = fi
 			f.byID[id] = fi
 		}
+		f.refreshAs(fi, st, nil) // the stat just taken: nothing was read since
+		return f.files[path]
 	}
 	f.refresh(fi)
 	return f.files[path] // another file, if fi was replaced under its name
