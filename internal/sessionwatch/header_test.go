@@ -49,7 +49,8 @@ func FuzzHeaderMatchesReference(f *testing.F) {
 		if err := os.WriteFile(p, append(first, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		line, _ := firstLine(mustOpen(t, p)) // what readHeader reads of it
+		var buf []byte
+		line, _, _ := firstLine(mustOpen(t, p), &buf) // what readHeader reads of it
 		h, complete := readHeader(p)
 		if _, wid, wparent, _ := referenceHeader(line); !complete || h.ID != wid || h.ParentSession != wparent {
 			t.Fatalf("readHeader of %q = %q, %q, %v; want %q, %q", first, h.ID, h.ParentSession, complete, wid, wparent)

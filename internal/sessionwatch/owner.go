@@ -124,12 +124,19 @@ func (o *Owner) pinned(path, id string) bool {
 // without a header), but for a line that is not JSON: a damaged header
 // pins nothing.
 func readHeader(path string) (event.Header, bool) {
+	var buf []byte
+	return readHeaderInto(path, &buf)
+}
+
+// readHeaderInto is readHeader reading into *buf, which one may keep
+// for the next.
+func readHeaderInto(path string, buf *[]byte) (event.Header, bool) {
 	fh, err := openFile(path)
 	if err != nil {
 		return event.Header{}, false
 	}
 	defer fh.Close()
-	first, ok := firstLine(fh)
+	first, _, ok := firstLine(fh, buf)
 	if !ok {
 		return event.Header{}, false
 	}

@@ -79,6 +79,8 @@ type aRead struct {
 	fh    *os.File
 	ahead *readahead.Ahead
 	buf   *[]byte
+	// have is how many bytes from readOff on buf holds already.
+	have int
 }
 
 // startRead opens fi, makes its tracer if it has none, and begins reading
@@ -112,21 +114,32 @@ func (f *Follower) startRead(fi *file) *aRead {
 		// over it, an editor's save): the bytes read are another file's.
 		f.rewritten(fi)
 	}
-	if fi.tr == nil && !f.newTracer(fi, fh) {
-		fh.Close()
-		return nil
-	}
-	if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
-		fh.Close()
-		return nil
-	}
 	r := &aRead{fi: fi, fh: fh}
+	if fi.tr == nil {
+		// The header is read into the buffer the lines are read into,
+		// and what came with it is not read again: fh is at r.have.
+		r.buf = f.buffer()
+		if len(*r.buf) == 0 {
+			*r.buf = make([]byte, readSize)
+		}
+		ok := false
+		if r.have, ok = f.newTracer(fi, fh, r.buf); !ok {
+			f.putBuffer(r.buf)
+			fh.Close()
+			return nil
+		}
+	} else if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
+		fh.Close()
+		return nil
+	}
 	if p, ok := fi.tr.(Predecoder); ok {
 		// Its own buffer: the file before may still be read into another.
-		r.buf = f.buffer()
-		decode, from := p.Predecode(), fi.readOff
+		if r.buf == nil {
+			r.buf = f.buffer()
+		}
+		decode, from, have := p.Predecode(), fi.readOff, r.have
 		r.ahead = readahead.Start(func(emit func(func(), int)) {
-			f.readLines(fh, from, r.buf, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
+			f.readLines(fh, from, r.buf, have, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
 		})
 	}
 	return r
@@ -139,12 +152,17 @@ func (f *Follower) endRead(r *aRead) {
 	defer fh.Close()
 	if r.ahead != nil {
 		r.ahead.Drain(func(n int) { f.fed(fi, n) })
-		f.bufs = append(f.bufs, r.buf)
+		f.putBuffer(r.buf)
 		if fi.tr == nil {
 			return // the file was let go while it was read (settle)
 		}
 	} else {
-		f.readLines(fh, fi.readOff, &f.buf, func(off int64, line []byte, n int) {
+		buf := &f.buf
+		if r.buf != nil {
+			buf = r.buf // it holds the header
+			defer f.putBuffer(buf)
+		}
+		f.readLines(fh, fi.readOff, buf, r.have, func(off int64, line []byte, n int) {
 			fi.tr.Line(off, line)
 			f.fed(fi, n)
 		})
@@ -188,32 +206,48 @@ func (f *Follower) buffer() *[]byte {
 	return new([]byte)
 }
 
-// readLines calls line with each complete line of fh from off on (fh is
-// at off), and the line's length with its LF; line is only valid during
-// the call. It stops at a line still being written. *buf is the buffer it
-// reads into, grown for a long line; a huge line's is not kept.
-func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, line func(off int64, b []byte, n int)) {
+// putBuffer keeps a read ahead's buffer for the next; not one a huge
+// first line grew (readLines lets go of those too).
+func (f *Follower) putBuffer(b *[]byte) {
+	if len(*b) > 1<<20 {
+		*b = nil
+	}
+	f.bufs = append(f.bufs, b)
+}
+
+// readLines calls line with each complete line of fh from off on, and
+// the line's length with its LF; line is only valid during the call. It
+// stops at a line still being written. *buf is the buffer it reads into,
+// grown for a long line; a huge line's is not kept. Its first have bytes
+// are the file's from off on, read already: fh is at off+have.
+func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, have int, line func(off int64, b []byte, n int)) {
 	defer func() {
 		if len(*buf) > 1<<20 {
 			*buf = nil // a huge line (an image) is not kept for the next read
 		}
 	}()
 	if *buf == nil {
-		*buf = make([]byte, 64<<10)
+		*buf = make([]byte, readSize)
 	}
-	have := 0 // bytes in buf, starting at off
+	pre := have > 0 // split first, as if just read
 	for {
 		if f.ctx != nil && f.ctx.Err() != nil && !f.final {
 			return // a signal: the rest is read at the next start
 		}
-		if have == len(*buf) { // one line longer than the buffer
-			if *buf = lineBuffer(fh, off, *buf); *buf == nil {
-				return // a line still being written: read it whole later
+		var n int
+		var err error
+		if pre {
+			pre, n = false, have
+		} else {
+			if have == len(*buf) { // one line longer than the buffer
+				if *buf = lineBuffer(fh, off, *buf); *buf == nil {
+					return // a line still being written: read it whole later
+				}
 			}
+			n, err = fh.Read((*buf)[have:])
+			have += n
 		}
 		b := *buf
-		n, err := fh.Read(b[have:])
-		have += n
 		start := 0
 		for {
 			i := bytes.IndexByte(b[start:have], '\n')
@@ -225,11 +259,11 @@ func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, line func(off 
 			start += i + 1
 		}
 		have = copy(b, b[start:have])
-		if len(b) > 1<<20 && have <= 64<<10 {
+		if len(b) > 1<<20 && have <= readSize {
 			// A long line is read: back to a small buffer, so that the
 			// next long line is not read into this one and copied out of
 			// it with both alive (two 200 MB lines took 400 MB).
-			small := make([]byte, 64<<10)
+			small := make([]byte, readSize)
 			copy(small, b[:have])
 			*buf = small
 		}
@@ -332,16 +366,18 @@ func checksumAt(fh *os.File, off int64) uint32 {
 }
 
 // newTracer builds fi's tracer once its first line is whole. A tracer
-// starts at the top of the file; the claims skip what was traced.
-func (f *Follower) newTracer(fi *file, fh *os.File) bool {
-	first, ok := firstLine(fh)
+// starts at the top of the file; the claims skip what was traced. fh is
+// at the start, and the first line is read into *buf; it returns how many
+// bytes *buf holds.
+func (f *Follower) newTracer(fi *file, fh *os.File, buf *[]byte) (int, bool) {
+	first, have, ok := firstLine(fh, buf)
 	if !ok {
-		return false // not even a whole header yet
+		return 0, false // not even a whole header yet
 	}
 	if f.cfg.IsSession != nil && !f.cfg.IsSession(first) {
 		fi.notSess = true
 		f.logOnce("not "+fi.path, "%s is not a Pi session file (its first line is neither a session header nor an entry); not followed", fi.path)
-		return false
+		return 0, false
 	}
 	var entry bool
 	fi.session, entry = sessionOf(first)
@@ -350,33 +386,50 @@ func (f *Follower) newTracer(fi *file, fh *os.File) bool {
 	}
 	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.skip, Claims: f.ledger})
 	fi.readOff = 0
-	return true
+	return have, true
 }
 
-// firstLine reads the first complete line of fh: its header. oh-my-pi
-// writes a title line before the header (a slot it rewrites in place,
-// {"type":"title",…}); its header is the line after it.
-func firstLine(fh *os.File) ([]byte, bool) {
-	var b []byte
-	chunk := make([]byte, 4096)
-	start := 0
+// readSize is how much of a file one read takes.
+const readSize = 64 << 10
+
+// firstLine reads the first complete line of fh, which is at its start:
+// its header. oh-my-pi writes a title line before the header (a slot it
+// rewrites in place, {"type":"title",…}); its header is the line after
+// it. It reads into *buf (4 KiB if it has no room), grown for a long
+// line, and returns the line, in *buf, and how many bytes *buf holds.
+// A line still being written leaves *buf nil.
+func firstLine(fh *os.File, buf *[]byte) (line []byte, have int, ok bool) {
+	if len(*buf) == 0 {
+		*buf = make([]byte, 4096)
+	}
+	start, scanned := 0, 0 // the line's start; where the search for its LF goes on
 	for {
-		n, err := fh.Read(chunk)
-		b = append(b, chunk[:n]...)
+		if have == len(*buf) {
+			// Room for all up to the next LF, at once (lineBuffer).
+			if *buf = lineBuffer(fh, 0, *buf); *buf == nil {
+				return nil, have, false
+			}
+		}
+		b := *buf
+		n, err := fh.Read(b[have:])
+		have += n
 		for {
-			i := bytes.IndexByte(b[start:], '\n')
+			i := bytes.IndexByte(b[scanned:have], '\n')
 			if i < 0 {
+				scanned = have
 				break
 			}
-			line := bytes.TrimSuffix(b[start:start+i], []byte{'\r'})
+			end := scanned + i
+			line := bytes.TrimSuffix(b[start:end], []byte{'\r'})
+			scanned = end + 1
 			if start == 0 && bytes.HasPrefix(line, titlePrefix) {
-				start = i + 1
+				start = end + 1
 				continue
 			}
-			return line, true
+			return line, have, true
 		}
 		if err != nil || n == 0 {
-			return nil, false
+			return nil, have, false
 		}
 	}
 }

@@ -146,6 +146,7 @@ func (f *Follower) bySession(paths []string) []string {
 	groups := map[string]int{}
 	byPath := make(map[string]int, len(paths))
 	cs := make([]cand, 0, len(paths))
+	var buf []byte // the headers', one after the other
 	for _, p := range paths {
 		c := cand{path: p}
 		if pt, ok := f.cfg.Share.seen(p); ok {
@@ -154,7 +155,7 @@ func (f *Follower) bySession(paths []string) []string {
 			if st, err := os.Stat(p); err == nil {
 				c.size = st.Size()
 			}
-			h, _ := readHeader(p)
+			h, _ := readHeaderInto(p, &buf)
 			c.session, c.parentSession = h.ID, h.ParentSession
 		}
 		f.headers[p] = c.session
