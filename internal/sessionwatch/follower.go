@@ -82,9 +82,10 @@ type Config struct {
 	// asked again while it answers decided=false.
 	Accept func(path string) (ok, decided bool)
 	// Share, if set, is the part of a history (Partition) this follower
-	// reads, others reading the rest: the other parts' files are passed
-	// over, not even stat'd, and the first scan orders its own by what
-	// Partition read of them.
+	// reads, others reading the rest: its first scan passes over the
+	// other parts' files before it stats them, and orders its own by
+	// what Partition read of them; later scans tell a file moved since
+	// by its identity.
 	Share *Share
 	// Flush exports what has been traced and returns nil only if the
 	// exporter accepted every span. final is the last call, at exit.

@@ -22,6 +22,7 @@ type part struct {
 	group                  int
 	session, parentSession string
 	size                   int64
+	id                     fileID
 }
 
 // Share is group i, for Config.Share.
@@ -44,24 +45,29 @@ func (s *Share) seen(path string) (part, bool) {
 	return pt, ok
 }
 
-// other reports whether a file Partition saw at path is another share's:
-// passed over before it is even stat'd.
+// other reports whether a file Partition saw at path is another share's,
+// by its path alone: the first scan passes over it before it stats it.
 func (s *Share) other(path string) bool {
 	pt, ok := s.seen(path)
 	return ok && pt.group != s.group
 }
 
-// otherFile reports whether a file at a path Partition did not see is
-// another share's: one it saw under another name (renamed since), the
-// same file by identity and by its header, is that name's share's; a
-// new file is group 0's.
+// otherFile reports whether the file at path, of identity id, is another
+// share's. The file Partition saw there is that path's share's; a file
+// it saw under another name (moved or renamed since, over another file
+// maybe), the same by identity and by its header, that name's; a new
+// file, the path's, or group 0's at a path it did not see.
 func (s *Share) otherFile(path string, id fileID) bool {
-	if _, ok := s.seen(path); ok || s == nil {
-		return false // decided by its path
+	if s == nil {
+		return false
 	}
-	g := 0
-	if pt, ok := s.parts.byID[id]; ok && headerSession(path) == pt.session {
-		g = pt.group
+	pt, seen := s.parts.files[path]
+	if seen && pt.id == id {
+		return pt.group != s.group
+	}
+	g := pt.group // 0 if not seen
+	if o, ok := s.parts.byID[id]; ok && headerSession(path) == o.session {
+		g = o.group
 	}
 	return g != s.group
 }
@@ -78,7 +84,6 @@ func Partition(roots []string, n int) *Parts {
 	type cand struct {
 		path string
 		part
-		id fileID
 	}
 	var cs []cand
 	var buf []byte // the headers', one after the other

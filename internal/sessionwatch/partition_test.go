@@ -2,9 +2,9 @@ package sessionwatch
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,11 +60,25 @@ func TestPartitionKeepsSessionTreesTogether(t *testing.T) {
 	}
 }
 
-// Followers that each read one share of a Partition read every file
-// once between them: two names of one file are one share's, a file
-// renamed since is read on by the share that read it, and a new file is
-// one share's.
-func TestSharesReadEachFileOnce(t *testing.T) {
+// Followers that each read one share of a Partition trace what one
+// follower of every file traces, each run once: two names of one file
+// are one share's, and after the first scan a file renamed to a new name,
+// one renamed over a file of another share, and a new file are each read
+// by one follower.
+func TestSharesTraceWhatOneFollowerTraces(t *testing.T) {
+	one := sharedScan(t, 1)
+	two := sharedScan(t, 2)
+	if !slices.Equal(one, two) {
+		t.Errorf("traced by two shares\n%v\nby one follower\n%v", two, one)
+	}
+	if len(slices.Compact(slices.Clone(one))) != len(one) {
+		t.Errorf("a run traced twice: %v", one)
+	}
+}
+
+// sharedScan runs the scenario of TestSharesTraceWhatOneFollowerTraces
+// with n followers and returns the runs traced, sorted.
+func sharedScan(t *testing.T, n int) []string {
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
 	write := func(name string, pad int) {
@@ -76,36 +90,46 @@ func TestSharesReadEachFileOnce(t *testing.T) {
 		}
 	}
 	write("a.jsonl", 300) // the largest: group 0
-	write("b.jsonl", 200) // the next: group 1
-	write("c.jsonl", 10)
+	write("b.jsonl", 500) // the next: group 1
+	write("z.jsonl", 150) // group 1 too
+	write("c.jsonl", 10)  // group 0 (a counts twice)
 	write("d.jsonl", 10)
 	if err := os.Link(path("a.jsonl"), path("e.jsonl")); err != nil {
 		t.Skip(err)
 	}
-	parts := Partition([]string{dir}, 2)
-	if a, e := parts.files[path("a.jsonl")].group, parts.files[path("e.jsonl")].group; a != e {
-		t.Fatalf("two names of one file in groups %d and %d", a, e)
-	}
-	if g := parts.files[path("b.jsonl")].group; g != 1 {
-		t.Fatalf("b.jsonl in group %d, want 1", g)
+	var parts *Parts
+	if n > 1 {
+		parts = Partition([]string{dir}, n)
+		group := func(name string) int { return parts.files[path(name)].group }
+		if group("a.jsonl") != group("e.jsonl") {
+			t.Fatalf("two names of one file in groups %d and %d", group("a.jsonl"), group("e.jsonl"))
+		}
+		if group("b.jsonl") != 1 || group("z.jsonl") != 1 || group("c.jsonl") != 0 {
+			t.Fatalf("groups b %d, z %d, c %d; want 1, 1, 0", group("b.jsonl"), group("z.jsonl"), group("c.jsonl"))
+		}
 	}
 	b := &book{}
 	var fs []*Follower
-	for i := range 2 {
-		f := New(Config{
+	for i := range n {
+		cfg := Config{
 			Dirs: []string{dir}, NewTracer: b.newTracer, Flush: b.flush, Since: SinceAll,
 			IsSession: func(first []byte) bool { return string(first) == "H" },
-			Share:     parts.Share(i),
-		})
+		}
+		if parts != nil {
+			cfg.Share = parts.Share(i)
+		}
+		f := New(cfg)
 		if err := f.load(); err != nil {
 			t.Fatal(err)
 		}
 		f.scan(true)
 		fs = append(fs, f)
 	}
-	// After the first scan: b renamed (its runs are read), a new file.
-	if err := os.Rename(path("b.jsonl"), path("moved.jsonl")); err != nil {
-		t.Fatal(err)
+	// After the first scan: b renamed to a new name, z over c, a new file.
+	for _, mv := range [][2]string{{"b.jsonl", "moved.jsonl"}, {"z.jsonl", "c.jsonl"}} {
+		if err := os.Rename(path(mv[0]), path(mv[1])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(path("new.jsonl"), []byte("H\nU\nA\nU\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -120,18 +144,8 @@ func TestSharesReadEachFileOnce(t *testing.T) {
 		files += f.Stats().Files
 	}
 	if files != 5 {
-		t.Errorf("%d files followed, want 5: a (e its second name), b (as moved), c, d, new", files)
+		t.Errorf("%d followers: %d files followed, want 5: a (e its second name), b (as moved), z (as c), d, new", n, files)
 	}
-	traced := map[string]int{}
-	for _, k := range b.traced {
-		traced[strings.SplitN(k, "@", 2)[0]]++
-	}
-	want := map[string]int{"b.jsonl": 2, "c.jsonl": 2, "d.jsonl": 2, "new.jsonl": 2}
-	// a's runs, under whichever of its names was read.
-	traced["a.jsonl"] += traced["e.jsonl"]
-	delete(traced, "e.jsonl")
-	want["a.jsonl"] = 2
-	if !maps.Equal(traced, want) {
-		t.Errorf("runs traced per file %v, want %v (all: %v)", traced, want, b.traced)
-	}
+	slices.Sort(b.traced)
+	return b.traced
 }

@@ -67,11 +67,10 @@ func (f *Follower) walk(dir string, initial bool) []string {
 		if !d.Type().IsRegular() || !strings.HasSuffix(p, ".jsonl") {
 			return nil
 		}
-		if f.cfg.Share.other(p) {
-			return nil
-		}
 		if initial {
-			later = append(later, p)
+			if !f.cfg.Share.other(p) {
+				later = append(later, p)
+			}
 		} else if fi := f.touch(p, false); fi != nil {
 			found = append(found, fi.path)
 		}
@@ -254,9 +253,6 @@ func (f *Follower) touch(path string, initial bool) *file {
 	}
 	fi := f.files[path]
 	if fi == nil {
-		if f.cfg.Share.other(path) {
-			return nil
-		}
 		st, err := os.Stat(path)
 		if err != nil || !st.Mode().IsRegular() {
 			return nil
