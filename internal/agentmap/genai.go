@@ -90,7 +90,13 @@ func (m *Mapper) summaryCall(c *compaction, u *event.Usage, summary string, at t
 	if !c.path.IsRoot() {
 		base = c.path.String()
 	}
+	path, parent := spanid.Path{Base: base, Kind: "summary"}, c.ctx
+	if c.run == nil && m.run == nil && m.ident.key != "" {
+		// An idle compaction's trace is named by the input (compactionStart),
+		// and so is its call: start names spans only within a run.
+		parent = spanid.WithKey(parent, m.ident.key, path)
+	}
 	s := new(span)
-	m.start(s, c.ctx, spanid.Path{Base: base, Kind: "summary"}, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
+	m.start(s, parent, path, vocab.SpanChat.Name(model), trace.SpanKindClient, c.start, attrs...)
 	s.finish(at)
 }
