@@ -150,6 +150,17 @@ func TestDecodeStringEscapes(t *testing.T) {
 	}
 }
 
+// A value cut after a backslash, which no scan of valid JSON gives but a
+// caller might, is refused as encoding/json refuses it, not a panic.
+func TestDecodeStringLoneBackslash(t *testing.T) {
+	for _, v := range []string{`"a\"`, `"\"`, `"a\nb\"`} {
+		var got string
+		if decodeString([]byte(v), &got) {
+			t.Errorf("decodeString(%s) = %q, want a refusal", v, got)
+		}
+	}
+}
+
 // Short decimals read without strconv are the float64s strconv reads.
 func TestShortDecimalAsParseFloat(t *testing.T) {
 	cases := []string{"0", "-0", "1", "0.5", "-0.25", "1.50", "0.00012", "0.050355", "1796448954354", "999999999999999",

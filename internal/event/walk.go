@@ -208,6 +208,9 @@ func unescape(in []byte) (s string, ok bool) {
 			return b.String(), true
 		}
 		b.Write(in[:j])
+		if j+1 == len(in) {
+			return "", false // a lone backslash: not JSON, encoding/json says so
+		}
 		c := in[j+1]
 		switch c {
 		case '"', '\\', '/':
