@@ -2,6 +2,7 @@ package freeport
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -17,6 +18,9 @@ func TestAddrsDistinctAndFree(t *testing.T) {
 		if Port(a) != port {
 			t.Errorf("Port(%q) = %q, want %q", a, Port(a), port)
 		}
+		if n, _ := strconv.Atoi(port); n < low || n >= high {
+			t.Errorf("port %s: outside [%d, %d), where the kernel hands out ephemeral ports", port, low, high)
+		}
 		if seen[port] {
 			t.Errorf("port %s handed out twice in %v", port, addrs)
 		}
@@ -27,5 +31,17 @@ func TestAddrsDistinctAndFree(t *testing.T) {
 			continue
 		}
 		ln.Close()
+	}
+}
+
+// Ports handed out are not handed out again while tests run side by side.
+func TestAddrsNeverTwice(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		a := Addr(t)
+		if seen[a] {
+			t.Fatalf("%s handed out twice", a)
+		}
+		seen[a] = true
 	}
 }
