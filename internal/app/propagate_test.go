@@ -53,7 +53,7 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc.files.sync(context.Background(), toolctx.Question{File: elsewhere}) // returns: not followed
-	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*fileTracer)
+	c := sp.file(sessionwatch.TracerSpec{Path: path}, nil)
 	synced := make(chan struct{})
 	go func() {
 		cc.files.sync(context.Background(), toolctx.Question{File: path})
@@ -151,7 +151,7 @@ func TestWatchLeavesHistoryUnmarked(t *testing.T) {
 	if err := os.Chtimes(path, then, then); err != nil {
 		t.Fatal(err)
 	}
-	c := sp.newTracer(sessionwatch.TracerSpec{Path: path}).(*fileTracer)
+	c := sp.file(sessionwatch.TracerSpec{Path: path}, nil)
 	var off int64
 	for _, l := range lines {
 		c.Line(off, []byte(l))

@@ -323,7 +323,7 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 	if name == "-" {
 		path = "" // stdin: relative child files resolve against Pi's cwd
 	}
-	ft := sp.file(sessionwatch.TracerSpec{Path: path})
+	ft := sp.file(sessionwatch.TracerSpec{Path: path}, nil)
 	tr := ft.FileMapper
 	next := records(r, head, herr)
 	var off int64

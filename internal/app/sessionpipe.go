@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
 	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/nested"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
@@ -139,10 +140,16 @@ func newSessionPipeline(env Env, cfg config.Config, scfg sessionConfig) (*sessio
 // followerConfig is the part of a follower's configuration that wires it
 // to this pipeline.
 func (sp *sessionPipeline) followerConfig() sessionwatch.Config {
+	// Each follower has a ledger of its own: report's followers read
+	// groups of files that share no session, side by side.
+	lg := ledger.New()
 	fc := sessionwatch.Config{
-		NewTracer:   sp.newTracer,
+		NewTracer: func(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
+			return sp.file(spec, lg)
+		},
 		IsSession:   session.Starts,
 		Flush:       sp.flush,
+		Ledger:      lg,
 		ParentTools: sp.parents,
 	}
 	if !sp.cfg.Quiet {
@@ -153,20 +160,16 @@ func (sp *sessionPipeline) followerConfig() sessionwatch.Config {
 	return fc
 }
 
-func (sp *sessionPipeline) newTracer(spec sessionwatch.TracerSpec) sessionwatch.Tracer {
-	return sp.file(spec)
-}
-
 // file builds the tracer of one file; spec.Path is "" for stdin (relative
-// child files then resolve against Pi's cwd).
-func (sp *sessionPipeline) file(spec sessionwatch.TracerSpec) *fileTracer {
-	c := &fileTracer{sp: sp, calls: sp.scfg.Calls.sessionCalls(spec.Path)}
+// child files then resolve against Pi's cwd). A follower's tracers claim
+// the runs they trace in its ledger; with none (replay), every run is
+// traced.
+func (sp *sessionPipeline) file(spec sessionwatch.TracerSpec, lg *ledger.Ledger) *fileTracer {
+	c := &fileTracer{sp: sp, calls: sp.scfg.Calls.sessionCalls(spec.Path), ledger: lg, skip: spec.SkipThrough}
 	cfg := session.Config{
 		TracerProvider: sp.tel.TracerProvider(),
 		Parent:         sp.parent,
 		Content:        sp.content,
-		SkipThrough:    spec.SkipThrough,
-		Claims:         spec.Claims,
 		// A parent's file nests its children's files; a child's file
 		// links to the parent's tool.
 		ChildSessions: sp.children,
@@ -180,6 +183,7 @@ func (sp *sessionPipeline) file(spec sessionwatch.TracerSpec) *fileTracer {
 	if c.calls != nil {
 		cfg.BashCalls = c.calls.calls
 	}
+	cfg.Runs = c.run
 	c.FileMapper = session.New(cfg)
 	if c.calls != nil {
 		c.calls.fm = c.FileMapper
@@ -195,6 +199,28 @@ type fileTracer struct {
 	sp *sessionPipeline
 	// calls publishes the file's bash calls, with propagation.
 	calls *sessionCalls
+	// ledger records the runs traced (nil: trace every run); skip is the
+	// place an older pi-otel's state left, before which every run was
+	// traced (sessionwatch.TracerSpec).
+	ledger *ledger.Ledger
+	skip   int64
+}
+
+// run traces a run the file completed if it is the first to claim it:
+// each run once, whichever file holds it.
+func (c *fileTracer) run(r *session.Run) {
+	switch {
+	case r.Off < c.skip:
+		if c.ledger != nil {
+			c.ledger.Traced(r.Session, r.Key, r.Start)
+		}
+	case c.ledger == nil:
+		r.Trace(false)
+	default:
+		if trace, count := c.ledger.Claim(r.Session, r.Key, r.Start); trace {
+			r.Trace(!count)
+		}
+	}
 }
 
 func (c *fileTracer) Line(off int64, b []byte) {

@@ -188,7 +188,7 @@ func TestWatchCountsDamagedLines(t *testing.T) {
 	defer sp.flush(context.Background(), true)
 	src := bytes.Split(bytes.TrimRight(repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl"), "\n"), []byte("\n"))
 	feed := func(damage ...string) {
-		tr := sp.newTracer(sessionwatch.TracerSpec{})
+		tr := sp.file(sessionwatch.TracerSpec{}, nil)
 		var off int64
 		for _, l := range append(append(src[:1:1], bytesOf(damage)...), src[1:]...) {
 			tr.Line(off, l)
@@ -231,7 +231,7 @@ func TestWatchFlushWithAttributeLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sp.flush(context.Background(), true)
-			tr := sp.newTracer(sessionwatch.TracerSpec{})
+			tr := sp.file(sessionwatch.TracerSpec{}, nil)
 			var off int64
 			for _, l := range bytes.SplitAfter(repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl"), []byte("\n")) {
 				tr.Line(off, bytes.TrimSuffix(l, []byte("\n")))

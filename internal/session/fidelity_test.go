@@ -61,7 +61,7 @@ func TestHeaderLaterThanItsEntries(t *testing.T) {
 		ids := spanid.NewGenerator(nil)
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(ids))
 		// Since, from the entries' times, not the header's.
-		tr := New(Config{TracerProvider: tp, Since: t0.Add(-time.Minute)})
+		tr := New(Config{TracerProvider: tp, Runs: from(0, t0.Add(-time.Minute))})
 		feed(tr, f.bytes())
 		if tr.Idle(late.Add(time.Hour), time.Second); len(rec.Ended()) != 0 && parent != "" {
 			t.Errorf("parent %q: traced before the file told whether it is a fork", parent)

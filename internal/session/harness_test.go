@@ -32,6 +32,16 @@ func traceBytes(t *testing.T, b []byte, cfg Config) traced {
 	return traced{roots: forest(t, rec), tracer: tr}
 }
 
+// from traces the runs that begin at or after offset off (a follower
+// restarted at its place) and begin at or after since.
+func from(off int64, since time.Time) func(*Run) {
+	return func(r *Run) {
+		if r.Off >= off && !r.Start.Before(since) {
+			r.Trace(false)
+		}
+	}
+}
+
 // record traces b, given to a FileMapper by feed, into a span recorder,
 // and closes the FileMapper.
 func record(b []byte, cfg Config, feed func(*FileMapper, []byte)) (*tracetest.SpanRecorder, *FileMapper) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -18,11 +17,14 @@ import (
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
-// onlyKey claims the one run keyed key.
-type onlyKey string
-
-func (k onlyKey) Claim(_, key string, _ time.Time) (bool, bool) { return key == string(k), true }
-func (onlyKey) Traced(string, string, time.Time)                {}
+// onlyKey traces the one run keyed key.
+func onlyKey(key string) func(*Run) {
+	return func(r *Run) {
+		if r.Key == key {
+			r.Trace(false)
+		}
+	}
+}
 
 // spanSet is every span's name, trace, id and parent, sorted.
 func spanSet(rec *tracetest.SpanRecorder) []string {
@@ -63,7 +65,7 @@ func TestIDsDependOnKeysNotOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		wg.Go(func() {
-			tr := New(Config{TracerProvider: tp, Claims: onlyKey(k)})
+			tr := New(Config{TracerProvider: tp, Runs: onlyKey(k)})
 			feed(tr, b)
 			tr.Close(agentmap.Ending{Reason: vocab.EndEOF})
 		})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -160,4 +161,64 @@ func (r *runBuf) final() bool {
 		}
 	}
 	return false
+}
+
+// Run is a run the FileMapper completed, or an entry traced on its own
+// (a ! command, a compaction with no run open), as Config.Runs gets it.
+type Run struct {
+	// Session is the header's session id. Key is the session and the id
+	// of the run's first entry (or of the lone entry), which its ids
+	// derive from; Start is when it began. Both identify the run: ids
+	// change when Pi migrates an old file, times do not.
+	Session, Key string
+	Start        time.Time
+	// Off is the offset its first entry starts at.
+	Off int64
+
+	t       *FileMapper
+	r       *runBuf // a run, or
+	e       *entry  // an entry on its own
+	settled bool
+	end     agentmap.Ending
+	traced  bool
+}
+
+// Trace traces the run, if it was not yet; retraced marks it traced again
+// after a failed export (pi.retraced on its spans: the span metrics and
+// the report leave it out). It is called, if at all, before Config.Runs
+// returns.
+func (r *Run) Trace(retraced bool) {
+	if r.traced {
+		return
+	}
+	r.traced = true
+	t := r.t
+	switch {
+	case r.e != nil && r.e.Type == typeCompaction:
+		x := &translator{t: t, now: r.e.persist, key: r.Key, uncounted: retraced}
+		x.compaction(r.e)
+	case r.e != nil:
+		t.bashSpan(spanid.WithKey(t.cfg.Parent, r.Key, spanid.Path{}), r.e, true, retraced)
+	case t.lookUpParent() && t.cfg.NestedOnce:
+		t.stats.Nested++
+		return
+	default:
+		t.stats.Runs++
+		t.translate(r.r, r.settled, r.end, retraced)
+		return
+	}
+	// Entries still pending belong to a later run, which ends after
+	// this: a restart re-reads them from the start anyway.
+	t.committed = max(t.committed, r.e.end)
+}
+
+// hand gives run to Config.Runs, or traces it, and reports whether it was
+// traced.
+func (t *FileMapper) hand(run *Run) bool {
+	if t.cfg.Runs == nil {
+		run.Trace(false)
+	} else {
+		t.cfg.Runs(run)
+	}
+	return run.traced
 }

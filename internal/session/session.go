@@ -18,10 +18,13 @@
 //     settle) traces the open run when its last entry is a final answer and
 //     it has been quiet for settle. Close(end) traces whatever is open; a
 //     run that never reached a final answer is closed unsettled.
+//   - Each run, once complete, is handed to Config.Runs, which decides
+//     whether it is traced (Run.Trace): a follower traces each run once,
+//     keyed by the session and its first entry (ids derive from the keys,
+//     see package spanid).
 //   - Committed() is the byte offset just past the last entry of the last
-//     traced run: a follower that restarts at 0 with Config.SkipThrough set
-//     to it traces nothing twice (runs that begin before it are skipped; ids
-//     derive from the runs' keys, see package spanid).
+//     run completed: a follower that restarts at 0 and passes over the
+//     runs that begin before it traces nothing twice.
 //   - Starts(b) tells whether a first line starts a session file; Pi's
 //     json mode starts its stdout with the same header, so Classify(head)
 //     tells a session file from an event stream by the lines that follow.
@@ -61,13 +64,6 @@ type Config struct {
 	Parent context.Context
 	// Content, if set, turns on content capture (agentmap.WithContent).
 	Content agentmap.Content
-	// SkipThrough: runs that begin before this offset are decoded (for
-	// state) but not traced: a restarted follower's place, its Committed().
-	// (Begin, not end: a run traced by Idle may gain entries, such as a
-	// compaction Pi writes later, that a re-read groups into it.)
-	SkipThrough int64
-	// Since: runs that began before it are decoded but not traced.
-	Since time.Time
 	// ChildSessions, if set, reads the child session files that tool
 	// results name (`sessionFile` in a results[] entry): the child's runs
 	// are traced below the tool from its own file, in place of the
@@ -87,12 +83,13 @@ type Config struct {
 	// NestedOnce, if set, traces nothing of a child session whose parent's
 	// file names it: the parent's trace holds its runs (watch sees both).
 	NestedOnce bool
-	// Claims, if set, decides run by run what is traced, by key: a
-	// follower of many files traces each run once, whichever file holds
-	// it (a copy, a backup, a file replaced by another).
-	// (A run Claims says not to count carries pi.retraced on its spans,
-	// for the span metrics and the report to leave it out.)
-	Claims Claims
+	// Runs, if set, is handed each run as it completes, and each entry
+	// traced on its own (a ! command, a compaction between runs), in file
+	// order, before anything of it is traced: it traces the run
+	// (Run.Trace) or passes over it. A follower of many files traces each
+	// run once this way, whichever file holds it. Unset, every run is
+	// traced.
+	Runs func(*Run)
 	// BashCalls, if set, is handed the bash calls of each assistant
 	// message entry, read by the line's decoding, once the line is fed:
 	// ToolContext then names their spans. The commands are dropped after.
@@ -457,19 +454,12 @@ func (t *FileMapper) SessionID() string { return t.hdr.ID }
 // Stats returns the counters.
 func (t *FileMapper) Stats() Stats { return t.stats }
 
-// finish traces r (or skips it, see Config) and forgets it.
+// finish hands r on to be traced (Config.Runs) and forgets it.
 func (t *FileMapper) finish(r *runBuf, settled bool, end agentmap.Ending) {
 	t.cur = nil
-	first := r.entries[0]
-	switch trace, count := t.claim(r.key, first.off, runStart(first)); {
-	case t.dry:
-	case !trace:
+	if first := r.entries[0]; !t.dry && !t.hand(&Run{Session: t.hdr.ID, Key: r.key, Start: runStart(first), Off: first.off,
+		t: t, r: r, settled: settled, end: end}) {
 		t.stats.Skipped++
-	case t.lookUpParent() && t.cfg.NestedOnce:
-		t.stats.Nested++
-	default:
-		t.stats.Runs++
-		t.translate(r, settled, end, !count)
 	}
 	t.committed = max(t.committed, r.end)
 }
@@ -498,21 +488,10 @@ func (t *FileMapper) flushBash() {
 			kept = append(kept, e)
 			continue
 		}
-		key := t.hdr.ID + "/" + e.ID
-		trace, count := t.claim(key, e.off, e.persist)
-		if !trace || t.dry {
-			continue
-		}
 		// A trace of its own, keyed by the entry as a run by its first.
-		if bash {
-			t.bashSpan(spanid.WithKey(t.cfg.Parent, key, spanid.Path{}), e, true, !count)
-		} else {
-			x := &translator{t: t, now: e.persist, key: key, uncounted: !count}
-			x.compaction(e)
+		if !t.dry {
+			t.hand(&Run{Session: t.hdr.ID, Key: t.hdr.ID + "/" + e.ID, Start: e.persist, Off: e.off, t: t, e: e})
 		}
-		// Entries still pending belong to a later run, which ends after
-		// this: a restart re-reads them from the start anyway.
-		t.committed = max(t.committed, e.end)
 	}
 	t.pending = kept
 }

@@ -536,7 +536,7 @@ func TestCommittedAndSkipThrough(t *testing.T) {
 	if first != int64(cut) {
 		t.Fatalf("committed %d, want %d: just past the first run's answer", first, cut)
 	}
-	restarted := traceBytes(t, b, Config{SkipThrough: first})
+	restarted := traceBytes(t, b, Config{Runs: from(first, time.Time{})})
 	again := runs(t, restarted, 1)[0]
 	if !again.s.SpanContext().Equal(rs[1].s.SpanContext()) {
 		t.Errorf("restart traced %v, want the second run %v", again.s.SpanContext(), rs[1].s.SpanContext())
@@ -575,7 +575,7 @@ func TestIdleAndSince(t *testing.T) {
 	if tr.Stats().Runs != 1 {
 		t.Errorf("runs %d after Close", tr.Stats().Runs)
 	}
-	since := traceBytes(t, f.bytes(), Config{Since: last})
+	since := traceBytes(t, f.bytes(), Config{Runs: from(0, last)})
 	if len(since.roots) != 0 || since.tracer.Stats().Skipped != 1 {
 		t.Errorf("Since: %d roots, %+v", len(since.roots), since.tracer.Stats())
 	}
@@ -784,7 +784,7 @@ func TestRestartAfterIdle(t *testing.T) {
 	}
 	committed := tr.Committed()
 	// Restarted here: from the start, skipping what was committed.
-	restarted := traceBytes(t, b, Config{SkipThrough: committed})
+	restarted := traceBytes(t, b, Config{Runs: from(committed, time.Time{})})
 	rs := runs(t, restarted, 1)
 	if !strings.Contains(rs[0].str("gen_ai.conversation.id"), "sess-1") || restarted.tracer.Stats().Skipped != 1 {
 		t.Errorf("restart: %+v", restarted.tracer.Stats())

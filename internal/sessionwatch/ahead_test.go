@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi-otel/pi-otel/internal/ledger"
 )
 
 // aheadTracer records when its file's lines are decoded, and makes the
@@ -58,19 +60,20 @@ func TestFirstScanReadsNextFileWhileTracing(t *testing.T) {
 		Settle:     10 * time.Second,
 		CloseAfter: time.Hour,
 		StatePath:  filepath.Join(t.TempDir(), "w.json"),
-		NewTracer: func(spec TracerSpec) Tracer {
-			at := &aheadTracer{fakeTracer: h.b.newTracer(spec).(*fakeTracer), decoded: make(chan struct{}), waited: &waited}
-			switch spec.Path {
-			case first:
-				at.wait, at.last = decoded, 8
-			case next:
-				at.decoded = decoded
-			}
-			mu.Lock()
-			tracers[spec.Path] = true
-			mu.Unlock()
-			return at
-		},
+		Ledger:     ledger.New(),
+	}
+	cfg.NewTracer = func(spec TracerSpec) Tracer {
+		at := &aheadTracer{fakeTracer: h.b.tracer(spec, cfg.Ledger).(*fakeTracer), decoded: make(chan struct{}), waited: &waited}
+		switch spec.Path {
+		case first:
+			at.wait, at.last = decoded, 8
+		case next:
+			at.decoded = decoded
+		}
+		mu.Lock()
+		tracers[spec.Path] = true
+		mu.Unlock()
+		return at
 	}
 	f := New(cfg)
 	if err := f.load(); err != nil {

@@ -134,7 +134,7 @@ func (f *Follower) forget(fi *file) {
 // are given back and those files read again from their committed places
 // after a pause.
 func (f *Follower) commit(ctx context.Context, final bool) {
-	if len(f.uncommitted) == 0 && len(f.ledger.pending) == 0 {
+	if len(f.uncommitted) == 0 && !f.ledger.Pending() {
 		return
 	}
 	now := f.cfg.Now()
@@ -156,7 +156,7 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 		}
 		// Without a state file there is no next start: the summary line
 		// counts the loss.
-		f.ledger.fail()
+		f.ledger.Fail()
 		for fi := range f.uncommitted {
 			fi.pending = fi.committed
 			f.dropTracer(fi)
@@ -171,7 +171,7 @@ func (f *Follower) commit(ctx context.Context, final bool) {
 	}
 	f.stats.Commits++
 	f.backoff, f.retryAt = 0, time.Time{}
-	f.ledger.commit()
+	f.ledger.Commit()
 	for fi := range f.uncommitted {
 		fi.committed = fi.pending
 		if fi.removed {
@@ -198,7 +198,7 @@ func (f *Follower) stop() error {
 			}
 		}
 	}
-	if len(f.uncommitted) == 0 && len(f.ledger.pending) == 0 {
+	if len(f.uncommitted) == 0 && !f.ledger.Pending() {
 		// Nothing to commit, but the exporter still shuts down.
 		_ = f.cfg.Flush(ctx, true)
 	} else {
@@ -242,7 +242,7 @@ func (f *Follower) saveState() {
 	}
 	f.state.Files = files
 	f.state.index()
-	f.state.Sessions = f.ledger.save()
+	f.state.Sessions = f.ledger.Save()
 	if pt := f.cfg.ParentTools; pt != nil && pt.Changes() != f.childrenAt {
 		f.state.Children, f.childrenAt = saveChildren(pt)
 	}

@@ -38,7 +38,7 @@ func TestLinesReadWithTheHeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := &book{lineOnly: lineOnly}
-			f := New(Config{Dirs: []string{dir}, NewTracer: b.newTracer, Flush: b.flush, Since: SinceAll})
+			f := b.follow(Config{Dirs: []string{dir}, Flush: b.flush, Since: SinceAll})
 			if err := f.load(); err != nil {
 				t.Fatal(err)
 			}

@@ -26,6 +26,7 @@
 package sessionwatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/session"
 )
 
@@ -60,12 +62,9 @@ type TracerSpec struct {
 	Path string
 	// SkipThrough: runs begun before this offset were traced by an earlier
 	// pi-otel whose state knew only offsets (or, in a file without a
-	// header, are history): not traced, only recorded with
-	// Claims.Traced.
+	// header, are history): not traced, only recorded in the ledger
+	// (ledger.Traced).
 	SkipThrough int64
-	// Claims decides which runs are traced, by their keys: each once,
-	// whichever file holds it.
-	Claims session.Claims
 }
 
 // Config configures a Follower.
@@ -94,6 +93,11 @@ type Config struct {
 	// StatePath is where places are kept between runs; "" keeps them in
 	// memory only.
 	StatePath string
+	// Ledger, if set, is where the tracers claim the runs they trace:
+	// kept in the state, its claims committed when the flush says their
+	// spans were delivered and given back when not. Unset, the follower
+	// keeps one the tracers do not see.
+	Ledger *ledger.Ledger
 	// ParentTools, if set, is what the tracers note of the tool spans
 	// that ran child sessions: kept in the state, so that after a restart
 	// no parent's file is read again for a child of a parent traced.
@@ -167,7 +171,7 @@ type Follower struct {
 	// another name, or gone after missingGrace.
 	orphans map[*file]bool
 	state   State
-	ledger  *ledger
+	ledger  *ledger.Ledger
 	first   bool
 	// since is the first scan's history bound: Config.Since, now, or that
 	// of the first scan a restart goes on with.
@@ -299,7 +303,7 @@ func New(cfg Config) *Follower {
 		files:       map[string]*file{},
 		byID:        map[fileID]*file{},
 		orphans:     map[*file]bool{},
-		ledger:      &ledger{sessions: map[string]*sessionRuns{}, counted: map[uint64]struct{}{}},
+		ledger:      cmp.Or(cfg.Ledger, ledger.New()),
 		headers:     map[string]string{},
 		watched:     map[string]bool{},
 		watchedAs:   map[fileID]string{},
@@ -447,7 +451,7 @@ func (f *Follower) load() error {
 			return err
 		}
 		f.state, f.first = st, first
-		if err := f.ledger.load(st.Sessions); err != nil {
+		if err := f.ledger.Load(st.Sessions); err != nil {
 			return fmt.Errorf("state file %s is damaged (%v); move it away to start over", f.cfg.StatePath, err)
 		}
 		if pt := f.cfg.ParentTools; pt != nil {

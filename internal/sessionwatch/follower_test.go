@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/readahead"
+	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
@@ -69,10 +71,46 @@ type fakeTracer struct {
 	committed int64
 	closed    bool
 	ino       uint64
+	ledger    *ledger.Ledger
 }
 
-func (b *book) newTracer(spec TracerSpec) Tracer {
-	t := &fakeTracer{b: b, spec: spec, open: -1}
+// follow makes a follower of cfg whose tracers are the book's, claiming
+// in a ledger of its own.
+func (b *book) follow(cfg Config) *Follower {
+	lg := ledger.New()
+	cfg.Ledger = lg
+	cfg.NewTracer = func(spec TracerSpec) Tracer { return b.tracer(spec, lg) }
+	return New(cfg)
+}
+
+// claim is what the session pipeline does with a run a tracer completes
+// (internal/app's fileTracer): a run before the place an older state left
+// is recorded; any other is traced if it claims first (all, with no
+// ledger).
+func claim(lg *ledger.Ledger, spec TracerSpec, off int64, session, key string, start time.Time) (trace, count bool) {
+	switch {
+	case off < spec.SkipThrough:
+		if lg != nil {
+			lg.Traced(session, key, start)
+		}
+		return false, false
+	case lg == nil:
+		return true, true
+	}
+	return lg.Claim(session, key, start)
+}
+
+// claimIn is claim for session's FileMappers.
+func claimIn(lg *ledger.Ledger, spec TracerSpec) func(*session.Run) {
+	return func(r *session.Run) {
+		if trace, count := claim(lg, spec, r.Off, r.Session, r.Key, r.Start); trace {
+			r.Trace(!count)
+		}
+	}
+}
+
+func (b *book) tracer(spec TracerSpec, lg *ledger.Ledger) Tracer {
+	t := &fakeTracer{b: b, spec: spec, open: -1, ledger: lg}
 	// The fake format has no session ids: a run's key is the file's inode
 	// and the run's offset, the same under any name and after a restart.
 	if st, err := os.Stat(spec.Path); err == nil {
@@ -119,15 +157,8 @@ func (t *fakeTracer) add(off int64, s string) {
 func (t *fakeTracer) trace() {
 	start, end := t.offs[t.open], t.ends[len(t.ends)-1]
 	t.open = -1
-	claim := fmt.Sprintf("%d@%d", t.ino, start)
-	traced := false
-	switch { // as internal/session
-	case start < t.spec.SkipThrough:
-		t.spec.Claims.Traced("", claim, time.Time{})
-	default:
-		traced, _ = t.spec.Claims.Claim("", claim, time.Time{})
-	}
-	if traced {
+	key := fmt.Sprintf("%d@%d", t.ino, start)
+	if traced, _ := claim(t.ledger, t.spec, start, "", key, time.Time{}); traced {
 		key := fmt.Sprintf("%s@%d", filepath.Base(t.spec.Path), start)
 		t.b.mu.Lock()
 		t.b.traced = append(t.b.traced, key)
@@ -187,13 +218,12 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // without inotify: tests drive it with step.
 func (h *harness) start(cfg Config) {
 	cfg.Dirs = []string{h.dir}
-	cfg.NewTracer = h.b.newTracer
 	cfg.Flush = h.b.flush
 	cfg.Now = h.clk.now
 	cfg.IsSession = func(first []byte) bool { return string(first) == "H" }
 	cfg.Settle = 10 * time.Second
 	cfg.CloseAfter = time.Hour
-	h.f = New(cfg)
+	h.f = h.b.follow(cfg)
 	if err := h.f.load(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -498,9 +528,8 @@ func TestRunFollowsWithInotify(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
 	ready, scanned := firstScan()
-	f := New(Config{
+	f := b.follow(Config{
 		Dirs:      []string{dir},
-		NewTracer: b.newTracer,
 		Flush:     b.flush,
 		StatePath: statePath,
 		Settle:    time.Millisecond,

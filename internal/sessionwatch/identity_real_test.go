@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
+	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/internal/spanid"
@@ -95,8 +96,9 @@ func (h *realHarness) start(cfg Config) {
 	cfg.Now = h.clk.now
 	cfg.IsSession = session.Starts
 	cfg.Logf = func(format string, args ...any) { h.logs = append(h.logs, fmt.Sprintf(format, args...)) }
+	cfg.Ledger = ledger.New()
 	cfg.NewTracer = func(spec TracerSpec) Tracer {
-		return fileTracer{session.New(session.Config{TracerProvider: h.tp, SkipThrough: spec.SkipThrough, Claims: spec.Claims})}
+		return fileTracer{session.New(session.Config{TracerProvider: h.tp, Runs: claimIn(cfg.Ledger, spec)})}
 	}
 	if cfg.Settle == 0 {
 		cfg.Settle = 10 * time.Second
@@ -599,12 +601,12 @@ func BenchmarkSaveState(b *testing.B) {
 		fi := &file{path: fmt.Sprintf("/home/u/.pi/agent/sessions/--p%d--/%d.jsonl", i/50, i), id: fileID{1, uint64(i)}, session: sid, committed: 100_000, tailAt: 100_000}
 		f.byID[fi.id] = fi
 	}
-	f.ledger.commit()
+	f.ledger.Commit()
 	f.saveState()
 	b.ResetTimer()
 	for i := range b.N {
 		f.ledger.Claim("019a0000-0000-7000-8000-000000000000", fmt.Sprintf("new/%d", i), time.UnixMilli(int64(i)))
-		f.ledger.commit()
+		f.ledger.Commit()
 		f.saveState()
 	}
 	b.StopTimer()

@@ -87,9 +87,8 @@ func TestRunFollowsAMoveWithInotify(t *testing.T) {
 	// The follower's clock runs with the real one until the test moves it
 	// on past the grace, instead of waiting for the grace to pass.
 	var ahead atomic.Int64
-	f := New(Config{
+	f := b.follow(Config{
 		Dirs:      []string{dir},
-		NewTracer: b.newTracer,
 		Flush:     b.flush,
 		StatePath: statePath,
 		Settle:    time.Hour,
@@ -143,7 +142,7 @@ func TestMovedFolderIsWatchedUnderItsNewName(t *testing.T) {
 	w, err := fsnotify.NewWatcher()
 	must(t, err)
 	defer w.Close()
-	f := New(Config{Dirs: []string{dir}, NewTracer: (&book{}).newTracer})
+	f := (&book{}).follow(Config{Dirs: []string{dir}})
 	f.watcher = w
 	f.walk(dir, false)
 	must(t, os.Rename(filepath.Join(dir, "p"), filepath.Join(dir, "q")))

@@ -112,13 +112,13 @@ func sharedScan(t *testing.T, n int) []string {
 	var fs []*Follower
 	for i := range n {
 		cfg := Config{
-			Dirs: []string{dir}, NewTracer: b.newTracer, Flush: b.flush, Since: SinceAll,
+			Dirs: []string{dir}, Flush: b.flush, Since: SinceAll,
 			IsSession: func(first []byte) bool { return string(first) == "H" },
 		}
 		if parts != nil {
 			cfg.Share = parts.Share(i)
 		}
-		f := New(cfg)
+		f := b.follow(cfg)
 		if err := f.load(); err != nil {
 			t.Fatal(err)
 		}

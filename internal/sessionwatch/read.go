@@ -384,7 +384,7 @@ func (f *Follower) newTracer(fi *file, fh *os.File, buf *[]byte) (int, bool) {
 	if entry {
 		f.logOnce("nohdr "+fi.path, "%s has no session header: traced by its entries, as replay traces it", fi.path)
 	}
-	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.skip, Claims: f.ledger})
+	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.skip})
 	fi.readOff = 0
 	return have, true
 }

@@ -348,7 +348,7 @@ func (f *Follower) place(path string, st os.FileInfo, id fileID, initial bool) *
 	if s, ok := f.state.resume(id, fi.session); ok && s.Committed <= st.Size() && tailOf(path, s.Committed) == s.Tail {
 		if f.state.legacy {
 			// An older state knew only places: the runs before it are
-			// read once, to be recorded (Claims.Traced).
+			// read once, to be recorded (ledger.Traced).
 			fi.skip = s.Committed
 			return fi
 		}
@@ -358,7 +358,7 @@ func (f *Follower) place(path string, st os.FileInfo, id fileID, initial bool) *
 	}
 	if initial && f.first && f.since != SinceAll {
 		if fi.session != "" {
-			f.ledger.history(fi.session, f.since)
+			f.ledger.History(fi.session, f.since)
 		}
 		if st.ModTime().Before(f.since) {
 			// Nothing began after the bound: only what is appended from

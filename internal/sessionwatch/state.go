@@ -7,10 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-)
 
-// errDamagedRuns is a state whose run keys do not decode.
-var errDamagedRuns = errors.New("its run keys do not decode")
+	"github.com/pi-otel/pi-otel/internal/ledger"
+)
 
 // stateVersion changes when the state file's meaning does. Version 1 keyed
 // files by path, version 2 by identity, both with offsets alone deciding
@@ -20,7 +19,7 @@ const stateVersion = 3
 // State is what a follower keeps between runs of pi-otel watch.
 //
 // What was traced is recorded per session (Sessions): a session is its
-// header's id, and each of its runs is known by keys (see ledger), so a
+// header's id, and each of its runs is known by keys (package ledger), so a
 // run is traced once whichever file holds it, and whatever happened to the
 // files. The files' places (Files) only say where to go on reading, so
 // that a restart does not read every file again; they never decide
@@ -32,7 +31,7 @@ type State struct {
 	// not yet seen for new ones.
 	Scan *ScanState `json:"scan,omitempty"`
 	// Sessions are the runs traced, per session.
-	Sessions []SessionState `json:"sessions,omitempty"`
+	Sessions []ledger.Session `json:"sessions,omitempty"`
 	// Files are the places, one per file.
 	Files []FileState `json:"files"`
 	// Children are the tool spans that ran child sessions, as the
@@ -54,16 +53,6 @@ type ScanState struct {
 	// of the sessions on disk then that began before it are not traced
 	// (1: none).
 	Since int64 `json:"since"`
-}
-
-// SessionState is one session's record.
-type SessionState struct {
-	ID string `json:"id"`
-	// Since: runs begun before it (Unix nanoseconds) are history, never
-	// traced; 0 for none.
-	Since int64 `json:"since,omitempty"`
-	// Runs are the keys of the runs traced, 64-bit hashes in base64.
-	Runs string `json:"runs,omitempty"`
 }
 
 // FileState is one file's place.

@@ -14,6 +14,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/session"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
@@ -98,10 +99,11 @@ func TestTreeOperationsDuringBackfill(t *testing.T) {
 	var traced atomic.Int64
 	cfg := Config{Dirs: []string{h.dir}, StatePath: h.state, Since: SinceAll, Flush: h.exp.flush,
 		IsSession: session.Starts, CommitEvery: time.Millisecond,
-		NewTracer: func(spec TracerSpec) Tracer {
-			traced.Add(1)
-			return fileTracer{session.New(session.Config{TracerProvider: h.tp, SkipThrough: spec.SkipThrough, Claims: spec.Claims})}
-		}}
+		Ledger: ledger.New()}
+	cfg.NewTracer = func(spec TracerSpec) Tracer {
+		traced.Add(1)
+		return fileTracer{session.New(session.Config{TracerProvider: h.tp, Runs: claimIn(cfg.Ledger, spec)})}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- New(cfg).Run(ctx) }()
@@ -172,7 +174,7 @@ func TestFoldersComingAndGoingLeaveNoWatch(t *testing.T) {
 	fdsBefore := fds(t)
 	ready, scanned := firstScan()
 	b := &book{}
-	f := New(Config{Dirs: []string{dir}, NewTracer: b.newTracer, Flush: b.flush, Ready: ready})
+	f := b.follow(Config{Dirs: []string{dir}, Flush: b.flush, Ready: ready})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
@@ -223,7 +225,7 @@ func TestFolderMadeAgainWhereOneMovedOutIsWatched(t *testing.T) {
 	dir, away, staging := t.TempDir(), t.TempDir(), t.TempDir()
 	ready, scanned := firstScan()
 	b := &book{}
-	f := New(Config{Dirs: []string{dir}, NewTracer: b.newTracer, Flush: b.flush, Ready: ready, Settle: time.Millisecond})
+	f := b.follow(Config{Dirs: []string{dir}, Flush: b.flush, Ready: ready, Settle: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()

@@ -223,7 +223,11 @@ func ReplayFrom(tb testing.TB, paths []string, skip func(path string) int64) Exp
 		if skip != nil {
 			from = skip(p)
 		}
-		tr := session.New(session.Config{TracerProvider: tp, SkipThrough: from})
+		tr := session.New(session.Config{TracerProvider: tp, Runs: func(r *session.Run) {
+			if r.Off >= from {
+				r.Trace(false)
+			}
+		}})
 		var off int64
 		for len(b) > 0 { // as replay's reader: a last line without LF counts
 			line, rest, _ := bytes.Cut(b, []byte("\n"))

@@ -1,16 +1,22 @@
-package sessionwatch
+// Package ledger records which runs of Pi's sessions were traced, so
+// that each is traced once whatever file holds it. The session pipeline
+// owns one per follower: it claims each run a session file completes
+// before the run is mapped, and the follower keeps the ledger in its
+// state and commits or gives back its claims as the flush says.
+package ledger
 
 import (
 	"cmp"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
 )
 
-// ledger records which runs were traced, per session, whatever file held
+// Ledger records which runs were traced, per session, whatever file held
 // them: a session is its header's id, not its file. A copy, a backup, a
 // snapshot, a file replaced by temp file and rename, a second name, a
 // restart: each run is traced once, because its key is claimed once.
@@ -24,10 +30,21 @@ import (
 // Claims since the last commit are pending: an export that fails gives
 // them back, to be claimed again, and the span metrics do not count a run
 // twice (counted).
-type ledger struct {
+type Ledger struct {
 	sessions map[string]*sessionRuns
 	pending  []claimed
 	counted  map[uint64]struct{}
+}
+
+// Session is one session's record, as Save gives it (in the follower's
+// state file).
+type Session struct {
+	ID string `json:"id"`
+	// Since: runs begun before it (Unix nanoseconds) are history, never
+	// traced; 0 for none.
+	Since int64 `json:"since,omitempty"`
+	// Runs are the keys of the runs traced, 64-bit hashes in base64.
+	Runs string `json:"runs,omitempty"`
 }
 
 // sessionRuns is one session's record.
@@ -45,7 +62,12 @@ type claimed struct {
 	id, at uint64 // the two keys; at is 0 for a run with no time
 }
 
-func (l *ledger) session(id string) *sessionRuns {
+// New returns an empty Ledger.
+func New() *Ledger {
+	return &Ledger{sessions: map[string]*sessionRuns{}, counted: map[uint64]struct{}{}}
+}
+
+func (l *Ledger) session(id string) *sessionRuns {
 	s := l.sessions[id]
 	if s == nil {
 		s = &sessionRuns{done: map[uint64]struct{}{}}
@@ -71,9 +93,12 @@ func keys(session, key string, start time.Time) (id, at uint64) {
 	return id, at
 }
 
-// Claim implements session.Claims: a run is traced if it is not history
-// and neither of its keys was claimed.
-func (l *ledger) Claim(session, key string, start time.Time) (trace, count bool) {
+// Claim reports whether the run of session keyed key (the id of its
+// first entry, or of a lone entry), begun at start, is traced now: it is
+// not history and neither of its keys was claimed. If so it is claimed,
+// and count says whether it counts in the span metrics (not when it is
+// traced again after a failed export).
+func (l *Ledger) Claim(session, key string, start time.Time) (trace, count bool) {
 	s := l.session(session)
 	if s.since != 0 && !start.IsZero() && start.UnixNano() < s.since {
 		return false, false
@@ -87,9 +112,9 @@ func (l *ledger) Claim(session, key string, start time.Time) (trace, count bool)
 	return true, !again
 }
 
-// Traced implements session.Claims: a run traced by an earlier pi-otel,
-// recorded now.
-func (l *ledger) Traced(session, key string, start time.Time) {
+// Traced records a run an earlier pi-otel traced, known then only by its
+// place in the file, so that it is never traced again.
+func (l *Ledger) Traced(session, key string, start time.Time) {
 	s := l.session(session)
 	if id, at := keys(session, key, start); !s.has(id, at) {
 		l.add(s, id, at)
@@ -104,7 +129,7 @@ func (s *sessionRuns) has(id, at uint64) bool {
 	return at != 0 && ok
 }
 
-func (l *ledger) add(s *sessionRuns, id, at uint64) {
+func (l *Ledger) add(s *sessionRuns, id, at uint64) {
 	s.done[id] = struct{}{}
 	if at != 0 {
 		s.done[at] = struct{}{}
@@ -113,25 +138,28 @@ func (l *ledger) add(s *sessionRuns, id, at uint64) {
 	l.pending = append(l.pending, claimed{s, id, at})
 }
 
-// history marks the runs of a session begun before since as history, if
+// History marks the runs of a session begun before since as history, if
 // nothing has yet.
-func (l *ledger) history(session string, since time.Time) {
+func (l *Ledger) History(session string, since time.Time) {
 	if s := l.session(session); s.since == 0 {
 		s.since = since.UnixNano()
 	}
 }
 
-// commit makes the pending claims permanent: their spans were exported.
-func (l *ledger) commit() {
+// Pending reports claims made since the last Commit or Fail.
+func (l *Ledger) Pending() bool { return len(l.pending) > 0 }
+
+// Commit makes the pending claims permanent: their spans were exported.
+func (l *Ledger) Commit() {
 	for _, c := range l.pending {
 		delete(l.counted, c.id)
 	}
 	l.pending = l.pending[:0]
 }
 
-// fail gives the pending claims back: their runs are traced again, with
+// Fail gives the pending claims back: their runs are traced again, with
 // the same ids, but not counted again.
-func (l *ledger) fail() {
+func (l *Ledger) Fail() {
 	for _, c := range l.pending {
 		delete(c.s.done, c.id)
 		if c.at != 0 {
@@ -143,14 +171,14 @@ func (l *ledger) fail() {
 	l.pending = l.pending[:0]
 }
 
-// save encodes the sessions without their pending claims: a state written
+// Save encodes the sessions without their pending claims: a state written
 // while they wait for the exporter must not record them.
-func (l *ledger) save() []SessionState {
+func (l *Ledger) Save() []Session {
 	held := map[*sessionRuns][]uint64{}
 	for _, c := range l.pending {
 		held[c.s] = append(held[c.s], c.id, c.at)
 	}
-	out := make([]SessionState, 0, len(l.sessions))
+	out := make([]Session, 0, len(l.sessions))
 	for id, s := range l.sessions {
 		if len(s.done) == 0 && s.since == 0 {
 			continue
@@ -164,20 +192,23 @@ func (l *ledger) save() []SessionState {
 			}
 			runs = s.enc
 		}
-		out = append(out, SessionState{ID: id, Since: s.since, Runs: runs})
+		out = append(out, Session{ID: id, Since: s.since, Runs: runs})
 	}
-	slices.SortFunc(out, func(a, b SessionState) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
-// load takes the sessions of a state file.
-func (l *ledger) load(sessions []SessionState) error {
+// ErrDamaged is a saved session whose run keys do not decode.
+var ErrDamaged = errors.New("its run keys do not decode")
+
+// Load takes the sessions Save gave.
+func (l *Ledger) Load(sessions []Session) error {
 	for _, ss := range sessions {
 		s := l.session(ss.ID)
 		s.since = ss.Since
 		b, err := base64.StdEncoding.DecodeString(ss.Runs)
 		if err != nil || len(b)%8 != 0 {
-			return errDamagedRuns
+			return ErrDamaged
 		}
 		for i := 0; i < len(b); i += 8 {
 			s.done[binary.LittleEndian.Uint64(b[i:])] = struct{}{}
