@@ -267,15 +267,21 @@ const (
 	sniffBytes = 4 << 20
 )
 
+// record is a line of the input, and the offset its line begins at.
+type record struct {
+	off int64
+	b   []byte
+}
+
 // sniff reads the first records until they tell what src is.
-func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
+func sniff(r *lineReader) (head []record, kind session.Kind, err error) {
 	var joined []byte
 	for len(head) < sniffLines && len(joined) < sniffBytes {
 		rec, err := r.Next()
 		if err != nil {
 			return head, session.Classify(joined), err
 		}
-		head = append(head, bytes.Clone(rec))
+		head = append(head, record{r.r.Offset(), bytes.Clone(rec)})
 		joined = append(append(joined, rec...), '\n')
 		// A header alone does not decide: oh-my-pi's stream has a record
 		// of neither kind after it.
@@ -288,17 +294,18 @@ func sniff(r *lineReader) (head [][]byte, kind session.Kind, err error) {
 
 // records yields the sniffed head, then the rest of r; err is a read
 // error met while sniffing.
-func records(r *lineReader, head [][]byte, err error) func() ([]byte, error) {
-	return func() ([]byte, error) {
+func records(r *lineReader, head []record, err error) func() (record, error) {
+	return func() (record, error) {
 		if len(head) > 0 {
 			rec := head[0]
 			head = head[1:]
 			return rec, nil
 		}
 		if err != nil {
-			return nil, err
+			return record{}, err
 		}
-		return r.Next()
+		b, err := r.Next()
+		return record{r.r.Offset(), b}, err
 	}
 }
 
@@ -307,7 +314,7 @@ func records(r *lineReader, head [][]byte, err error) func() ([]byte, error) {
 const followSettle = 30 * time.Second
 
 // replaySession traces a session file through the session pipeline.
-func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head [][]byte, herr error, name string, follow bool) int {
+func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReader, head []record, herr error, name string, follow bool) int {
 	// Ids derive from the runs' keys (package spanid); and no live Pi to
 	// protect, so no drops either.
 	sp, err := newSessionPipeline(env, cfg, sessionConfig{
@@ -325,23 +332,20 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 	}
 	ft := sp.file(sessionwatch.TracerSpec{Path: path}, nil)
 	tr := ft.FileMapper
+	// Each line at its offset in the file, as watch reads it: version 1
+	// entries take their ids from it.
 	next := records(r, head, herr)
-	var off int64
 	var rerr error
 	if !follow {
 		// Decoding on a goroutine of its own, ahead of the mapping.
 		decode := ft.Predecode()
 		readahead.Run(func(emit func(func(), int)) {
-			rerr = each(next, func(rec []byte) {
-				emit(decode(off, rec), len(rec)+1)
-				off += int64(len(rec)) + 1
+			rerr = each(next, func(rec record) {
+				emit(decode(rec.off, rec.b), len(rec.b)+1)
 			})
 		}, func(int) {})
 	} else {
-		rerr = followSession(tr, next, func(rec []byte) {
-			ft.Line(off, rec)
-			off += int64(len(rec)) + 1
-		})
+		rerr = followSession(tr, next, func(rec record) { ft.Line(rec.off, rec.b) })
 	}
 	ft.Close(false)
 	st := tr.Stats()
@@ -365,12 +369,12 @@ func replaySession(ctx context.Context, env Env, cfg config.Config, r *lineReade
 
 // followSession feeds a followed file's lines from a reader goroutine, so
 // that a quiet run can be traced while the read blocks.
-func followSession(tr *session.FileMapper, next func() ([]byte, error), feed func([]byte)) error {
-	ch := make(chan []byte, 64)
+func followSession(tr *session.FileMapper, next func() (record, error), feed func(record)) error {
+	ch := make(chan record, 64)
 	var rerr error
 	go func() {
 		defer close(ch)
-		rerr = each(next, func(rec []byte) { ch <- bytes.Clone(rec) })
+		rerr = each(next, func(rec record) { ch <- record{rec.off, bytes.Clone(rec.b)} })
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -395,7 +399,7 @@ func followSession(tr *session.FileMapper, next func() ([]byte, error), feed fun
 
 // replayStream traces the records of a Pi event stream, placing spans by
 // the stream's own times.
-func replayStream(ctx context.Context, env Env, cfg config.Config, next func() ([]byte, error), name string, r *lineReader) int {
+func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (record, error), name string, r *lineReader) int {
 	clock := ingest.NewStreamClock(time.Now())
 	// No live Pi to protect: a full export queue waits, never drops.
 	p, err := newPipeline(env, cfg, clock, nil, telemetry.WithBackpressure(ctx), consoleToStdout(env))
@@ -409,7 +413,7 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 		return recordCounts{s.Records + long, s.Malformed + long, s.Repaired}
 	})
 	in := ingest.NewAnchored(p.sink, clock) // placed by the stream's start
-	rerr := each(next, in.Record)
+	rerr := each(next, func(rec record) { in.Record(rec.b) })
 	in.Flush()
 	failed := readFailed(ctx, env, name, rerr)
 	p.finish(agentmap.Ending{Reason: vocab.EndEOF}, clock.Now())
@@ -418,7 +422,7 @@ func replayStream(ctx context.Context, env Env, cfg config.Config, next func() (
 
 // each hands every record of next to f, and returns the read error that
 // ended them, unless it was the end of the input.
-func each(next func() ([]byte, error), f func(rec []byte)) error {
+func each(next func() (record, error), f func(rec record)) error {
 	for {
 		rec, err := next()
 		if err == io.EOF {

@@ -34,15 +34,17 @@ func TestFollowSessionTracesAQuietRun(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tr := session.New(session.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
 	ch := make(chan []byte)
-	next := func() ([]byte, error) {
+	var off int64
+	next := func() (record, error) {
 		l, ok := <-ch
 		if !ok {
-			return nil, io.EOF
+			return record{}, io.EOF
 		}
-		return bytes.TrimSuffix(l, []byte("\n")), nil
+		at := off
+		off += int64(len(l))
+		return record{at, bytes.TrimSuffix(l, []byte("\n"))}, nil
 	}
-	var off int64
-	feed := func(l []byte) { tr.Line(off, l); off += int64(len(l)) + 1 }
+	feed := func(rec record) { tr.Line(rec.off, rec.b) }
 	done := make(chan error)
 	go func() { done <- followSession(tr, next, feed) }()
 	for _, l := range lines[:second] {

@@ -1,13 +1,19 @@
 package app
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pi-otel/pi-otel/internal/config"
+	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
 
@@ -115,5 +121,61 @@ func TestReplaySessionFileDamagedAndEmpty(t *testing.T) {
 	code, _, stderr = replayArgs(t, p)
 	if code != 0 || !strings.Contains(stderr, "no prompt in it") {
 		t.Errorf("header-only file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A version 1 file's entries take their ids from their offsets. Replay
+// places each line where it stands in the file, as watch does, whatever
+// it passes over on the way (CR line ends, blank lines, a line over
+// --max-line-size), so the two give the same span ids.
+func TestReplayPlacesLinesAsWatch(t *testing.T) {
+	t.Parallel()
+	var lines []string
+	for i, l := range strings.Split(strings.TrimSpace(string(repo.Read(t, "testdata/sessions/pi-1.6.0/two-prompts.jsonl"))), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			delete(m, "version") // version 1: entries have no ids of their own
+		} else {
+			delete(m, "id")
+			delete(m, "parentId")
+		}
+		if i > 0 && strings.Contains(l, `"text":"Second prompt"`) {
+			// Kept as an event by watch; skipped by replay for its length.
+			lines = append(lines, `{"type":"x-pad","pad":"`+strings.Repeat("p", 8<<10)+`"}`)
+		}
+		b, _ := json.Marshal(m)
+		lines = append(lines, string(b))
+		if i == 1 {
+			lines = append(lines, "")
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "v1.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\r\n")+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Written long ago: watch closes its last run as replay does.
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(file, old, old); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "replay.jsonl")
+	code, _, stderr := mainWith(nil, "replay", "--max-line-size", "4KiB", "--traces-exporter", "file", "--traces-file", out, file)
+	if code != 0 || !strings.Contains(stderr, "--max-line-size") {
+		t.Fatalf("exit %d, the long line not said: %s", code, stderr)
+	}
+	replayed := historytest.Exported(t, out)
+
+	cfg := config.Default()
+	cfg.Quiet = true
+	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "watch.jsonl")
+	cfg.Metrics.Exporter = telemetry.ExporterNone
+	backfill(t, dir, cfg, 0)
+	watched := historytest.Exported(t, cfg.Traces.File)
+	if len(replayed) == 0 || !maps.Equal(replayed, watched) {
+		t.Errorf("replay gave %d spans, watch %d; the same ids: %v", len(replayed), len(watched), maps.Equal(replayed, watched))
 	}
 }

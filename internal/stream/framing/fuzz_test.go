@@ -45,9 +45,15 @@ func FuzzSplit(f *testing.F) {
 		}
 
 		r := framing.NewReader(framing.ChunkReader(data, readSizes...), framing.WithReadSize(bufSize))
-		rrecs, err := readAll(r)
+		rrecs, offs, err := readAllAt(r)
 		if err != io.EOF {
 			t.Fatalf("Reader error %v", err)
+		}
+		for i, off := range offs {
+			// Each record begins its line, where the input holds it.
+			if off > 0 && data[off-1] != '\n' || !bytes.HasPrefix(data[off:], rrecs[i]) || i > 0 && off <= offs[i-1] {
+				t.Fatalf("record %d %q at offset %d of %q (offsets %v)", i, rrecs[i], off, data, offs)
+			}
 		}
 		if !slices.EqualFunc(sc.records, rrecs, bytes.Equal) {
 			t.Fatalf("Splitter %q and Reader %q disagree", sc.records, rrecs)

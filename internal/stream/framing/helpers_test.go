@@ -84,6 +84,20 @@ func readAll(r recordReader) ([][]byte, error) {
 	}
 }
 
+// readAllAt is readAll of a Reader, with each record's Offset.
+func readAllAt(r *framing.Reader) ([][]byte, []int64, error) {
+	var out [][]byte
+	var offs []int64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return out, offs, err
+		}
+		out = append(out, bytes.Clone(rec))
+		offs = append(offs, r.Offset())
+	}
+}
+
 type recordReader interface{ Next() ([]byte, error) }
 
 func quote(recs [][]byte) []string {

@@ -12,10 +12,11 @@ import (
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
-// item is one result of Next: a record, or the number of a line skipped
-// for its length.
+// item is one result of Next: a record and where its line begins, or the
+// number of a line skipped for its length.
 type item struct {
 	rec     string
+	off     int64
 	tooLong int64
 }
 
@@ -23,7 +24,7 @@ func (it item) String() string {
 	if it.tooLong > 0 {
 		return fmt.Sprintf("<line %d too long>", it.tooLong)
 	}
-	return fmt.Sprintf("%q", it.rec)
+	return fmt.Sprintf("%q@%d", it.rec, it.off)
 }
 
 // boundedOracle is referenceSplit with a bound: a line longer than max
@@ -34,13 +35,16 @@ func boundedOracle(data []byte, max int) []item {
 	}
 	data = bytes.TrimSuffix(data, []byte{'\n'})
 	var out []item
+	var off int64
 	for i, line := range bytes.Split(data, []byte{'\n'}) {
+		at := off
+		off += int64(len(line)) + 1
 		line = bytes.TrimSuffix(line, []byte{'\r'})
 		switch {
 		case len(line) > max:
 			out = append(out, item{tooLong: int64(i + 1)})
 		case len(line) > 0:
-			out = append(out, item{rec: string(line)})
+			out = append(out, item{rec: string(line), off: at})
 		}
 	}
 	return out
@@ -55,7 +59,7 @@ func readItems(t *testing.T, r *framing.Reader) []item {
 		var tl *framing.TooLongError
 		switch {
 		case err == nil:
-			out = append(out, item{rec: string(rec)})
+			out = append(out, item{rec: string(rec), off: r.Offset()})
 		case errors.As(err, &tl):
 			out = append(out, item{tooLong: tl.Line})
 		case err == io.EOF:

@@ -49,6 +49,9 @@ type Reader struct {
 	max      int
 	skipping bool
 	err      error
+	// lineEnd is the input offset past the last line ended (read,
+	// skipped or empty); at, where the record Next returned last begins.
+	lineEnd, at int64
 	counter
 }
 
@@ -77,11 +80,14 @@ func (r *Reader) Next() ([]byte, error) {
 				continue
 			}
 			r.r, r.skipping = r.r+i+1, false
+			r.ended()
 		}
 		if i := bytes.IndexByte(r.buf[r.r+r.scanned:r.w], '\n'); i >= 0 {
 			end := r.r + r.scanned + i
 			b := r.buf[r.r:end]
 			r.r, r.scanned = end+1, 0
+			start := r.lineEnd
+			r.ended()
 			if r.overMax(b) {
 				r.parts.reset()
 				return nil, r.tooLong()
@@ -90,6 +96,7 @@ func (r *Reader) Next() ([]byte, error) {
 				b = r.joined(b)
 			}
 			if rec, ok := r.line(b); ok {
+				r.at = start
 				return rec, nil
 			}
 			continue
@@ -106,6 +113,8 @@ func (r *Reader) Next() ([]byte, error) {
 			if r.w > r.r || !r.parts.empty() {
 				b := r.buf[r.r:r.w]
 				r.r, r.scanned = r.w, 0
+				start := r.lineEnd
+				r.ended()
 				if r.overMax(b) {
 					r.parts.reset()
 					return nil, r.tooLong()
@@ -114,6 +123,7 @@ func (r *Reader) Next() ([]byte, error) {
 					b = r.parts.whole(b)
 				}
 				if rec, ok := r.line(b); ok {
+					r.at = start
 					return rec, nil
 				}
 			}
@@ -122,6 +132,15 @@ func (r *Reader) Next() ([]byte, error) {
 		r.fill()
 	}
 }
+
+// Offset is the input offset where the line of the record Next returned
+// last begins: lines skipped, empty or too long, and the CRs stripped
+// count, so it is the record's place in the input (a session file's
+// version 1 entries take their ids from it).
+func (r *Reader) Offset() int64 { return r.at }
+
+// ended notes that a line ended where buf[r:] begins.
+func (r *Reader) ended() { r.lineEnd = r.stats.Bytes - int64(r.w-r.r) }
 
 // overMax reports whether the line made of the pieces and tail, which
 // ends at an LF, at the end of the input, or is still going on, is longer
