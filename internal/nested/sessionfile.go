@@ -33,16 +33,7 @@ var ErrNotSession = errors.New("nested: not a Pi session file")
 // maxBytes are read, and only a file that starts with a session header.
 func ReadSessionFile(maxBytes int) SessionReader {
 	return func(path string) ([]json.RawMessage, string, error) {
-		// A result names any path: only a regular file is opened (a FIFO
-		// would block the import, a device never end).
-		if st, err := os.Stat(path); err != nil {
-			return nil, "", err
-		} else if !st.Mode().IsRegular() {
-			return nil, "", fmt.Errorf("nested: %s is not a regular file", path)
-		} else if st.Size() > int64(maxBytes) {
-			return nil, "", fmt.Errorf("nested: session file %s is over %d bytes", path, maxBytes)
-		}
-		f, err := os.Open(path)
+		f, err := OpenFile(path, int64(maxBytes))
 		if err != nil {
 			return nil, "", err
 		}
@@ -56,6 +47,20 @@ func ReadSessionFile(maxBytes int) SessionReader {
 		}
 		return SessionMessages(b)
 	}
+}
+
+// OpenFile opens the session file at path, a regular file of at most
+// maxBytes: a file a result or a header names may be any path, and a FIFO
+// would block the read, a device never end.
+func OpenFile(path string, maxBytes int64) (*os.File, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("nested: %s is not a regular file", path)
+	} else if st.Size() > maxBytes {
+		return nil, fmt.Errorf("nested: session file %s is over %d bytes", path, maxBytes)
+	}
+	return os.Open(path)
 }
 
 // SessionMessages returns the messages of a session file's bytes and its

@@ -1,12 +1,9 @@
 package session
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +12,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/nested"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // maxNotedChildren bounds what ParentTools remembers: past it, it forgets
@@ -166,39 +164,24 @@ func headerOnly(maxBytes int64) nested.SessionReader {
 }
 
 // eachLine calls fn with each line of the regular file at path (at most
-// maxBytes long) and its offset, until fn returns false. Memory follows
-// the longest line, not the file.
+// maxBytes long) but the blank ones, and its offset, until fn returns
+// false. Memory follows the longest line, not the file.
 func eachLine(path string, maxBytes int64, fn func(off int64, line []byte) bool) error {
-	// A header names any path: only a regular file is opened.
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return err
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("session: %s is not a regular file", path)
-	case st.Size() > maxBytes:
-		return fmt.Errorf("session: %s is over %d bytes", path, maxBytes)
-	}
-	f, err := os.Open(path)
+	f, err := nested.OpenFile(path, maxBytes)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(io.LimitReader(f, maxBytes), 64<<10)
-	var off int64
+	r := framing.NewReader(io.LimitReader(f, maxBytes))
 	for {
-		line, err := r.ReadBytes('\n')
-		if n := len(line); n > 0 {
-			if !fn(off, bytes.TrimSuffix(line, []byte{'\n'})) {
-				return nil
-			}
-			off += int64(n)
-		}
-		if err == io.EOF {
+		line, err := r.Next()
+		switch {
+		case err == io.EOF:
 			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return err
+		case !fn(r.Offset(), line):
+			return nil
 		}
 	}
 }
