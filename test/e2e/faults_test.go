@@ -641,6 +641,10 @@ func faultCat(tb testing.TB, env []string, file string, want int, args ...string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, piOtelBin, append(append([]string{"run"}, args...), "--", "cat", file)...)
 	cmd.Env = append(scrubbed(os.Environ()), env...)
+	// Outside any git work tree: git, asked for the repository's vcs.*
+	// attributes within 300 ms, can miss that bound on a loaded machine
+	// in one run and not in another, and two runs' trees then differ.
+	cmd.Dir = tb.TempDir()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	var r faultCatRun
