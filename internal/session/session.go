@@ -13,15 +13,15 @@
 //     byte offset off. Damaged lines are counted and skipped. Predecode
 //     splits it in two, so that a reader can decode lines on a goroutine
 //     of its own, ahead of the mapping (internal/readahead).
-//   - A run is traced (its root span ends) as soon as it is complete: the
-//     next run has begun, or the file moved to another branch. Idle(now,
-//     settle) traces the open run when its last entry is a final answer and
-//     it has been quiet for settle. Close(end) traces whatever is open; a
-//     run that never reached a final answer is closed unsettled.
+//   - A run is complete as soon as the next run has begun, or the file
+//     moved to another branch. Idle(now, settle) completes the open run
+//     when its last entry is a final answer and it has been quiet for
+//     settle. Close(end) completes whatever is open; a run that never
+//     reached a final answer is closed unsettled.
 //   - Each run, once complete, is handed to Config.Runs, which decides
-//     whether it is traced (Run.Trace): a follower traces each run once,
-//     keyed by the session and its first entry (ids derive from the keys,
-//     see package spanid).
+//     whether it is traced (Run.Trace; its root span ends then): a
+//     follower traces each run once, keyed by the session and its first
+//     entry (ids derive from the keys, see package spanid).
 //   - Committed() is the byte offset just past the last entry of the last
 //     run completed: a follower that restarts at 0 and passes over the
 //     runs that begin before it traces nothing twice.
