@@ -5,6 +5,7 @@ package operator_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -251,6 +252,21 @@ func TestComposeServicesAndImages(t *testing.T) {
 		}
 	}
 	checkDockerfile(t, "collector/Dockerfile")
+
+	// Jaeger's image is the release the tests build and run (tools/jaeger). A Jaeger v2 release
+	// carries two versions: v1.N.0 for its Go module and 2.(N-63).0 for its image (v1.63.0 is 2.0.0).
+	mod, err := os.ReadFile(repo.Path("tools/jaeger/go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/jaegertracing/jaeger v1\.([0-9]+)\.([0-9]+)\b`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("tools/jaeger/go.mod requires no github.com/jaegertracing/jaeger v1.N.P")
+	}
+	minor, _ := strconv.Atoi(string(m[1]))
+	if want := fmt.Sprintf("jaegertracing/jaeger:2.%d.%s", minor-63, m[2]); c.Services["jaeger"].Image != want {
+		t.Errorf("jaeger: image %q, but the tests run module v1.%s.%s: want %s", c.Services["jaeger"].Image, m[1], m[2], want)
+	}
 }
 
 // checkDockerfile checks that every file the Dockerfile copies from the build context exists and
