@@ -106,20 +106,15 @@ func parseBool(v string) (bool, error) {
 // parseDuration reads a Go duration, or a bare number as milliseconds, the
 // unit of the OTEL_* duration variables.
 func parseDuration(v string) (time.Duration, error) {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0, errors.New("negative")
-		}
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	d, err := time.ParseDuration(v)
+	n, err := strconv.ParseInt(v, 10, 64)
+	d := time.Duration(n) * time.Millisecond
 	if err != nil {
-		return 0, err
+		d, err = time.ParseDuration(v)
 	}
-	if d < 0 {
-		return 0, errors.New("negative")
+	if err == nil && d < 0 {
+		d, err = 0, errors.New("negative")
 	}
-	return d, nil
+	return d, err
 }
 
 // parseSize reads a byte size in GOMEMLIMIT's units (B, KiB, MiB, GiB,
