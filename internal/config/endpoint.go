@@ -94,16 +94,15 @@ func checkHostPort(hostport string, portOptional bool) error {
 		return nil
 	}
 	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
-		if label == "" || len(label) > 63 {
+		if label == "" || len(label) > 63 || strings.ContainsFunc(label, notHostChar) {
 			return errors.New("not a host name or IP address")
-		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return errors.New("not a host name or IP address")
-			}
 		}
 	}
 	return nil
+}
+
+func notHostChar(c rune) bool {
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_')
 }
 
 func isLoopback(host string) bool {

@@ -118,13 +118,6 @@ func firstWord(s string) string {
 }
 
 func isEnvName(s string) bool {
-	if !strings.HasPrefix(s, "OTEL_") && !strings.HasPrefix(s, "PI_OTEL_") {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return (strings.HasPrefix(s, "OTEL_") || strings.HasPrefix(s, "PI_OTEL_")) &&
+		!strings.ContainsFunc(s, func(c rune) bool { return !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') })
 }
