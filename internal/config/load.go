@@ -22,14 +22,22 @@ import (
 // over the environment, which wins over the default. Error messages never
 // contain header values.
 func Load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
-	l := loader{s: newSources(fs, getenv)}
+	l := &loader{s: newSources(fs, getenv)}
 	cfg := l.load()
 	// Traces and metrics read the same generic settings: say each once.
-	if err := errors.Join(unique(l.errs, error.Error)...); err != nil {
-		return Config{}, err
+	l.errs, l.warnings = unique(l.errs, error.Error), unique(l.warnings, func(w string) string { return w })
+	return loaded(l, &cfg, &cfg.Warnings)
+}
+
+// loaded is what a Load function returns: v, read by l, with the warnings
+// l gave, or every error l met.
+func loaded[T any](l *loader, v *T, warnings *[]string) (T, error) {
+	if err := errors.Join(l.errs...); err != nil {
+		var zero T
+		return zero, err
 	}
-	cfg.Warnings = unique(l.warnings, func(w string) string { return w })
-	return cfg, nil
+	*warnings = l.warnings
+	return *v, nil
 }
 
 // unique keeps the first of the items with the same text.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"flag"
 	"math"
 	"time"
@@ -38,9 +37,5 @@ func LoadReplay(fs *flag.FlagSet, getenv func(string) string) (Replay, error) {
 	if size > 0 {
 		r.MaxLine = int(min(size, math.MaxInt))
 	}
-	if err := errors.Join(l.errs...); err != nil {
-		return Replay{}, err
-	}
-	r.Warnings = l.warnings
-	return r, nil
+	return loaded(l, &r, &r.Warnings)
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"flag"
 )
 
@@ -56,9 +55,5 @@ func LoadReport(fs *flag.FlagSet, getenv func(string) string) (Report, error) {
 	if r.JSON && r.CSV {
 		l.fail("--json and --csv: choose one")
 	}
-	if err := errors.Join(l.errs...); err != nil {
-		return Report{}, err
-	}
-	r.Warnings = l.warnings
-	return r, nil
+	return loaded(l, &r, &r.Warnings)
 }

@@ -66,11 +66,7 @@ func LoadWatch(fs *flag.FlagSet, getenv func(string) string) (Watch, error) {
 	if w.CloseAfter < w.Settle {
 		l.fail("--close-after (%s) must be at least --settle (%s)", w.CloseAfter, w.Settle)
 	}
-	if err := errors.Join(l.errs...); err != nil {
-		return Watch{}, err
-	}
-	w.Warnings = l.warnings
-	return w, nil
+	return loaded(l, &w, &w.Warnings)
 }
 
 // parseSince reads a duration, also in whole days ("7d").
