@@ -134,13 +134,10 @@ func (l *loader) load() Config {
 
 	l.spool(&cfg)
 
-	if v, _, ok := l.get(row("semconv-stability-opt-in")); ok {
-		for entry := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(entry), GenAILatestOptIn) {
-				cfg.GenAILatest = true
-			}
-		}
-	}
+	optIn, _, _ := l.get(row("semconv-stability-opt-in"))
+	cfg.GenAILatest = slices.ContainsFunc(strings.Split(optIn, ","), func(entry string) bool {
+		return strings.EqualFold(strings.TrimSpace(entry), GenAILatestOptIn)
+	})
 
 	l.integer(&cfg.Batch.MaxQueueSize, row("queue-size"))
 	l.integer(&cfg.Batch.MaxExportBatchSize, row("max-export-batch-size"))
