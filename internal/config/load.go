@@ -224,11 +224,7 @@ func (l *loader) signalOf(name string, fallback telemetry.ExporterKind, anyEndpo
 }
 
 func isStdout(path string) bool {
-	switch path {
-	case "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}, path)
 }
 
 // otlp resolves the OTLP settings of l.signal: for each, the signal's own
