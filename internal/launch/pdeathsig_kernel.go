@@ -1,3 +1,5 @@
+//go:build linux || freebsd
+
 package launch
 
 import "syscall"
@@ -6,8 +8,8 @@ import "syscall"
 // when pi-otel dies.
 const ParentDeathSignalSupported = true
 
-// FreeBSD's procctl(PROC_PDEATHSIG_CTL) follows the parent process, not a
-// thread.
+// Linux ties the parent-death signal to the forking thread (see run);
+// FreeBSD's procctl(PROC_PDEATHSIG_CTL) follows the parent process.
 func sysProcAttr(parentDeath syscall.Signal) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: parentDeath}
 }
