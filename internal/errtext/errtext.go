@@ -53,17 +53,18 @@ func Class(msg string) string {
 
 // kind names the failure from the words Pi and its providers use.
 func kind(msg string) string {
+	msg = strings.ToLower(msg)
 	switch {
-	case containsFold(msg, "context window"), containsFold(msg, "context length"),
-		containsFold(msg, "context_length"):
+	case strings.Contains(msg, "context window"), strings.Contains(msg, "context length"),
+		strings.Contains(msg, "context_length"):
 		return "context_overflow"
-	case containsFold(msg, "terminated"):
+	case strings.Contains(msg, "terminated"):
 		return "terminated"
-	case containsFold(msg, "overloaded"):
+	case strings.Contains(msg, "overloaded"):
 		return "overloaded"
-	case containsFold(msg, "abort"):
+	case strings.Contains(msg, "abort"):
 		return "aborted"
-	case containsFold(msg, "timed out"), containsFold(msg, "timeout"):
+	case strings.Contains(msg, "timed out"), strings.Contains(msg, "timeout"):
 		return "timeout"
 	}
 	return ""
@@ -133,7 +134,3 @@ func leadingStatus(msg string) string {
 
 func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
 func isLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), sub)
-}
