@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strconv"
+	"strings"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -78,17 +79,8 @@ func (p Path) append(b []byte) []byte {
 // an empty id). Any other id is written as it is, so its span keeps the
 // id it always had.
 func appendID(b []byte, id string) []byte {
-	digits := true
-	plain := true
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case c == '%' || c == '#' || c == '/':
-			plain, digits = false, false
-		case c < '0' || c > '9':
-			digits = false
-		}
-	}
-	if plain && !digits {
+	digits := !strings.ContainsFunc(id, func(c rune) bool { return c < '0' || c > '9' })
+	if !digits && !strings.ContainsAny(id, "%#/") {
 		return append(b, id...)
 	}
 	const hexDigits = "0123456789ABCDEF"
