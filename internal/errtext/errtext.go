@@ -8,6 +8,7 @@
 package errtext
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,27 +29,16 @@ func Text(msg string, s Scrubber, fallback string) string {
 	if s != nil {
 		return s.Scrub(msg)
 	}
-	if sum := Summary(msg); sum != "" {
-		return sum
-	}
-	if fallback != "" {
-		return fallback
-	}
-	return Withheld
+	return cmp.Or(Summary(msg), fallback, Withheld)
 }
 
 // Class is a low-cardinality error.type for a provider error message.
 func Class(msg string) string {
 	k := kind(msg)
-	switch {
-	case k == "context_overflow":
-		return k
-	case status(msg) != "":
-		return status(msg)
-	case k != "":
+	if k == "context_overflow" {
 		return k
 	}
-	return "_OTHER"
+	return cmp.Or(status(msg), k, "_OTHER")
 }
 
 // kind names the failure from the words Pi and its providers use.
