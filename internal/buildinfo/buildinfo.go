@@ -17,6 +17,7 @@
 package buildinfo
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -69,9 +70,7 @@ func fromBuild(bi *debug.BuildInfo, stampVersion, stampCommit, stampDate string)
 		if v := bi.Main.Version; v != "" && v != "(devel)" {
 			info.Version = v
 		}
-		if bi.GoVersion != "" {
-			info.GoVersion = bi.GoVersion
-		}
+		info.GoVersion = cmp.Or(bi.GoVersion, info.GoVersion)
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -85,9 +84,7 @@ func fromBuild(bi *debug.BuildInfo, stampVersion, stampCommit, stampDate string)
 			}
 		}
 	}
-	if stampVersion != "" {
-		info.Version = stampVersion
-	}
+	info.Version = cmp.Or(stampVersion, info.Version)
 	if stampCommit != "" {
 		info.Commit, info.Modified = stampCommit, false
 	}
