@@ -10,6 +10,7 @@ package vcs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"net/url"
@@ -104,9 +105,7 @@ func Read(ctx context.Context, dir string, opts ...Option) (Info, error) {
 	}
 	if u := CleanURL(strings.TrimSpace(string(remote))); u != "" {
 		info.URL = u
-		if n := remoteName(u); n != "" {
-			info.Name = n
-		}
+		info.Name = cmp.Or(remoteName(u), info.Name)
 	}
 	return info, nil
 }
