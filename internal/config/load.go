@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -320,10 +321,9 @@ func (l *loader) resource(cfg *Config) {
 		flag, key string
 		to        *string
 	}{{"user", "enduser.id", &cfg.User}, {"team", "pi.team", &cfg.Team}} {
-		*w.to = attrs[w.key]
-		if v, _, ok := l.get(row(w.flag)); ok && strings.TrimSpace(v) != "" {
-			*w.to = strings.TrimSpace(v)
-		}
+		// get trims what it returns: a blank setting is none.
+		v, _, _ := l.get(row(w.flag))
+		*w.to = cmp.Or(v, attrs[w.key])
 		if *w.to != "" {
 			attrs[w.key] = *w.to
 		}
