@@ -359,15 +359,10 @@ func parentOf(v []byte, s *string, dst **string) bool {
 	return true
 }
 
-// decodeEntryWith decodes one entry line with encoding/json, reading
-// child session files with sessions, named in from.
-func decodeEntryWith(b []byte, sessions nested.SessionReader, from nested.Origin) (*entry, error) {
-	return decodeEntryChecked(b, sessions, from, false)
-}
-
-// decodeEntryChecked is decodeEntryWith; valid says b is known to be
-// valid JSON (the event decoder's scan, which json.Valid agrees with,
-// accepted it), so that it is not checked again.
+// decodeEntryChecked decodes one entry line with encoding/json, reading
+// child session files with sessions, named in from; valid says b is known
+// to be valid JSON (the event decoder's scan, which json.Valid agrees
+// with, accepted it), so that it is not checked again.
 func decodeEntryChecked(b []byte, sessions nested.SessionReader, from nested.Origin, valid bool) (*entry, error) {
 	b = bytes.TrimRight(b, "\r")
 	if !valid && !json.Valid(b) {

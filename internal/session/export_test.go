@@ -25,4 +25,4 @@ func (k Kind) String() string {
 }
 
 // decodeEntry decodes one entry line with encoding/json.
-func decodeEntry(b []byte) (*entry, error) { return decodeEntryWith(b, nil, nested.Origin{}) }
+func decodeEntry(b []byte) (*entry, error) { return decodeEntryChecked(b, nil, nested.Origin{}, false) }
