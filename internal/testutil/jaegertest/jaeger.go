@@ -50,11 +50,6 @@ type options struct {
 // Option configures Start.
 type Option = option.Option[options]
 
-// WithBinary uses path instead of $PI_OTEL_JAEGER.
-func WithBinary(path string) Option {
-	return option.Func[options](func(o *options) { o.binary = path })
-}
-
 // WithOTLPGRPC binds the OTLP gRPC receiver to addr (127.0.0.1:PORT)
 // instead of a free port, so a test can point pi-otel at a collector that
 // is not running yet, or start a second Jaeger where a killed one was.

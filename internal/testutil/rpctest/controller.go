@@ -200,12 +200,6 @@ func (c *Controller) WaitAfter(cur Cursor, timeout time.Duration, match func(Lin
 	}
 }
 
-// Wait is WaitAfter from the start of the output.
-func (c *Controller) Wait(timeout time.Duration, match func(Line) bool) (Line, error) {
-	l, _, err := c.WaitAfter(0, timeout, match)
-	return l, err
-}
-
 // WaitExit waits for the peer's stdout to end and the process to exit, and
 // returns its exit code (-1 when a signal killed it).
 func (c *Controller) WaitExit(timeout time.Duration) (int, error) {

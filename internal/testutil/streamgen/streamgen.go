@@ -60,11 +60,6 @@ func WithCompactions(every int) Option {
 	return option.Func[config](func(c *config) { c.compactEvery = every })
 }
 
-// WithStart sets the session's start time (default 2026-11-29T21:44:14Z).
-func WithStart(t time.Time) Option {
-	return option.Func[config](func(c *config) { c.start = t })
-}
-
 // Stats describes what a Generator produced.
 type Stats struct {
 	Records       int64
