@@ -211,6 +211,9 @@ type fileTracer struct {
 func (c *fileTracer) run(r *session.Run) {
 	switch {
 	case r.Off < c.skip:
+		// By where it begins, not ends: a run traced by Idle may gain
+		// entries (a compaction Pi writes later) that a re-read groups
+		// into it.
 		if c.ledger != nil {
 			c.ledger.Traced(r.Session, r.Key, r.Start)
 		}
