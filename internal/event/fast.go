@@ -126,16 +126,7 @@ func (s *scan) decodeAMESub(rec []byte, a *AssistantMessageEvent) bool {
 
 func decodeAMELite(v []byte, a *AssistantMessageEvent) bool {
 	var sn seen
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			return true
-		}
-		if !a.liteMember(key, v[vs:ve], &sn) {
-			return false
-		}
-	}
+	return members(v, func(key, val []byte) bool { return a.liteMember(key, val, &sn) })
 }
 
 // liteMember decodes one member of an assistantMessageEvent with content
@@ -155,28 +146,18 @@ func decodeAME(v []byte, a *AssistantMessageEvent) bool {
 		return false
 	}
 	var sn seen
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			return true
-		}
-		val := v[vs:ve]
-		var good bool
+	return members(v, func(key, val []byte) bool {
 		switch string(key) {
 		case "delta":
-			good = sn.first(2) && decodeString(val, &a.Delta)
+			return sn.first(2) && decodeString(val, &a.Delta)
 		case "id":
-			good = sn.first(3) && decodeString(val, &a.ID)
+			return sn.first(3) && decodeString(val, &a.ID)
 		case "toolName":
-			good = sn.first(4) && decodeString(val, &a.ToolName)
-		default: // type, contentIndex, or a key no field takes
-			good = a.liteMember(key, val, &sn) && !foldsToAny(key, ameNames[2:])
+			return sn.first(4) && decodeString(val, &a.ToolName)
 		}
-		if !good {
-			return false
-		}
-	}
+		// type, contentIndex, or a key no field takes
+		return a.liteMember(key, val, &sn) && !foldsToAny(key, ameNames[2:])
+	})
 }
 
 // decodeFull fills every field of ev the record carries, as
@@ -314,16 +295,7 @@ func decodeMessage(v []byte, msg *Message, alias bool, st *storage) bool {
 		return false
 	}
 	var sn seen
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			return true
-		}
-		if !msg.member(key, v[vs:ve], &sn, alias, st) {
-			return false
-		}
-	}
+	return members(v, func(key, val []byte) bool { return msg.member(key, val, &sn, alias, st) })
 }
 
 // decodeMessageSub is decodeMessage from the members the scan recorded:
@@ -342,59 +314,56 @@ func (s *scan) decodeMessageSub(rec []byte, msg *Message, alias bool, st *storag
 // member decodes one member of a message; the pointer fields point into
 // st's storage when it is transient.
 func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) bool {
-	var good bool
 	switch string(key) {
 	case "role":
-		good = sn.first(0) && decodeString(val, &msg.Role)
+		return sn.first(0) && decodeString(val, &msg.Role)
 	case "content":
-		good = sn.first(1)
 		decodeRaw(val, &msg.Content, alias)
+		return sn.first(1)
 	case "api":
-		good = sn.first(2) && st.text(val, &msg.API, slotAPI)
+		return sn.first(2) && st.text(val, &msg.API, slotAPI)
 	case "provider":
-		good = sn.first(3) && st.text(val, &msg.Provider, slotProvider)
+		return sn.first(3) && st.text(val, &msg.Provider, slotProvider)
 	case "model":
-		good = sn.first(4) && st.text(val, &msg.Model, slotModel)
+		return sn.first(4) && st.text(val, &msg.Model, slotModel)
 	case "responseModel":
-		good = sn.first(5) && st.text(val, &msg.ResponseModel, slotResponseModel)
+		return sn.first(5) && st.text(val, &msg.ResponseModel, slotResponseModel)
 	case "responseId":
-		good = sn.first(6) && decodeString(val, &msg.ResponseID)
+		return sn.first(6) && decodeString(val, &msg.ResponseID)
 	case "usage":
-		good = sn.first(7) && decodePtrAt(val, &msg.Usage, decodeUsage, st.usage())
+		return sn.first(7) && decodePtrAt(val, &msg.Usage, decodeUsage, st.usage())
 	case "stopReason":
-		good = sn.first(8) && decodeString(val, &msg.StopReason)
+		return sn.first(8) && decodeString(val, &msg.StopReason)
 	case "errorMessage":
-		good = sn.first(9) && decodeString(val, &msg.ErrorMessage)
+		return sn.first(9) && decodeString(val, &msg.ErrorMessage)
 	case "rawStopReason":
-		good = sn.first(10) && decodeString(val, &msg.RawStopReason)
+		return sn.first(10) && decodeString(val, &msg.RawStopReason)
 	case "durationMs":
-		good = sn.first(11) && decodePtrAt(val, &msg.DurationMs, decodeFloat, st.duration(0))
+		return sn.first(11) && decodePtrAt(val, &msg.DurationMs, decodeFloat, st.duration(0))
 	case "timestamp":
-		good = sn.first(12) && decodeFloat(val, &msg.Timestamp)
+		return sn.first(12) && decodeFloat(val, &msg.Timestamp)
 	case "thinkingLevel":
-		good = sn.first(13) && st.text(val, &msg.ThinkingLevel, slotThinkingLevel)
+		return sn.first(13) && st.text(val, &msg.ThinkingLevel, slotThinkingLevel)
 	case "toolCallId":
-		good = sn.first(14) && decodeString(val, &msg.ToolCallID)
+		return sn.first(14) && decodeString(val, &msg.ToolCallID)
 	case "toolName":
-		good = sn.first(15) && st.text(val, &msg.ToolName, slotToolName)
+		return sn.first(15) && st.text(val, &msg.ToolName, slotToolName)
 	case "isError":
-		good = sn.first(16) && decodeBool(val, &msg.IsError)
+		return sn.first(16) && decodeBool(val, &msg.IsError)
 	case "sections":
-		good = sn.first(17) && decodeSections(val, &msg.Sections)
+		return sn.first(17) && decodeSections(val, &msg.Sections)
 	case "toolsAdded":
-		good = sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
+		return sn.first(18) && decodeRawList(val, &msg.ToolsAdded, alias)
 	case "tools":
-		good = sn.first(19) && decodeRawList(val, &msg.Tools, alias)
+		return sn.first(19) && decodeRawList(val, &msg.Tools, alias)
 	case "duration":
-		good = sn.first(20) && decodePtrAt(val, &msg.Duration, decodeFloat, st.duration(1))
+		return sn.first(20) && decodePtrAt(val, &msg.Duration, decodeFloat, st.duration(1))
 	case "ttft":
-		good = sn.first(21) && decodePtrAt(val, &msg.TTFT, decodeFloat, st.duration(2))
+		return sn.first(21) && decodePtrAt(val, &msg.TTFT, decodeFloat, st.duration(2))
 	case "completedAt":
-		good = sn.first(22) && decodeFloat(val, &msg.CompletedAt)
-	default:
-		good = plainKey(key) && !foldsToAny(key, messageNames)
+		return sn.first(22) && decodeFloat(val, &msg.CompletedAt)
 	}
-	return good
+	return plainKey(key) && !foldsToAny(key, messageNames)
 }
 
 func decodeSections(v []byte, dst *map[string]*string) bool {
@@ -407,22 +376,18 @@ func decodeSections(v []byte, dst *map[string]*string) bool {
 		return false
 	}
 	m := map[string]*string{}
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			*dst = m
-			return true
-		}
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
+	if !members(v, func(key, val []byte) bool {
 		var p *string
-		if !decodePtr(v[vs:ve], &p, decodeString) {
+		if bytes.IndexByte(key, '\\') >= 0 || !decodePtr(val, &p, decodeString) {
 			return false
 		}
 		m[string(key)] = p
+		return true
+	}) {
+		return false
 	}
+	*dst = m
+	return true
 }
 
 func decodeUsage(v []byte, u *Usage) bool {
@@ -430,36 +395,25 @@ func decodeUsage(v []byte, u *Usage) bool {
 		return false
 	}
 	var sn seen
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			return true
-		}
-		val := v[vs:ve]
-		var good bool
+	return members(v, func(key, val []byte) bool {
 		switch string(key) {
 		case "input":
-			good = sn.first(0) && decodeInt64(val, &u.Input)
+			return sn.first(0) && decodeInt64(val, &u.Input)
 		case "output":
-			good = sn.first(1) && decodeInt64(val, &u.Output)
+			return sn.first(1) && decodeInt64(val, &u.Output)
 		case "cacheRead":
-			good = sn.first(2) && decodeInt64(val, &u.CacheRead)
+			return sn.first(2) && decodeInt64(val, &u.CacheRead)
 		case "cacheWrite":
-			good = sn.first(3) && decodeInt64(val, &u.CacheWrite)
+			return sn.first(3) && decodeInt64(val, &u.CacheWrite)
 		case "reasoning":
-			good = sn.first(4) && decodeInt64(val, &u.Reasoning)
+			return sn.first(4) && decodeInt64(val, &u.Reasoning)
 		case "totalTokens":
-			good = sn.first(5) && decodeInt64(val, &u.TotalTokens)
+			return sn.first(5) && decodeInt64(val, &u.TotalTokens)
 		case "cost":
-			good = sn.first(6) && decodeCost(val, &u.Cost)
-		default:
-			good = plainKey(key) && !foldsToAny(key, usageNames)
+			return sn.first(6) && decodeCost(val, &u.Cost)
 		}
-		if !good {
-			return false
-		}
-	}
+		return plainKey(key) && !foldsToAny(key, usageNames)
+	})
 }
 
 func decodeCost(v []byte, c *Cost) bool {
@@ -471,30 +425,19 @@ func decodeCost(v []byte, c *Cost) bool {
 		return false
 	}
 	var sn seen
-	it := iterObject(v, 0)
-	for {
-		key, vs, ve, ok := it.next()
-		if !ok {
-			return true
-		}
-		val := v[vs:ve]
-		var good bool
+	return members(v, func(key, val []byte) bool {
 		switch string(key) {
 		case "input":
-			good = sn.first(0) && decodeFloat(val, &c.Input)
+			return sn.first(0) && decodeFloat(val, &c.Input)
 		case "output":
-			good = sn.first(1) && decodeFloat(val, &c.Output)
+			return sn.first(1) && decodeFloat(val, &c.Output)
 		case "cacheRead":
-			good = sn.first(2) && decodeFloat(val, &c.CacheRead)
+			return sn.first(2) && decodeFloat(val, &c.CacheRead)
 		case "cacheWrite":
-			good = sn.first(3) && decodeFloat(val, &c.CacheWrite)
+			return sn.first(3) && decodeFloat(val, &c.CacheWrite)
 		case "total":
-			good = sn.first(4) && decodeFloat(val, &c.Total)
-		default:
-			good = plainKey(key) && !foldsToAny(key, costNames)
+			return sn.first(4) && decodeFloat(val, &c.Total)
 		}
-		if !good {
-			return false
-		}
-	}
+		return plainKey(key) && !foldsToAny(key, costNames)
+	})
 }

@@ -130,6 +130,21 @@ func (it *objectIter) next() (key []byte, vs, ve int, ok bool) {
 	return key, vs, ve, true
 }
 
+// members calls fn with the key and value of each member of the valid
+// object v, as long as fn returns true, and reports whether it did for all.
+func members(v []byte, fn func(key, val []byte) bool) bool {
+	it := iterObject(v, 0)
+	for {
+		key, vs, ve, ok := it.next()
+		if !ok {
+			return true
+		}
+		if !fn(key, v[vs:ve]) {
+			return false
+		}
+	}
+}
+
 // end is the index after the object's closing brace, once next has
 // returned every member: the walk found it, so it need not be skipped.
 func (it *objectIter) end() int { return it.i + 1 }
