@@ -245,11 +245,7 @@ func (m *Mapper) errorText(msg string) string {
 	if msg == "" {
 		return ""
 	}
-	var s errtext.Scrubber
-	if m.cfg.content != nil {
-		s = m.cfg.content
-	}
-	return errtext.Text(msg, s, "")
+	return errtext.Text(msg, m.cfg.content, "")
 }
 
 // firstChunkCame reports whether an assistant message_start already holds

@@ -122,11 +122,8 @@ func (m *Mapper) endCompactions(at time.Time, which func(*compaction) bool) {
 }
 
 func (m *Mapper) endCompaction(c *compaction, at time.Time, outcome vocab.CompactionOutcome) {
-	for i, open := range m.comps {
-		if open == c {
-			m.comps = slices.Delete(m.comps, i, i+1)
-			break
-		}
+	if i := slices.Index(m.comps, c); i >= 0 {
+		m.comps = slices.Delete(m.comps, i, i+1)
 	}
 	if c.run != nil {
 		c.run.openComps--

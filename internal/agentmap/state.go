@@ -116,11 +116,9 @@ func (r *idRing) add(id string, n int) {
 
 // take reports whether id is remembered, and forgets it.
 func (r *idRing) take(id string) bool {
-	if _, ok := r.at[id]; ok {
-		delete(r.at, id)
-		return true
-	}
-	return false
+	_, ok := r.at[id]
+	delete(r.at, id)
+	return ok
 }
 
 func (s *toolSet) remove(t *tool) {

@@ -15,12 +15,8 @@ func (m *Mapper) turnStart(at time.Time) {
 		m.anomaly("turn_start inside a turn")
 		m.endTurn(at, true)
 	}
-	parent := r.root.ctx
-	if r.agentRun != nil {
-		parent = r.agentRun.ctx
-	}
 	s := new(span)
-	m.start(s, parent, spanid.Path{Kind: "turn", N: r.turns}, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
+	m.start(s, r.container().ctx, spanid.Path{Kind: "turn", N: r.turns}, vocab.SpanTurn, trace.SpanKindInternal, at, vocab.TurnIndexKey.Int(r.turns))
 	r.turns++
 	r.turnToolCalls = 0
 	r.turn = s
