@@ -503,24 +503,19 @@ func (a attrs) str(k attribute.Key) string {
 	return ""
 }
 
-func (a attrs) int(k attribute.Key) int64 {
-	v, _ := a.get(k)
-	switch v.Type() {
-	case attribute.INT64:
-		return v.AsInt64()
-	case attribute.FLOAT64:
-		return int64(v.AsFloat64())
-	}
-	return 0
-}
+func (a attrs) int(k attribute.Key) int64 { return number[int64](a, k) }
 
-func (a attrs) float(k attribute.Key) float64 {
+func (a attrs) float(k attribute.Key) float64 { return number[float64](a, k) }
+
+// number reads a numeric attribute, int or float, as an N (a float is
+// truncated to an int); 0 when there is none.
+func number[N int64 | float64](a attrs, k attribute.Key) N {
 	v, _ := a.get(k)
 	switch v.Type() {
-	case attribute.FLOAT64:
-		return v.AsFloat64()
 	case attribute.INT64:
-		return float64(v.AsInt64())
+		return N(v.AsInt64())
+	case attribute.FLOAT64:
+		return N(v.AsFloat64())
 	}
 	return 0
 }
