@@ -10,6 +10,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/big"
@@ -144,22 +145,32 @@ type call struct {
 
 // usage is spend as spans state it.
 type usage struct {
-	input, output, cacheRead, cacheWrite int64
-	cost                                 float64
+	tokens
+	cost float64
+}
+
+// tokens are the token counts of some spend.
+type tokens struct{ input, output, cacheRead, cacheWrite int64 }
+
+// add adds t's counts, times sign (1 or -1), to s's.
+func (s *tokens) add(t tokens, sign int64) {
+	s.input += sign * t.input
+	s.output += sign * t.output
+	s.cacheRead += sign * t.cacheRead
+	s.cacheWrite += sign * t.cacheWrite
 }
 
 // usageOf reads the gen_ai usage and pi.cost.total of a span.
 // gen_ai.usage.input_tokens counts the cached tokens too (the
 // conventions' meaning); Pi's input is what is left.
 func usageOf(a attrs) usage {
-	u := usage{
+	t := tokens{
 		output:     a.int(vocab.GenAIUsageOutputTokensKey),
 		cacheRead:  a.int(vocab.GenAIUsageCacheReadKey),
 		cacheWrite: a.int(vocab.GenAIUsageCacheCreationKey),
-		cost:       a.float(vocab.CostTotalKey),
 	}
-	u.input = a.int(vocab.GenAIUsageInputTokensKey) - u.cacheRead - u.cacheWrite
-	return u
+	t.input = a.int(vocab.GenAIUsageInputTokensKey) - t.cacheRead - t.cacheWrite
+	return usage{t, a.float(vocab.CostTotalKey)}
 }
 
 // OnStart notes which run a span belongs to.
@@ -235,10 +246,7 @@ func (c *Collector) OnEnd(s sdktrace.ReadOnlySpan) {
 func (r *openRun) add(c call) {
 	for i := range r.calls {
 		if x := &r.calls[i]; x.model == c.model && x.skill == c.skill {
-			x.input += c.input
-			x.output += c.output
-			x.cacheRead += c.cacheRead
-			x.cacheWrite += c.cacheWrite
+			x.tokens.add(c.tokens, 1)
 			x.cost += c.cost
 			return
 		}
@@ -265,12 +273,9 @@ func (c *Collector) count(s sdktrace.ReadOnlySpan, a attrs, r *openRun, failed b
 	touched := map[string]bool{}
 	if r != nil {
 		for _, x := range r.calls {
-			k := x.skill
+			k := cmp.Or(x.skill, None)
 			if c.opts.By == ByModel {
-				k = x.model
-			}
-			if k == "" {
-				k = None
+				k = cmp.Or(x.model, None)
 			}
 			c.row(k, s.StartTime()).add(x.usage)
 			rest.sub(x.usage)
@@ -279,7 +284,7 @@ func (c *Collector) count(s sdktrace.ReadOnlySpan, a attrs, r *openRun, failed b
 	}
 	k := None
 	if c.opts.By == ByModel {
-		k = orNone(a.str(vocab.GenAIRequestModelKey))
+		k = cmp.Or(a.str(vocab.GenAIRequestModelKey), None)
 	}
 	if !rest.zero() || len(touched) == 0 {
 		c.row(k, s.StartTime()).addExact(rest)
@@ -301,20 +306,13 @@ func (c *Collector) key(s sdktrace.ReadOnlySpan, a attrs) string {
 	case ByMonth:
 		return t.Format("2006-01")
 	case BySession:
-		return orNone(a.str(vocab.GenAIConversationIDKey))
+		return cmp.Or(a.str(vocab.GenAIConversationIDKey), None)
 	case ByProject:
-		return orNone(a.str(vocab.ProjectKey))
+		return cmp.Or(a.str(vocab.ProjectKey), None)
 	case ByTeam:
-		return orNone(a.str(vocab.TeamKey))
+		return cmp.Or(a.str(vocab.TeamKey), None)
 	}
 	return t.Format(time.DateOnly)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return None
-	}
-	return s
 }
 
 func (c *Collector) row(k string, start time.Time) *acc {
@@ -406,31 +404,21 @@ func (c *Collector) Table() Table {
 // total is the exact sum of the roots' pi.cost.total, rounded once: the
 // same number whatever order the runs came in, and whatever the grouping.
 type acc struct {
-	input, output, cacheRead, cacheWrite int64
-	cost                                 *big.Float
-	runs, errors                         int64
-	first                                time.Time
+	exact
+	runs, errors int64
+	first        time.Time
 }
 
 // exactPrec holds any sum of float64 values exactly: their exponents
 // span 2,098 bits, plus room for carries.
 const exactPrec = 2200
 
-func newAcc() acc { return acc{cost: new(big.Float).SetPrec(exactPrec)} }
+func newAcc() acc { return acc{exact: exact{cost: new(big.Float).SetPrec(exactPrec)}} }
 
-func (a *acc) add(u usage) {
-	a.input += u.input
-	a.output += u.output
-	a.cacheRead += u.cacheRead
-	a.cacheWrite += u.cacheWrite
-	a.cost.Add(a.cost, exactFloat(u.cost))
-}
+func (a *acc) add(u usage) { a.addExact(exactUsage(u)) }
 
 func (a *acc) addExact(u exact) {
-	a.input += u.input
-	a.output += u.output
-	a.cacheRead += u.cacheRead
-	a.cacheWrite += u.cacheWrite
+	a.tokens.add(u.tokens, 1)
 	a.cost.Add(a.cost, u.cost)
 }
 
@@ -450,25 +438,18 @@ func (a *acc) totals() Totals {
 // exact is usage with its cost held exactly: what a run's calls leave of
 // its root's total.
 type exact struct {
-	input, output, cacheRead, cacheWrite int64
-	cost                                 *big.Float
+	tokens
+	cost *big.Float
 }
 
-func exactUsage(u usage) exact {
-	return exact{u.input, u.output, u.cacheRead, u.cacheWrite, exactFloat(u.cost)}
-}
+func exactUsage(u usage) exact { return exact{u.tokens, exactFloat(u.cost)} }
 
 func (e *exact) sub(u usage) {
-	e.input -= u.input
-	e.output -= u.output
-	e.cacheRead -= u.cacheRead
-	e.cacheWrite -= u.cacheWrite
+	e.tokens.add(u.tokens, -1)
 	e.cost.Sub(e.cost, exactFloat(u.cost))
 }
 
-func (e *exact) zero() bool {
-	return e.input == 0 && e.output == 0 && e.cacheRead == 0 && e.cacheWrite == 0 && e.cost.Sign() == 0
-}
+func (e *exact) zero() bool { return e.tokens == (tokens{}) && e.cost.Sign() == 0 }
 
 func exactFloat(v float64) *big.Float { return new(big.Float).SetPrec(exactPrec).SetFloat64(v) }
 
