@@ -192,15 +192,10 @@ func (r *run) expectingContinuation() bool {
 
 // innermost is the span new events and children attach to.
 func (r *run) innermost() *span {
-	switch {
-	case r.chat != nil:
+	if r.chat != nil {
 		return &r.chat.span
-	case r.turn != nil:
-		return r.turn
-	case r.agentRun != nil:
-		return r.agentRun
 	}
-	return &r.root
+	return r.container()
 }
 
 // container is where a new child span hangs: a turn, else a run, else root.
