@@ -185,8 +185,7 @@ func human(t Totals, compact bool) []string {
 // grouped writes n with thousands separators: 1,234,567.
 func grouped(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
+	s, neg := strings.CutPrefix(s, "-")
 	var b strings.Builder
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
