@@ -384,7 +384,7 @@ func decodeRecord(rec []byte, opts Options, s *scan, ev *Event, st *storage, ali
 			if s.decodeLite(rec, ev, ame, alias) {
 				return nil
 			}
-		} else if s.decodeFullIn(rec, typ, ev, alias, st) {
+		} else if s.decodeFull(rec, typ, ev, alias, st) {
 			return nil
 		}
 		*ev = Event{}

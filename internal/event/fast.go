@@ -161,13 +161,9 @@ func decodeAME(v []byte, a *AssistantMessageEvent) bool {
 }
 
 // decodeFull fills every field of ev the record carries, as
-// json.Unmarshal into Event does, then the message of message_* records.
-func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool) bool {
-	return s.decodeFullIn(rec, typ, ev, alias, nil)
-}
-
-// decodeFullIn is decodeFull into a Decoder's storage (nil: new storage).
-func (s *scan) decodeFullIn(rec []byte, typ string, ev *Event, alias bool, st *storage) bool {
+// json.Unmarshal into Event does, then the message of message_* records,
+// into a Decoder's storage st (nil: new storage).
+func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *storage) bool {
 	var sn seen
 	for k := range s.n {
 		m := &s.members[k]

@@ -446,7 +446,7 @@ func fastPath(rec []byte, opts Options) bool {
 	if typ == TypeMessageUpdate && !opts.Content {
 		return s.decodeLite(rec, &ev, nil, false)
 	}
-	return s.decodeFull(rec, typ, &ev, false)
+	return s.decodeFull(rec, typ, &ev, false, nil)
 }
 
 // Every record Pi 1.6.0 writes, and every generated one, must take the
