@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/log"
-	"go.opentelemetry.io/otel/log/noop"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,14 +36,6 @@ const (
 // logs exporter is configured: with logs off it costs nothing.
 func WithLogProcessor(build func(log.LoggerProvider) (sdktrace.SpanProcessor, error)) Option {
 	return option.Func[options](func(o *options) { o.logProcs = append(o.logProcs, build) })
-}
-
-// LoggerProvider is where log records go; a no-op one when logs are off.
-func (t *Pipeline) LoggerProvider() log.LoggerProvider {
-	if t.lp == nil {
-		return noop.NewLoggerProvider()
-	}
-	return t.lp
 }
 
 // setupLogs builds the logger provider, or nothing when logs are off.
