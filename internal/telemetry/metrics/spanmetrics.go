@@ -249,9 +249,7 @@ func (s *SpanMetrics) onChat(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 	provider := genaiconv.ProviderNameAttr(cmp.Or(token(a.str(keyProvider)), unknownProvider))
 	model := cmp.Or(token(a.str(keyRequestModel)), missingModelName)
 	modelAttr := keyRequestModel.String(model)
-	if v, ok := a.float(vocab.CostTotalKey); ok && v > 0 {
-		s.cost.Add(ctx, v, metric.WithAttributes(append(spend(a), keyProvider.String(string(provider)), modelAttr)...))
-	}
+	s.addCost(ctx, a)
 	if s.latest != nil {
 		s.latest.onChat(ctx, span, a, provider, modelAttr)
 		return
