@@ -145,13 +145,8 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	}
 	var groups []group
 	for tid, spans := range e.held {
-		g := group{tid: tid, spans: spans, first: spans[0].StartTime()}
-		for _, s := range spans {
-			if s.StartTime().Before(g.first) {
-				g.first = s.StartTime()
-			}
-		}
-		groups = append(groups, g)
+		first := slices.MinFunc(spans, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+		groups = append(groups, group{tid: tid, spans: spans, first: first.StartTime()})
 	}
 	clear(e.held)
 	slices.SortFunc(groups, func(a, b group) int {
