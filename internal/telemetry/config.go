@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -173,49 +174,31 @@ func Defaults() Config {
 // Defaults. A zero FlushTimeout stays: it means "do not
 // wait at exit".
 func withDefaults(cfg Config) Config {
+	// A number below 1 takes the default, as does an empty name.
 	d := Defaults()
-	if cfg.Batch.MaxQueueSize <= 0 {
-		cfg.Batch.MaxQueueSize = d.Batch.MaxQueueSize
-	}
-	if cfg.Batch.MaxExportBatchSize <= 0 {
-		cfg.Batch.MaxExportBatchSize = d.Batch.MaxExportBatchSize
-	}
-	cfg.Batch.MaxExportBatchSize = min(cfg.Batch.MaxExportBatchSize, cfg.Batch.MaxQueueSize)
-	if cfg.Batch.ScheduleDelay <= 0 {
-		cfg.Batch.ScheduleDelay = d.Batch.ScheduleDelay
-	}
-	if cfg.Batch.ExportTimeout <= 0 {
-		cfg.Batch.ExportTimeout = d.Batch.ExportTimeout
-	}
-	if cfg.MetricsInterval <= 0 {
-		cfg.MetricsInterval = d.MetricsInterval
-	}
-	if cfg.Temporality == "" {
-		cfg.Temporality = d.Temporality
-	}
-	if cfg.ServiceName == "" {
-		cfg.ServiceName = d.ServiceName
-	}
+	b := &cfg.Batch
+	b.MaxQueueSize = cmp.Or(max(b.MaxQueueSize, 0), d.Batch.MaxQueueSize)
+	b.MaxExportBatchSize = cmp.Or(max(b.MaxExportBatchSize, 0), d.Batch.MaxExportBatchSize)
+	b.MaxExportBatchSize = min(b.MaxExportBatchSize, b.MaxQueueSize)
+	b.ScheduleDelay = cmp.Or(max(b.ScheduleDelay, 0), d.Batch.ScheduleDelay)
+	b.ExportTimeout = cmp.Or(max(b.ExportTimeout, 0), d.Batch.ExportTimeout)
+	cfg.MetricsInterval = cmp.Or(max(cfg.MetricsInterval, 0), d.MetricsInterval)
+	cfg.Temporality = cmp.Or(cfg.Temporality, d.Temporality)
+	cfg.ServiceName = cmp.Or(cfg.ServiceName, d.ServiceName)
 	for _, sig := range []struct {
 		s    *Signal
 		path string
 	}{{&cfg.Traces, "/v1/traces"}, {&cfg.Metrics, "/v1/metrics"}, {&cfg.Logs, "/v1/logs"}} {
 		o := &sig.s.OTLP
-		if o.Protocol == "" {
-			o.Protocol = ProtocolGRPC
-		}
+		o.Protocol = cmp.Or(o.Protocol, ProtocolGRPC)
 		if o.Endpoint == "" {
 			o.Endpoint = "http://localhost:4317"
 			if o.Protocol == ProtocolHTTPProtobuf {
 				o.Endpoint = "http://localhost:4318" + sig.path
 			}
 		}
-		if o.Timeout <= 0 {
-			o.Timeout = DefaultOTLPTimeout
-		}
-		if sig.s.Exporter == "" {
-			sig.s.Exporter = ExporterNone
-		}
+		o.Timeout = cmp.Or(max(o.Timeout, 0), DefaultOTLPTimeout)
+		sig.s.Exporter = cmp.Or(sig.s.Exporter, ExporterNone)
 	}
 	return cfg
 }

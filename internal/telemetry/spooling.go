@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,9 +44,7 @@ func (t *Pipeline) startSpool(cfg Spool, client otlptrace.Client, retry time.Dur
 	t.spoolKick, t.spoolEnding = make(chan struct{}, 1), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.spoolStop, t.spoolDone = cancel, make(chan struct{})
-	if retry <= 0 {
-		retry = spoolRetry
-	}
+	retry = cmp.Or(max(retry, 0), spoolRetry)
 	upload := func(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) error {
 		err := client.UploadTraces(ctx, req.GetResourceSpans())
 		switch {
