@@ -362,10 +362,7 @@ func (s *SpanMetrics) addCost(ctx context.Context, a attrs) {
 }
 
 func (s *SpanMetrics) onRPC(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	cmd := a.str(vocab.RPCCommandKey)
-	if cmd == "" {
-		cmd = strings.TrimPrefix(span.Name(), vocab.SpanRPC.Prefix())
-	}
+	cmd := cmp.Or(a.str(vocab.RPCCommandKey), strings.TrimPrefix(span.Name(), vocab.SpanRPC.Prefix()))
 	ok, found := a.bool(vocab.RPCSuccessKey)
 	if !found {
 		ok = span.Status().Code != codes.Error
