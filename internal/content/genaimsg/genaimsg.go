@@ -131,7 +131,7 @@ func convert(msgs []json.RawMessage, scrub func(string) string, output bool) (st
 			continue
 		}
 		if output {
-			fr := finishReason(str(m, "stopReason"), scrub)
+			fr := finishReason(field[string](m, "stopReason"), scrub)
 			msg.FinishReason = &fr
 		}
 		out = append(out, msg)
@@ -227,7 +227,7 @@ func finishReason(stopReason string, scrub func(string) string) string {
 }
 
 func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (message, bool) {
-	role := str(m, "role")
+	role := field[string](m, "role")
 	switch role {
 	case "system":
 		return message{Role: "system", Parts: systemParts(m, scrub)}, true
@@ -240,11 +240,11 @@ func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (me
 	case "toolResult":
 		return message{Role: "tool", Parts: []any{toolCallResponsePart{
 			Type:     partToolCallResponse,
-			ID:       str(m, "toolCallId"),
+			ID:       field[string](m, "toolCallId"),
 			Response: scrub(contentText(m["content"])),
 		}}}, true
 	case "bashExecution":
-		if boolean(m, "excludeFromContext") {
+		if field[bool](m, "excludeFromContext") {
 			return message{}, false
 		}
 		return message{Role: "user", Name: role, Parts: []any{
@@ -252,7 +252,7 @@ func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (me
 		}}, true
 	case "branchSummary", "compactionSummary":
 		return message{Role: "user", Name: role, Parts: []any{
-			textPart{Type: partText, Content: scrub(str(m, "summary"))},
+			textPart{Type: partText, Content: scrub(field[string](m, "summary"))},
 		}}, true
 	case "":
 		role = "unknown"
@@ -267,18 +267,18 @@ func convertMessage(m map[string]json.RawMessage, scrub func(string) string) (me
 func bashText(m map[string]json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("$ ")
-	b.WriteString(str(m, "command"))
-	if out := str(m, "output"); out != "" {
+	b.WriteString(field[string](m, "command"))
+	if out := field[string](m, "output"); out != "" {
 		b.WriteString("\n")
 		b.WriteString(out)
 	}
 	switch {
-	case boolean(m, "cancelled"):
+	case field[bool](m, "cancelled"):
 		b.WriteString("\n[cancelled]")
 	case m["exitCode"] != nil && string(m["exitCode"]) != "null" && string(m["exitCode"]) != "0":
 		b.WriteString("\n[exit code " + string(m["exitCode"]) + "]")
 	}
-	if boolean(m, "truncated") {
+	if field[bool](m, "truncated") {
 		b.WriteString("\n[output truncated]")
 	}
 	return b.String()
@@ -380,20 +380,20 @@ func blockPart(raw json.RawMessage, scrub func(string) string) any {
 	if err != nil {
 		return genericPart{Type: "unknown"}
 	}
-	switch typ := str(b, "type"); typ {
+	switch typ := field[string](b, "type"); typ {
 	case "text":
-		return textPart{Type: partText, Content: scrub(str(b, "text"))}
+		return textPart{Type: partText, Content: scrub(field[string](b, "text"))}
 	case "thinking":
-		return textPart{Type: partReasoning, Content: scrub(str(b, "thinking")), Redacted: boolean(b, "redacted")}
+		return textPart{Type: partReasoning, Content: scrub(field[string](b, "thinking")), Redacted: field[bool](b, "redacted")}
 	case "toolCall":
 		return toolCallPart{
 			Type:      partToolCall,
-			ID:        str(b, "id"),
-			Name:      scrub(str(b, "name")), // a name is text someone chose, as the span's
+			ID:        field[string](b, "id"),
+			Name:      scrub(field[string](b, "name")), // a name is text someone chose, as the span's
 			Arguments: argumentsJSON(b["arguments"], scrub),
 		}
 	case "image":
-		return imagePart{Type: partImage, Modality: "image", MimeType: scrub(str(b, "mimeType")), Size: base64Size(b["data"]), Note: imageNote}
+		return imagePart{Type: partImage, Modality: "image", MimeType: scrub(field[string](b, "mimeType")), Size: base64Size(b["data"]), Note: imageNote}
 	case "":
 		return genericPart{Type: "unknown", Content: scrubbedText(b, scrub)}
 	default:
@@ -402,7 +402,7 @@ func blockPart(raw json.RawMessage, scrub func(string) string) any {
 }
 
 func scrubbedText(b map[string]json.RawMessage, scrub func(string) string) string {
-	if t := str(b, "text"); t != "" {
+	if t := field[string](b, "text"); t != "" {
 		return scrub(t)
 	}
 	return ""
@@ -443,13 +443,13 @@ func contentText(raw json.RawMessage) string {
 		if err != nil {
 			continue
 		}
-		switch typ := str(b, "type"); typ {
+		switch typ := field[string](b, "type"); typ {
 		case "text":
-			texts = append(texts, str(b, "text"))
+			texts = append(texts, field[string](b, "text"))
 		case "image":
-			texts = append(texts, fmt.Sprintf("[image %s, about %d bytes, %s]", str(b, "mimeType"), base64Size(b["data"]), imageNote))
+			texts = append(texts, fmt.Sprintf("[image %s, about %d bytes, %s]", field[string](b, "mimeType"), base64Size(b["data"]), imageNote))
 		default:
-			if t := str(b, "text"); t != "" {
+			if t := field[string](b, "text"); t != "" {
 				texts = append(texts, t)
 			}
 		}
@@ -487,17 +487,10 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// str returns a string field, or "" when it is absent or not a string.
-func str(m map[string]json.RawMessage, key string) string {
-	var s string
-	if raw, ok := m[key]; ok {
-		_ = json.Unmarshal(raw, &s)
-	}
-	return s
-}
-
-func boolean(m map[string]json.RawMessage, key string) bool {
-	var v bool
+// field returns a field as a T, or T's zero value when it is absent or
+// not a T.
+func field[T any](m map[string]json.RawMessage, key string) T {
+	var v T
 	if raw, ok := m[key]; ok {
 		_ = json.Unmarshal(raw, &v)
 	}
