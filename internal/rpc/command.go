@@ -286,14 +286,3 @@ func listAll[T any](l *list.List) []T {
 	}
 	return out
 }
-
-// clip cuts s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -191,3 +191,12 @@ func (t *Tracker) expire(at time.Time) {
 		}
 	}
 }
+
+// clip cuts s to at most n bytes on a rune boundary, marked with an
+// ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return vocab.Clip(s, n) + "…"
+}
