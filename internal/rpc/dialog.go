@@ -94,8 +94,7 @@ func (t *Tracker) uiRequest(rec []byte, at time.Time) {
 		attrs = append(attrs, vocab.UITimeoutMsKey.Int64(int64(ms)))
 		x.deadline = at.Add(time.Duration(ms * float64(time.Millisecond)))
 	}
-	var opts []trace.SpanStartOption
-	opts = append(opts, t.sessionOptions(&attrs)...)
+	opts := t.sessionOptions(&attrs)
 	opts = append(opts, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	_, x.span = t.tracer.Start(t.uiParent(), vocab.SpanExtensionUI.Name(method), opts...)
 	t.dialogs.add(x)
