@@ -1,6 +1,7 @@
 package nested
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -46,9 +47,7 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 	var results event.Results    // for repeats, read as the top level reads them
 	defer func() {
 		// The entry says how the child stopped; else its last model call.
-		if run.StopReason == "" {
-			run.StopReason = lastStop
-		}
+		run.StopReason = cmp.Or(run.StopReason, lastStop)
 		if run.ErrorMessage == "" && run.StopReason == "error" {
 			run.ErrorMessage = lastErr
 		}
@@ -127,10 +126,8 @@ func (p *parser) messages(run *Run, msgs []json.RawMessage, depth int) {
 			lastChatEnd = it.End
 			run.Items = append(run.Items, it)
 		case "toolResult":
-			it := Item{Kind: Tool, End: ts, DurationMs: m.DurationMs, ToolName: m.ToolName, ToolCallID: m.ToolCallID, IsError: m.IsError}
-			if it.ToolName == "" {
-				it.ToolName = names[m.ToolCallID]
-			}
+			it := Item{Kind: Tool, End: ts, DurationMs: m.DurationMs, ToolName: cmp.Or(m.ToolName, names[m.ToolCallID]),
+				ToolCallID: m.ToolCallID, IsError: m.IsError}
 			it.Start = lastChatEnd
 			if m.DurationMs != nil && *m.DurationMs >= 0 && !ts.IsZero() {
 				it.Start = ts.Add(-Millis(*m.DurationMs))
