@@ -176,10 +176,8 @@ func (walker) toolResult(raw []byte) (toolResult, bool) {
 // it is over MaxBytes (Oversize), so a caller that has its members at
 // hand need not Probe it.
 func MemberCarries(k, v []byte) bool {
-	for _, c := range k {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return true
-		}
+	if bytes.ContainsFunc(k, func(r rune) bool { return r == '\\' || r >= utf8.RuneSelf }) {
+		return true
 	}
 	switch {
 	case key(k, "usage"), key(k, "nestedCalls"):
