@@ -118,12 +118,8 @@ var _ sdktrace.SpanProcessor = (*Collector)(nil)
 
 // NewCollector returns a Collector.
 func NewCollector(opts Options) *Collector {
-	if opts.Loc == nil {
-		opts.Loc = time.UTC
-	}
-	if opts.By == "" {
-		opts.By = ByDay
-	}
+	opts.Loc = cmp.Or(opts.Loc, time.UTC)
+	opts.By = cmp.Or(opts.By, ByDay)
 	return &Collector{
 		opts:  opts,
 		runOf: map[trace.SpanID]trace.SpanID{},
