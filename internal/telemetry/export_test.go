@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/option"
@@ -19,4 +21,13 @@ func WithRetry(r Retry) Option {
 // it; 10s by default.
 func WithSpoolRetry(d time.Duration) Option {
 	return option.Func[options](func(o *options) { o.spoolRetry = d })
+}
+
+// ForceFlush exports what is buffered now, bounded by ctx.
+func (t *Pipeline) ForceFlush(ctx context.Context) error {
+	errs := []error{t.tp.ForceFlush(ctx)}
+	if t.lp != nil {
+		errs = append(errs, t.lp.ForceFlush(ctx))
+	}
+	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
 }

@@ -17,15 +17,6 @@ func (t *Pipeline) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// ForceFlush exports what is buffered now, bounded by ctx.
-func (t *Pipeline) ForceFlush(ctx context.Context) error {
-	errs := []error{t.tp.ForceFlush(ctx)}
-	if t.lp != nil {
-		errs = append(errs, t.lp.ForceFlush(ctx))
-	}
-	return errors.Join(append(errs, t.mp.ForceFlush(ctx))...)
-}
-
 // FlushSpans exports the spans queued so far, bounded by ctx; metrics keep
 // their own interval. It flushes the SDK's provider itself, which
 // TracerProvider may wrap (an attribute length limit does), so a caller
