@@ -83,13 +83,9 @@ func PromptSkill(content json.RawMessage) string {
 // hyphens, at most 64 characters), else "": a bounded label, and no
 // stray path or prose taken for a skill.
 func SkillName(name string) string {
-	if name == "" || len(name) > 64 || name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
+	if name == "" || len(name) > 64 || name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") ||
+		strings.ContainsFunc(name, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) {
 		return ""
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return ""
-		}
 	}
 	return name
 }
