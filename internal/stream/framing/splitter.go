@@ -37,9 +37,7 @@ func (c *counter) line(b []byte) (rec []byte, ok bool) {
 		return nil, false
 	}
 	c.stats.Records++
-	if len(b) > c.stats.LargestRecord {
-		c.stats.LargestRecord = len(b)
-	}
+	c.stats.LargestRecord = max(c.stats.LargestRecord, len(b))
 	return b, true
 }
 
