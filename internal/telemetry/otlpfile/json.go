@@ -23,11 +23,6 @@ func UnmarshalTraces(line []byte) (*coltracepb.ExportTraceServiceRequest, error)
 	return req, unmarshalLine(line, req)
 }
 
-// MarshalMetrics encodes req as one OTLP/JSON line, newline included.
-func MarshalMetrics(req *colmetricpb.ExportMetricsServiceRequest) ([]byte, error) {
-	return marshalLine(req)
-}
-
 // UnmarshalMetrics decodes one OTLP/JSON line, as UnmarshalTraces does.
 func UnmarshalMetrics(line []byte) (*colmetricpb.ExportMetricsServiceRequest, error) {
 	req := &colmetricpb.ExportMetricsServiceRequest{}
@@ -39,6 +34,7 @@ func UnmarshalMetrics(line []byte) (*colmetricpb.ExportMetricsServiceRequest, er
 // attribute called "traceId" is never touched.
 var idFields = map[string]int{"traceId": 16, "spanId": 8, "parentSpanId": 8}
 
+// marshalLine encodes m as one OTLP/JSON line, newline included.
 func marshalLine(m proto.Message) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(m)
 	if err != nil {

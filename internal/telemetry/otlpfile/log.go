@@ -30,16 +30,11 @@ func (e *LogExporter) Export(ctx context.Context, records []sdklog.Record) error
 	if len(records) == 0 {
 		return nil
 	}
-	return e.export(ctx, func() ([]byte, error) { return MarshalLogs(LogRequest(records)) })
+	return e.export(ctx, func() ([]byte, error) { return marshalLine(LogRequest(records)) })
 }
 
 // ForceFlush does nothing: every line is written as it is exported.
 func (e *LogExporter) ForceFlush(context.Context) error { return nil }
-
-// MarshalLogs encodes req as one OTLP/JSON line, newline included.
-func MarshalLogs(req *collogpb.ExportLogsServiceRequest) ([]byte, error) {
-	return marshalLine(req)
-}
 
 // UnmarshalLogs decodes one OTLP/JSON line, as UnmarshalTraces does.
 func UnmarshalLogs(line []byte) (*collogpb.ExportLogsServiceRequest, error) {

@@ -64,7 +64,7 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 		if err != nil || len(req.ResourceMetrics) == 0 {
 			return nil, err
 		}
-		return MarshalMetrics(req)
+		return marshalLine(req)
 	})
 }
 
