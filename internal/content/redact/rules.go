@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -158,11 +159,7 @@ type occurrences struct {
 }
 
 func newOccurrences(text string, subs []string) *occurrences {
-	o := &occurrences{text: text, subs: subs, pos: make([]int, len(subs))}
-	for i := range o.pos {
-		o.pos[i] = -2
-	}
-	return o
+	return &occurrences{text: text, subs: subs, pos: slices.Repeat([]int{-2}, len(subs))}
 }
 
 // next returns the first position >= from where a substring starts, or -1.
