@@ -506,20 +506,6 @@ func (p *parser) run(e *entry, depth int) *Run {
 	return run
 }
 
-// Walk calls fn for every run below r, depth first, parents before
-// children.
-func (r *Result) Walk(fn func(*Run)) {
-	if r == nil {
-		return
-	}
-	for _, run := range r.Runs {
-		fn(run)
-		for i := range run.Items {
-			run.Items[i].Nested.Walk(fn)
-		}
-	}
-}
-
 // Total is the model work below the tool without double counting: the
 // result's own usage when it reports one (it covers its nested work), else
 // the sum of its runs and, recursively, of what their tools carry.
