@@ -16,6 +16,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otelcol"
 	"github.com/pi-otel/pi-otel/internal/testutil/piotel"
+	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // Scale-out, proven on real processes: pi-otel replays of real Pi captures → one agent (the
@@ -551,4 +552,10 @@ func TestAgentQueueAtCapacity(t *testing.T) {
 	n := checkWhole(t, "after the restart", whole, taps)
 	t.Logf("%d replays, %d spans: the full queue (%v requests) refused %d, which pi-otel reported undelivered; the agent had accepted %v; after SIGKILL and restart %d delivered, %d fully accepted single-trace replays whole",
 		len(reps), sent, queued, failed, accepted, delivered, n)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proc.RemoveShared() // the pi-otel piotel.Binary built
+	os.Exit(code)
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 )
 
 // A traces file that stops growing mid-line (here a file size limit,
@@ -16,7 +14,7 @@ import (
 // whole lines only; the summary says what did not fit.
 func TestTracesFileFullKeepsWholeLines(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	out := filepath.Join(t.TempDir(), "traces.jsonl")
 	// bash's ulimit -f counts KiB; small batches make several lines.
 	r := runBin(t, "bash", binRun{

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
@@ -19,7 +18,7 @@ import (
 // export to the default endpoint and no wait for it at exit.
 func TestGarbledEndpointActsUnset(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	args := []string{"run", "--", "cat", captures + "bash-tool.jsonl"}
 	start := time.Now()
 	unset := runBin(t, bin, binRun{args: args, env: []string{"PI_OTEL_SPOOL_DIR=none"}})
@@ -52,7 +51,7 @@ func TestGarbledEndpointActsUnset(t *testing.T) {
 // says nothing.
 func TestExitWaitSaysSo(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	addr := collectortest.BlackHole(t)
 	args := []string{"run", "--flush-timeout", "2s", "--endpoint", "http://" + addr, "--", "cat", captures + "bash-tool.jsonl"}
 	start := time.Now()
@@ -95,7 +94,7 @@ func summaryLine(stderr string) string {
 // watch's last flush at SIGTERM says so too when the collector hangs.
 func TestWatchExitWaitSaysSo(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -23,7 +23,7 @@ import (
 // says nothing was traced and exits 1, not 0.
 func TestFollowMissingFileSaysItWaits(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	cmd := exec.Command(bin, "replay", "--follow", missing)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
@@ -64,7 +64,7 @@ func TestFollowMissingFileSaysItWaits(t *testing.T) {
 // value must not reach stderr unprefixed, beside pi-otel's own warning.
 func TestGarbledEndpointEnvOnlyPrefixedLines(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	addr := freeport.Addr(t) // nothing listens there: a refused connection, at once
 	for _, ep := range []string{"::::", "not a url", "http://"} {
 		cmd := exec.Command(bin, "replay", "--spool-dir", "none", "--traces-endpoint", "http://"+addr,

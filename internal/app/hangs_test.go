@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/app"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
@@ -59,7 +58,7 @@ func TestStalledStderrUnderConsoleExporter(t *testing.T) {
 // exit code is Pi's and the summary line still comes.
 func TestSignalDuringExitFlush(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -88,7 +87,7 @@ func TestSignalDuringExitFlush(t *testing.T) {
 // dies of the signal instead of handling it, or does not end.)
 func TestReplayFIFOWithoutWriterIsInterruptible(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -133,7 +132,7 @@ func TestReplayDevZeroEndsAtSignal(t *testing.T) {
 		t.Skip(err)
 	}
 	defer zero.Close()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	for _, c := range []struct {
 		name string
 		args []string

@@ -217,7 +217,7 @@ func childArgv() []string { return []string{os.Args[0], "-test.run=^TestRunChild
 
 func TestRunBinary(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 
 	// Stdout and stderr are the child's, byte for byte: with --quiet,
 	// pi-otel adds nothing, not even a warning about the garbage.

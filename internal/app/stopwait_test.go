@@ -11,7 +11,6 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
-	"github.com/pi-otel/pi-otel/internal/testutil/proc"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
@@ -23,7 +22,7 @@ import (
 // process. The rule is "within a second of a signal"; 3 s leaves room for
 // a loaded machine, and the fault costs the flush timeout, 10 s here.
 func TestWatchWithSpoolEndsAtSignalWhenCollectorIsDown(t *testing.T) {
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	for _, protocol := range []string{"grpc", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
 			spool := filepath.Join(t.TempDir(), "spool")
@@ -94,7 +93,7 @@ func spoolFiles(t *testing.T, dir string) int {
 // comes once the wait line says the wait has begun.
 func TestWatchSignalDuringExitWaitEndsIt(t *testing.T) {
 	t.Parallel()
-	bin := proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	bin := piOtel(t)
 	addr, conns := collectortest.BlackHoleConns(t)
 	dir := filepath.Join(t.TempDir(), "sessions", "--work--")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

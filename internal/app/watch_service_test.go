@@ -22,11 +22,16 @@ import (
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
 
-// piOtel builds the binary for one test (Go's build cache makes the
-// second build cheap).
+// piOtel is the pi-otel binary the tests run, built once.
 func piOtel(t *testing.T) string {
 	t.Helper()
-	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	return proc.Shared(t, "./cmd/pi-otel")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proc.RemoveShared()
+	os.Exit(code)
 }
 
 // watcher is one pi-otel watch process whose stderr is read line by line.

@@ -340,3 +340,9 @@ func labelKey(m map[string]string) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proc.RemoveShared() // the pi-otel piotel.Binary built
+	os.Exit(code)
+}

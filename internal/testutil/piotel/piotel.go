@@ -27,7 +27,8 @@ import (
 // building one (to check a release build).
 const EnvBin = "PI_OTEL_BIN"
 
-// Binary returns $PI_OTEL_BIN or a pi-otel built from this module into a temporary directory.
+// Binary returns $PI_OTEL_BIN or a pi-otel built from this module once
+// per process (proc.Shared: the package's TestMain removes it).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv(EnvBin); bin != "" {
@@ -36,7 +37,7 @@ func Binary(t testing.TB) string {
 		}
 		return bin
 	}
-	return proc.MustBuild(t, t.TempDir(), "./cmd/pi-otel")
+	return proc.Shared(t, "./cmd/pi-otel")
 }
 
 // ExportEnv is the environment of one pi-otel process: base minus anything that would change

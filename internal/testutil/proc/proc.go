@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -28,6 +30,50 @@ func Build(dir, pkg string) (string, error) {
 		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
+}
+
+// shared holds the binaries Shared built in this process, by package.
+var shared struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// Shared builds pkg once per test process and returns the binary's path:
+// a package whose tests each ran `go build` linked the same binary a dozen
+// times. The binaries live until RemoveShared, which the package's
+// TestMain calls after m.Run.
+func Shared(tb testing.TB, pkg string) string {
+	tb.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if bin, ok := shared.bins[pkg]; ok {
+		return bin
+	}
+	if shared.dir == "" {
+		dir, err := os.MkdirTemp("", "pi-otel-bin-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		shared.dir, shared.bins = dir, map[string]string{}
+	}
+	dir := filepath.Join(shared.dir, strconv.Itoa(len(shared.bins)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	bin := MustBuild(tb, dir, pkg)
+	shared.bins[pkg] = bin
+	return bin
+}
+
+// RemoveShared removes what Shared built.
+func RemoveShared() {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+		shared.dir, shared.bins = "", nil
+	}
 }
 
 // MustBuild is Build failing tb.
