@@ -70,10 +70,10 @@ const (
 // ErrInvalidUTF8 or ErrInvalidJSON; invalid UTF-8 wins over malformed JSON,
 // as it did when the two checks ran in that order.
 func (s *scan) validate(rec []byte) error {
-	s.n, s.overflow, s.object = 0, false, false
-	s.ame.reset(-1)
-	s.msg.reset(-1)
-	err := s.walk(rec)
+	end, err := s.walk(rec)
+	if err == nil && space(rec, end) != len(rec) {
+		err = errJSON
+	}
 	if err == errJSON && !utf8.Valid(rec) {
 		return ErrInvalidUTF8
 	}
@@ -86,10 +86,14 @@ var (
 	errUTF8 = ErrInvalidUTF8
 )
 
-// walk is an iterative JSON parser. Containers are tracked as a stack of
-// bits (1 for object); the first 64 levels live in a register, deeper ones
-// in a slice that only pathological records ever need.
-func (s *scan) walk(b []byte) error {
+// walk is an iterative JSON parser. It reads the value that begins b, as
+// encoding/json's Decoder reads one of values written back to back, and
+// returns the index after it; with an error, the index is of the byte
+// where b stops being JSON (len(b) when it is cut short). Containers are
+// tracked as a stack of bits (1 for object); the first 64 levels live in
+// a register, deeper ones in a slice that only pathological records ever
+// need.
+func (s *scan) walk(b []byte) (int, error) {
 	var (
 		i      int
 		depth  int
@@ -139,6 +143,9 @@ func (s *scan) walk(b []byte) error {
 		}
 	}
 
+	s.n, s.overflow, s.object = 0, false, false
+	s.ame.reset(-1)
+	s.msg.reset(-1)
 	i = space(b, 0)
 	if i < len(b) && b[i] == '{' {
 		s.object = true
@@ -146,19 +153,19 @@ func (s *scan) walk(b []byte) error {
 
 value:
 	if i >= len(b) {
-		return errJSON
+		return i, errJSON
 	}
 	switch c := b[i]; c {
 	case '"':
 		j, err := scanString(b, i+1)
 		if err != nil {
-			return err
+			return j, err
 		}
 		i = j
 	case '{', '[':
 		obj := c == '{'
 		if !push(obj) {
-			return errJSON
+			return i, errJSON
 		}
 		if obj && depth == 2 && cur >= 0 {
 			switch cur {
@@ -180,23 +187,23 @@ value:
 		goto value
 	case 't':
 		if !hasLiteral(b, i, "true") {
-			return errJSON
+			return literalStop(b, i, "true"), errJSON
 		}
 		i += 4
 	case 'f':
 		if !hasLiteral(b, i, "false") {
-			return errJSON
+			return literalStop(b, i, "false"), errJSON
 		}
 		i += 5
 	case 'n':
 		if !hasLiteral(b, i, "null") {
-			return errJSON
+			return literalStop(b, i, "null"), errJSON
 		}
 		i += 4
 	default:
-		j := scanNumber(b, i)
-		if j < 0 {
-			return errJSON
+		j, ok := scanNumber(b, i)
+		if !ok {
+			return j, errJSON
 		}
 		i = j
 	}
@@ -215,15 +222,12 @@ after:
 		inSub.m[subCur].valEnd = i
 		subCur = -1
 	}
-	i = space(b, i)
 	if depth == 0 {
-		if i != len(b) {
-			return errJSON
-		}
-		return nil
+		return i, nil
 	}
+	i = space(b, i)
 	if i >= len(b) {
-		return errJSON
+		return i, errJSON
 	}
 	// A comma goes on to the next member or element; the closer closes.
 	closer = ']'
@@ -242,16 +246,16 @@ after:
 		pop()
 		goto after
 	}
-	return errJSON
+	return i, errJSON
 
 key:
 	if i >= len(b) || b[i] != '"' {
-		return errJSON
+		return i, errJSON
 	}
 	{
 		j, err := scanString(b, i+1)
 		if err != nil {
-			return err
+			return j, err
 		}
 		if depth == 1 {
 			if s.n < maxMembers {
@@ -276,7 +280,7 @@ key:
 		}
 		i = space(b, j)
 		if i >= len(b) || b[i] != ':' {
-			return errJSON
+			return i, errJSON
 		}
 		i = space(b, i+1)
 		if subCur >= 0 && depth == 2 {
@@ -309,13 +313,24 @@ func hasLiteral(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
-// scanNumber returns the end of the number at b[i], or -1.
-func scanNumber(b []byte, i int) int {
+// literalStop is where b stops spelling lit from b[i], once hasLiteral
+// has said it does not.
+func literalStop(b []byte, i int, lit string) int {
+	k := 1
+	for k < len(lit) && i+k < len(b) && b[i+k] == lit[k] {
+		k++
+	}
+	return i + k
+}
+
+// scanNumber returns the end of the number at b[i] and true, or where it
+// stops being one and false.
+func scanNumber(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
 	if i >= len(b) {
-		return -1
+		return i, false
 	}
 	switch {
 	case b[i] == '0':
@@ -326,12 +341,12 @@ func scanNumber(b []byte, i int) int {
 			i++
 		}
 	default:
-		return -1
+		return i, false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
-			return -1
+			return i, false
 		}
 		for i < len(b) && b[i]-'0' <= 9 {
 			i++
@@ -343,13 +358,13 @@ func scanNumber(b []byte, i int) int {
 			i++
 		}
 		if i >= len(b) || !isDigit(b[i]) {
-			return -1
+			return i, false
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
 		}
 	}
-	return i
+	return i, true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -374,7 +389,8 @@ func special(w uint64) uint64 {
 }
 
 // scanString checks the string whose opening quote is at b[i-1] and
-// returns the index after its closing quote.
+// returns the index after its closing quote, or with an error the index
+// of the byte where it stops being a string.
 func scanString(b []byte, i int) (int, error) {
 	for {
 		// Jump over plain bytes eight at a time, straight to the first
@@ -392,7 +408,7 @@ func scanString(b []byte, i int) (int, error) {
 			i += 8
 		}
 		if i >= len(b) {
-			return 0, errJSON
+			return i, errJSON
 		}
 		c := b[i]
 		switch {
@@ -401,27 +417,29 @@ func scanString(b []byte, i int) (int, error) {
 		case c == '\\':
 			i++
 			if i >= len(b) {
-				return 0, errJSON
+				return i, errJSON
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i++
 			case 'u':
-				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return 0, errJSON
+				for k := i + 1; k < i+5; k++ {
+					if k >= len(b) || !isHex(b[k]) {
+						return k, errJSON
+					}
 				}
 				i += 5
 			default:
-				return 0, errJSON
+				return i, errJSON
 			}
 		case c < 0x20:
-			return 0, errJSON
+			return i, errJSON
 		case c < utf8.RuneSelf:
 			i++
 		default:
 			n := utf8Len(b[i:])
 			if n == 0 {
-				return 0, errUTF8
+				return i, errUTF8
 			}
 			i += n
 		}
