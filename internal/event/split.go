@@ -1,6 +1,9 @@
 package event
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // A Piece is a part of a line that SplitLine took apart: a JSON object, or
 // bytes that start none (a value cut short, garbage), from Start to End.
@@ -39,6 +42,17 @@ func SplitLine(line []byte) []Piece {
 }
 
 func splitLine(line []byte, budget int) []Piece {
+	// The scanner checks strings as UTF-8 and the Decoder does not, so it
+	// reads a copy with every byte above 0x7F made '#': a plain character
+	// inside a string and, like those bytes, no JSON outside one.
+	plain := make([]byte, len(line))
+	for k, c := range line {
+		if c >= utf8.RuneSelf {
+			c = '#'
+		}
+		plain[k] = c
+	}
+	var s scan
 	var out []Piece
 	values := 0
 	garbage := -1 // start of the pending garbage piece
@@ -51,16 +65,19 @@ func splitLine(line []byte, budget int) []Piece {
 			break
 		}
 		if line[i] == '{' {
-			end, fail := objectEnd(line, i)
-			if end >= 0 {
-				budget -= end - i
-			} else {
-				budget -= fail - i + 1
+			// The object ends at i+n, or breaks at the byte there,
+			// which was read too.
+			n, err := s.walk(plain[i:])
+			budget -= n
+			if err != nil {
+				budget--
 			}
 			if budget < 0 {
 				return nil
 			}
-			if end > broken {
+			if err != nil {
+				broken = max(broken, i+n)
+			} else if end := i + n; end > broken {
 				if garbage >= 0 {
 					out = append(out, Piece{Start: garbage, End: lastEnd})
 					garbage = -1
@@ -69,9 +86,6 @@ func splitLine(line []byte, budget int) []Piece {
 				values++
 				broken, i = -1, end
 				continue
-			}
-			if end < 0 {
-				broken = max(broken, fail)
 			}
 		}
 		if garbage < 0 {
@@ -97,221 +111,3 @@ func splitLine(line []byte, budget int) []Piece {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// objectEnd reads the JSON object that begins at b[i] and returns the
-// index after it, or -1 and the index of the byte where it stops being
-// JSON (len(b) when it is cut short), as encoding/json's scanner finds
-// it. Bytes of strings are not checked as UTF-8: the Decoder does not;
-// a piece's decoding does.
-func objectEnd(b []byte, i int) (end, fail int) {
-	// Container kinds, innermost last: true for an object.
-	var stack []bool
-	push := func(obj bool) bool {
-		if len(stack) >= maxDepth {
-			return false
-		}
-		stack = append(stack, obj)
-		return true
-	}
-	n := len(b)
-	// b[i] is '{'.
-	push(true)
-	i++
-	// Each state reads from b[i]: a key (or the close of an empty
-	// object), a value (or the close of an empty array), or what follows
-	// a value.
-	const (
-		firstKey = iota
-		key
-		firstValue
-		value
-		after
-	)
-	state := firstKey
-	for {
-		i = skipSpace(b, i)
-		if i >= n {
-			return -1, n
-		}
-		c := b[i]
-		switch state {
-		case firstKey, key:
-			if c == '}' && state == firstKey {
-				i++
-				stack = stack[:len(stack)-1]
-				state = after
-				break
-			}
-			if c != '"' {
-				return -1, i
-			}
-			j, f := stringEnd(b, i+1)
-			if j < 0 {
-				return -1, f
-			}
-			i = skipSpace(b, j)
-			if i >= n {
-				return -1, n
-			}
-			if b[i] != ':' {
-				return -1, i
-			}
-			i++
-			state = value
-		case firstValue, value:
-			switch {
-			case c == ']' && state == firstValue:
-				i++
-				stack = stack[:len(stack)-1]
-				state = after
-			case c == '{' || c == '[':
-				if !push(c == '{') {
-					return -1, i
-				}
-				i++
-				state = firstKey
-				if c == '[' {
-					state = firstValue
-				}
-			case c == '"':
-				j, f := stringEnd(b, i+1)
-				if j < 0 {
-					return -1, f
-				}
-				i, state = j, after
-			case c == 't' || c == 'f' || c == 'n':
-				lit := "null"
-				if c == 't' {
-					lit = "true"
-				} else if c == 'f' {
-					lit = "false"
-				}
-				for k := 1; k < len(lit); k++ {
-					if i+k >= n {
-						return -1, n
-					}
-					if b[i+k] != lit[k] {
-						return -1, i + k
-					}
-				}
-				i, state = i+len(lit), after
-			default:
-				j, f := numberEnd(b, i)
-				if j < 0 {
-					return -1, f
-				}
-				i, state = j, after
-			}
-		case after:
-			if len(stack) == 0 {
-				return i, 0
-			}
-			switch {
-			case c == ',':
-				i++
-				state = value
-				if stack[len(stack)-1] {
-					state = key
-				}
-			case c == '}' && stack[len(stack)-1], c == ']' && !stack[len(stack)-1]:
-				i++
-				stack = stack[:len(stack)-1]
-			default:
-				return -1, i
-			}
-		}
-		if state == after && len(stack) == 0 {
-			return i, 0
-		}
-	}
-}
-
-// stringEnd reads the string whose opening quote is at b[i-1], as
-// objectEnd reads values.
-func stringEnd(b []byte, i int) (end, fail int) {
-	for {
-		j := bytes.IndexAny(b[i:], "\"\\")
-		// Control characters before the quote or backslash end it.
-		stop := len(b)
-		if j >= 0 {
-			stop = i + j
-		}
-		for k := i; k < stop; k++ {
-			if b[k] < 0x20 {
-				return -1, k
-			}
-		}
-		if j < 0 {
-			return -1, len(b)
-		}
-		i = stop
-		if b[i] == '"' {
-			return i + 1, 0
-		}
-		i++ // past the backslash
-		if i >= len(b) {
-			return -1, len(b)
-		}
-		switch b[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			for k := 1; k <= 4; k++ {
-				if i+k >= len(b) {
-					return -1, len(b)
-				}
-				if !isHex(b[i+k]) {
-					return -1, i + k
-				}
-			}
-			i += 5
-		default:
-			return -1, i
-		}
-	}
-}
-
-// numberEnd reads the number at b[i], as objectEnd reads values.
-func numberEnd(b []byte, i int) (end, fail int) {
-	digits := func() {
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	}
-	// need is one digit where the grammar wants it.
-	need := func() bool {
-		return i < len(b) && isDigit(b[i])
-	}
-	if b[i] == '-' {
-		i++
-		if i >= len(b) {
-			return -1, len(b)
-		}
-	}
-	switch {
-	case b[i] == '0':
-		i++
-	case b[i] >= '1' && b[i] <= '9':
-		digits()
-	default:
-		return -1, i
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if !need() {
-			return -1, min(i, len(b))
-		}
-		digits()
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if !need() {
-			return -1, min(i, len(b))
-		}
-		digits()
-	}
-	return i, 0
-}
