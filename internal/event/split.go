@@ -44,13 +44,20 @@ func SplitLine(line []byte) []Piece {
 func splitLine(line []byte, budget int) []Piece {
 	// The scanner checks strings as UTF-8 and the Decoder does not, so it
 	// reads a copy with every byte above 0x7F made '#': a plain character
-	// inside a string and, like those bytes, no JSON outside one.
-	plain := make([]byte, len(line))
+	// inside a string and, like those bytes, no JSON outside one. A line
+	// with none (a base64 image, the usual huge line) is read as it is:
+	// under watch's memory bound a torn 80 MB line has no room for a copy.
+	var plain []byte
 	for k, c := range line {
 		if c >= utf8.RuneSelf {
-			c = '#'
+			if plain == nil {
+				plain = bytes.Clone(line)
+			}
+			plain[k] = '#'
 		}
-		plain[k] = c
+	}
+	if plain == nil {
+		plain = line
 	}
 	var s scan
 	var out []Piece

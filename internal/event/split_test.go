@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -201,4 +202,22 @@ func TestSplitLineHostile(t *testing.T) {
 	// Past encoding/json's nesting limit, the reader breaks where it does.
 	checkSplit(t, []byte(`{"a":`+strings.Repeat("[", 20_000)+splitSamples[0]))
 	checkSplit(t, []byte(`{"a":`+strings.Repeat("[", 9_998)+strings.Repeat("]", 9_998)+"}"+splitSamples[0]))
+}
+
+// TestSplitLineCopiesNoASCIILine: a torn line of base64 (an image, the
+// usual huge line) is split where it lies; watch's memory bound has no
+// room for a copy of it.
+func TestSplitLineCopiesNoASCIILine(t *testing.T) {
+	image := strings.Repeat("QUJD", 4<<20) // 16 MB
+	line := []byte(`{"type":"message","data":"` + image[:len(image)/2] + `{"type":"message","data":"` + image + `"}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	pieces := SplitLine(line)
+	runtime.ReadMemStats(&after)
+	if len(pieces) != 2 || pieces[0].Value || !pieces[1].Value {
+		t.Fatalf("pieces %+v, want the torn part and a record", pieces)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("SplitLine allocated %d bytes for a %d-byte line", n, len(line))
+	}
 }
