@@ -129,7 +129,7 @@ func bashCommand(args []byte) (command string, ok, exact bool) {
 		switch {
 		case !plainKey(k):
 			return "", false, false
-		case len(k) != len("command") || !bytes.EqualFold(k, []byte("command")):
+		case !Key(k, "command"):
 			continue
 		}
 		// encoding/json takes a key in any case, the last one winning,

@@ -7,7 +7,9 @@ import "bytes"
 // once, with values of the expected kinds. Anything else (a key that only
 // matches ignoring case or after unescaping, a duplicate key, a value of
 // another kind) makes them return false, and the record is decoded by
-// encoding/json as before, so the result is the same either way.
+// encoding/json as before, so the result is the same either way. A usage
+// is read by the walker nested's child messages use too (ReadUsage), which
+// takes folded and repeated keys as encoding/json does.
 
 // JSON names of the fields, for the case-folded matches encoding/json
 // also accepts; a key that folds to one of them takes the slow path.
@@ -22,9 +24,7 @@ var (
 	messageNames = []string{"role", "content", "api", "provider", "model", "responseModel", "responseId",
 		"usage", "stopReason", "errorMessage", "rawStopReason", "durationMs", "timestamp", "thinkingLevel",
 		"toolCallId", "toolName", "isError", "sections", "toolsAdded", "tools", "duration", "ttft", "completedAt"}
-	usageNames = []string{"input", "output", "cacheRead", "cacheWrite", "reasoning", "totalTokens", "cost"}
-	costNames  = []string{"input", "output", "cacheRead", "cacheWrite", "total"}
-	ameNames   = []string{"type", "contentIndex", "delta", "id", "toolName"}
+	ameNames = []string{"type", "contentIndex", "delta", "id", "toolName"}
 )
 
 // recordType returns the top-level "type" when exactly one key spells it
@@ -44,7 +44,7 @@ func (s *scan) recordType(rec []byte) (typ string, ok bool) {
 				return "", false
 			}
 			found = k
-		case !plainKey(key), len(key) == 4 && bytes.EqualFold(key, []byte("type")):
+		case !plainKey(key), Key(key, "type"):
 			return "", false
 		}
 	}
@@ -136,7 +136,7 @@ func (a *AssistantMessageEvent) liteMember(key, val []byte, sn *seen) bool {
 	case "type":
 		return sn.first(0) && decodeString(val, &a.Type)
 	case "contentIndex":
-		return sn.first(1) && decodeInt(val, &a.ContentIndex)
+		return sn.first(1) && ReadInt(val, &a.ContentIndex)
 	}
 	return plainKey(key) && !foldsToAny(key, ameNames[:2])
 }
@@ -173,7 +173,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 		case "type":
 			good = true // the caller has it
 		case "version":
-			good = sn.first(1) && decodeInt(v, &ev.Version)
+			good = sn.first(1) && ReadInt(v, &ev.Version)
 		case "id":
 			good = sn.first(2) && decodeString(v, &ev.ID)
 		case "timestamp":
@@ -183,18 +183,18 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 		case "messages":
 			good = sn.first(5) && decodeRawList(v, &ev.Messages, alias)
 		case "willRetry":
-			good = sn.first(6) && decodePtr(v, &ev.WillRetry, decodeBool)
+			good = sn.first(6) && ReadPtr(v, &ev.WillRetry, ReadBool, nil)
 		case "aborted":
-			good = sn.first(7) && decodePtr(v, &ev.Aborted, decodeBool)
+			good = sn.first(7) && ReadPtr(v, &ev.Aborted, ReadBool, nil)
 		case "message":
 			good = sn.first(8)
 			decodeRaw(v, &ev.RawMessage, alias)
 		case "toolResults":
 			good = sn.first(9) && decodeRawList(v, &ev.ToolResults, alias)
 		case "assistantMessageEvent":
-			good = sn.first(10) && decodePtr(v, &ev.AssistantMessageEvent, decodeAME)
+			good = sn.first(10) && ReadPtr(v, &ev.AssistantMessageEvent, decodeAME, nil)
 		case "usage":
-			good = sn.first(11) && decodePtr(v, &ev.Usage, decodeUsage)
+			good = sn.first(11) && ReadPtr(v, &ev.Usage, decodeUsage, nil)
 		case "toolCallId":
 			good = sn.first(12) && decodeString(v, &ev.ToolCallID)
 		case "toolName":
@@ -209,9 +209,9 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 			good = sn.first(16)
 			decodeRaw(v, &ev.Result, alias)
 		case "isError":
-			good = sn.first(17) && decodeBool(v, &ev.IsError)
+			good = sn.first(17) && ReadBool(v, &ev.IsError)
 		case "durationMs":
-			good = sn.first(18) && decodePtr(v, &ev.DurationMs, decodeFloat)
+			good = sn.first(18) && ReadPtr(v, &ev.DurationMs, ReadFloat, nil)
 		case "steering":
 			good = sn.first(19) && decodeRawList(v, &ev.Steering, alias)
 		case "followUp":
@@ -220,7 +220,7 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 			good = sn.first(21)
 			decodeRaw(v, &ev.Entry, alias)
 		case "name":
-			good = sn.first(22) && decodePtr(v, &ev.Name, decodeString)
+			good = sn.first(22) && ReadPtr(v, &ev.Name, decodeString, nil)
 		case "level":
 			good = sn.first(23) && decodeString(v, &ev.Level)
 		case "reason":
@@ -228,13 +228,13 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 		case "errorMessage":
 			good = sn.first(25) && decodeString(v, &ev.ErrorMessage)
 		case "attempt":
-			good = sn.first(26) && decodeInt(v, &ev.Attempt)
+			good = sn.first(26) && ReadInt(v, &ev.Attempt)
 		case "maxAttempts":
-			good = sn.first(27) && decodeInt(v, &ev.MaxAttempts)
+			good = sn.first(27) && ReadInt(v, &ev.MaxAttempts)
 		case "delayMs":
-			good = sn.first(28) && decodeFloat(v, &ev.DelayMs)
+			good = sn.first(28) && ReadFloat(v, &ev.DelayMs)
 		case "success":
-			good = sn.first(29) && decodePtr(v, &ev.Success, decodeBool)
+			good = sn.first(29) && ReadPtr(v, &ev.Success, ReadBool, nil)
 		case "finalError":
 			good = sn.first(30) && decodeString(v, &ev.FinalError)
 		case "source":
@@ -255,11 +255,11 @@ func (s *scan) decodeFull(rec []byte, typ string, ev *Event, alias bool, st *sto
 			good = sn.first(38)
 			decodeRaw(v, &ev.Data, alias)
 		case "timeout":
-			good = sn.first(39) && decodeFloat(v, &ev.TimeoutMs)
+			good = sn.first(39) && ReadFloat(v, &ev.TimeoutMs)
 		case "parentToolCallId":
 			good = sn.first(40) && decodeString(v, &ev.ParentToolCallID)
 		case "isTerminal":
-			good = sn.first(41) && decodePtr(v, &ev.IsTerminal, decodeBool)
+			good = sn.first(41) && ReadPtr(v, &ev.IsTerminal, ReadBool, nil)
 		default:
 			good = plainKey(key) && !foldsToAny(key, eventNames)
 		}
@@ -327,7 +327,7 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 	case "responseId":
 		return sn.first(6) && decodeString(val, &msg.ResponseID)
 	case "usage":
-		return sn.first(7) && decodePtrAt(val, &msg.Usage, decodeUsage, st.usage())
+		return sn.first(7) && ReadPtr(val, &msg.Usage, decodeUsage, st.usage())
 	case "stopReason":
 		return sn.first(8) && decodeString(val, &msg.StopReason)
 	case "errorMessage":
@@ -335,9 +335,9 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 	case "rawStopReason":
 		return sn.first(10) && decodeString(val, &msg.RawStopReason)
 	case "durationMs":
-		return sn.first(11) && decodePtrAt(val, &msg.DurationMs, decodeFloat, st.duration(0))
+		return sn.first(11) && ReadPtr(val, &msg.DurationMs, ReadFloat, st.duration(0))
 	case "timestamp":
-		return sn.first(12) && decodeFloat(val, &msg.Timestamp)
+		return sn.first(12) && ReadFloat(val, &msg.Timestamp)
 	case "thinkingLevel":
 		return sn.first(13) && st.text(val, &msg.ThinkingLevel, slotThinkingLevel)
 	case "toolCallId":
@@ -345,7 +345,7 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 	case "toolName":
 		return sn.first(15) && st.text(val, &msg.ToolName, slotToolName)
 	case "isError":
-		return sn.first(16) && decodeBool(val, &msg.IsError)
+		return sn.first(16) && ReadBool(val, &msg.IsError)
 	case "sections":
 		return sn.first(17) && decodeSections(val, &msg.Sections)
 	case "toolsAdded":
@@ -353,11 +353,11 @@ func (msg *Message) member(key, val []byte, sn *seen, alias bool, st *storage) b
 	case "tools":
 		return sn.first(19) && decodeRawList(val, &msg.Tools, alias)
 	case "duration":
-		return sn.first(20) && decodePtrAt(val, &msg.Duration, decodeFloat, st.duration(1))
+		return sn.first(20) && ReadPtr(val, &msg.Duration, ReadFloat, st.duration(1))
 	case "ttft":
-		return sn.first(21) && decodePtrAt(val, &msg.TTFT, decodeFloat, st.duration(2))
+		return sn.first(21) && ReadPtr(val, &msg.TTFT, ReadFloat, st.duration(2))
 	case "completedAt":
-		return sn.first(22) && decodeFloat(val, &msg.CompletedAt)
+		return sn.first(22) && ReadFloat(val, &msg.CompletedAt)
 	}
 	return plainKey(key) && !foldsToAny(key, messageNames)
 }
@@ -374,7 +374,7 @@ func decodeSections(v []byte, dst *map[string]*string) bool {
 	m := map[string]*string{}
 	if !members(v, func(key, val []byte) bool {
 		var p *string
-		if bytes.IndexByte(key, '\\') >= 0 || !decodePtr(val, &p, decodeString) {
+		if bytes.IndexByte(key, '\\') >= 0 || !ReadPtr(val, &p, decodeString, nil) {
 			return false
 		}
 		m[string(key)] = p
@@ -384,56 +384,4 @@ func decodeSections(v []byte, dst *map[string]*string) bool {
 	}
 	*dst = m
 	return true
-}
-
-func decodeUsage(v []byte, u *Usage) bool {
-	if v[0] != '{' {
-		return false
-	}
-	var sn seen
-	return members(v, func(key, val []byte) bool {
-		switch string(key) {
-		case "input":
-			return sn.first(0) && decodeInt64(val, &u.Input)
-		case "output":
-			return sn.first(1) && decodeInt64(val, &u.Output)
-		case "cacheRead":
-			return sn.first(2) && decodeInt64(val, &u.CacheRead)
-		case "cacheWrite":
-			return sn.first(3) && decodeInt64(val, &u.CacheWrite)
-		case "reasoning":
-			return sn.first(4) && decodeInt64(val, &u.Reasoning)
-		case "totalTokens":
-			return sn.first(5) && decodeInt64(val, &u.TotalTokens)
-		case "cost":
-			return sn.first(6) && decodeCost(val, &u.Cost)
-		}
-		return plainKey(key) && !foldsToAny(key, usageNames)
-	})
-}
-
-func decodeCost(v []byte, c *Cost) bool {
-	switch v[0] {
-	case 'n':
-		return true // null leaves a struct alone
-	case '{':
-	default:
-		return false
-	}
-	var sn seen
-	return members(v, func(key, val []byte) bool {
-		switch string(key) {
-		case "input":
-			return sn.first(0) && decodeFloat(val, &c.Input)
-		case "output":
-			return sn.first(1) && decodeFloat(val, &c.Output)
-		case "cacheRead":
-			return sn.first(2) && decodeFloat(val, &c.CacheRead)
-		case "cacheWrite":
-			return sn.first(3) && decodeFloat(val, &c.CacheWrite)
-		case "total":
-			return sn.first(4) && decodeFloat(val, &c.Total)
-		}
-		return plainKey(key) && !foldsToAny(key, costNames)
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // HeaderField names a string field of a Header, in Header.Mistyped.
@@ -59,7 +58,8 @@ func ReadHeader(line []byte) Header {
 		switch i := headerKey(k); {
 		case i == len(fields):
 			h.Version = version(v)
-		case i >= 0 && !text(v, fields[i]):
+		case i >= 0 && !ReadString(v, fields[i]) && v[0] != '"':
+			// A string it cannot unquote is not JSON, not of another kind.
 			h.Mistyped |= 1 << i
 		}
 		return true
@@ -90,30 +90,6 @@ func headerKey(k []byte) int {
 		}
 	}
 	return -1
-}
-
-// text decodes the string value v into dst, as encoding/json does; null
-// leaves dst. It reports false for a value of another kind, which also
-// leaves it.
-func text(v []byte, dst *string) bool {
-	switch {
-	case v[0] == '"':
-		in := v[1 : len(v)-1]
-		if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
-			*dst = string(in)
-			return true
-		}
-		// Escapes, or bytes that are not UTF-8: encoding/json unquotes.
-		// It fails only on a line that is not valid JSON.
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			*dst = s
-		}
-		return true
-	case string(v) == "null":
-		return true
-	}
-	return false
 }
 
 // version reads the version value v as Pi's header has it: a whole

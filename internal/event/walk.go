@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -163,12 +164,7 @@ func plainKey(k []byte) bool {
 // foldsToAny reports whether k equals one of names ignoring ASCII case,
 // which encoding/json also treats as a match.
 func foldsToAny(k []byte, names []string) bool {
-	for _, n := range names {
-		if len(n) == len(k) && bytes.EqualFold(k, []byte(n)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(names, func(n string) bool { return Key(k, n) })
 }
 
 // seen guards against duplicate keys: encoding/json lets the last one win
@@ -247,26 +243,8 @@ func unescape(in []byte) (s string, ok bool) {
 	}
 }
 
-// decodeNumber decodes a number field: null leaves it alone, a value of
-// another kind takes the slow path, and parse reads the number.
-func decodeNumber[T int64 | float64](v []byte, dst *T, parse func([]byte) (T, bool)) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case '"', 't', 'f', '{', '[':
-		return false
-	}
-	n, ok := parse(v)
-	if ok {
-		*dst = n
-	}
-	return ok
-}
-
-func decodeInt64(v []byte, dst *int64) bool { return decodeNumber(v, dst, parseInt64) }
-
 func parseInt64(v []byte) (int64, bool) {
-	if len(v) <= 18 { // small non-negative integers, the usual case
+	if 0 < len(v) && len(v) <= 18 { // small non-negative integers, the usual case
 		var n int64
 		for _, c := range v {
 			if c-'0' > 9 {
@@ -281,18 +259,12 @@ general:
 	return n, err == nil
 }
 
-func decodeInt(v []byte, dst *int) bool {
-	n := int64(*dst)
-	if !decodeInt64(v, &n) || int64(int(n)) != n {
-		return false
-	}
-	*dst = int(n)
-	return true
-}
-
-func decodeFloat(v []byte, dst *float64) bool { return decodeNumber(v, dst, parseFloat) }
-
 func parseFloat(v []byte) (float64, bool) {
+	// A number starts with '-' or a digit; strconv would also read Inf,
+	// +1 or .5.
+	if len(v) == 0 || v[0] != '-' && v[0]-'0' > 9 {
+		return 0, false
+	}
 	if f, ok := shortDecimal(v); ok {
 		return f, true
 	}
@@ -341,46 +313,6 @@ func shortDecimal(v []byte) (float64, bool) {
 
 // pow10 are the powers of ten shortDecimal divides by, all exact.
 var pow10 = [16]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
-
-// decodePtr decodes a pointer field as encoding/json does: null sets it
-// to nil, any other value to a new T that dec fills.
-func decodePtr[T any](v []byte, dst **T, dec func([]byte, *T) bool) bool {
-	return decodePtrAt(v, dst, dec, nil)
-}
-
-// decodePtrAt is decodePtr into storage at, cleared first; nil allocates.
-func decodePtrAt[T any](v []byte, dst **T, dec func([]byte, *T) bool, at *T) bool {
-	if v[0] == 'n' {
-		*dst = nil
-		return true
-	}
-	p := at
-	if p == nil {
-		p = new(T)
-	} else {
-		var zero T
-		*p = zero
-	}
-	if !dec(v, p) {
-		return false
-	}
-	*dst = p
-	return true
-}
-
-func decodeBool(v []byte, dst *bool) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case 't':
-		*dst = true
-		return true
-	case 'f':
-		*dst = false
-		return true
-	}
-	return false
-}
 
 // decodeRaw copies the value, as json.RawMessage's UnmarshalJSON does
 // (null included); with alias it points into the record instead. The
