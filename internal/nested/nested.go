@@ -370,13 +370,13 @@ func (p *parser) details(r *Result, raw json.RawMessage, depth int) {
 		return // details of another shape: nothing nested
 	}
 	if m, ok := d["mode"]; ok {
-		_ = str(m, &r.Mode)
+		_ = event.ReadString(m, &r.Mode)
 	}
 	// A tool that ran one child may name its session file in details
 	// itself, beside or instead of a results entry.
 	var file string
 	if v, ok := d["sessionFile"]; ok && p.sessions != nil {
-		_ = str(v, &file)
+		_ = event.ReadString(v, &file)
 	}
 	keys := make([]string, 0, len(d))
 	for k, v := range d {

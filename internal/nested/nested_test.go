@@ -350,10 +350,10 @@ func walkedHeader(b []byte) (id string, ok bool) {
 		var typ string
 		ok := event.Members(line, func(k, v []byte) bool {
 			switch {
-			case key(k, "type"):
-				_ = str(v, &typ)
-			case key(k, "id"):
-				_ = str(v, &id)
+			case event.Key(k, "type"):
+				_ = event.ReadString(v, &typ)
+			case event.Key(k, "id"):
+				_ = event.ReadString(v, &id)
 			}
 			return true
 		})

@@ -86,9 +86,9 @@ func SessionMessages(b []byte) ([]json.RawMessage, string, error) {
 		var msg []byte
 		ok := event.Members(line, func(k, v []byte) bool {
 			switch {
-			case key(k, "type"):
-				_ = str(v, &typ)
-			case key(k, "message"):
+			case event.Key(k, "type"):
+				_ = event.ReadString(v, &typ)
+			case event.Key(k, "message"):
 				msg = v
 			}
 			return true
