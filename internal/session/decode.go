@@ -346,13 +346,7 @@ func parentOf(v []byte, s *string, dst **string) bool {
 	switch {
 	case v == nil || string(v) == "null":
 		return true
-	case v[0] != '"':
-		return false
-	}
-	raw := v[1 : len(v)-1]
-	if bytes.IndexByte(raw, '\\') < 0 {
-		*s = string(raw)
-	} else if json.Unmarshal(v, s) != nil {
+	case !event.ReadString(v, s):
 		return false
 	}
 	*dst = s
