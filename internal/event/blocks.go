@@ -148,7 +148,7 @@ func contentChars(content []byte) (n int, ok bool) {
 				}
 				switch {
 				case string(k) == "text":
-				case !plainKey(k) || foldsToAny(k, []string{"text"}):
+				case !plainKey(k) || Key(k, "text"):
 					return 0, false
 				default:
 					continue

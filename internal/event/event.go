@@ -322,7 +322,6 @@ func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
 	if !d.valid || d.s.overflow {
 		return nil, false
 	}
-	names := []string{name}
 	for k := range d.s.n {
 		m := &d.s.members[k]
 		key := rec[m.keyStart:m.keyEnd]
@@ -332,7 +331,7 @@ func (d *Decoder) Member(rec []byte, name string) (v []byte, ok bool) {
 				return nil, false // a duplicate: the last one wins
 			}
 			v = rec[m.valStart:m.valEnd]
-		case !plainKey(key) || foldsToAny(key, names):
+		case !plainKey(key) || Key(key, name):
 			return nil, false
 		}
 	}

@@ -104,7 +104,7 @@ func orderedSections(msg json.RawMessage) []Section {
 		switch {
 		case string(k) == "sections":
 			slow, found, sections = found, true, v
-		case !plainKey(k) || foldsToAny(k, sectionsKey):
+		case !plainKey(k) || Key(k, "sections"):
 			slow = true
 		}
 		return !slow
@@ -127,8 +127,6 @@ func orderedSections(msg json.RawMessage) []Section {
 	})
 	return list
 }
-
-var sectionsKey = []string{"sections"}
 
 // noteTools sets ToolDefs from the declarations in Tools, then ToolsAdded:
 // those that read as an object with a name.
