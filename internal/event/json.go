@@ -101,11 +101,14 @@ func Elements(b []byte, fn func(v []byte) bool) bool {
 // as well; its strings, whose escapes and UTF-8 the scan has checked,
 // with decodeString.
 
-// Key reports whether the key k names field as encoding/json matches
-// them: exactly or ignoring case. (encoding/json also folds across
-// lengths, ſ to s and K to k; a strict decoder refuses non-ASCII keys.)
+// Key reports whether the key k names field, an ASCII name, as
+// encoding/json matches them: exactly or as bytes.EqualFold does, which
+// also folds across lengths (ſ to s, K to k), so k may be the longer.
 func Key(k []byte, field string) bool {
-	return len(k) == len(field) && (string(k) == field || bytes.EqualFold(k, []byte(field)))
+	if len(k) == len(field) && string(k) == field {
+		return true
+	}
+	return len(k) >= len(field) && bytes.EqualFold(k, []byte(field))
 }
 
 // ReadString decodes a string value into dst.

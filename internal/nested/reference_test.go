@@ -120,6 +120,9 @@ func FuzzWalkerMatchesReference(f *testing.F) {
 	f.Add(result(map[string]any{"agent": "a", "exitCode": 1, "messages": []any{assistant(1, 1, 0.1, "stop"), toolMsg(3, 1, "bash", true)}}))
 	f.Add([]byte(`{"Details":{"results":[{"AGENT":"x","messages":[{"role":"assistant","content":[{"type":"toolCall","id":"1","name":"b\u0061sh"}],"usage":{"cost":{"total":1}}},{"role":"toolResult","toolCallId":"1","details":{"results":[{"type":"deep","messages":[]}]}}]}]},"usage":{"input":1},"nestedCalls":{"calls":[{"id":"x","status":"ok"}]}}`))
 	f.Add([]byte(`{"details":{"agents":[{"messages":[{"role":"user","content":"hi"},{"role":"assistant","durationMs":null,"timestamp":5}]}],"mode":"chain"}}`))
+	// Keys that fold across lengths: ſ for s, the Kelvin sign for k.
+	f.Add([]byte(`{"uſage":{"input":3},"details":{"results":[{"agent":"a","meſsages":[{"role":"assistant","stopReaſon":"stop","usage":{"input":1,"cost":{"total":2}}}]}],"mode":"single"},"nestedCalls":{"calls":[]}}`))
+	f.Add([]byte(`{"details":{"results":[{"tasK":"t","messages":[{"role":"user","content":"hi"}]}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !json.Valid(b) {
 			return
