@@ -101,7 +101,9 @@ func TestSpanQueueRetainsWhileDown(t *testing.T) {
 func TestSpanQueueFailsWhenNotDown(t *testing.T) {
 	exp := newDownExporter(true)
 	c := newCounters()
-	b := newSpanQueue(exp, retainBatch(), c, nil, nil, retainWhile(func() bool { return false }, time.Millisecond))
+	// The two spans fill one batch: no schedule delay may send the first
+	// alone, a second call that is no retry.
+	b := newSpanQueue(exp, testBatch(), c, nil, nil, retainWhile(func() bool { return false }, time.Millisecond))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
 	if err := tp.Shutdown(context.Background()); err != nil {
@@ -117,10 +119,21 @@ func TestSpanQueueFailsWhenNotDown(t *testing.T) {
 func TestSpanQueueRetentionEndsAtShutdown(t *testing.T) {
 	exp := newDownExporter(true)
 	c := newCounters()
-	b := newSpanQueue(exp, retainBatch(), c, nil, nil, retainWhile(exp.isDown, time.Hour))
+	// The queue reports a failure it retains just before its pause; the
+	// exporter's return comes earlier, before the queue has decided, and
+	// a Shutdown then ends the retention before it began.
+	retained := make(chan struct{}, 1)
+	onError := func(error) {
+		select {
+		case retained <- struct{}{}:
+		default:
+		}
+	}
+	// The two spans fill one batch, as in TestSpanQueueFailsWhenNotDown.
+	b := newSpanQueue(exp, testBatch(), c, onError, nil, retainWhile(exp.isDown, time.Hour))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2)
-	<-exp.called // the span queue now pauses for an hour before retrying
+	<-retained // the span queue now pauses for an hour before retrying
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	if err := tp.Shutdown(ctx); err != nil {
