@@ -10,7 +10,7 @@ import (
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/spantree"
 )
@@ -90,12 +90,12 @@ func TestLiveRunAttribution(t *testing.T) {
 			t.Errorf("%s carry the remote's credentials", name)
 		}
 	}
-	treq, err := otlpfile.UnmarshalTraces(bytes.TrimSpace(rawTraces))
+	treq, err := otlpjson.UnmarshalTraces(bytes.TrimSpace(rawTraces))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := bytes.Split(bytes.TrimSpace(rawMetrics), []byte("\n"))
-	mreq, err := otlpfile.UnmarshalMetrics(lines[len(lines)-1])
+	mreq, err := otlpjson.UnmarshalMetrics(lines[len(lines)-1])
 	if err != nil {
 		t.Fatal(err)
 	}

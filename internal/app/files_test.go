@@ -11,7 +11,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // What the tests that replay into the --*-file exporters share.
@@ -61,14 +61,14 @@ func readOTLP[R, Res, Scope, T any](t *testing.T, path string, unmarshal func([]
 // fileMetrics is every metric of a --metrics-file.
 func fileMetrics(t *testing.T, path string) []*metricpb.Metric {
 	t.Helper()
-	return readOTLP(t, path, otlpfile.UnmarshalMetrics, (*colmetricpb.ExportMetricsServiceRequest).GetResourceMetrics,
+	return readOTLP(t, path, otlpjson.UnmarshalMetrics, (*colmetricpb.ExportMetricsServiceRequest).GetResourceMetrics,
 		(*metricpb.ResourceMetrics).GetScopeMetrics, (*metricpb.ScopeMetrics).GetMetrics)
 }
 
 // fileLogs is every log record of a --logs-file.
 func fileLogs(t *testing.T, path string) []*logspb.LogRecord {
 	t.Helper()
-	return readOTLP(t, path, otlpfile.UnmarshalLogs, (*collogpb.ExportLogsServiceRequest).GetResourceLogs,
+	return readOTLP(t, path, otlpjson.UnmarshalLogs, (*collogpb.ExportLogsServiceRequest).GetResourceLogs,
 		(*logspb.ResourceLogs).GetScopeLogs, (*logspb.ScopeLogs).GetLogRecords)
 }
 

@@ -25,8 +25,8 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/report"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -67,7 +67,7 @@ func exportedRoots(t *testing.T, path string) map[string]*tracepb.Span {
 		if len(line) == 0 {
 			continue
 		}
-		req, err := otlpfile.UnmarshalTraces(line)
+		req, err := otlpjson.UnmarshalTraces(line)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // TestAttributeValueLengthLimit: OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT cuts
@@ -45,7 +45,7 @@ func TestAttributeValueLengthLimit(t *testing.T) {
 				attribute.String("event.attr", long), attribute.StringSlice("event.list", []string{long, "ok"})))
 			child.End()
 			parent.End()
-			req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalTraces)
+			req := shutdownAndRead(t, tel, path, otlpjson.UnmarshalTraces)
 			want := strings.Repeat("é", tc.want)
 			checked := 0
 			for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
@@ -102,7 +102,7 @@ func TestLogRecordLimits(t *testing.T) {
 		_, root := tel.TracerProvider().Tracer("t").Start(context.Background(), "invoke_agent pi",
 			trace.WithAttributes(attribute.String("long", long)))
 		root.End()
-		req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalLogs)
+		req := shutdownAndRead(t, tel, path, otlpjson.UnmarshalLogs)
 		attrs := req.ResourceLogs[0].ScopeLogs[0].LogRecords[0].Attributes
 		if len(attrs) != 1 || len([]rune(attrs[0].Value.GetStringValue())) != tc.want {
 			t.Errorf("%v: record attributes %v, want %d characters", tc.env, attrs, tc.want)

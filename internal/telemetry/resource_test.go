@@ -13,8 +13,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
 
@@ -52,19 +52,19 @@ func TestResourceOnEverySignal(t *testing.T) {
 		line := []byte(strings.TrimSpace(string(raw)))
 		switch signal {
 		case "traces":
-			req, err := otlpfile.UnmarshalTraces(line)
+			req, err := otlpjson.UnmarshalTraces(line)
 			if err != nil || len(req.ResourceSpans) == 0 {
 				t.Fatalf("traces: %v %s", err, raw)
 			}
 			resources[signal], schemas[signal] = req.ResourceSpans[0].Resource.Attributes, req.ResourceSpans[0].SchemaUrl
 		case "metrics":
-			req, err := otlpfile.UnmarshalMetrics(line)
+			req, err := otlpjson.UnmarshalMetrics(line)
 			if err != nil || len(req.ResourceMetrics) == 0 {
 				t.Fatalf("metrics: %v %s", err, raw)
 			}
 			resources[signal], schemas[signal] = req.ResourceMetrics[0].Resource.Attributes, req.ResourceMetrics[0].SchemaUrl
 		case "logs":
-			req, err := otlpfile.UnmarshalLogs(line)
+			req, err := otlpjson.UnmarshalLogs(line)
 			if err != nil || len(req.ResourceLogs) == 0 {
 				t.Fatalf("logs: %v %s", err, raw)
 			}
@@ -119,7 +119,7 @@ func TestDetectedNamesAreV141s(t *testing.T) {
 	path := t.TempDir() + "/t.jsonl"
 	tel, _ := setup(t, loadConfig(t, map[string]string{"PI_OTEL_TRACES_FILE": path}))
 	makeTrace(tel.TracerProvider())
-	req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalTraces)
+	req := shutdownAndRead(t, tel, path, otlpjson.UnmarshalTraces)
 	n := 0
 	for _, kv := range req.ResourceSpans[0].Resource.Attributes {
 		if !known[kv.Key] {

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // TestSpanAttributes: the process's facts are on every span, asked for
@@ -27,7 +27,7 @@ func TestSpanAttributes(t *testing.T) {
 		}
 	}))
 	makeTrace(tel.TracerProvider())
-	req := shutdownAndRead(t, tel, path, otlpfile.UnmarshalTraces)
+	req := shutdownAndRead(t, tel, path, otlpjson.UnmarshalTraces)
 	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
 	if len(spans) != 3 || calls != 1 {
 		t.Fatalf("%d spans, attributes asked for %d times", len(spans), calls)

@@ -29,9 +29,9 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/telemetry/spanlogs"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -152,7 +152,7 @@ func TestFileExporter(t *testing.T) {
 	if len(lines) != 2 || lines[0] != "{}" {
 		t.Fatalf("traces file = %q", raw)
 	}
-	req, err := otlpfile.UnmarshalTraces([]byte(lines[1]))
+	req, err := otlpjson.UnmarshalTraces([]byte(lines[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestFileExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mreq, err := otlpfile.UnmarshalMetrics(mraw)
+	mreq, err := otlpjson.UnmarshalMetrics(mraw)
 	if err != nil {
 		t.Fatalf("metrics file %q: %v", mraw, err)
 	}
@@ -229,7 +229,7 @@ func TestFileExporterAfterTornLine(t *testing.T) {
 		t.Fatalf("the torn line is not alone on line 2 of %d:\n%s", len(lines), raw)
 	}
 	for i, l := range lines {
-		if _, err := otlpfile.UnmarshalTraces([]byte(l)); (err == nil) != (i != 1) {
+		if _, err := otlpjson.UnmarshalTraces([]byte(l)); (err == nil) != (i != 1) {
 			t.Errorf("line %d: decodes %v (%v)", i+1, err == nil, err)
 		}
 	}
@@ -248,7 +248,7 @@ func TestFileToStderr(t *testing.T) {
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	req, err := otlpfile.UnmarshalTraces([]byte(stderr.String()))
+	req, err := otlpjson.UnmarshalTraces([]byte(stderr.String()))
 	if err != nil {
 		t.Fatalf("stderr %q: %v", stderr.String(), err)
 	}

@@ -28,12 +28,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/capture"
 	"github.com/pi-otel/pi-otel/internal/testutil/collectortest"
 	"github.com/pi-otel/pi-otel/internal/testutil/fakemodel"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/pitest"
@@ -529,7 +529,7 @@ func faultMetrics(t *testing.T, path string) map[string]int64 {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		req, err := otlpfile.UnmarshalMetrics(line)
+		req, err := otlpjson.UnmarshalMetrics(line)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/jaegertest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -53,7 +53,7 @@ func TestLogRecordsOfALiveRun(t *testing.T) {
 		if strings.Contains(sc.Text(), "echo hello from bash") {
 			t.Errorf("the tool's command reached a log record without --capture-content")
 		}
-		req, err := otlpfile.UnmarshalLogs(sc.Bytes())
+		req, err := otlpjson.UnmarshalLogs(sc.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}

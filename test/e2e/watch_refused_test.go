@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/freeport"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlptest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 )
@@ -147,7 +147,7 @@ func refusedMetric(t *testing.T, path string) int64 {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		req, err := otlpfile.UnmarshalMetrics(line)
+		req, err := otlpjson.UnmarshalMetrics(line)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

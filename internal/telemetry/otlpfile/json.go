@@ -9,25 +9,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
-
-// UnmarshalTraces decodes one OTLP/JSON line. It takes ids in hex, as
-// OTLP/JSON has them, and also base64, as plain protobuf JSON has them.
-func UnmarshalTraces(line []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	req := &coltracepb.ExportTraceServiceRequest{}
-	return req, unmarshalLine(line, req)
-}
-
-// UnmarshalMetrics decodes one OTLP/JSON line, as UnmarshalTraces does.
-func UnmarshalMetrics(line []byte) (*colmetricpb.ExportMetricsServiceRequest, error) {
-	req := &colmetricpb.ExportMetricsServiceRequest{}
-	return req, unmarshalLine(line, req)
-}
 
 // idFields are the JSON fields holding trace and span ids: in spans, links
 // and exemplars. Attribute keys are values, not JSON field names, so an
@@ -56,21 +41,6 @@ func marshalLine(m proto.Message) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func unmarshalLine(line []byte, m proto.Message) error {
-	tree, err := decodeTree(line)
-	if err != nil {
-		return err
-	}
-	if err := rewriteIDs(tree, hexToBase64); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(tree)
-	if err != nil {
-		return err
-	}
-	return protojson.Unmarshal(raw, m)
 }
 
 func decodeTree(raw []byte) (any, error) {
@@ -117,19 +87,6 @@ func base64ToHex(s string, _ int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// hexToBase64 converts a hex id of the right size and leaves anything else
-// for protojson, which reads base64.
-func hexToBase64(s string, size int) (string, error) {
-	if len(s) != 2*size {
-		return s, nil
-	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return s, nil
-	}
-	return base64.StdEncoding.EncodeToString(b), nil
 }
 
 func unixNano(t time.Time) uint64 {

@@ -36,12 +36,6 @@ func (e *LogExporter) Export(ctx context.Context, records []sdklog.Record) error
 // ForceFlush does nothing: every line is written as it is exported.
 func (e *LogExporter) ForceFlush(context.Context) error { return nil }
 
-// UnmarshalLogs decodes one OTLP/JSON line, as UnmarshalTraces does.
-func UnmarshalLogs(line []byte) (*collogpb.ExportLogsServiceRequest, error) {
-	req := &collogpb.ExportLogsServiceRequest{}
-	return req, unmarshalLine(line, req)
-}
-
 // LogRequest converts records to an export request, grouped by resource and
 // then by instrumentation scope, each group in order of first appearance.
 func LogRequest(records []sdklog.Record) *collogpb.ExportLogsServiceRequest {

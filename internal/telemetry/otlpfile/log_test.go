@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
 	"github.com/pi-otel/pi-otel/internal/testutil/logtest"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // TestLogExporterWritesOTLPJSONLines: one line per export, ids in hex as
@@ -54,7 +55,7 @@ func TestLogExporterWritesOTLPJSONLines(t *testing.T) {
 			t.Errorf("no %s in %s", want, line)
 		}
 	}
-	req, err := otlpfile.UnmarshalLogs([]byte(line))
+	req, err := otlpjson.UnmarshalLogs([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}

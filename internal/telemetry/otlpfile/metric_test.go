@@ -16,6 +16,7 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // collect records one of each instrument through the real SDK and collects
@@ -68,7 +69,7 @@ func TestMetricRoundTrip(t *testing.T) {
 	if strings.Count(buf.String(), "\n") != 1 {
 		t.Fatalf("want one line, got %q", buf.String())
 	}
-	req, err := otlpfile.UnmarshalMetrics(buf.Bytes())
+	req, err := otlpjson.UnmarshalMetrics(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestMetricCumulativeAndExemplars(t *testing.T) {
 		!strings.Contains(buf.String(), `"spanId":"00f067aa0ba902b7"`) {
 		t.Errorf("exemplar ids are not hex: %s", buf.String())
 	}
-	back, err := otlpfile.UnmarshalMetrics(buf.Bytes())
+	back, err := otlpjson.UnmarshalMetrics(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

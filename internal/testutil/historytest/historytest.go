@@ -29,7 +29,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/session/sessiongen"
 	"github.com/pi-otel/pi-otel/internal/spanid"
 	"github.com/pi-otel/pi-otel/internal/telemetry/metrics"
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
@@ -299,7 +299,7 @@ func exported(tb testing.TB, path string, killed bool) map[string]int {
 		if len(line) == 0 {
 			continue
 		}
-		req, err := otlpfile.UnmarshalTraces(line)
+		req, err := otlpjson.UnmarshalTraces(line)
 		if err != nil && killed && i == len(lines)-1 && !bytes.HasSuffix(b, []byte("\n")) {
 			break
 		}
@@ -321,7 +321,7 @@ func MetricTotals(tb testing.TB, path string) (runs int64, cost float64) {
 		tb.Fatal(err)
 	}
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	req, err := otlpfile.UnmarshalMetrics(lines[len(lines)-1])
+	req, err := otlpjson.UnmarshalMetrics(lines[len(lines)-1])
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/pi-otel/pi-otel/internal/telemetry/otlpfile"
+	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 )
 
 // FromOTLP builds the forest of the spans in OTLP export requests, as
@@ -107,7 +107,7 @@ func ReadOTLPFile(tb testing.TB, path string) []*Node {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		req, err := otlpfile.UnmarshalTraces(line)
+		req, err := otlpjson.UnmarshalTraces(line)
 		if err != nil {
 			tb.Fatalf("%s line %d: %v", path, i+1, err)
 		}
