@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 )
 
 // A history whose child session file the walk finds before its parent's
@@ -36,7 +36,7 @@ func TestBackfillReadsNoParentTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	cfg.Traces.Exporter, cfg.Metrics.Exporter, cfg.Logs.Exporter = telemetry.ExporterNone, telemetry.ExporterNone, telemetry.ExporterNone
 	ctx, cancel := context.WithCancel(t.Context())
@@ -82,7 +82,7 @@ func TestRestartReadsNoParentTracedBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	cfg.Traces.Exporter, cfg.Metrics.Exporter, cfg.Logs.Exporter = telemetry.ExporterNone, telemetry.ExporterNone, telemetry.ExporterNone
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}

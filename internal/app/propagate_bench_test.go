@@ -8,6 +8,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
 	"github.com/pi-otel/pi-otel/internal/testutil/benchutil"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/streamgen"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkRunRecords(b *testing.B) {
 	data, recs := streamgen.BenchStream()
 	for _, mode := range []string{config.PropagateRun, config.PropagateCall} {
 		b.Run("propagation="+mode, func(b *testing.B) {
-			cfg := config.Default()
+			cfg := configtest.Default()
 			cfg.Traces.Exporter = telemetry.ExporterNone
 			cfg.Metrics.Exporter = telemetry.ExporterNone
 			cfg.Quiet = true

@@ -11,9 +11,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/toolctx"
 )
 
@@ -90,7 +90,7 @@ func TestSessionFileCallsAndCaughtUp(t *testing.T) {
 // publishes bash calls through cc; both close with the test.
 func quietSessionPipeline(t *testing.T, cc *callContexts) *sessionPipeline {
 	t.Helper()
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
 	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{Calls: cc})

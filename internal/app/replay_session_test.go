@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -169,7 +169,7 @@ func TestReplayPlacesLinesAsWatch(t *testing.T) {
 	}
 	replayed := historytest.Exported(t, out)
 
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "watch.jsonl")
 	cfg.Metrics.Exporter = telemetry.ExporterNone

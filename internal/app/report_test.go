@@ -25,6 +25,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/report"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpjson"
 	"github.com/pi-otel/pi-otel/internal/testutil/otlpwalk"
@@ -146,7 +147,7 @@ func reportTree(t *testing.T, files int, bytes int64) historytest.History {
 func TestReportIsTheTraces(t *testing.T) {
 	h := reportTree(t, 40, 3<<20)
 	out := t.TempDir()
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(out, "traces.jsonl")
 	cfg.Metrics.Exporter, cfg.Metrics.File = telemetry.ExporterFile, filepath.Join(out, "metrics.jsonl")

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/pi-otel/pi-otel/internal/agentmap"
-	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 )
 
 // A zero sessionConfig is valid and takes the defaults; a bound below
@@ -29,7 +29,7 @@ func TestSessionConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want ok %v", c.name, err, c.ok)
 		}
 	}
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	env := Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	if _, err := newSessionPipeline(env, cfg, sessionConfig{ParentFileMax: -1}); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
@@ -42,7 +43,7 @@ func benchWatchSinceAll(b *testing.B, propagate bool) {
 		}
 		_ = os.Chtimes(p, old, old)
 	}
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
 	cfg.Propagation = config.PropagateRun

@@ -15,6 +15,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/wait"
 )
@@ -112,7 +113,7 @@ func TestWatchBackfillsHistoryAsReplay(t *testing.T) {
 	want := historytest.Replay(t, h.Paths)
 
 	out := t.TempDir()
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(out, "traces.jsonl")
 	cfg.Metrics.Exporter, cfg.Metrics.File = telemetry.ExporterFile, filepath.Join(out, "metrics.jsonl")
@@ -181,7 +182,7 @@ func TestWatchRetracedRunsCountOnce(t *testing.T) {
 	h := historytest.Write(t, 3, 200_000)
 	want := historytest.Replay(t, h.Paths)
 	out := t.TempDir()
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Quiet = true
 	// Where a backfill without failure leaves every file: the retried one
 	// is done when it stands there too.

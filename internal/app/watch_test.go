@@ -15,6 +15,7 @@ import (
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/sessionwatch"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 	"github.com/pi-otel/pi-otel/internal/testutil/historytest"
 	"github.com/pi-otel/pi-otel/internal/testutil/repo"
 )
@@ -178,7 +179,7 @@ func TestRunTUIPiNotFound(t *testing.T) {
 // A damaged line of a watched session file counts as a malformed record in
 // the health metrics, as it does in replay, summed over every file.
 func TestWatchCountsDamagedLines(t *testing.T) {
-	cfg := config.Default()
+	cfg := configtest.Default()
 	cfg.Traces.Exporter = telemetry.ExporterNone
 	cfg.Quiet = true
 	sp, err := newSessionPipeline(Env{Stderr: io.Discard, Getenv: func(string) string { return "" }}, cfg, sessionConfig{})
@@ -220,7 +221,7 @@ func bytesOf(ss []string) [][]byte {
 func TestWatchFlushWithAttributeLimit(t *testing.T) {
 	for _, limit := range []int{0, 64} {
 		t.Run(fmt.Sprint("limit", limit), func(t *testing.T) {
-			cfg := config.Default()
+			cfg := configtest.Default()
 			cfg.Quiet = true
 			cfg.AttributeValueLengthLimit = limit
 			cfg.Traces.Exporter, cfg.Traces.File = telemetry.ExporterFile, filepath.Join(t.TempDir(), "traces.jsonl")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/config"
 	"github.com/pi-otel/pi-otel/internal/telemetry"
+	"github.com/pi-otel/pi-otel/internal/testutil/configtest"
 )
 
 // load parses args with pi-otel's flags and env as the environment.
@@ -72,8 +73,8 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
-	if d := config.Default(); !reflect.DeepEqual(d, want) {
-		t.Errorf("Default() = %+v", d)
+	if d := configtest.Default(); !reflect.DeepEqual(d, want) {
+		t.Errorf("configtest.Default() = %+v", d)
 	}
 	// A nil flag set and a nil getenv are the same as nothing given.
 	bare, err := config.Load(nil, nil)
@@ -641,7 +642,7 @@ func TestFlagRefusedWithoutOTLP(t *testing.T) {
 // upper-case placeholder; and a default the table states is the default
 // the loader uses: setting the variable to it changes nothing.
 func TestFlagTable(t *testing.T) {
-	base := config.Default()
+	base := configtest.Default()
 	for _, d := range config.Flags() {
 		if len(d.Envs) == 0 {
 			t.Errorf("--%s names no environment variable", d.Name)
@@ -680,7 +681,7 @@ func TestMemoryLimit(t *testing.T) {
 			t.Errorf("--memory-limit %s: %d, %v; want %d", v, cfg.MemoryLimit, err, want)
 		}
 	}
-	if cfg := config.Default(); cfg.MemoryLimit != 0 {
+	if cfg := configtest.Default(); cfg.MemoryLimit != 0 {
 		t.Errorf("unset memory limit = %d, want 0 (the default applies)", cfg.MemoryLimit)
 	}
 	for _, bad := range []string{"abc", "64MB", "-1", "0", "1.5GiB"} {

@@ -54,12 +54,6 @@ func unique[T any](items []T, text func(T) string) []T {
 	return out
 }
 
-// Default is the configuration when nothing is set.
-func Default() Config {
-	cfg, _ := Load(nil, nil)
-	return cfg
-}
-
 // loader collects every error rather than stopping at the first, so a user
 // fixes a bad setup in one go.
 type loader struct {

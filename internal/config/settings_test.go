@@ -40,7 +40,10 @@ func TestRenameFollows(t *testing.T) {
 // TestDefaultsFromTable: Load takes every default from the table; the
 // constants other packages use must say the same.
 func TestDefaultsFromTable(t *testing.T) {
-	cfg := Default()
+	cfg, err := Load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.Traces.OTLP.Timeout != telemetry.DefaultOTLPTimeout || cfg.MaxContentLength != DefaultMaxContentLength {
 		t.Errorf("table defaults %s, %d; constants %s, %d", cfg.Traces.OTLP.Timeout, cfg.MaxContentLength,
 			telemetry.DefaultOTLPTimeout, DefaultMaxContentLength)
