@@ -449,17 +449,6 @@ func (e *exact) zero() bool { return e.tokens == (tokens{}) && e.cost.Sign() == 
 
 func exactFloat(v float64) *big.Float { return new(big.Float).SetPrec(exactPrec).SetFloat64(v) }
 
-// ExactSum is the sum of vs, computed exactly and rounded once to the
-// nearest float64: what a report's cost is of the roots it counted.
-func ExactSum(vs []float64) float64 {
-	s := new(big.Float).SetPrec(exactPrec)
-	for _, v := range vs {
-		s.Add(s, exactFloat(v))
-	}
-	f, _ := s.Float64()
-	return f
-}
-
 // attrs are a span's attributes, looked up by key: a few dozen at most,
 // so a scan beats a map.
 type attrs []attribute.KeyValue
