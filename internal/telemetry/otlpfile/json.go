@@ -17,7 +17,7 @@ import (
 // idFields are the JSON fields holding trace and span ids: in spans, links
 // and exemplars. Attribute keys are values, not JSON field names, so an
 // attribute called "traceId" is never touched.
-var idFields = map[string]int{"traceId": 16, "spanId": 8, "parentSpanId": 8}
+var idFields = map[string]bool{"traceId": true, "spanId": true, "parentSpanId": true}
 
 // marshalLine encodes m as one OTLP/JSON line, newline included.
 func marshalLine(m proto.Message) ([]byte, error) {
@@ -31,7 +31,7 @@ func marshalLine(m proto.Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rewriteIDs(tree, base64ToHex); err != nil {
+	if err := idsToHex(tree); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -53,40 +53,31 @@ func decodeTree(raw []byte) (any, error) {
 	return tree, nil
 }
 
-func rewriteIDs(v any, conv func(string, int) (string, error)) error {
+// idsToHex rewrites the base64 ids in the decoded JSON v as hex.
+func idsToHex(v any) error {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
-			if size, ok := idFields[k]; ok {
-				if s, ok := child.(string); ok {
-					out, err := conv(s, size)
-					if err != nil {
-						return fmt.Errorf("%s %q: %w", k, s, err)
-					}
-					t[k] = out
-					continue
+			if s, ok := child.(string); ok && idFields[k] {
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					return fmt.Errorf("%s %q: %w", k, s, err)
 				}
+				t[k] = hex.EncodeToString(b)
+				continue
 			}
-			if err := rewriteIDs(child, conv); err != nil {
+			if err := idsToHex(child); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, child := range t {
-			if err := rewriteIDs(child, conv); err != nil {
+			if err := idsToHex(child); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func base64ToHex(s string, _ int) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 func unixNano(t time.Time) uint64 {
