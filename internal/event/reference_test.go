@@ -335,6 +335,9 @@ var oddRecords = []string{
 	`{"type":"message_end","message":{"role":"assistant","usage":{"input":1,"cost":{"total":0.5,"Total":1}}}}`,
 	`{"type":"message_end","message":{"role":"assistant","usage":{"input":1.0}}}`,
 	`{"type":"message_end","message":{"role":"assistant","usage":{"cost":null}}}`,
+	// Keys that fold to a field across lengths: ſ for s, the Kelvin sign for k.
+	`{"type":"message_end","message":{"role":"assistant","usage":{"input":1,"coſt":{"total":2},"cost":{"input":3}}}}`,
+	`{"type":"message_end","message":{"role":"assistant","usage":{"cacheWrite":1,"totalToKens":4}}}`,
 	`{"type":"message_end","message":{"role":"assistant","usage":null,"durationMs":null,"timestamp":null}}`,
 	`{"type":"message_end","message":{"role":"assistant","Role":"user"}}`,
 	`{"type":"message_end","message":{"role":"assistant","timestamp":"1"}}`,
