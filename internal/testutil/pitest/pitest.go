@@ -315,7 +315,13 @@ func (e *Env) KillAll() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, p := range e.procs {
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		// A leader already waited for has freed its pid, which the
+		// kernel may have given to another test's process group (pids
+		// wrap at 32768 here): its own group's processes, if any, are
+		// marked and found by the scan below.
+		if p.Signal(syscall.Signal(0)) == nil {
+			_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		}
 	}
 	e.procs = nil
 	mark := RunIDVar + "=" + e.runID
