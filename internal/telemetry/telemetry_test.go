@@ -865,8 +865,12 @@ func TestLogsLostAreCounted(t *testing.T) {
 	tel, stderr := setup(t, loadConfig(t, map[string]string{
 		"OTEL_TRACES_EXPORTER":             "none",
 		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://" + lis.Addr().String(),
-		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT":  "100",
-		"PI_OTEL_FLUSH_TIMEOUT":            "200ms",
+		// An attempt outlasts the flush at exit, so the records still
+		// waiting then are held up past it, however slowly they came:
+		// with attempts shorter than the flush, a producer slowed down by
+		// a loaded machine saw every batch fail in turn, none dropped.
+		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT": "1000",
+		"PI_OTEL_FLUSH_TIMEOUT":           "200ms",
 	}), telemetry.WithRetry(telemetry.Retry{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: 10 * time.Millisecond}),
 		telemetry.WithLogProcessor(func(lp log.LoggerProvider) (sdktrace.SpanProcessor, error) {
 			return spanlogs.New(lp, spanlogs.Config{}), nil
@@ -877,6 +881,8 @@ func TestLogsLostAreCounted(t *testing.T) {
 		_, s := tr.Start(ctx, "invoke_agent pi")
 		s.End()
 	}
+	// The line about the collector comes when the first attempt times out.
+	stderr.waitFor(t, ctx, "did not answer")
 	_ = tel.Shutdown(ctx)
 	sum := tel.Summary()
 	t.Log(stderr.String() + sum)
