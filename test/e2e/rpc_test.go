@@ -49,7 +49,6 @@ func TestRPCProxy(t *testing.T) {
 	j := jaegertest.Start(t)
 	for _, s := range rpctest.Scenarios() {
 		t.Run(s.Name, func(t *testing.T) {
-			t.Parallel()
 			check, ok := rpcChecks[s.Name]
 			if !ok {
 				t.Fatalf("no trace check for scenario %s", s.Name)

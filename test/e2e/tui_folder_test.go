@@ -26,10 +26,7 @@ import (
 func TestTUILeavesPiFolderAlone(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{pitest.EnvPi, pitest.EnvPi103, pitest.EnvPi073} {
-		t.Run(v, func(t *testing.T) {
-			t.Parallel()
-			leavesPiFolderAlone(t, pitest.Lookup(t, v))
-		})
+		t.Run(v, func(t *testing.T) { leavesPiFolderAlone(t, pitest.Lookup(t, v)) })
 	}
 }
 

@@ -68,7 +68,6 @@ func TestWatchRefusedBatchesMoveOn(t *testing.T) {
 	t.Parallel()
 	for _, protocol := range []string{"grpc", "http/protobuf"} {
 		t.Run(protocol, func(t *testing.T) {
-			t.Parallel()
 			c := &refusingCollector{seen: map[string]int{}}
 			r := &otlptest.Receiver{CountOnly: true, Answer: c.answer}
 			var addr string
