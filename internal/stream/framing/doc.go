@@ -11,15 +11,17 @@
 //   - End of input ends the last line exactly as an LF would, so an
 //     unterminated tail is still a record (and loses one trailing CR, as a
 //     CRLF stream cut between CR and LF would otherwise leave a stray CR).
+//     A tail ([NewReaderAt]) leaves it for a later read instead.
 //   - Empty lines (nothing left after stripping the CR) are not records: a
 //     consumer would only have to skip them. They are counted in
-//     [Stats.EmptyLines] so they are not lost silently.
+//     [Stats.EmptyLines] so they are not lost silently. A tail hands them
+//     out, so that its records' offsets cover every line.
 //   - Bytes are not validated. Invalid JSON and invalid UTF-8 pass through
 //     unchanged; judging them is the decoder's job.
 //
 // Records are handed out as slices into internal buffers, without copying
 // when a record lies within one read. A record that spans reads is kept in
 // pieces and copied once, when its end arrives, so a huge record costs about
-// twice its size. A caller that keeps a record past the documented lifetime
-// must copy it.
+// twice its size (a tail's, its size: see [NewReaderAt]). A caller that
+// keeps a record past the documented lifetime must copy it.
 package framing

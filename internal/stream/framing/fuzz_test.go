@@ -87,7 +87,58 @@ func FuzzSplit(f *testing.F) {
 		if !slices.EqualFunc(sc.records, want, bytes.Equal) {
 			t.Fatalf("records %q, oracle %q", sc.records, want)
 		}
+
+		checkTail(t, data, len(data)*bufSize/16, bufSize)
 	})
+}
+
+// checkTail reads data with a tail as a file that grows: to cut, then to
+// its end, then again from the top (Rewind). Each time it must hand out
+// every line up to the last LF, empty ones too, with its offset and end,
+// and leave the line without LF.
+func checkTail(t *testing.T, data []byte, cut, bufSize int) {
+	type line struct {
+		rec      string
+		off, end int64
+	}
+	var want []line
+	for off := 0; ; {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			break
+		}
+		want = append(want, line{string(bytes.TrimSuffix(data[off:off+i], []byte{'\r'})), int64(off), int64(off + i + 1)})
+		off += i + 1
+	}
+	var got []line
+	r := framing.NewReaderAt(bytes.NewReader(data[:cut]), 0, framing.WithReadSize(bufSize))
+	read := func(upTo int) {
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					t.Fatalf("tail error %v", err)
+				}
+				if i := bytes.LastIndexByte(data[:upTo], '\n'); r.End() != int64(i+1) {
+					t.Fatalf("tail ended at %d of %q, want %d", r.End(), data[:upTo], i+1)
+				}
+				return
+			}
+			got = append(got, line{string(rec), r.Offset(), r.End()})
+		}
+	}
+	read(cut)
+	r.ResetAt(bytes.NewReader(data), r.End())
+	read(len(data))
+	if !slices.Equal(got, want) {
+		t.Fatalf("tail of %q cut at %d: %v, want %v", data, cut, got, want)
+	}
+	got = got[:0]
+	r.Rewind(0)
+	read(len(data))
+	if !slices.Equal(got, want) {
+		t.Fatalf("tail of %q rewound: %v, want %v", data, got, want)
+	}
 }
 
 // walk rebuilds data from the records: each record must appear in order,

@@ -253,3 +253,36 @@ func TestAllocatedSplitter(t *testing.T) {
 	}
 	checkAllocated(t, "Forward", n, got)
 }
+
+// A tail reads a line longer than its buffer into one buffer of the
+// line's length, found ahead in the file: allocHuge lines cost about
+// their size each, not twice it. A line still being written is not read
+// and grows nothing.
+func TestAllocatedTail(t *testing.T) {
+	const n = 4
+	line := bytes.Repeat([]byte{'x'}, allocHuge)
+	line[allocHuge-1] = '\n'
+	src := bytes.NewReader(bytes.Repeat(line, n))
+	seen := 0
+	got := allocated(func() {
+		r := NewReaderAt(src, 0)
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			if len(rec) != allocHuge-1 || len(r.buf) != allocHuge {
+				t.Fatalf("record %d is %d bytes, read into %d", seen, len(rec), len(r.buf))
+			}
+			seen++
+		}
+	})
+	if per := float64(got) / n / allocHuge; seen != n || per > 1.1 {
+		t.Errorf("read %d records (want %d), allocating %.2fx each, want at most 1.1x", seen, n, per)
+	}
+
+	r := NewReaderAt(bytes.NewReader([]byte("abcdef")), 0, WithReadSize(3))
+	if rec, err := r.Next(); err != io.EOF || rec != nil || r.End() != 0 || len(r.buf) != 3 {
+		t.Errorf("a line still being written: %q, %v, End %d, buffer %d; want io.EOF, 0, 3", rec, err, r.End(), len(r.buf))
+	}
+}

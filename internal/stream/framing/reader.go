@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // maxEmptyReads bounds how often a source may return (0, nil) in a row
@@ -28,10 +29,12 @@ func (e *TooLongError) Error() string {
 	return fmt.Sprintf("line %d is longer than %d bytes", e.Line, e.Max)
 }
 
-// Reader pulls records from an io.Reader, for files and stdin. It is not
-// safe for concurrent use.
+// Reader pulls records from an io.Reader, for files and stdin, or tails
+// a file being written ([NewReaderAt]). It is not safe for concurrent use.
 type Reader struct {
 	src      io.Reader
+	ra       io.ReaderAt // set: a tail, read from pos on (NewReaderAt)
+	pos      int64       // the input offset of buf[w]
 	readSize int
 	retain   int
 	piece    int // the largest buffer a long record is read into
@@ -61,12 +64,47 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 	return &Reader{src: r, readSize: c.readSize, retain: c.retain, piece: c.piece(), max: c.maxRecord}
 }
 
+// NewReaderAt returns a Reader that tails src, a file still being
+// written, from offset off on. Unlike NewReader's, it hands out only
+// whole lines: one without its LF yet is left for a later read (Next
+// returns io.EOF, and End is where it begins). Empty lines are records,
+// so that the lines' Offset and End cover the input. And a line longer
+// than the buffer is read into one buffer of its exact length, found by
+// looking ahead in src for its LF, not in pieces copied together at its
+// end: an 80 MB line costs 80 MB, not twice that.
+func NewReaderAt(src io.ReaderAt, off int64, opts ...Option) *Reader {
+	r := NewReader(nil, opts...)
+	r.ResetAt(src, off)
+	return r
+}
+
+// ResetAt makes a Reader made by NewReaderAt tail src from off on, with
+// the buffer it has, unless a long line grew that past [WithRetain].
+func (r *Reader) ResetAt(src io.ReaderAt, off int64) {
+	if len(r.buf) > r.retain {
+		r.buf = nil
+	}
+	r.ra, r.pos, r.lineEnd, r.at = src, off, off, off
+	r.r, r.w, r.scanned, r.err = 0, 0, 0, nil
+}
+
+// Rewind makes a Reader made by NewReaderAt go on from off: from the bytes
+// it holds when off is among them (a header read, then the lines from
+// the top), else from its source.
+func (r *Reader) Rewind(off int64) {
+	if start := r.pos - int64(r.w); off >= start && off <= r.pos {
+		r.r, r.scanned, r.err, r.lineEnd = int(off-start), 0, nil, off
+		return
+	}
+	r.ResetAt(r.ra, off)
+}
+
 // Next returns the next record, with the LF and one preceding CR stripped.
 // The slice is valid until the next call to Next. After the last record
-// (the unterminated tail, if any) Next returns io.EOF; a read error other
-// than io.EOF is returned the same way, after the records read before it.
-// A line over the bound of [WithMaxRecord] is a [*TooLongError], after
-// which Next may be called again.
+// (the unterminated tail, if any, but for a tail's) Next returns io.EOF;
+// a read error other than io.EOF is returned the same way, after the
+// records read before it. A line over the bound of [WithMaxRecord] is a
+// [*TooLongError], after which Next may be called again.
 func (r *Reader) Next() ([]byte, error) {
 	for {
 		if r.skipping {
@@ -95,7 +133,7 @@ func (r *Reader) Next() ([]byte, error) {
 			if !r.parts.empty() {
 				b = r.joined(b)
 			}
-			if rec, ok := r.line(b); ok {
+			if rec, ok := r.line(b); ok || r.ra != nil {
 				r.at = start
 				return rec, nil
 			}
@@ -110,7 +148,7 @@ func (r *Reader) Next() ([]byte, error) {
 			return nil, r.tooLong()
 		}
 		if r.err != nil {
-			if r.w > r.r || !r.parts.empty() {
+			if r.ra == nil && (r.w > r.r || !r.parts.empty()) {
 				b := r.buf[r.r:r.w]
 				r.r, r.scanned = r.w, 0
 				start := r.lineEnd
@@ -139,8 +177,12 @@ func (r *Reader) Next() ([]byte, error) {
 // version 1 entries take their ids from it).
 func (r *Reader) Offset() int64 { return r.at }
 
+// End is the input offset past the last line ended: after a record, past
+// its LF; after io.EOF from a tail, where the line without LF begins.
+func (r *Reader) End() int64 { return r.lineEnd }
+
 // ended notes that a line ended where buf[r:] begins.
-func (r *Reader) ended() { r.lineEnd = r.stats.Bytes - int64(r.w-r.r) }
+func (r *Reader) ended() { r.lineEnd = r.pos - int64(r.w-r.r) }
 
 // overMax reports whether the line made of the pieces and tail, which
 // ends at an LF, at the end of the input, or is still going on, is longer
@@ -205,7 +247,12 @@ func (r *Reader) fill() {
 		copy(r.buf, r.buf[r.r:r.w])
 		r.r, r.w = 0, n
 	}
-	if r.w == len(r.buf) {
+	if r.w == len(r.buf) && r.ra != nil && r.w > 0 {
+		if !r.grow() {
+			r.err = io.EOF // a line still being written: read it whole later
+			return
+		}
+	} else if r.w == len(r.buf) {
 		// buf holds the start of one record and nothing else (Next reads
 		// more only when buf[r:w] has no LF). Keep it as a piece and read
 		// on into a new buffer as large as all the pieces (at least one
@@ -215,12 +262,19 @@ func (r *Reader) fill() {
 		r.r, r.w, r.scanned = 0, 0, 0
 	}
 	for range maxEmptyReads {
-		m, err := r.src.Read(r.buf[r.w:])
+		var m int
+		var err error
+		if r.ra != nil {
+			m, err = r.ra.ReadAt(r.buf[r.w:], r.pos)
+		} else {
+			m, err = r.src.Read(r.buf[r.w:])
+		}
 		if m < 0 || m > len(r.buf)-r.w {
 			r.err = errBadRead
 			return
 		}
 		r.w += m
+		r.pos += int64(m)
 		r.stats.Bytes += int64(m)
 		if err != nil {
 			r.err = err
@@ -231,4 +285,32 @@ func (r *Reader) fill() {
 		}
 	}
 	r.err = io.ErrNoProgress
+}
+
+// grow replaces buf, which one line without LF fills, with a buffer of
+// the line's exact length up to its LF, found ahead in ra: doubling until
+// it fit cost three times the line (the old buffer, the new one and the
+// garbage of the steps before). It reports false while the line has no
+// LF.
+func (r *Reader) grow() bool {
+	scratch := make([]byte, 64<<10)
+	for pos := r.pos; ; {
+		n, err := r.ra.ReadAt(scratch, pos)
+		if i := bytes.IndexByte(scratch[:n], '\n'); i >= 0 {
+			size := r.w - r.r + int(pos-r.pos) + i + 1
+			if size > 16<<20 {
+				// The buffer of an earlier long line may still be garbage:
+				// freed first, the peak is one line, not two.
+				runtime.GC()
+			}
+			nb := make([]byte, size)
+			r.w = copy(nb, r.buf[r.r:r.w])
+			r.buf, r.r = nb, 0
+			return true
+		}
+		pos += int64(n)
+		if err != nil || n == 0 {
+			return false
+		}
+	}
 }
