@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // A new tracer's lines are read with its header, into the same buffer:
@@ -85,17 +88,22 @@ func TestFirstLineGrowsItsBuffer(t *testing.T) {
 	if err := os.WriteFile(p, []byte(long+"\nnext\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 16)
-	first, have, ok := firstLine(mustOpen(t, p), &buf)
-	if !ok || string(first) != long || have != len(long)+1 || len(buf) != have {
-		t.Errorf("firstLine = %d bytes, %d read, %v, buffer %d; want the line, %d, true, a buffer of its length",
-			len(first), have, ok, len(buf), len(long)+1)
+	lr := framing.NewReaderAt(mustOpen(t, p), 0, framing.WithReadSize(16))
+	first, ok := firstLine(lr)
+	if !ok || string(first) != long || lr.End() != int64(len(long)+1) || held(lr) != len(long)+1 {
+		t.Errorf("firstLine = %d bytes, ending at %d, %v, buffer %d; want the line, %d, true, a buffer of its length",
+			len(first), lr.End(), ok, held(lr), len(long)+1)
 	}
 	if err := os.WriteFile(p, []byte(long), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	buf = make([]byte, 16)
-	if _, _, ok := firstLine(mustOpen(t, p), &buf); ok || buf != nil {
-		t.Errorf("a line still being written: ok %v, buffer of %d", ok, len(buf))
+	lr = framing.NewReaderAt(mustOpen(t, p), 0, framing.WithReadSize(16))
+	if _, ok := firstLine(lr); ok || held(lr) != 16 {
+		t.Errorf("a line still being written: ok %v, buffer of %d", ok, held(lr))
 	}
+}
+
+// held is the size of the buffer lr holds.
+func held(lr *framing.Reader) int {
+	return reflect.ValueOf(lr).Elem().FieldByName("buf").Len()
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/pi-otel/pi-otel/internal/ledger"
 	"github.com/pi-otel/pi-otel/internal/session"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // Tracer traces one session file; internal/session's FileMapper is one. Line
@@ -186,9 +187,8 @@ type Follower struct {
 	// watchedAs is the name each watched directory's watch has in
 	// fsnotify, by identity: a directory moved keeps its watch (watch).
 	watchedAs map[fileID]string
-	buf       []byte
-	// bufs are the buffers of reads ahead, kept for the next.
-	bufs []*[]byte
+	// readers are the line readers of reads done, kept for the next.
+	readers []*framing.Reader
 	// ahead: the first scan's walk, where a read only begins (read).
 	ahead bool
 	// begun is the read the walk's last touch began; reading, the one

@@ -642,8 +642,13 @@ func TestLongLineIsReadWhole(t *testing.T) {
 	h.write("s.jsonl", long[1<<20:]+"\nA\nU\n")
 	h.step()
 	h.want("s.jsonl@2", 1)
-	if len(h.f.buf) > 64<<10 {
-		t.Errorf("a %d-byte buffer kept after a long line", len(h.f.buf))
+	for _, lr := range h.f.readers {
+		if held(lr) > 64<<10 {
+			t.Errorf("a %d-byte buffer kept after a long line", held(lr))
+		}
+	}
+	if len(h.f.readers) == 0 {
+		t.Error("no reader kept for the next read")
 	}
 }
 
@@ -681,16 +686,6 @@ func TestHugeLineIsReadIntoOneBuffer(t *testing.T) {
 	h.write("s.jsonl", "A\n")
 	h.later(11 * time.Second)
 	h.want(fmt.Sprintf("s.jsonl@%d", 4+len(huge)+1+2), 1)
-}
-
-func TestLineBuffer(t *testing.T) {
-	r := strings.NewReader("abcdef\nrest")
-	if got := lineBuffer(r, 0, []byte("abc")); string(got) != "abc\x00\x00\x00\x00" || len(got) != 7 {
-		t.Errorf("complete line: %q, want the first bytes in a buffer of the line's length with its LF", got)
-	}
-	if got := lineBuffer(r, 7, []byte("re")); got != nil {
-		t.Errorf("line still being written: %q, want nil", got)
-	}
 }
 
 // Read ahead (decoding on the reading goroutine) and line by line give a

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // referenceHeader is a first line as sessionwatch read it before
@@ -49,8 +51,7 @@ func FuzzHeaderMatchesReference(f *testing.F) {
 		if err := os.WriteFile(p, append(first, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var buf []byte
-		line, _, _ := firstLine(mustOpen(t, p), &buf) // what readHeader reads of it
+		line, _ := firstLine(framing.NewReaderAt(mustOpen(t, p), 0)) // what readHeader reads of it
 		h, complete := readHeader(p)
 		if _, wid, wparent, _ := referenceHeader(line); !complete || h.ID != wid || h.ParentSession != wparent {
 			t.Fatalf("readHeader of %q = %q, %q, %v; want %q, %q", first, h.ID, h.ParentSession, complete, wid, wparent)

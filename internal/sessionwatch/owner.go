@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pi-otel/pi-otel/internal/event"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // Owner decides which session files one Pi process writes, for
@@ -124,19 +125,23 @@ func (o *Owner) pinned(path, id string) bool {
 // without a header), but for a line that is not JSON: a damaged header
 // pins nothing.
 func readHeader(path string) (event.Header, bool) {
-	var buf []byte
-	return readHeaderInto(path, &buf)
+	return readHeaderWith(path, headerReader())
 }
 
-// readHeaderInto is readHeader reading into *buf, which one may keep
-// for the next.
-func readHeaderInto(path string, buf *[]byte) (event.Header, bool) {
+// headerReader is a line reader for headers, one after the other.
+func headerReader() *framing.Reader {
+	return framing.NewReaderAt(nil, 0, framing.WithReadSize(4096), framing.WithRetain(1<<20))
+}
+
+// readHeaderWith is readHeader reading with lr, from headerReader.
+func readHeaderWith(path string, lr *framing.Reader) (event.Header, bool) {
 	fh, err := openFile(path)
 	if err != nil {
 		return event.Header{}, false
 	}
 	defer fh.Close()
-	first, _, ok := firstLine(fh, buf)
+	lr.ResetAt(fh, 0)
+	first, ok := firstLine(lr)
 	if !ok {
 		return event.Header{}, false
 	}

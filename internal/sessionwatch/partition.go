@@ -86,7 +86,7 @@ func Partition(roots []string, n int) *Parts {
 		part
 	}
 	var cs []cand
-	var buf []byte // the headers', one after the other
+	lr := headerReader()
 	for _, r := range roots {
 		_ = walkTree(filepath.Clean(r), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(p, ".jsonl") {
@@ -96,7 +96,7 @@ func Partition(roots []string, n int) *Parts {
 			if info, err := d.Info(); err == nil {
 				c.size, c.id = info.Size(), identity(info)
 			}
-			h, _ := readHeaderInto(p, &buf)
+			h, _ := readHeaderWith(p, lr)
 			c.session, c.parentSession = h.ID, h.ParentSession
 			cs = append(cs, c)
 			return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-otel/pi-otel/internal/readahead"
+	"github.com/pi-otel/pi-otel/internal/stream/framing"
 )
 
 // refresh stats a file and reads what was appended; a file whose name is
@@ -78,9 +79,7 @@ type aRead struct {
 	fi    *file
 	fh    *os.File
 	ahead *readahead.Ahead
-	buf   *[]byte
-	// have is how many bytes from readOff on buf holds already.
-	have int
+	lr    *framing.Reader // at readOff; it may hold the bytes after
 }
 
 // startRead opens fi, makes its tracer if it has none, and begins reading
@@ -114,32 +113,22 @@ func (f *Follower) startRead(fi *file) *aRead {
 		// over it, an editor's save): the bytes read are another file's.
 		f.rewritten(fi)
 	}
-	r := &aRead{fi: fi, fh: fh}
+	// A reader of its own: the file before may still be read by another.
+	r := &aRead{fi: fi, fh: fh, lr: f.reader(fh, fi.readOff)}
 	if fi.tr == nil {
-		// The header is read into the buffer the lines are read into,
-		// and what came with it is not read again: fh is at r.have.
-		r.buf = f.buffer()
-		if len(*r.buf) == 0 {
-			*r.buf = make([]byte, readSize)
-		}
-		ok := false
-		if r.have, ok = f.newTracer(fi, fh, r.buf); !ok {
-			f.putBuffer(r.buf)
+		// The header is read by the reader the lines are read by, and
+		// what came with it is not read again.
+		if !f.newTracer(fi, r.lr) {
+			f.putReader(r.lr)
 			fh.Close()
 			return nil
 		}
-	} else if _, err := fh.Seek(fi.readOff, io.SeekStart); err != nil {
-		fh.Close()
-		return nil
+		r.lr.Rewind(fi.readOff)
 	}
 	if p, ok := fi.tr.(Predecoder); ok {
-		// Its own buffer: the file before may still be read into another.
-		if r.buf == nil {
-			r.buf = f.buffer()
-		}
-		decode, from, have := p.Predecode(), fi.readOff, r.have
+		decode, lr := p.Predecode(), r.lr
 		r.ahead = readahead.Start(func(emit func(func(), int)) {
-			f.readLines(fh, from, r.buf, have, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
+			f.readLines(lr, func(off int64, line []byte, n int) { emit(decode(off, line), n) })
 		})
 	}
 	return r
@@ -152,17 +141,13 @@ func (f *Follower) endRead(r *aRead) {
 	defer fh.Close()
 	if r.ahead != nil {
 		r.ahead.Drain(func(n int) { f.fed(fi, n) })
-		f.putBuffer(r.buf)
+		f.putReader(r.lr)
 		if fi.tr == nil {
 			return // the file was let go while it was read (settle)
 		}
 	} else {
-		buf := &f.buf
-		if r.buf != nil {
-			buf = r.buf // it holds the header
-			defer f.putBuffer(buf)
-		}
-		f.readLines(fh, fi.readOff, buf, r.have, func(off int64, line []byte, n int) {
+		defer f.putReader(r.lr)
+		f.readLines(r.lr, func(off int64, line []byte, n int) {
 			fi.tr.Line(off, line)
 			f.fed(fi, n)
 		})
@@ -195,81 +180,37 @@ func (f *Follower) settle(fi *file) {
 	}
 }
 
-// buffer is a read buffer of its own for a read ahead; endRead keeps it
-// for the next.
-func (f *Follower) buffer() *[]byte {
-	if n := len(f.bufs); n > 0 {
-		b := f.bufs[n-1]
-		f.bufs = f.bufs[:n-1]
-		return b
+// reader is a line reader of fh from off on, with the buffer of an
+// earlier read: a huge line's is not kept (WithRetain).
+func (f *Follower) reader(fh *os.File, off int64) *framing.Reader {
+	if n := len(f.readers); n > 0 {
+		lr := f.readers[n-1]
+		f.readers = f.readers[:n-1]
+		lr.ResetAt(fh, off)
+		return lr
 	}
-	return new([]byte)
+	return framing.NewReaderAt(fh, off, framing.WithReadSize(readSize), framing.WithRetain(1<<20))
 }
 
-// putBuffer keeps a read ahead's buffer for the next; not one a huge
-// first line grew (readLines lets go of those too).
-func (f *Follower) putBuffer(b *[]byte) {
-	if len(*b) > 1<<20 {
-		*b = nil
-	}
-	f.bufs = append(f.bufs, b)
+// putReader keeps a reader for the next read, letting go of its file.
+func (f *Follower) putReader(lr *framing.Reader) {
+	lr.ResetAt(nil, 0)
+	f.readers = append(f.readers, lr)
 }
 
-// readLines calls line with each complete line of fh from off on, and
-// the line's length with its LF; line is only valid during the call. It
-// stops at a line still being written. *buf is the buffer it reads into,
-// grown for a long line; a huge line's is not kept. Its first have bytes
-// are the file's from off on, read already: fh is at off+have.
-func (f *Follower) readLines(fh *os.File, off int64, buf *[]byte, have int, line func(off int64, b []byte, n int)) {
-	defer func() {
-		if len(*buf) > 1<<20 {
-			*buf = nil // a huge line (an image) is not kept for the next read
-		}
-	}()
-	if *buf == nil {
-		*buf = make([]byte, readSize)
-	}
-	pre := have > 0 // split first, as if just read
+// readLines calls line with each complete line lr reads, at its offset,
+// and the line's length with its LF; line is only valid during the call.
+// It stops at a line still being written.
+func (f *Follower) readLines(lr *framing.Reader, line func(off int64, b []byte, n int)) {
 	for {
 		if f.ctx != nil && f.ctx.Err() != nil && !f.final {
 			return // a signal: the rest is read at the next start
 		}
-		var n int
-		var err error
-		if pre {
-			pre, n = false, have
-		} else {
-			if have == len(*buf) { // one line longer than the buffer
-				if *buf = lineBuffer(fh, off, *buf); *buf == nil {
-					return // a line still being written: read it whole later
-				}
-			}
-			n, err = fh.Read((*buf)[have:])
-			have += n
+		b, err := lr.Next()
+		if err != nil {
+			return
 		}
-		b := *buf
-		start := 0
-		for {
-			i := bytes.IndexByte(b[start:have], '\n')
-			if i < 0 {
-				break
-			}
-			line(off, bytes.TrimSuffix(b[start:start+i], []byte{'\r'}), i+1)
-			off += int64(i + 1)
-			start += i + 1
-		}
-		have = copy(b, b[start:have])
-		if len(b) > 1<<20 && have <= readSize {
-			// A long line is read: back to a small buffer, so that the
-			// next long line is not read into this one and copied out of
-			// it with both alive (two 200 MB lines took 400 MB).
-			small := make([]byte, readSize)
-			copy(small, b[:have])
-			*buf = small
-		}
-		if err != nil || n == 0 {
-			return // the rest, if any, is a line still being written
-		}
+		line(lr.Offset(), b, int(lr.End()-lr.Offset()))
 	}
 }
 
@@ -365,19 +306,18 @@ func checksumAt(fh *os.File, off int64) uint32 {
 	return crc32.ChecksumIEEE(b)
 }
 
-// newTracer builds fi's tracer once its first line is whole. A tracer
-// starts at the top of the file; the claims skip what was traced. fh is
-// at the start, and the first line is read into *buf; it returns how many
-// bytes *buf holds.
-func (f *Follower) newTracer(fi *file, fh *os.File, buf *[]byte) (int, bool) {
-	first, have, ok := firstLine(fh, buf)
+// newTracer builds fi's tracer once its first line, which lr reads from
+// the start, is whole. A tracer starts at the top of the file; the claims
+// skip what was traced.
+func (f *Follower) newTracer(fi *file, lr *framing.Reader) bool {
+	first, ok := firstLine(lr)
 	if !ok {
-		return 0, false // not even a whole header yet
+		return false // not even a whole header yet
 	}
 	if f.cfg.IsSession != nil && !f.cfg.IsSession(first) {
 		fi.notSess = true
 		f.logOnce("not "+fi.path, "%s is not a Pi session file (its first line is neither a session header nor an entry); not followed", fi.path)
-		return 0, false
+		return false
 	}
 	var entry bool
 	fi.session, entry = sessionOf(first)
@@ -386,52 +326,22 @@ func (f *Follower) newTracer(fi *file, fh *os.File, buf *[]byte) (int, bool) {
 	}
 	fi.tr = f.cfg.NewTracer(TracerSpec{Path: fi.path, SkipThrough: fi.skip})
 	fi.readOff = 0
-	return have, true
+	return true
 }
 
 // readSize is how much of a file one read takes.
 const readSize = 64 << 10
 
-// firstLine reads the first complete line of fh, which is at its start:
-// its header. oh-my-pi writes a title line before the header (a slot it
-// rewrites in place, {"type":"title",…}); its header is the line after
-// it. It reads into *buf (4 KiB if it has no room), grown for a long
-// line, and returns the line, in *buf, and how many bytes *buf holds.
-// A line still being written leaves *buf nil.
-func firstLine(fh *os.File, buf *[]byte) (line []byte, have int, ok bool) {
-	if len(*buf) == 0 {
-		*buf = make([]byte, 4096)
+// firstLine reads the first complete line with lr, which is at the
+// start of a file: its header. oh-my-pi writes a title line before the
+// header (a slot it rewrites in place, {"type":"title",…}); its header is
+// the line after it.
+func firstLine(lr *framing.Reader) ([]byte, bool) {
+	line, err := lr.Next()
+	if err == nil && lr.Offset() == 0 && bytes.HasPrefix(line, titlePrefix) {
+		line, err = lr.Next()
 	}
-	start, scanned := 0, 0 // the line's start; where the search for its LF goes on
-	for {
-		if have == len(*buf) {
-			// Room for all up to the next LF, at once (lineBuffer).
-			if *buf = lineBuffer(fh, 0, *buf); *buf == nil {
-				return nil, have, false
-			}
-		}
-		b := *buf
-		n, err := fh.Read(b[have:])
-		have += n
-		for {
-			i := bytes.IndexByte(b[scanned:have], '\n')
-			if i < 0 {
-				scanned = have
-				break
-			}
-			end := scanned + i
-			line := bytes.TrimSuffix(b[start:end], []byte{'\r'})
-			scanned = end + 1
-			if start == 0 && bytes.HasPrefix(line, titlePrefix) {
-				start = end + 1
-				continue
-			}
-			return line, have, true
-		}
-		if err != nil || n == 0 {
-			return nil, have, false
-		}
-	}
+	return line, err == nil
 }
 
 // titlePrefix starts oh-my-pi's title line.

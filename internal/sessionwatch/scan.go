@@ -145,7 +145,7 @@ func (f *Follower) bySession(paths []string) []string {
 	groups := map[string]int{}
 	byPath := make(map[string]int, len(paths))
 	cs := make([]cand, 0, len(paths))
-	var buf []byte // the headers', one after the other
+	lr := headerReader()
 	for _, p := range paths {
 		c := cand{path: p}
 		if pt, ok := f.cfg.Share.seen(p); ok {
@@ -154,7 +154,7 @@ func (f *Follower) bySession(paths []string) []string {
 			if st, err := os.Stat(p); err == nil {
 				c.size = st.Size()
 			}
-			h, _ := readHeaderInto(p, &buf)
+			h, _ := readHeaderWith(p, lr)
 			c.session, c.parentSession = h.ID, h.ParentSession
 		}
 		f.headers[p] = c.session
