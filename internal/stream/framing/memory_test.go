@@ -286,3 +286,26 @@ func TestAllocatedTail(t *testing.T) {
 		t.Errorf("a line still being written: %q, %v, End %d, buffer %d; want io.EOF, 0, 3", rec, err, r.End(), len(r.buf))
 	}
 }
+
+// A tail's buffer that a long line grew past WithRetain is let go when
+// the reader moves on (ResetAt), and a small one is kept: a follower
+// keeps its readers from file to file.
+func TestResetAtLetsGoOfAGrownBuffer(t *testing.T) {
+	long := append(bytes.Repeat([]byte{'x'}, 1000), '\n')
+	r := NewReaderAt(bytes.NewReader(long), 0, WithReadSize(64), WithRetain(512))
+	if rec, err := r.Next(); err != nil || len(rec) != 1000 || len(r.buf) != len(long) {
+		t.Fatalf("Next = %d bytes, %v, buffer %d; want the line in a buffer of its length", len(rec), err, len(r.buf))
+	}
+	r.ResetAt(bytes.NewReader([]byte("a\n")), 0)
+	if len(r.buf) != 0 {
+		t.Errorf("a %d-byte buffer held after ResetAt", len(r.buf))
+	}
+	if rec, err := r.Next(); err != nil || string(rec) != "a" || len(r.buf) != 64 {
+		t.Errorf("after ResetAt: %q, %v, buffer %d; want \"a\" in a new buffer of 64", rec, err, len(r.buf))
+	}
+	kept := &r.buf[0]
+	r.ResetAt(bytes.NewReader([]byte("b\n")), 0)
+	if rec, err := r.Next(); err != nil || string(rec) != "b" || &r.buf[0] != kept {
+		t.Errorf("a small buffer was not kept: %q, %v", rec, err)
+	}
+}
