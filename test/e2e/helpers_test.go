@@ -277,7 +277,9 @@ func stored(t *testing.T, j *jaegertest.Jaeger, service string, since time.Time,
 		t.Errorf("export trouble: %s", sum.Line)
 	}
 	if sum.Spans == 0 {
-		t.Fatalf("pi-otel ended no spans: %s", sum.Line)
+		// All of stderr: the lines before the summary say why no run was
+		// traced (a session file left alone as another Pi's, say).
+		t.Fatalf("pi-otel ended no spans: %s\nstderr:\n%s", sum.Line, r.stderr)
 	}
 	traces := j.WaitService(t, context.Background(), service, since, sum.Spans)
 	got := 0
