@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/internal/stream/framing"
@@ -225,6 +226,7 @@ func (o *Owner) ppid(pid int) (int, bool) {
 func (o *Owner) others() []int {
 	tree := o.tree()
 	self := os.Getpid()
+	dirOwner, shared := o.dirOwner()
 	var out []int
 	ents, _ := os.ReadDir(o.proc())
 	for _, e := range ents {
@@ -232,22 +234,60 @@ func (o *Owner) others() []int {
 		if err != nil || tree[pid] || pid == self {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(o.proc(), e.Name(), "cmdline"))
+		base := filepath.Join(o.proc(), e.Name())
+		// The working directory is read before the command line: an
+		// exiting process lets go of its memory, which holds its command
+		// line, before its working directory, so a Pi that exits between
+		// the two reads is seen as gone, not as a Pi in an unknown folder.
+		cwd, cwdErr := os.Readlink(filepath.Join(base, "cwd"))
+		b, err := os.ReadFile(filepath.Join(base, "cmdline"))
 		if err != nil || !IsPiCommand(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")) {
 			continue
 		}
-		if o.Custom {
-			out = append(out, pid)
-			continue
+		if !shared {
+			if uid, ok := fsUID(base); ok && uid != 0 && uid != dirOwner {
+				continue // another user's Pi, which cannot write in Dir
+			}
 		}
-		cwd, err := os.Readlink(filepath.Join(o.proc(), e.Name(), "cwd"))
-		if err != nil || filepath.Clean(cwd) == filepath.Clean(o.Cwd) {
-			// Unreadable counts as a conflict: better miss a run than
-			// trace another's.
+		// An unreadable folder counts as a conflict: better miss a run
+		// than trace another's.
+		if o.Custom || cwdErr != nil || filepath.Clean(cwd) == filepath.Clean(o.Cwd) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// dirOwner is the user who owns Dir; shared says users other than that
+// one may write in it (its group or all may, or it cannot be read).
+func (o *Owner) dirOwner() (uid uint32, shared bool) {
+	st, err := os.Stat(o.Dir)
+	if err != nil {
+		return 0, true
+	}
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, true
+	}
+	return s.Uid, st.Mode().Perm()&0o022 != 0
+}
+
+// fsUID is the user a process writes files as: the fourth of the Uid
+// line of its status in /proc.
+func fsUID(base string) (uint32, bool) {
+	b, err := os.ReadFile(filepath.Join(base, "status"))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) == 4 {
+				uid, err := strconv.ParseUint(f[3], 10, 32)
+				return uint32(uid), err == nil
+			}
+		}
+	}
+	return 0, false
 }
 
 // IsPiCommand reports whether a command line runs Pi: the pi command

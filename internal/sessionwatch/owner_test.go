@@ -125,3 +125,34 @@ func TestPiDirs(t *testing.T) {
 		t.Errorf("ProjectDir of a Windows path = %q", got)
 	}
 }
+
+// Another user's Pi, whose folder cannot be read, cannot write in a
+// session folder only its owner may write to: it leaves the file to this
+// Pi. Root's can, and so can anyone's in a folder others may write to.
+func TestOwnerOtherUsers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		uid  int
+		perm os.FileMode
+		ok   bool
+	}{
+		{"another user", os.Getuid() + 1, 0o700, true},
+		{"another user, a folder all may write to", os.Getuid() + 1, 0o777, false},
+		{"root", 0, 0o700, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.Chmod(dir, c.perm))
+			file := sessionFile(t, dir, "a.jsonl", `{"type":"session","id":"0001"}`)
+			proc := newFakeProc(t)
+			proc.add(100, 1, []string{"pi"}, "/work")
+			proc.add(200, 1, []string{"/usr/bin/pi"}, "/home/other/project")
+			must(t, os.Remove(filepath.Join(proc.root, "200", "cwd"))) // unreadable, as another user's is
+			must(t, os.WriteFile(filepath.Join(proc.root, "200", "status"), fmt.Appendf(nil, "Name:\tnode\nUid:\t%d\t%d\t%d\t%d\n", c.uid, c.uid, c.uid, c.uid), 0o644))
+			o := &Owner{PID: 100, Dir: dir, Cwd: "/work", Proc: proc.root}
+			if ok, decided := o.Accept(file); ok != c.ok || !decided {
+				t.Errorf("Accept = %v, %v; want %v, true", ok, decided, c.ok)
+			}
+		})
+	}
+}
