@@ -203,10 +203,6 @@ type pendingTable struct {
 	order *list.List
 }
 
-func newPendingTable() pendingTable {
-	return pendingTable{byKey: map[key][]*command{}, order: list.New()}
-}
-
 func (p *pendingTable) len() int { return p.order.Len() }
 
 func (p *pendingTable) add(c *command) {

@@ -32,10 +32,6 @@ type dialogTable struct {
 	next time.Time
 }
 
-func newDialogTable() dialogTable {
-	return dialogTable{byID: map[string]*dialog{}, order: list.New()}
-}
-
 func (d *dialogTable) len() int { return d.order.Len() }
 
 func (d *dialogTable) add(x *dialog) {

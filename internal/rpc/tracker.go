@@ -17,6 +17,7 @@
 package rpc
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"sync"
@@ -137,8 +138,8 @@ func New(m Mapper, tp trace.TracerProvider, opts ...Option) *Tracker {
 		tracer:  tp.Tracer(ScopeName, trace.WithSchemaURL(vocab.SchemaURL)),
 		cfg:     cfg,
 		decode:  event.Options{Content: cfg.content != nil, BashCalls: m.ReadsBashCalls()},
-		pending: newPendingTable(),
-		dialogs: newDialogTable(),
+		pending: pendingTable{byKey: map[key][]*command{}, order: list.New()},
+		dialogs: dialogTable{byID: map[string]*dialog{}, order: list.New()},
 	}
 }
 
