@@ -210,15 +210,6 @@ func (p *pendingTable) add(c *command) {
 	c.elem = p.order.PushBack(c)
 }
 
-// take removes and returns the oldest pending command with key k.
-func (p *pendingTable) take(k key) *command {
-	c := p.peek(k)
-	if c != nil {
-		p.remove(c)
-	}
-	return c
-}
-
 // peek returns the oldest pending command with key k.
 func (p *pendingTable) peek(k key) *command {
 	if q := p.byKey[k]; len(q) > 0 {

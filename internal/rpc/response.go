@@ -15,7 +15,7 @@ import (
 
 // response ends the span of the command r answers.
 func (t *Tracker) response(r *wireResponse, at time.Time) {
-	c := t.pending.take(r.key())
+	c := t.pending.peek(r.key())
 	d := r.data()
 	if c == nil {
 		t.stats.UnmatchedResponses++
@@ -25,6 +25,7 @@ func (t *Tracker) response(r *wireResponse, at time.Time) {
 		t.learnEndpoint(name, r.Success, d)
 		return
 	}
+	t.pending.remove(c)
 	t.stats.Responses++
 	if c.deferred {
 		t.openDeferred(c)
