@@ -18,13 +18,12 @@ func (t *Tracker) command(c *command) {
 	switch {
 	case c.name != "prompt" || !c.decision.started():
 		t.startCommand(c, t.m.RootContext())
-	case !t.m.Active():
-		t.stats.Runs++
-		t.startCommand(c, t.m.Open(c.at))
-	default:
+	case t.m.Active():
 		// The run before it has not settled yet in the stream: the
 		// prompt opens its root once it has (see openDeferred).
 		c.deferred = true
+	default:
+		t.openDeferred(c)
 	}
 	t.pending.add(c)
 	for t.pending.len() > t.cfg.maxPending {
