@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"slices"
+
 	"github.com/pi-otel/pi-otel/internal/event"
 	"github.com/pi-otel/pi-otel/mapper/vocab"
 )
@@ -88,11 +90,8 @@ func (t *Tracker) overLimit(head *item) bool {
 func (t *Tracker) forceDecision(c *command) {
 	t.stats.LookaheadForced++
 	c.decision = decision{known: true}
-	for i := 1; i < len(t.queue); i++ {
-		if t.queue[i].typ == event.TypeAgentStart {
-			c.decision.success, c.decision.disposition = true, string(vocab.DispositionStarted)
-			return
-		}
+	if slices.ContainsFunc(t.queue[1:], func(it item) bool { return it.typ == event.TypeAgentStart }) {
+		c.decision.success, c.decision.disposition = true, string(vocab.DispositionStarted)
 	}
 }
 
