@@ -68,7 +68,7 @@ func New(opts ...Option) (*Redactor, error) {
 		if re.MatchString("") {
 			return nil, fmt.Errorf("redact: pattern %q matches the empty string", p)
 		}
-		r.user = append(r.user, newPattern(re))
+		r.user = append(r.user, &pattern{re: re, secret: max(re.SubexpIndex("secret"), 0)})
 	}
 	return r, nil
 }
@@ -160,10 +160,6 @@ func asciiLower(s string) string {
 type pattern struct {
 	re     *regexp.Regexp
 	secret int // group to replace; 0 is the whole match
-}
-
-func newPattern(re *regexp.Regexp) *pattern {
-	return &pattern{re: re, secret: max(re.SubexpIndex("secret"), 0)}
 }
 
 func (p *pattern) apply(s string) string {
