@@ -80,9 +80,8 @@ const (
 // is a refused connection.
 func classify(err error) failure {
 	code := grpcCode(err)
-	var hs *httpStatusError
 	httpCode := 0
-	if errors.As(err, &hs) {
+	if hs, ok := errors.AsType[*httpStatusError](err); ok {
 		httpCode = hs.code
 	}
 	var cause error // gRPC: why the connection under the RPC failed
