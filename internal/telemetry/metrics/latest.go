@@ -92,36 +92,23 @@ func (l *latestInstruments) onChat(ctx context.Context, span sdktrace.ReadOnlySp
 	}
 }
 
-func (l *latestInstruments) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs, outcome string) {
-	set := []attribute.KeyValue{agentName}
+// onAgent records an agent invocation, Pi's run or a nested agent's under
+// its own name (agent): its duration, and its model and tool calls.
+// failure is its error.type when it failed without one.
+func (l *latestInstruments) onAgent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs, agent attribute.KeyValue, failure string) {
+	set := []attribute.KeyValue{agent}
 	if span.Status().Code == codes.Error {
-		// The run's class of failure: its own error.type if it has one, else how it ended.
-		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), oneOf(outcome, runOutcomes))))
+		// The run's class of failure: its own error.type if it has one, else failure.
+		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), failure)))
 	}
 	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
 	// A turn is one assistant message, so one model call; summary calls of compactions are not
 	// counted.
 	if v, ok := a.int(vocab.TurnsKey); ok && v >= 0 {
-		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentName))
+		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agent))
 	}
 	if v, ok := a.int(vocab.ToolCallsKey); ok && v >= 0 {
-		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentName))
-	}
-}
-
-// onSubagent records a nested agent run's duration under its own agent
-// name.
-func (l *latestInstruments) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan, a attrs) {
-	set := []attribute.KeyValue{agentOf(a)}
-	if span.Status().Code == codes.Error {
-		set = append(set, keyErrorType.String(cmp.Or(token(a.str(keyErrorType)), vocab.NestedErrorType)))
-	}
-	l.agentDuration.Record(ctx, seconds(span), metric.WithAttributes(set...))
-	if v, ok := a.int(vocab.TurnsKey); ok && v >= 0 {
-		l.inferenceCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
-	}
-	if v, ok := a.int(vocab.ToolCallsKey); ok && v >= 0 {
-		l.toolCalls.Record(ctx, v, metric.WithAttributes(agentOf(a)))
+		l.toolCalls.Record(ctx, v, metric.WithAttributes(agent))
 	}
 }
 

@@ -219,7 +219,8 @@ func (s *SpanMetrics) onRoot(ctx context.Context, span sdktrace.ReadOnlySpan, a 
 		}
 	}
 	if s.latest != nil {
-		s.latest.onRoot(ctx, span, a, outcome)
+		// How the run ended classes a failure with no error.type.
+		s.latest.onAgent(ctx, span, a, agentName, oneOf(outcome, runOutcomes))
 	}
 }
 
@@ -231,11 +232,12 @@ func (s *SpanMetrics) onSubagent(ctx context.Context, span sdktrace.ReadOnlySpan
 	if span.Status().Code == codes.Error {
 		outcome = string(vocab.OutcomeError)
 	}
-	set := metric.WithAttributes(agentOf(a), vocab.OutcomeKey.String(outcome))
+	agent := agentOf(a)
+	set := metric.WithAttributes(agent, vocab.OutcomeKey.String(outcome))
 	s.subagents.Add(ctx, 1, set)
 	s.subagentDur.Record(ctx, seconds(span), set)
 	if s.latest != nil {
-		s.latest.onSubagent(ctx, span, a)
+		s.latest.onAgent(ctx, span, a, agent, vocab.NestedErrorType)
 	}
 }
 
