@@ -15,6 +15,8 @@
 package consoletree
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -150,10 +152,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	}
 	clear(e.held)
 	slices.SortFunc(groups, func(a, b group) int {
-		if c := a.first.Compare(b.first); c != 0 {
-			return c
-		}
-		return strings.Compare(a.tid.String(), b.tid.String())
+		return cmp.Or(a.first.Compare(b.first), bytes.Compare(a.tid[:], b.tid[:]))
 	})
 	var b strings.Builder
 	for _, g := range groups {
@@ -235,13 +234,8 @@ func subtree(held []sdktrace.ReadOnlySpan, root sdktrace.ReadOnlySpan) (map[trac
 
 func sortByStart(spans []sdktrace.ReadOnlySpan) {
 	slices.SortStableFunc(spans, func(a, b sdktrace.ReadOnlySpan) int {
-		if c := a.StartTime().Compare(b.StartTime()); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name(), b.Name()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.SpanContext().SpanID().String(), b.SpanContext().SpanID().String())
+		ida, idb := a.SpanContext().SpanID(), b.SpanContext().SpanID()
+		return cmp.Or(a.StartTime().Compare(b.StartTime()), strings.Compare(a.Name(), b.Name()), bytes.Compare(ida[:], idb[:]))
 	})
 }
 
