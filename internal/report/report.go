@@ -14,7 +14,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -377,21 +377,16 @@ func (c *Collector) Table() Table {
 		t.Rows = append(t.Rows, Row{Key: k, Totals: a.totals()})
 		first[k] = a.first
 	}
-	sort.Slice(t.Rows, func(i, j int) bool {
-		a, b := t.Rows[i], t.Rows[j]
+	// Keys are unique: every order below is total.
+	slices.SortFunc(t.Rows, func(a, b Row) int {
+		byKey := strings.Compare(a.Key, b.Key)
 		switch c.opts.By {
 		case ByDay, ByWeek, ByMonth:
-			return a.Key < b.Key
+			return byKey
 		case BySession:
-			if !first[a.Key].Equal(first[b.Key]) {
-				return first[a.Key].Before(first[b.Key])
-			}
-			return a.Key < b.Key
+			return cmp.Or(first[a.Key].Compare(first[b.Key]), byKey)
 		}
-		if a.Cost != b.Cost {
-			return a.Cost > b.Cost
-		}
-		return a.Key < b.Key
+		return cmp.Or(cmp.Compare(b.Cost, a.Cost), byKey) // costs are finite (big.Float)
 	})
 	return t
 }
