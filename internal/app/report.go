@@ -383,7 +383,7 @@ const progressAfter = time.Second
 // have been read, once the report has taken progressAfter; the returned
 // function stops it and clears the line.
 func reportProgress(env Env, term reportTerm, sp *sessionPipeline, col *report.Collector) func() {
-	if !term.progress && !stderrIsTerminal(env) {
+	if !term.progress && !env.stderrTTY { // stderr, before Main wrapped it
 		return func() {}
 	}
 	every := term.every

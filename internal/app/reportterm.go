@@ -23,7 +23,3 @@ func terminalWidth(env Env) int {
 	}
 	return defaultWidth
 }
-
-// stderrIsTerminal reports whether the process's stderr, before Main
-// wrapped it, is a terminal.
-func stderrIsTerminal(env Env) bool { return env.stderrTTY }
