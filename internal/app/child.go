@@ -64,7 +64,11 @@ func (c tracedChild) run(ctx context.Context, env Env) int {
 		// it would without pi-otel in the pipe.
 		_ = stdout.Close()
 	}}
-	status := pumpStdout(env, proc, func(r io.Reader) error {
+	// Pump calls its second func once Pi has exited and its own output
+	// is read: a process Pi left behind keeps its pipe, and its output
+	// still gets through, but the trace is Pi's and is finished when Pi
+	// is.
+	status, readErr, waitErr := proc.Pump(func(r io.Reader) error {
 		err := c.forward(out, r, &g)
 		if out.failed {
 			return nil // our consumer left; Pi's stdout was closed on purpose
@@ -74,6 +78,12 @@ func (c tracedChild) run(ctx context.Context, env Env) int {
 		g.close()
 		c.close(ending(status, relayed()), time.Now())
 	})
+	if readErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", readErr)
+	}
+	if waitErr != nil {
+		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", waitErr)
+	}
 	return status.Code
 }
 
@@ -104,22 +114,6 @@ func (c *consumerWriter) Write(p []byte) (int, error) {
 		c.onError()
 	}
 	return n, err
-}
-
-// pumpStdout runs forward over Pi's stdout until EOF and calls drained
-// once Pi has exited and its own output is read (launch.Process.Pump): a
-// process Pi left behind keeps its pipe, and its output still gets
-// through, but the trace is Pi's and is finished when Pi is. It reports
-// trouble on stderr.
-func pumpStdout(env Env, proc *launch.Process, forward func(io.Reader) error, drained func(launch.Status)) launch.Status {
-	status, readErr, waitErr := proc.Pump(forward, drained)
-	if readErr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: reading pi's stdout: %v\n", readErr)
-	}
-	if waitErr != nil {
-		fmt.Fprintf(env.Stderr, "pi-otel: waiting for pi: %v\n", waitErr)
-	}
-	return status
 }
 
 // gate lets the reading goroutine trace records until the trace is
