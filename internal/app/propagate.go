@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -289,12 +290,10 @@ func (p *fileProgress) sync(ctx context.Context, q toolctx.Question) {
 
 // follows reports whether path is below one of the folders followed.
 func (p *fileProgress) follows(path string) bool {
-	for _, d := range p.dirs {
-		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.dirs, func(d string) bool {
+		rel, err := filepath.Rel(d, path)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	})
 }
 
 // realPath is path with its links resolved, or cleaned if it cannot be.
