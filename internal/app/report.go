@@ -313,8 +313,7 @@ func reportPaths(env Env, rcfg config.Report, args []string) ([]string, int) {
 
 // bareError is err without the path an *os.PathError repeats.
 func bareError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err

@@ -366,8 +366,7 @@ func (l *loader) redact() []string {
 			// The pattern itself may be a literal secret, so name only
 			// its position and the kind of syntax error.
 			why := "invalid"
-			var se *syntax.Error
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*syntax.Error](err); ok {
 				why = string(se.Code)
 			}
 			if l.bad(from, "%s pattern %d is not a valid regular expression (%s); content capture is off, so that nothing it was meant to hide leaks", from, i+1, why) {
