@@ -22,19 +22,14 @@ func teamOnSpans(cfg config.Config) []telemetry.Option {
 	return []telemetry.Option{telemetry.WithSpanAttributes(func() []attribute.KeyValue { return team })}
 }
 
-// repositoryOnSpans reads, beside Pi, what git says about the work tree
-// dir is in, and puts it on every span of a live run. It is started
-// before Pi and waited for at the first span, which comes after Pi's own
-// start-up; the read is bounded, so a slow or absent git costs at most
-// vcs.DefaultTimeout there and nothing to Pi.
-func repositoryOnSpans(dir string) telemetry.Option {
-	return telemetry.WithSpanAttributes(vcs.Start(context.Background(), dir).Attributes)
-}
-
 // liveFacts are the options of a live run of argv in dir: the repository
 // on its spans and the version of the Pi it runs on the resource.
 func liveFacts(argv []string, dir string) []telemetry.Option {
-	opts := []telemetry.Option{repositoryOnSpans(dir)}
+	// What git says about the work tree dir is in is read beside Pi: it
+	// is started before Pi and waited for at the first span, which comes
+	// after Pi's own start-up; the read is bounded, so a slow or absent
+	// git costs at most vcs.DefaultTimeout there and nothing to Pi.
+	opts := []telemetry.Option{telemetry.WithSpanAttributes(vcs.Start(context.Background(), dir).Attributes)}
 	if v := piVersion(argv[0]); v != "" {
 		opts = append(opts, telemetry.WithResource(resource.NewSchemaless(vocab.PiVersionKey.String(v))))
 	}
