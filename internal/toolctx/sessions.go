@@ -144,15 +144,9 @@ func (s *Sessions) session(id string) *Run {
 
 // safeName accepts the ids Pi gives sessions (UUIDs) as file names.
 func safeName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(c rune) bool {
+		return !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	})
 }
 
 // sweep removes the directories of sessions idle past idleAfter with no
