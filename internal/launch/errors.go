@@ -31,13 +31,10 @@ func (e *StartError) Unwrap() error { return e.Err }
 // startError builds the error for a command that could not be run,
 // dropping the wrappers that would repeat its name or say "fork/exec".
 func startError(name, path string, err error) *StartError {
-	var execErr *exec.Error
-	var pathErr *fs.PathError
-	switch {
-	case errors.As(err, &execErr):
-		err = execErr.Err
-	case errors.As(err, &pathErr):
-		err = pathErr.Err
+	if e, ok := errors.AsType[*exec.Error](err); ok {
+		err = e.Err
+	} else if e, ok := errors.AsType[*fs.PathError](err); ok {
+		err = e.Err
 	}
 	// The file is there, so what is missing is its #! interpreter.
 	if errors.Is(err, fs.ErrNotExist) && path != "" {

@@ -145,11 +145,9 @@ func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
 	started <- nil
 
 	err := cmd.Wait()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil || errors.As(err, &exitErr):
+	if _, exited := errors.AsType[*exec.ExitError](err); err == nil || exited {
 		p.status = statusOf(cmd.ProcessState)
-	default:
+	} else {
 		p.status = Status{Code: 1}
 		p.waitErr = fmt.Errorf("launch: waiting for %s: %w", cmd.Path, err)
 	}
