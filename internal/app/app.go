@@ -441,18 +441,13 @@ func exitNotice(w io.Writer, cfg config.Config, tel *telemetry.Pipeline) (stop f
 		return func() {}
 	}
 	t := time.AfterFunc(exitNoticeAfter, func() {
-		fmt.Fprintln(w, waitNotice(tel.Destinations(), cfg.FlushTimeout))
+		what := "the telemetry exporters"
+		if dests := tel.Destinations(); len(dests) > 0 {
+			what = strings.Join(dests, ", ")
+		}
+		fmt.Fprintf(w, "pi-otel: waiting for %s to take the last telemetry, at most %s (--flush-timeout); Ctrl-C stops waiting\n", what, cfg.FlushTimeout)
 	})
 	return func() { t.Stop() }
-}
-
-// waitNotice is the line that says what the flush at exit waits for.
-func waitNotice(dests []string, timeout time.Duration) string {
-	what := "the telemetry exporters"
-	if len(dests) > 0 {
-		what = strings.Join(dests, ", ")
-	}
-	return fmt.Sprintf("pi-otel: waiting for %s to take the last telemetry, at most %s (--flush-timeout); Ctrl-C stops waiting", what, timeout)
 }
 
 // summaryGrace bounds the summary line's write to a stalled stderr.
