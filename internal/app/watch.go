@@ -45,12 +45,17 @@ func watch(ctx context.Context, env Env, args []string) int {
 	for _, w := range wcfg.Warnings {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 	}
-	if bad := notFolders(dirs); len(bad) > 0 {
-		// Followed, it would hold nothing, ever: watch would wait on it
-		// in silence. A DIR not there yet is fine: it is waited for.
-		for _, d := range bad {
+	// A DIR that is not a folder (a symlink is judged by what it points
+	// to), followed, would hold nothing, ever: watch would wait on it in
+	// silence. A DIR not there yet is fine: it is waited for.
+	notFolder := false
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
 			fmt.Fprintf(env.Stderr, "pi-otel watch: %s is not a folder; give the folders Pi writes session files in (pi-otel replay --follow FILE follows one file); see pi-otel watch --help\n", d)
+			notFolder = true
 		}
+	}
+	if notFolder {
 		return 2
 	}
 	home := homeDir(env)
@@ -130,18 +135,6 @@ func watch(ctx context.Context, env Env, args []string) int {
 // shipped systemd unit does not restart on it (RestartPreventExitStatus),
 // where it would export again, at every start, what no state recorded.
 const ExitState = 73 // EX_CANTCREAT in sysexits.h
-
-// notFolders are the dirs that exist and are not folders (a symlink is
-// judged by what it points to).
-func notFolders(dirs []string) []string {
-	var bad []string
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
-			bad = append(bad, d)
-		}
-	}
-	return bad
-}
 
 // lockState takes the state's lock, or says why not and returns the exit
 // code.
