@@ -61,9 +61,6 @@ type reportTerm struct {
 	every time.Duration
 }
 
-// reportSynopsis is report's usage line.
-const reportSynopsis = "[flags] [PATH...]"
-
 func reportCommand(ctx context.Context, env Env, args []string, term reportTerm) int {
 	fs := flag.NewFlagSet("pi-otel report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -71,7 +68,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	config.RegisterReportFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printHelp(env.Stdout, "report", reportSynopsis, fs)
+			printHelp(env.Stdout, "report", "[flags] [PATH...]", fs)
 			return 0
 		}
 		fmt.Fprintln(env.Stderr, flagError("report", fs, err))
