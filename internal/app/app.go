@@ -135,9 +135,9 @@ func printVersion(env Env, args []string) int {
 	return 0
 }
 
-// parse reads a command's flags and settings. It returns the arguments
-// after the flags, or a usage exit code.
-func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagSet)) (config.Config, []string, int) {
+// parse reads a command's flags and settings. It returns the flag set,
+// whose Args are those after the flags, or a usage exit code.
+func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, int) {
 	fs := flag.NewFlagSet("pi-otel "+name, flag.ContinueOnError)
 	// The flag package would print its error and every flag; we print
 	// one line that says where help is, and help only when asked for.
@@ -167,7 +167,7 @@ func parse(env Env, name, synopsis string, args []string, extra func(*flag.FlagS
 			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 		}
 	}
-	return cfg, fs.Args(), -1
+	return cfg, fs, -1
 }
 
 // pipeline is what every command shares: exporters, a mapper and a sink.

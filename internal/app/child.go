@@ -17,10 +17,11 @@ import (
 // parseChild reads the flags of a command that runs Pi as its child (run,
 // rpc): a command line must follow them; want shows one.
 func parseChild(env Env, name, synopsis, want string, args []string) (config.Config, []string, int) {
-	cfg, argv, code := parse(env, name, synopsis, args, nil)
+	cfg, fs, code := parse(env, name, synopsis, args, nil)
 	if code >= 0 {
 		return cfg, nil, code
 	}
+	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintf(env.Stderr, "pi-otel %s: no command to run; want pi-otel %s %s; see pi-otel %s --help\n", name, name, want, name)
 		return cfg, nil, 2

@@ -20,11 +20,11 @@ var demoStreams embed.FS
 // nothing installed but pi-otel. It takes replay's flags, so it can also
 // check that a collector receives what pi-otel sends.
 func Demo(ctx context.Context, env Env, args []string) int {
-	cfg, rest, code := parse(env, "demo", "[flags]", args, nil)
+	cfg, fs, code := parse(env, "demo", "[flags]", args, nil)
 	if code >= 0 {
 		return code
 	}
-	if len(rest) != 0 {
+	if len(fs.Args()) != 0 {
 		env.Stderr.Write([]byte("pi-otel demo: takes no arguments; see pi-otel demo --help\n"))
 		return 2
 	}

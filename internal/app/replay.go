@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,15 +34,11 @@ func Replay(ctx context.Context, env Env, args []string) int {
 
 // replayCommand is Replay until ctx ends.
 func replayCommand(ctx context.Context, env Env, args []string) int {
-	var rfs *flag.FlagSet
-	cfg, rest, code := parse(env, "replay", "[flags] FILE|-", args, func(fs *flag.FlagSet) {
-		config.RegisterReplayFlags(fs)
-		rfs = fs
-	})
+	cfg, fs, code := parse(env, "replay", "[flags] FILE|-", args, config.RegisterReplayFlags)
 	if code >= 0 {
 		return code
 	}
-	rcfg, err := config.LoadReplay(rfs, env.Getenv)
+	rcfg, err := config.LoadReplay(fs, env.Getenv)
 	if err != nil {
 		sayLines(env.Stderr, "pi-otel: ", err)
 		return 2
@@ -53,6 +48,7 @@ func replayCommand(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 		}
 	}
+	rest := fs.Args()
 	if len(rest) != 1 {
 		fmt.Fprintln(env.Stderr, "pi-otel replay: want one FILE, or - for stdin; see pi-otel replay --help")
 		return 2

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,15 +28,11 @@ func Watch(ctx context.Context, env Env, args []string) int {
 
 // watch is Watch until ctx ends.
 func watch(ctx context.Context, env Env, args []string) int {
-	var wfs *flag.FlagSet
-	cfg, dirs, code := parse(env, "watch", "[flags] [DIR...]", args, func(fs *flag.FlagSet) {
-		config.RegisterWatchFlags(fs)
-		wfs = fs
-	})
+	cfg, fs, code := parse(env, "watch", "[flags] [DIR...]", args, config.RegisterWatchFlags)
 	if code >= 0 {
 		return code
 	}
-	wcfg, err := config.LoadWatch(wfs, env.Getenv)
+	wcfg, err := config.LoadWatch(fs, env.Getenv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel: %v\n", err)
 		return 2
@@ -45,6 +40,7 @@ func watch(ctx context.Context, env Env, args []string) int {
 	for _, w := range wcfg.Warnings {
 		fmt.Fprintf(env.Stderr, "pi-otel: %s\n", w)
 	}
+	dirs := fs.Args()
 	// A DIR that is not a folder (a symlink is judged by what it points
 	// to), followed, would hold nothing, ever: watch would wait on it in
 	// silence. A DIR not there yet is fine: it is waited for.
