@@ -81,19 +81,17 @@ func Open(opts Options) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{dir: dir, pid: pid, wait: opts.Wait, calls: map[string]*call{}}
-	if r.lock, err = createLocked(dir, "lock"); err != nil {
-		r.remove()
-		return nil, err
+	r.lock, err = createLocked(dir, "lock")
+	if err == nil {
+		err = writeFile(dir, HookName, hook)
 	}
-	if err := writeFile(dir, HookName, hook); err != nil {
-		r.remove()
-		return nil, err
+	if err == nil {
+		err = writeFile(dir, "index", nil)
 	}
-	if err := writeFile(dir, "index", nil); err != nil {
-		r.remove()
-		return nil, err
+	if err == nil {
+		r.ask, err = newAsker(dir, opts.Wait, opts.Late)
 	}
-	if r.ask, err = newAsker(dir, opts.Wait, opts.Late); err != nil {
+	if err != nil {
 		r.remove()
 		return nil, err
 	}
