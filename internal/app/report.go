@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -145,11 +146,7 @@ func reportCommand(ctx context.Context, env Env, args []string, term reportTerm)
 	case rcfg.CSV:
 		err = report.WriteCSV(env.Stdout, t)
 	default:
-		width := term.width
-		if width == 0 {
-			width = terminalWidth(env)
-		}
-		err = report.WriteTable(env.Stdout, t, width)
+		err = report.WriteTable(env.Stdout, t, cmp.Or(term.width, terminalWidth(env)))
 	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pi-otel report: writing the report: %v\n", err)

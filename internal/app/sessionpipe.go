@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,9 +109,7 @@ func newSessionPipeline(env Env, cfg config.Config, scfg sessionConfig) (*sessio
 	if err := scfg.Validate(); err != nil {
 		return nil, err
 	}
-	if scfg.ParentFileMax == 0 {
-		scfg.ParentFileMax = parentFileMax
-	}
+	scfg.ParentFileMax = cmp.Or(scfg.ParentFileMax, parentFileMax)
 	if scfg.ExitOut == nil {
 		scfg.ExitOut = env.Stderr
 	}
